@@ -1,0 +1,323 @@
+//! `memop create api`: a Kubernetes API (the Rust types of a custom resource and its CRD) and
+//! its controller, registered in the project at the scaffold markers.
+
+use anyhow::{Result, bail};
+use clap::ArgAction;
+use serde::Serialize;
+
+use super::context::ProjectContext;
+use super::{Global, finish};
+use crate::names::{ContainerCommand, ContainerPort, Group, Image, Kind, Plural, RunAsUser, Version};
+use crate::project::{self, Api, Operand, Project, Resource};
+use crate::scaffold::{self, IfExists, Plan, Templates};
+
+/// Scaffold a Kubernetes API: its Rust types, CRD, sample and controller
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    # The Memcached operator of the kubebuilder tutorial (built-in preset):\n  \
+    memop create api --group cache --kind Memcached\n\n  \
+    # A controller that deploys any image:\n  \
+    memop create api --group web --kind Nginx --image nginx:1.27 --image-container-port 8080\n\n  \
+    # Types and a skeleton controller to fill in:\n  \
+    memop create api --group batch --version v1 --kind CronJob")]
+pub struct Args {
+    /// API group, without the domain: `cache` gives cache.<domain>
+    #[arg(long)]
+    group: String,
+
+    /// API version
+    #[arg(long, default_value = "v1alpha1")]
+    version: String,
+
+    /// Kind, in PascalCase
+    #[arg(long)]
+    kind: String,
+
+    /// Plural resource name [default: kubebuilder's plural of the kind]
+    #[arg(long)]
+    plural: Option<String>,
+
+    /// Whether objects of the kind live in a namespace (false: cluster-scoped)
+    #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_name = "true|false")]
+    namespaced: bool,
+
+    /// Scaffold the Rust types and CRD of the kind
+    #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_name = "true|false")]
+    resource: bool,
+
+    /// Scaffold a controller for the kind
+    #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_name = "true|false")]
+    controller: bool,
+
+    /// Image the controller deploys (an operand controller, as kubebuilder's deploy-image plugin)
+    #[arg(long, value_name = "IMG")]
+    image: Option<String>,
+
+    /// Container port of the image
+    #[arg(long, value_name = "PORT")]
+    image_container_port: Option<String>,
+
+    /// Command of the image's container, comma-separated: "memcached,--memory-limit=64"
+    #[arg(long, value_name = "CMD")]
+    image_container_command: Option<String>,
+
+    /// User ID the image's container runs as
+    #[arg(long, value_name = "UID")]
+    run_as_user: Option<String>,
+
+    /// Regenerate the files of an API that already exists (only that API's own files)
+    #[arg(long)]
+    force: bool,
+}
+
+/// Kinds whose module would clash with a file of the generated `tests/` (`tests/<kind>.rs`).
+const RESERVED_SNAKE: &[&str] = &["support", "e2e", "manifests", "apiserver"];
+
+/// A kind memop knows how to deploy without being told the image.
+struct Preset {
+    kind: &'static str,
+    image: &'static str,
+    port: u16,
+    command: &'static [&'static str],
+    run_as_user: i64,
+}
+
+/// The Memcached operand of kubebuilder's getting-started tutorial.
+const PRESETS: &[Preset] = &[Preset {
+    kind: "Memcached",
+    image: "memcached:1.6.26-alpine3.19",
+    port: 11211,
+    command: &["memcached", "--memory-limit=64", "-o", "modern", "-v"],
+    run_as_user: 1001,
+}];
+
+/// The per-API names the templates see, on top of the project's.
+#[derive(Debug, Serialize)]
+struct ApiContext {
+    #[serde(flatten)]
+    project: ProjectContext,
+    group: String,
+    version: String,
+    kind: String,
+    plural: String,
+    singular: String,
+    short_name: Option<String>,
+    kind_snake: String,
+    kind_kebab: String,
+    kind_screaming: String,
+    qualified_group: String,
+    group_module: String,
+    crd_file: String,
+    sample_file: String,
+    role_prefix: String,
+    api_namespaced: bool,
+    port_name: String,
+    operand: Option<Operand>,
+}
+
+pub fn run(global: &Global, args: Args) -> Result<()> {
+    let dir = &global.dir;
+    let mut project = Project::load(dir)?;
+    let domain = crate::names::Domain::parse(&project.domain)?;
+    let group = Group::parse(&args.group, &domain)?;
+    let version = Version::parse(&args.version)?;
+    let kind = Kind::parse(&args.kind)?;
+    let plural = match &args.plural {
+        Some(p) => Plural::parse(p)?,
+        None => Plural::for_kind(&kind)?,
+    };
+    if !args.resource && !args.controller {
+        bail!("--resource=false and --controller=false leave nothing to scaffold; drop one of them");
+    }
+
+    if RESERVED_SNAKE.contains(&kind.snake().as_str()) {
+        bail!(
+            "invalid --kind {kind:?}: its file name {}.rs would clash with a file every project has \
+             (tests/{}.rs); choose another kind (e.g. {kind}Config)",
+            kind.snake(),
+            kind.snake()
+        );
+    }
+    let existing = project.find(group.as_str(), version.as_str(), kind.as_str()).cloned();
+    let gvk = format!("{}/{}, Kind={}", group.as_str(), version, kind);
+    check_conflicts(&project, &args, &kind, existing.as_ref(), &gvk)?;
+    let operand = operand_for(&args, &kind, existing.as_ref())?;
+    if operand.is_some() && args.controller && !args.namespaced {
+        bail!(
+            "--namespaced=false: an operand controller runs its Deployment in the namespace of \
+             each {kind}, so {kind} must be namespaced; drop --namespaced=false (or --image)"
+        );
+    }
+    let api_namespaced = match (&existing, args.resource) {
+        (Some(Resource { api: Some(api), .. }), false) => api.namespaced,
+        _ => args.namespaced,
+    };
+
+    project.upsert(Resource {
+        api: Some(Api { crd_version: "v1".into(), namespaced: api_namespaced }),
+        controller: args.controller || existing.as_ref().is_some_and(|r| r.controller),
+        domain: project.domain.clone(),
+        group: group.to_string(),
+        kind: kind.to_string(),
+        operand: operand.clone(),
+        plural: (!plural.is_regular_for(&kind)).then(|| plural.to_string()),
+        version: version.to_string(),
+    });
+
+    let ctx = ApiContext {
+        project: ProjectContext::new(&project)?,
+        group: group.to_string(),
+        version: version.to_string(),
+        kind: kind.to_string(),
+        plural: plural.to_string(),
+        singular: kind.lower(),
+        short_name: kind.short_name(),
+        kind_snake: kind.snake(),
+        kind_kebab: kind.kebab(),
+        kind_screaming: kind.screaming(),
+        qualified_group: group.qualified(&domain),
+        group_module: group.module_name(),
+        crd_file: format!("{}_{}", group.qualified(&domain), plural),
+        sample_file: format!("{}_{}_{}", group.as_str(), version, kind.lower()),
+        role_prefix: format!("{}_{}", group.module_name(), kind.snake()),
+        api_namespaced,
+        port_name: kind.port_name(),
+        operand: operand.clone(),
+    };
+    let ctx = tera::Context::from_serialize(&ctx)?;
+
+    let templates = Templates::load()?;
+    let mut plan = Plan::new(dir);
+    // The API's own files are refused when present, unless --force; the files several APIs
+    // share (module files, kustomizations) are created once and then only extended at markers.
+    let own = if args.force { IfExists::Overwrite } else { IfExists::Error };
+    let shared = |path: &str| {
+        let file = path.rsplit('/').next().unwrap_or(path);
+        if file == "mod.rs" || file == "kustomization.yaml" { IfExists::Skip } else { own }
+    };
+    if args.resource {
+        scaffold::render_root(&templates, "resource", &ctx, &mut plan, shared)?;
+    }
+    if args.controller {
+        let root = if operand.is_some() { "controller-operand" } else { "controller-skeleton" };
+        scaffold::render_root(&templates, root, &ctx, &mut plan, shared)?;
+    }
+    // Generated from the code of every controller: always rewritten, like `make manifests` does.
+    let role = templates.render("init/config/rbac/role.yaml.tera", &ctx)?;
+    plan.write("config/rbac/role.yaml", role, IfExists::Overwrite)?;
+    plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+
+    if args.controller {
+        match (&operand, PRESETS.iter().find(|p| p.kind == kind.as_str())) {
+            (Some(o), Some(_)) if args.image.is_none() => println!(
+                "{kind}: operand controller from the built-in {kind} preset (image {}, port {}); pass --image to deploy another image.",
+                o.image, o.container_port
+            ),
+            (Some(o), _) => println!("{kind}: operand controller deploying {} (from --image).", o.image),
+            (None, _) => println!(
+                "{kind}: skeleton controller (no --image, and memop has no preset for {kind}); \
+                 fill in its reconcile, or rerun with --force --image IMG to get one that deploys an image."
+            ),
+        }
+    }
+    if finish(global, plan)? {
+        println!(
+            "\nNext: implement your API in src/api/{}/{}/{}.rs and its controller in src/controller/{}.rs, then:\n  $ make manifests   # regenerate config/crd and config/rbac/role.yaml from the code\n  $ make test",
+            group.module_name(),
+            version,
+            kind.snake(),
+            kind.snake()
+        );
+    }
+    Ok(())
+}
+
+fn check_conflicts(project: &Project, args: &Args, kind: &Kind, existing: Option<&Resource>, gvk: &str) -> Result<()> {
+    match existing {
+        Some(r) if args.resource && r.api.is_some() && !args.force => bail!(
+            "API resource {gvk} already exists; pass --force to regenerate its own files \
+             (its types, controller, tests and sample: your edits to them are lost; other files are kept)"
+        ),
+        Some(r) if !args.resource && args.controller && r.controller && !args.force => bail!(
+            "a controller for {gvk} already exists; pass --force to regenerate it (your edits to it are lost)"
+        ),
+        None if !args.resource => bail!(
+            "{gvk} has no API in this project, so --resource=false has no types to control; \
+             run `memop create api --group {} --version {} --kind {kind}` first",
+            args.group,
+            args.version
+        ),
+        _ => {}
+    }
+    let same_kind = project
+        .resources
+        .iter()
+        .filter(|r| r.kind == kind.as_str() && !(r.group == args.group && r.version == args.version));
+    for other in same_kind {
+        if other.group == args.group {
+            bail!(
+                "{kind} already exists in {}/{}; memop cannot add a second version of a kind yet \
+                 (that needs a multi-version CRD and conversion); use another kind name",
+                other.group,
+                other.version
+            );
+        }
+        if args.controller && other.controller {
+            bail!(
+                "a controller for kind {kind} already exists (group {}), and controller modules are named \
+                 after the kind; use another kind name, or pass --controller=false",
+                other.group
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The operand a controller deploys: `--image` wins, then the kind's preset, then none (skeleton).
+fn operand_for(args: &Args, kind: &Kind, existing: Option<&Resource>) -> Result<Option<Operand>> {
+    let preset = PRESETS.iter().find(|p| p.kind == kind.as_str());
+    let mut operand = match (&args.image, preset) {
+        (Some(image), _) => Operand {
+            container_command: Vec::new(),
+            container_port: 0,
+            image: Image::parse(image)?.to_string(),
+            run_as_user: None,
+        },
+        (None, Some(p)) => Operand {
+            container_command: p.command.iter().map(|s| s.to_string()).collect(),
+            container_port: p.port,
+            image: p.image.to_string(),
+            run_as_user: Some(p.run_as_user),
+        },
+        (None, None) => {
+            if let Some(kept) = existing.and_then(|r| r.operand.clone()) {
+                return Ok(Some(kept));
+            }
+            let given = [
+                ("--image-container-port", args.image_container_port.is_some()),
+                ("--image-container-command", args.image_container_command.is_some()),
+                ("--run-as-user", args.run_as_user.is_some()),
+            ];
+            if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
+                bail!("{flag} describes the image a controller deploys, so it needs --image IMG (e.g. --image nginx:1.27)");
+            }
+            return Ok(None);
+        }
+    };
+    if let Some(port) = &args.image_container_port {
+        operand.container_port = ContainerPort::parse(port)?.get();
+    }
+    if let Some(cmd) = &args.image_container_command {
+        operand.container_command = ContainerCommand::parse(cmd)?.into_vec();
+    }
+    if let Some(uid) = &args.run_as_user {
+        operand.run_as_user = Some(RunAsUser::parse(uid)?.get());
+    }
+    if operand.container_port == 0 {
+        bail!(
+            "--image {} needs --image-container-port PORT: the port the container listens on (e.g. --image-container-port 8080)",
+            operand.image
+        );
+    }
+    Ok(Some(operand))
+}

@@ -1,0 +1,94 @@
+//! `memop init`: a new operator project, with no APIs yet.
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+
+use super::context::ProjectContext;
+use super::{Global, finish};
+use crate::names::{Domain, ProjectName};
+use crate::project::{self, Project};
+use crate::scaffold::{self, IfExists, Plan, Templates};
+
+/// Initialize a new operator project in the current directory (or -C DIR)
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  mkdir memcached-operator && cd memcached-operator\n  memop init --domain example.com\n\n  # or, from anywhere:\n  memop -C memcached-operator init --domain example.com --owner \"The Memcached Authors\"")]
+pub struct Args {
+    /// Domain of the project's API groups: `create api --group cache` gives cache.<DOMAIN>
+    #[arg(long, default_value = "my.domain")]
+    domain: String,
+
+    /// Project name [default: the directory's name]; names the crate, binary, image and namespace
+    #[arg(long)]
+    project_name: Option<String>,
+
+    /// Copyright owner for license headers
+    #[arg(long, default_value = "")]
+    owner: String,
+
+    /// License of generated sources
+    #[arg(long, default_value = "apache2", value_parser = ["apache2", "none"])]
+    license: String,
+
+    /// Watch and manage only the manager's own namespace (Role instead of ClusterRole)
+    #[arg(long)]
+    namespaced: bool,
+
+    /// Initialize even if the directory already holds a project (overwrites memop's files)
+    #[arg(long)]
+    force: bool,
+}
+
+/// Files whose presence means the directory already holds a project.
+const PROJECT_MARKERS: &[&str] = &[project::FILE, "Cargo.toml", "src/main.rs"];
+
+pub fn run(global: &Global, args: Args) -> Result<()> {
+    let dir = &global.dir;
+    let domain = Domain::parse(&args.domain)?;
+    let name = match &args.project_name {
+        Some(n) => ProjectName::parse(n)?,
+        None => ProjectName::from_dir(&absolute(dir)?)?,
+    };
+    if dir.exists() && !dir.is_dir() {
+        bail!("{} is not a directory; pass -C with a directory (it is created when missing)", dir.display());
+    }
+    if !args.force {
+        if let Some(found) = PROJECT_MARKERS.iter().find(|f| dir.join(f).exists()) {
+            bail!(
+                "{} already holds a project (found {found}); run `memop create api` to extend it, \
+                 or pass --force to initialize over it (memop's files will be overwritten)",
+                dir.display()
+            );
+        }
+    }
+
+    let project = Project {
+        crate_name: name.crate_name(),
+        domain: domain.to_string(),
+        layout: vec![project::LAYOUT.to_string()],
+        license: args.license,
+        namespaced: args.namespaced,
+        owner: args.owner,
+        project_name: name.to_string(),
+        resources: Vec::new(),
+        version: "3".to_string(),
+    };
+    let ctx = tera::Context::from_serialize(ProjectContext::new(&project)?)?;
+    let templates = Templates::load()?;
+    let mut plan = Plan::new(dir);
+    // Without --force, a file the user already has (a README, a .gitignore) is kept, as
+    // kubebuilder does; the project files themselves were refused above.
+    let policy = if args.force { IfExists::Overwrite } else { IfExists::Keep };
+    scaffold::render_root(&templates, "init", &ctx, &mut plan, |_| policy)?;
+    plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+
+    if finish(global, plan)? {
+        println!("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached");
+    }
+    Ok(())
+}
+
+/// The directory as an absolute path, so `.` still has a name to derive the project name from.
+fn absolute(dir: &Path) -> Result<std::path::PathBuf> {
+    Ok(std::path::absolute(dir)?)
+}

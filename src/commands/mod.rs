@@ -1,0 +1,85 @@
+//! One module per subcommand. A command validates its input, builds a template context and a
+//! [`Plan`](crate::scaffold::Plan); it never writes to disk itself.
+
+pub mod completion;
+pub mod context;
+pub mod create_api;
+pub mod init;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::scaffold::Plan;
+
+/// Options every command takes.
+#[derive(Debug)]
+pub struct Global {
+    pub dir: PathBuf,
+    pub dry_run: bool,
+}
+
+/// Prints a dry run, or applies the plan and lists what was written.
+///
+/// Returns whether anything was written, so the caller can tailor its closing hint.
+pub fn finish(global: &Global, plan: Plan) -> Result<bool> {
+    for note in plan.notes() {
+        eprintln!("warning: {note}");
+    }
+    if global.dry_run {
+        print!("{}", plan.render_dry_run());
+        return Ok(false);
+    }
+    if plan.is_empty() {
+        println!("Nothing to do: the project already has everything this command generates.");
+        return Ok(false);
+    }
+    let root = plan.root().to_path_buf();
+    let applied = plan.apply()?;
+    for path in &applied.created {
+        println!("  create  {}", root.join(path).display());
+    }
+    for path in &applied.updated {
+        println!("  update  {}", root.join(path).display());
+    }
+    Ok(true)
+}
+
+/// The year for license headers: `SOURCE_DATE_EPOCH` when set (reproducible output), else now.
+pub fn current_year() -> i64 {
+    let secs = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0)
+        });
+    civil_year(secs.div_euclid(86_400))
+}
+
+/// The Gregorian year of a day count since 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_year(days: i64) -> i64 {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    yoe + era * 400 + i64::from(month <= 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::civil_year;
+
+    #[test]
+    fn civil_year_matches_known_dates() {
+        assert_eq!(civil_year(0), 1970);
+        assert_eq!(civil_year(20_454), 2026); // 2026-01-01
+        assert_eq!(civil_year(20_453), 2025); // 2025-12-31
+        assert_eq!(civil_year(11_016), 2000); // 2000-02-29
+    }
+}

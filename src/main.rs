@@ -1,0 +1,77 @@
+//! memop: scaffold Kubernetes operators in Rust (kube-rs), the way kubebuilder does for Go.
+//!
+//! This file parses the command line, dispatches, and turns an error into one message and a
+//! non-zero exit code. Everything else lives in the modules.
+
+mod commands;
+mod names;
+mod project;
+mod scaffold;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "memop",
+    version,
+    about = "Scaffold Kubernetes operators in Rust (kube-rs), the way kubebuilder does for Go",
+    after_help = "Example:\n  mkdir memcached-operator && cd memcached-operator\n  memop init --domain example.com\n  memop create api --group cache --kind Memcached"
+)]
+struct Cli {
+    /// Run as if memop was started in DIR (`init` creates DIR when it is missing)
+    #[arg(short = 'C', long = "directory", global = true, value_name = "DIR")]
+    dir: Option<PathBuf>,
+
+    /// Print every file that would be created or changed (a diff for changes); write nothing
+    #[arg(long, global = true)]
+    dry_run: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Init(commands::init::Args),
+    /// Scaffold a Kubernetes API
+    #[command(subcommand)]
+    Create(Create),
+    /// Print memop's version
+    Version,
+    Completion(commands::completion::Args),
+}
+
+#[derive(Debug, Subcommand)]
+enum Create {
+    Api(commands::create_api::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let global = commands::Global {
+        dir: cli.dir.unwrap_or_else(|| PathBuf::from(".")),
+        dry_run: cli.dry_run,
+    };
+    let result = match cli.command {
+        Command::Init(args) => commands::init::run(&global, args),
+        Command::Create(Create::Api(args)) => commands::create_api::run(&global, args),
+        Command::Version => {
+            println!("memop {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Command::Completion(args) => commands::completion::run::<Cli>(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            for cause in err.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! The scaffolding engine: embedded templates rendered into an in-memory [`Plan`], then applied
+//! all at once or printed as a dry run. It knows no particular file: the templates under a root
+//! decide what is generated, and the calling command decides what may be overwritten.
+
+mod plan;
+mod templates;
+
+pub use plan::{Applied, IfExists, Plan};
+pub use templates::{Entry, Templates};
+
+use anyhow::Result;
+use tera::Context;
+
+/// Renders every template under `root` into `plan`.
+///
+/// Whole files go through `if_exists(path)`, which lets the command say, per path, whether an
+/// existing file is the user's (error or keep) or may be replaced. Fragments are inserted at their
+/// markers after all whole files are planned, so a root may create a file and insert into it.
+pub fn render_root(
+    templates: &Templates,
+    root: &str,
+    ctx: &Context,
+    plan: &mut Plan,
+    if_exists: impl Fn(&str) -> IfExists,
+) -> Result<()> {
+    let entries = templates.entries(root, ctx)?;
+    for entry in &entries {
+        if let Entry::File { template, path } = entry {
+            let contents = templates.render(template, ctx)?;
+            plan.write(path, contents, if_exists(path))?;
+        }
+    }
+    for entry in &entries {
+        if let Entry::Fragment { template, path, marker } = entry {
+            let fragment = templates.render(template, ctx)?;
+            plan.insert(path, marker, &fragment)?;
+        }
+    }
+    Ok(())
+}

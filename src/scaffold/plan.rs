@@ -1,0 +1,385 @@
+//! A plan: every file operation of a command, computed in memory before anything is written.
+//!
+//! The plan is a view of the target directory: reading a path gives the planned contents if an
+//! earlier operation touched it, else what is on disk. So a command can create a file and insert
+//! into it in one plan. Nothing touches the disk until [`Plan::apply`], which writes every file to
+//! a temporary sibling first and renames them into place only when all were written.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+
+/// What to do when a file to create already exists with other contents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IfExists {
+    /// Refuse: the file belongs to the user now.
+    Error,
+    /// Keep the existing file and say so.
+    Keep,
+    /// Keep the existing file silently: it is shared, and only ever extended at its markers.
+    Skip,
+    /// Replace it (`--force`, or files generated from code that carry no user edits).
+    Overwrite,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Change {
+    Create { contents: String },
+    Update { old: String, new: String },
+}
+
+/// The planned changes, keyed by path relative to the plan's root.
+#[derive(Debug)]
+pub struct Plan {
+    root: PathBuf,
+    changes: BTreeMap<PathBuf, Change>,
+    notes: Vec<String>,
+}
+
+/// What [`Plan::apply`] did, for the command's report.
+#[derive(Debug, Default)]
+pub struct Applied {
+    pub created: Vec<PathBuf>,
+    pub updated: Vec<PathBuf>,
+}
+
+impl Plan {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into(), changes: BTreeMap::new(), notes: Vec::new() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Warnings gathered while planning (files kept, for instance).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The contents of `path` as the plan sees it, or `None` when it does not exist.
+    pub fn read(&self, path: &Path) -> Result<Option<String>> {
+        match self.changes.get(path) {
+            Some(Change::Create { contents }) => Ok(Some(contents.clone())),
+            Some(Change::Update { new, .. }) => Ok(Some(new.clone())),
+            None => read_disk(&self.root.join(path)),
+        }
+    }
+
+    /// Plans writing `contents` to `path`.
+    pub fn write(&mut self, path: impl AsRef<Path>, contents: String, if_exists: IfExists) -> Result<()> {
+        let path = path.as_ref();
+        let disk = read_disk(&self.root.join(path))?;
+        let current = self.read(path)?;
+        match current {
+            Some(ref existing) if *existing == contents => return Ok(()),
+            Some(_) if if_exists == IfExists::Error => bail!(
+                "{} already exists and memop would change it; pass --force to overwrite it \
+                 (your edits to it will be lost)",
+                path.display()
+            ),
+            Some(_) if if_exists == IfExists::Skip => return Ok(()),
+            Some(_) if if_exists == IfExists::Keep => {
+                self.notes.push(format!("kept your {}; memop's version was not written", path.display()));
+                return Ok(());
+            }
+            _ => {}
+        }
+        let change = match disk {
+            Some(old) if old == contents => {
+                self.changes.remove(path);
+                return Ok(());
+            }
+            Some(old) => Change::Update { old, new: contents },
+            None => Change::Create { contents },
+        };
+        self.changes.insert(path.to_path_buf(), change);
+        Ok(())
+    }
+
+    /// Plans inserting `fragment` just before the `+memop:scaffold:<marker>` line of `path`.
+    ///
+    /// Indentation follows the marker line. A fragment whose lines already appear, in order and
+    /// one after the other, anywhere in the file is not inserted again, so re-running a command
+    /// never duplicates code and never minds the indentation a formatter chose.
+    pub fn insert(&mut self, path: impl AsRef<Path>, marker: &str, fragment: &str) -> Result<()> {
+        let path = path.as_ref();
+        let Some(current) = self.read(path)? else {
+            bail!(
+                "{} is missing, so memop cannot register the new code in it; restore it from a \
+                 fresh `memop init` (or version control) and run the command again",
+                path.display()
+            );
+        };
+        let wanted: Vec<&str> = fragment.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        if wanted.is_empty() || contains_lines(&current, &wanted) {
+            return Ok(());
+        }
+        let tag = format!("+memop:scaffold:{marker}");
+        let lines: Vec<&str> = current.lines().collect();
+        let Some(at) = lines.iter().position(|l| is_marker(l, &tag)) else {
+            bail!(
+                "{} has no `{tag}` marker line, so memop does not know where to add code; put the \
+                 line back (as a comment) where new entries belong and run the command again",
+                path.display()
+            );
+        };
+        let indent: String = lines[at].chars().take_while(|c| c.is_whitespace()).collect();
+        let mut out = String::with_capacity(current.len() + fragment.len());
+        for line in &lines[..at] {
+            out.push_str(line);
+            out.push('\n');
+        }
+        for line in fragment.lines() {
+            if !line.trim().is_empty() {
+                out.push_str(&indent);
+                out.push_str(line);
+            }
+            out.push('\n');
+        }
+        for line in &lines[at..] {
+            out.push_str(line);
+            out.push('\n');
+        }
+        if !current.ends_with('\n') {
+            out.pop();
+        }
+        self.write(path, out, IfExists::Overwrite)
+    }
+
+    /// True when applying would change nothing.
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+
+    /// Prints every planned change without writing: new files whole, changed files as diffs.
+    pub fn render_dry_run(&self) -> String {
+        let mut out = String::new();
+        for (path, change) in &self.changes {
+            let shown = path.display();
+            match change {
+                Change::Create { contents } => {
+                    let _ = writeln!(out, "create {shown} ({} lines)", contents.lines().count());
+                    for line in contents.lines() {
+                        let _ = writeln!(out, "+{line}");
+                    }
+                }
+                Change::Update { old, new } => {
+                    let _ = writeln!(out, "update {shown}");
+                    let diff = similar::TextDiff::from_lines(old, new);
+                    let unified = diff
+                        .unified_diff()
+                        .context_radius(3)
+                        .header(&format!("a/{shown}"), &format!("b/{shown}"))
+                        .to_string();
+                    out.push_str(&unified);
+                }
+            }
+        }
+        let _ = writeln!(out, "dry run: {} file(s) would change; nothing was written", self.changes.len());
+        out
+    }
+
+    /// Writes the plan: all files or none.
+    ///
+    /// Every file is first written to a temporary sibling; only when all of them were written are
+    /// they renamed over their targets. If a rename fails, the files already renamed are put back
+    /// as they were, so a failure leaves the directory as it was.
+    pub fn apply(self) -> Result<Applied> {
+        let mut staged: Vec<(PathBuf, PathBuf, &Change)> = Vec::new();
+        let mut created_dirs: Vec<PathBuf> = Vec::new();
+        let result = self.stage(&mut staged, &mut created_dirs);
+        if let Err(err) = result {
+            for (tmp, _, _) in &staged {
+                let _ = fs::remove_file(tmp);
+            }
+            remove_dirs(&created_dirs);
+            return Err(err);
+        }
+        let mut done: Vec<(&PathBuf, &Change)> = Vec::new();
+        for (tmp, target, change) in &staged {
+            if let Err(err) = fs::rename(tmp, target) {
+                for (target, change) in done.iter().rev() {
+                    match change {
+                        Change::Create { .. } => drop(fs::remove_file(target)),
+                        Change::Update { old, .. } => drop(fs::write(target, old)),
+                    }
+                }
+                for (tmp, _, _) in &staged {
+                    let _ = fs::remove_file(tmp);
+                }
+                remove_dirs(&created_dirs);
+                return Err(err).with_context(|| format!("writing {}", target.display()));
+            }
+            done.push((target, change));
+        }
+        let mut applied = Applied::default();
+        for (path, change) in self.changes {
+            match change {
+                Change::Create { .. } => applied.created.push(path),
+                Change::Update { .. } => applied.updated.push(path),
+            }
+        }
+        Ok(applied)
+    }
+
+    fn stage<'a>(&'a self, staged: &mut Vec<(PathBuf, PathBuf, &'a Change)>, created_dirs: &mut Vec<PathBuf>) -> Result<()> {
+        for (path, change) in &self.changes {
+            let target = self.root.join(path);
+            let parent = target.parent().unwrap_or(&self.root).to_path_buf();
+            create_dirs(&parent, created_dirs)?;
+            let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let tmp = parent.join(format!(".{name}.memop-tmp"));
+            let contents = match change {
+                Change::Create { contents } => contents,
+                Change::Update { new, .. } => new,
+            };
+            fs::write(&tmp, contents).with_context(|| format!("writing {}", tmp.display()))?;
+            if let Ok(meta) = fs::metadata(&target) {
+                // Keep the mode of files we replace (a user may have made a script executable).
+                let _ = fs::set_permissions(&tmp, meta.permissions());
+            }
+            staged.push((tmp, target, change));
+        }
+        Ok(())
+    }
+}
+
+fn read_disk(path: &Path) -> Result<Option<String>> {
+    match fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// Creates `dir` and its missing parents, remembering which ones it created (outermost first).
+fn create_dirs(dir: &Path, created: &mut Vec<PathBuf>) -> Result<()> {
+    let mut missing = Vec::new();
+    let mut cur = Some(dir);
+    while let Some(d) = cur {
+        if d.as_os_str().is_empty() || d.exists() {
+            break;
+        }
+        missing.push(d.to_path_buf());
+        cur = d.parent();
+    }
+    for d in missing.into_iter().rev() {
+        fs::create_dir(&d).with_context(|| format!("creating directory {}", d.display()))?;
+        created.push(d);
+    }
+    Ok(())
+}
+
+fn remove_dirs(created: &[PathBuf]) {
+    for d in created.iter().rev() {
+        let _ = fs::remove_dir(d);
+    }
+}
+
+/// A marker line is a comment (`//` or `#`) holding exactly the marker tag.
+fn is_marker(line: &str, tag: &str) -> bool {
+    let t = line.trim();
+    let body = t.strip_prefix("//").or_else(|| t.strip_prefix('#'));
+    body.is_some_and(|b| b.trim() == tag)
+}
+
+fn contains_lines(text: &str, wanted: &[&str]) -> bool {
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    lines.windows(wanted.len()).any(|w| w == wanted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_with(file: &str, contents: &str) -> (tempfile::TempDir, Plan) {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(file), contents).unwrap();
+        let plan = Plan::new(dir.path());
+        (dir, plan)
+    }
+
+    #[test]
+    fn inserts_before_marker_with_its_indentation_once() {
+        let (_dir, mut plan) = plan_with("main.rs", "fn main() {\n    // +memop:scaffold:run\n}\n");
+        plan.insert("main.rs", "run", "a();\nb();\n").unwrap();
+        plan.insert("main.rs", "run", "a();\nb();\n").unwrap();
+        let text = plan.read(Path::new("main.rs")).unwrap().unwrap();
+        assert_eq!(text, "fn main() {\n    a();\n    b();\n    // +memop:scaffold:run\n}\n");
+    }
+
+    #[test]
+    fn yaml_markers_use_hash_comments() {
+        let (_dir, mut plan) = plan_with("k.yaml", "resources:\n- a.yaml\n# +memop:scaffold:crd\n");
+        plan.insert("k.yaml", "crd", "- ../crd\n").unwrap();
+        let text = plan.read(Path::new("k.yaml")).unwrap().unwrap();
+        assert_eq!(text, "resources:\n- a.yaml\n- ../crd\n# +memop:scaffold:crd\n");
+    }
+
+    #[test]
+    fn missing_marker_is_an_error_that_names_it() {
+        let (_dir, mut plan) = plan_with("main.rs", "fn main() {}\n");
+        let err = plan.insert("main.rs", "run", "a();").unwrap_err().to_string();
+        assert!(err.contains("+memop:scaffold:run"), "{err}");
+        assert!(plan.is_empty());
+    }
+
+    #[test]
+    fn existing_file_is_not_overwritten_without_force() {
+        let (dir, mut plan) = plan_with("a.txt", "mine\n");
+        let err = plan.write("a.txt", "theirs\n".into(), IfExists::Error).unwrap_err();
+        assert!(err.to_string().contains("--force"));
+        plan.write("a.txt", "theirs\n".into(), IfExists::Keep).unwrap();
+        assert!(plan.is_empty());
+        assert_eq!(plan.notes().len(), 1);
+        plan.write("a.txt", "theirs\n".into(), IfExists::Overwrite).unwrap();
+        plan.apply().unwrap();
+        assert_eq!(fs::read_to_string(dir.path().join("a.txt")).unwrap(), "theirs\n");
+    }
+
+    #[test]
+    fn apply_writes_new_directories_and_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut plan = Plan::new(dir.path());
+        plan.write("x/y/z.txt", "hi\n".into(), IfExists::Error).unwrap();
+        let applied = plan.apply().unwrap();
+        assert_eq!(applied.created, vec![PathBuf::from("x/y/z.txt")]);
+        assert_eq!(fs::read_to_string(dir.path().join("x/y/z.txt")).unwrap(), "hi\n");
+        let names: Vec<_> = fs::read_dir(dir.path().join("x/y")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn failed_apply_leaves_the_directory_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.txt"), "old\n").unwrap();
+        // A plain file where the plan needs a directory makes staging fail midway.
+        fs::write(dir.path().join("blocker"), "").unwrap();
+        let mut plan = Plan::new(dir.path());
+        plan.write("a.txt", "new\n".into(), IfExists::Overwrite).unwrap();
+        plan.write("blocker/inner.txt", "x\n".into(), IfExists::Error).unwrap();
+        plan.write("fresh/dir/f.txt", "x\n".into(), IfExists::Error).unwrap();
+        assert!(plan.apply().is_err());
+        assert_eq!(fs::read_to_string(dir.path().join("a.txt")).unwrap(), "old\n");
+        let mut names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names, vec!["a.txt", "blocker"]);
+    }
+
+    #[test]
+    fn dry_run_shows_diffs_for_changes() {
+        let (_dir, mut plan) = plan_with("k.yaml", "a\n# +memop:scaffold:x\n");
+        plan.insert("k.yaml", "x", "b\n").unwrap();
+        plan.write("new.txt", "n\n".into(), IfExists::Error).unwrap();
+        let out = plan.render_dry_run();
+        assert!(out.contains("update k.yaml"), "{out}");
+        assert!(out.contains("+b\n"), "{out}");
+        assert!(out.contains("create new.txt (1 lines)"), "{out}");
+        assert!(out.contains("2 file(s) would change"), "{out}");
+    }
+}
