@@ -3,15 +3,11 @@
 //! This file parses the command line, dispatches, and turns an error into one message and a
 //! non-zero exit code. Everything else lives in the modules.
 
-mod commands;
-mod names;
-mod project;
-mod scaffold;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use memop::commands;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -745,14 +745,19 @@ impl fmt::Display for ContainerPort {
 pub struct RunAsUser(i64);
 
 impl RunAsUser {
-    /// Parses a decimal UID from 0 to `i64::MAX`.
+    /// Parses a decimal UID from 1 to `i64::MAX`. Not 0: the generated Deployment runs under
+    /// the restricted Pod Security Standard (`runAsNonRoot: true`), where root cannot start.
     pub fn parse(s: &str) -> Result<Self> {
         match s.parse::<i64>() {
-            Ok(uid) if s.bytes().all(|c| c.is_ascii_digit()) => Ok(Self(uid)),
+            Ok(uid) if uid > 0 && s.bytes().all(|c| c.is_ascii_digit()) => Ok(Self(uid)),
             _ => Err(invalid(
                 "--run-as-user",
                 s,
-                format_args!("a user ID must be a whole number from 0 to {}", i64::MAX),
+                format_args!(
+                    "a user ID must be a whole number from 1 to {} (0, root, cannot run under the \
+                     restricted Pod Security Standard)",
+                    i64::MAX
+                ),
                 "\"1001\"",
             )),
         }
@@ -820,7 +825,7 @@ mod tests {
         let kind = |k| Kind::parse(k).unwrap();
         assert_eq!(kind("Memcached").short_name().as_deref(), Some("mc"));
         assert_eq!(kind("HealthCheckPolicy").short_name().as_deref(), Some("hcp"));
-        assert_eq!(kind("Pod").short_name(), None, "po is kubectl's pods");
+        assert_eq!(kind("Secret").short_name(), None, "sc is kubectl's storageclasses");
         assert_eq!(kind("Memcached").port_name(), "memcached");
         assert_eq!(kind("VeryLongKindNameForPorts").port_name(), "very-long-kind");
     }
@@ -1107,8 +1112,8 @@ mod tests {
 
     #[test]
     fn run_as_user_rules() {
-        let bad = "-1 +1 9223372036854775808 root 1.5";
-        check(RunAsUser::parse, "0 1001 9223372036854775807", bad);
+        let bad = "-1 +1 0 9223372036854775808 root 1.5";
+        check(RunAsUser::parse, "1 1001 9223372036854775807", bad);
         assert!(RunAsUser::parse("").is_err());
         assert_eq!(RunAsUser::parse("1001").unwrap().get(), 1001);
         let e = err(RunAsUser::parse("-1"));

@@ -22,7 +22,8 @@ pub struct Global {
 /// Prints a dry run, or applies the plan and lists what was written.
 ///
 /// Returns whether anything was written, so the caller can tailor its closing hint.
-pub fn finish(global: &Global, plan: Plan) -> Result<bool> {
+pub fn finish(global: &Global, mut plan: Plan) -> Result<bool> {
+    plan.format_rust();
     for note in plan.notes() {
         eprintln!("warning: {note}");
     }

@@ -2,6 +2,7 @@
 //! all at once or printed as a dry run. It knows no particular file: the templates under a root
 //! decide what is generated, and the calling command decides what may be overwritten.
 
+mod format;
 mod plan;
 mod templates;
 

@@ -151,6 +151,40 @@ impl Plan {
         self.write(path, out, IfExists::Overwrite)
     }
 
+    /// Runs rustfmt over every Rust file the plan writes. Without rustfmt (or when it fails,
+    /// say on a file the user broke) the files stay as rendered and a note says so.
+    pub fn format_rust(&mut self) {
+        let mut files: Vec<(PathBuf, String)> = self
+            .changes
+            .iter()
+            .filter(|(path, _)| path.extension().is_some_and(|e| e == "rs"))
+            .map(|(path, change)| match change {
+                Change::Create { contents } => (path.clone(), contents.clone()),
+                Change::Update { new, .. } => (path.clone(), new.clone()),
+            })
+            .collect();
+        if let Err(err) = super::format::rustfmt(&mut files, &self.root) {
+            self.notes.push(format!("{err:#}; run `cargo fmt` in the project"));
+            return;
+        }
+        for (path, formatted) in files {
+            let unchanged = match self.changes.get_mut(&path) {
+                Some(Change::Create { contents }) => {
+                    *contents = formatted;
+                    false
+                }
+                Some(Change::Update { old, new }) => {
+                    *new = formatted;
+                    old == new
+                }
+                None => false,
+            };
+            if unchanged {
+                self.changes.remove(&path);
+            }
+        }
+    }
+
     /// True when applying would change nothing.
     pub fn is_empty(&self) -> bool {
         self.changes.is_empty()
@@ -252,7 +286,7 @@ impl Plan {
 fn read_disk(path: &Path) -> Result<Option<String>> {
     match fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => Ok(None),
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
     }
 }

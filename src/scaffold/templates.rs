@@ -7,7 +7,7 @@
 //! `src/controller/__kind_snake__.rs.tera`). `templates/_partials/` holds pieces that templates
 //! include; they render to nothing on their own.
 
-use anyhow::{Context as _, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use include_dir::{Dir, include_dir};
 use tera::{Context, Tera};
 
