@@ -1,0 +1,32 @@
+// Copyright 2026 The memcached-operator Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+//! The manager binary: parses flags, starts the manager, registers the controllers.
+//!
+//! `memop create api` registers each new controller at the scaffold marker below; keep the
+//! marker line where it is.
+
+use clap::Parser;
+
+use memcached_operator::manager::{self, Flags, Manager};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let flags = Flags::parse();
+    manager::telemetry::init(flags.log_format)?;
+    let mut manager = Manager::start(&flags).await?;
+    memcached_operator::controller::memcached::register(&mut manager);
+    // +memop:scaffold:controllers
+    manager.run().await
+}

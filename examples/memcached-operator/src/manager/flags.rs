@@ -1,0 +1,99 @@
+// Copyright 2026 The memcached-operator Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+//! The manager's command line, with kubebuilder's flag names so its manifests and habits apply.
+
+use std::net::SocketAddr;
+
+use anyhow::Context as _;
+
+#[derive(Debug, Clone, clap::Parser)]
+#[command(version, about = "The memcached-operator operator manager")]
+pub struct Flags {
+    /// Address the metrics endpoint binds to, e.g. ":8080"; "0" disables it
+    #[arg(long, default_value = "0")]
+    pub metrics_bind_address: String,
+
+    /// Address the /healthz and /readyz probes bind to; "0" disables them
+    #[arg(long, default_value = ":8081")]
+    pub health_probe_bind_address: String,
+
+    /// Elect a leader through a Lease, so that only one replica reconciles at a time
+    #[arg(long)]
+    pub leader_elect: bool,
+
+    /// Name of the leader election Lease
+    #[arg(long, default_value = "memcached-operator.example.com")]
+    pub leader_election_id: String,
+
+    /// Namespace of the leader election Lease [default: the pod's namespace]
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+
+    /// Serve HTTP/2 as well as HTTP/1.1. Off by default: HTTP/2 Stream Cancellation and Rapid
+    /// Reset (CVE-2023-44487, CVE-2023-39325) make it a risk unless you need it.
+    #[arg(long)]
+    pub enable_http2: bool,
+
+    /// Watch only this namespace (all namespaces when unset)
+    #[arg(long, env = "WATCH_NAMESPACE")]
+    pub watch_namespace: Option<String>,
+
+    /// Log format; the level comes from RUST_LOG (default "info")
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines
+    Text,
+    /// One JSON object per line, for log collectors
+    Json,
+}
+
+/// Parses a bind address the way controller-runtime does: ":8080" means every interface,
+/// "0" (or an empty string) means disabled.
+pub fn parse_bind_address(value: &str) -> anyhow::Result<Option<SocketAddr>> {
+    match value {
+        "" | "0" => Ok(None),
+        v if v.starts_with(':') => Ok(Some(
+            format!("0.0.0.0{v}")
+                .parse()
+                .with_context(|| format!("invalid bind address {v:?}"))?,
+        )),
+        v => Ok(Some(v.parse().with_context(|| {
+            format!("invalid bind address {v:?}: use :PORT or HOST:PORT")
+        })?)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_addresses_follow_controller_runtime() {
+        assert_eq!(parse_bind_address("0").unwrap(), None);
+        assert_eq!(
+            parse_bind_address(":8081").unwrap(),
+            Some("0.0.0.0:8081".parse().unwrap())
+        );
+        assert_eq!(
+            parse_bind_address("127.0.0.1:9000").unwrap(),
+            Some("127.0.0.1:9000".parse().unwrap())
+        );
+        assert!(parse_bind_address("localhost").is_err());
+    }
+}

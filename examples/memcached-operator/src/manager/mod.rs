@@ -1,0 +1,205 @@
+// Copyright 2026 The memcached-operator Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+//! The manager runs the controllers and everything around them, like controller-runtime's
+//! manager does for Go operators: the health and metrics endpoints, leader election, and a
+//! graceful shutdown on SIGTERM/SIGINT.
+
+mod flags;
+mod health;
+mod http;
+mod leader;
+mod metrics;
+mod shutdown;
+pub mod telemetry;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use futures::future::BoxFuture;
+use kube::runtime::events::Reporter;
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::task::JoinSet;
+
+pub use flags::{Flags, LogFormat};
+pub use health::Readiness;
+pub use metrics::Metrics;
+pub use shutdown::Shutdown;
+
+/// What every controller gets from the manager.
+#[derive(Clone)]
+pub struct Shared {
+    pub client: Client,
+    /// The only namespace the controllers watch, or `None` for all of them (`WATCH_NAMESPACE`).
+    pub watch_namespace: Option<String>,
+    pub metrics: Arc<Metrics>,
+    pub readiness: Readiness,
+    pub shutdown: Shutdown,
+    /// Who the events this operator records come from.
+    pub reporter: Reporter,
+}
+
+impl Shared {
+    /// Everything a controller needs, around `client`, for tests and tools.
+    pub fn new(client: Client, watch_namespace: Option<String>) -> Self {
+        Self {
+            client,
+            watch_namespace,
+            metrics: Arc::new(Metrics::default()),
+            readiness: Readiness::default(),
+            shutdown: Shutdown::default(),
+            reporter: Reporter {
+                controller: "memcached-operator".into(),
+                instance: std::env::var("POD_NAME").ok(),
+            },
+        }
+    }
+
+    /// The API of a namespaced kind, limited to the watched namespace when there is one.
+    pub fn namespaced_api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+        K: Clone + DeserializeOwned + std::fmt::Debug,
+    {
+        match &self.watch_namespace {
+            Some(ns) => Api::namespaced(self.client.clone(), ns),
+            None => Api::all(self.client.clone()),
+        }
+    }
+}
+
+type ControllerFn = Box<dyn FnOnce(Shared) -> BoxFuture<'static, anyhow::Result<()>> + Send>;
+
+/// A running manager with its registered controllers, which start once this replica leads.
+pub struct Manager {
+    shared: Shared,
+    leader_election: Option<leader::Config>,
+    controllers: Vec<(&'static str, ControllerFn)>,
+}
+
+impl Manager {
+    /// Connects to the cluster and starts the health and metrics endpoints.
+    pub async fn start(flags: &Flags) -> anyhow::Result<Self> {
+        let client = Client::try_default()
+            .await
+            .context("connecting to Kubernetes: set KUBECONFIG, or run in a cluster")?;
+        let shared = Shared::new(
+            client,
+            flags.watch_namespace.clone().filter(|ns| !ns.is_empty()),
+        );
+        match &shared.watch_namespace {
+            Some(ns) => tracing::info!(namespace = %ns, "watching one namespace"),
+            None => tracing::info!("watching all namespaces"),
+        }
+        shutdown::listen_for_signals(shared.shutdown.clone());
+        let probes = health::router(shared.readiness.clone());
+        if let Some(addr) = flags::parse_bind_address(&flags.health_probe_bind_address)? {
+            http::spawn(
+                "health probes",
+                addr,
+                probes,
+                flags.enable_http2,
+                shared.shutdown.clone(),
+            )
+            .await?;
+        }
+        if let Some(addr) = flags::parse_bind_address(&flags.metrics_bind_address)? {
+            let router = metrics::router(shared.metrics.clone());
+            http::spawn(
+                "metrics",
+                addr,
+                router,
+                flags.enable_http2,
+                shared.shutdown.clone(),
+            )
+            .await?;
+        }
+        let leader_election = flags
+            .leader_elect
+            .then(|| leader::Config::from_flags(flags));
+        Ok(Self {
+            shared,
+            leader_election,
+            controllers: Vec::new(),
+        })
+    }
+
+    /// Registers a controller; it starts when [`Manager::run`] does.
+    pub fn register<F, Fut>(&mut self, name: &'static str, run: F)
+    where
+        F: FnOnce(Shared) -> Fut + Send + 'static,
+        Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+    {
+        self.controllers
+            .push((name, Box::new(move |shared| Box::pin(run(shared)))));
+    }
+
+    /// Runs the controllers until a shutdown signal, or until this replica loses leadership.
+    pub async fn run(&mut self) -> anyhow::Result<()> {
+        let lease = match &self.leader_election {
+            Some(config) => {
+                self.shared.readiness.set_standby(true);
+                let lease =
+                    leader::acquire(self.shared.client.clone(), config, &self.shared.shutdown)
+                        .await?;
+                self.shared.readiness.set_standby(false);
+                match lease {
+                    Some(lease) => Some(lease),
+                    // Shut down while waiting to lead: nothing ran, nothing to stop.
+                    None => return Ok(()),
+                }
+            }
+            None => None,
+        };
+        let mut running = JoinSet::new();
+        for (name, run) in self.controllers.drain(..) {
+            self.shared.readiness.expect(name);
+            let shared = self.shared.clone();
+            running.spawn(async move { (name, run(shared).await) });
+        }
+        self.shared.readiness.set_started();
+        tracing::info!(controllers = running.len(), "started controllers");
+        let lost = async {
+            match &lease {
+                Some(lease) => lease.lost().await,
+                None => std::future::pending().await,
+            }
+        };
+        let shutdown = self.shared.shutdown.clone();
+        let outcome = tokio::select! {
+            () = lost => Err(anyhow::anyhow!("lost leadership; exiting so that another replica takes over")),
+            () = shutdown.wait() => Ok(()),
+            // Controllers only end on shutdown, unless one fails.
+            result = wait_all(&mut running), if !running.is_empty() => result,
+        };
+        // Whatever ended the run, stop everything else and let it finish cleanly.
+        self.shared.shutdown.trigger();
+        let rest = wait_all(&mut running).await;
+        if let Some(lease) = lease {
+            lease.release().await;
+        }
+        outcome.and(rest)
+    }
+}
+
+/// Waits for every controller task; the first failure is the result.
+async fn wait_all(running: &mut JoinSet<(&'static str, anyhow::Result<()>)>) -> anyhow::Result<()> {
+    while let Some(joined) = running.join_next().await {
+        let (name, result) = joined.context("a controller task panicked")?;
+        result.with_context(|| format!("controller {name} failed"))?;
+    }
+    Ok(())
+}

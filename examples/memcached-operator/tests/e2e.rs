@@ -1,0 +1,153 @@
+// Copyright 2026 The memcached-operator Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+//! End-to-end test on a real cluster (kind), like kubebuilder's `test/e2e`. Ignored by
+//! default: `make test-e2e` creates a kind cluster, builds and loads the image, and runs it with
+//! `cargo test --test e2e -- --ignored`. It uses the current kubeconfig context.
+//!
+//! Steps: deploy the manager (`make deploy IMG=…`), wait for it to be ready, apply the samples
+//! and wait for what they ask for, scrape the metrics endpoint, then clean up.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const NAMESPACE: &str = "memcached-operator-system";
+
+fn image() -> String {
+    std::env::var("IMG").unwrap_or_else(|_| "example.com/memcached-operator:v0.0.1".to_string())
+}
+
+/// Runs a command from the project root; panics with its output when it fails.
+fn run(program: &str, args: &[&str]) -> String {
+    let output = Command::new(program)
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap_or_else(|e| panic!("running {program}: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{program} {args:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// Retries `check` until it succeeds or `timeout` passes.
+fn eventually(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+fn kubectl_ok(args: &[&str]) -> bool {
+    Command::new("kubectl")
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+#[ignore = "needs a Kubernetes cluster: run `make test-e2e`"]
+fn manager_deploys_and_reconciles_the_samples() {
+    let img = format!("IMG={}", image());
+    run("make", &["deploy", &img]);
+    let cleanup = Cleanup;
+    eventually(
+        "the manager to be available",
+        Duration::from_secs(180),
+        || {
+            kubectl_ok(&[
+                "-n",
+                NAMESPACE,
+                "wait",
+                "--for=condition=Available",
+                "deployment/memcached-operator-controller-manager",
+                "--timeout=5s",
+            ])
+        },
+    );
+    let samples =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/samples/kustomization.yaml");
+    if samples.exists() {
+        run(
+            "kubectl",
+            &["apply", "-n", "default", "-k", "config/samples"],
+        );
+        // Every sample kind reports an Available condition once reconciled.
+        eventually(
+            "the samples to become Available",
+            Duration::from_secs(180),
+            || {
+                let out = Command::new("kubectl")
+                    .args([
+                        "get",
+                        "-n",
+                        "default",
+                        "-k",
+                        "config/samples",
+                        "-o",
+                        "jsonpath={.items[*].status.conditions[?(@.type==\"Available\")].status}",
+                    ])
+                    .current_dir(env!("CARGO_MANIFEST_DIR"))
+                    .output();
+                out.is_ok_and(|o| {
+                    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+                    !text.trim().is_empty() && text.split_whitespace().all(|s| s == "True")
+                })
+            },
+        );
+    }
+    // Scrape the metrics endpoint through the API server's service proxy.
+    let metrics = run(
+        "kubectl",
+        &[
+            "get",
+            "--raw",
+            &format!(
+                "/api/v1/namespaces/{NAMESPACE}/services/http:memcached-operator-controller-manager-metrics-service:8080/proxy/metrics"
+            ),
+        ],
+    );
+    assert!(
+        metrics.contains("controller_runtime_reconcile"),
+        "metrics endpoint answered without reconcile metrics:\n{metrics}"
+    );
+    drop(cleanup);
+}
+
+/// Undeploys even when an assertion failed.
+struct Cleanup;
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = Command::new("kubectl")
+            .args([
+                "delete",
+                "-n",
+                "default",
+                "-k",
+                "config/samples",
+                "--ignore-not-found",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status();
+        let _ = Command::new("make")
+            .args(["undeploy", "ignore-not-found=true"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status();
+    }
+}

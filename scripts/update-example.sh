@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Rewrites examples/memcached-operator with the README's two commands, using this checkout's
+# memop. Run it after changing templates/ (tests/example.rs fails until you do).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --quiet
+memop="$PWD/target/debug/memop"
+export SOURCE_DATE_EPOCH=1795000000   # the example's license year stays put (see tests/common)
+rm -rf examples/memcached-operator
+mkdir -p examples/memcached-operator
+cd examples/memcached-operator
+"$memop" init --domain example.com >/dev/null
+"$memop" create api --group cache --kind Memcached >/dev/null
+echo "rewrote examples/memcached-operator"

@@ -1,0 +1,80 @@
+//! Helpers shared by memop's integration tests.
+
+#![allow(dead_code)] // each test crate uses part of this module
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A fixed time for reproducible output (license years): 2026-11-18.
+pub const SOURCE_DATE_EPOCH: &str = "1795000000";
+
+/// The memop binary under test, with a reproducible clock.
+pub fn memop() -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("memop").expect("memop binary");
+    cmd.env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH);
+    cmd
+}
+
+/// Runs memop with `args` in `dir`, asserting success.
+pub fn run(dir: &Path, args: &[&str]) {
+    memop().current_dir(dir).args(args).assert().success();
+}
+
+/// Every file under `dir` (except `target/`), as relative path → contents.
+pub fn tree(dir: &Path) -> BTreeMap<PathBuf, String> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.file_name().is_some_and(|n| n == "target") {
+                continue;
+            }
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let contents = std::fs::read_to_string(&path).unwrap_or_else(|_| "<binary>".into());
+                out.insert(path.strip_prefix(root).unwrap().to_path_buf(), contents);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// The target directory shared by every generated project the tests build, so that the
+/// kube dependency tree compiles once (`MEMOP_GENERATED_TARGET_DIR` overrides it).
+pub fn generated_target_dir() -> PathBuf {
+    std::env::var_os("MEMOP_GENERATED_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/generated"))
+}
+
+/// Runs `program args` in `dir`; panics with its output when it fails.
+pub fn check(dir: &Path, program: &str, args: &[&str]) -> String {
+    let output = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", generated_target_dir())
+        .output()
+        .unwrap_or_else(|e| panic!("running {program}: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "`{program} {}` failed in {}:\n{stdout}\n{stderr}",
+        args.join(" "),
+        dir.display()
+    );
+    stdout
+}
+
+/// The four checks every generated project must pass straight after generation.
+pub fn build_lint_and_test(dir: &Path) {
+    check(dir, "cargo", &["fmt", "--check"]);
+    check(dir, "cargo", &["clippy", "--locked", "--all-targets", "--", "-D", "warnings"]);
+    let tests = check(dir, "cargo", &["test", "--locked"]);
+    assert!(!tests.contains("FAILED"), "{tests}");
+    check(dir, "kubectl", &["kustomize", "config/default"]);
+}
