@@ -66,15 +66,23 @@ fn child_modules(file: &Path, contents: &str) -> Vec<PathBuf> {
     let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
     let crate_root = matches!(stem, "mod" | "lib" | "main") || dir.ends_with("tests") || dir.ends_with("bin");
     let base = if crate_root { dir.to_path_buf() } else { dir.join(stem) };
-    contents
-        .lines()
-        .filter_map(|line| {
-            let line = line.trim();
-            let rest = line.strip_prefix("pub mod ").or_else(|| line.strip_prefix("mod "))?;
-            let name = rest.strip_suffix(';')?.trim();
-            name.chars().all(|c| c.is_alphanumeric() || c == '_').then(|| base.join(format!("{name}.rs")))
-        })
-        .collect()
+    let mut children = Vec::new();
+    // `#[path = "…"]` on the line before names the file itself, relative to this one.
+    let mut explicit: Option<PathBuf> = None;
+    for line in contents.lines().map(str::trim) {
+        if let Some(path) = line.strip_prefix("#[path = \"").and_then(|p| p.strip_suffix("\"]")) {
+            explicit = Some(dir.join(path));
+            continue;
+        }
+        let declared = line.strip_prefix("pub mod ").or_else(|| line.strip_prefix("mod "));
+        if let Some(name) = declared.and_then(|rest| rest.strip_suffix(';')).map(str::trim) {
+            if name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                children.push(explicit.take().unwrap_or_else(|| base.join(format!("{name}.rs"))));
+            }
+        }
+        explicit = None;
+    }
+    children
 }
 
 fn tempdir() -> Result<PathBuf> {
