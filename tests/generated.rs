@@ -39,7 +39,7 @@ fn a_project_with_several_groups_and_kinds_builds_lints_and_passes_its_tests() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path().join("fleet-operator");
     std::fs::create_dir(&dir).unwrap();
-    common::run(&dir, &["init", "--domain", "example.org", "--namespaced", "--license", "none"]);
+    common::run(&dir, &["init", "--domain", "example.org", "--license", "none"]);
     common::run(&dir, &["create", "api", "--group", "cache", "--kind", "Memcached"]);
     common::run(&dir, &["create", "api", "--group", "cache", "--kind", "Redis", "--image", "redis:7.4", "--image-container-port", "6379"]);
     common::run(&dir, &["create", "api", "--group", "batch", "--version", "v1", "--kind", "CronJob", "--namespaced=false"]);
@@ -54,15 +54,17 @@ fn a_project_with_several_groups_and_kinds_builds_lints_and_passes_its_tests() {
         assert!(dir.join("tests").join(test).exists(), "{test}");
     }
     let role = std::fs::read_to_string(dir.join("config/rbac/role.yaml")).unwrap();
-    assert!(role.contains("kind: Role\n"), "a --namespaced project gets a Role:\n{role}");
+    assert!(role.contains("kind: ClusterRole\n"), "{role}");
     assert_eq!(role.matches("- deployments").count(), 1, "{role}");
 }
 
 #[test]
-fn an_init_only_project_builds_lints_and_passes_its_tests() {
+fn an_init_only_namespaced_project_builds_lints_and_passes_its_tests() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path().join("empty-operator");
     std::fs::create_dir(&dir).unwrap();
-    common::run(&dir, &["init", "--domain", "example.com"]);
+    common::run(&dir, &["init", "--domain", "example.com", "--namespaced"]);
     common::build_lint_and_test(&dir);
+    let role = std::fs::read_to_string(dir.join("config/rbac/role.yaml")).unwrap();
+    assert!(role.contains("kind: Role\n") && role.contains("rules: []"), "{role}");
 }

@@ -17,7 +17,7 @@ use crate::scaffold::{self, IfExists, Plan, Templates};
     # The Memcached operator of the kubebuilder tutorial (built-in preset):\n  \
     memop create api --group cache --kind Memcached\n\n  \
     # A controller that deploys any image:\n  \
-    memop create api --group web --kind Nginx --image nginx:1.27 --image-container-port 8080\n\n  \
+    memop create api --group web --kind Nginx --image nginxinc/nginx-unprivileged:1.27 --image-container-port 8080\n\n  \
     # Types and a skeleton controller to fill in:\n  \
     memop create api --group batch --version v1 --kind CronJob")]
 pub struct Args {
@@ -132,26 +132,33 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
 
     if RESERVED_SNAKE.contains(&kind.snake().as_str()) {
         bail!(
-            "invalid --kind {kind:?}: its file name {}.rs would clash with a file every project has \
-             (tests/{}.rs); choose another kind (e.g. {kind}Config)",
+            "invalid --kind \"{kind}\": its file name {}.rs would clash with a file every project has \
+             (tests/{}.rs); choose another kind (e.g. \"{kind}Config\")",
             kind.snake(),
             kind.snake()
         );
     }
     let existing = project.find(group.as_str(), version.as_str(), kind.as_str()).cloned();
     let gvk = format!("{}/{}, Kind={}", group.as_str(), version, kind);
-    check_conflicts(&project, &args, &kind, existing.as_ref(), &gvk)?;
+    check_conflicts(&project, &args, &kind, &plural, existing.as_ref(), &gvk)?;
     let operand = operand_for(&args, &kind, existing.as_ref())?;
-    if operand.is_some() && args.controller && !args.namespaced {
-        bail!(
-            "--namespaced=false: an operand controller runs its Deployment in the namespace of \
-             each {kind}, so {kind} must be namespaced; drop --namespaced=false (or --image)"
-        );
-    }
     let api_namespaced = match (&existing, args.resource) {
         (Some(Resource { api: Some(api), .. }), false) => api.namespaced,
         _ => args.namespaced,
     };
+    if operand.is_some() && args.controller && !api_namespaced {
+        bail!(
+            "{kind} is cluster-scoped, but an operand controller runs its Deployment in the namespace \
+             of each {kind}, so {kind} must be namespaced; drop --namespaced=false (or --image)"
+        );
+    }
+    if project.namespaced && !api_namespaced {
+        bail!(
+            "--namespaced=false: this project was initialized with --namespaced, and its manager's \
+             Role, bound in one namespace, cannot grant access to cluster-scoped kinds; make {kind} \
+             namespaced, or use a project without --namespaced"
+        );
+    }
 
     project.upsert(Resource {
         api: Some(Api { crd_version: "v1".into(), namespaced: api_namespaced }),
@@ -195,6 +202,10 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         let file = path.rsplit('/').next().unwrap_or(path);
         if file == "mod.rs" || file == "kustomization.yaml" { IfExists::Skip } else { own }
     };
+    // Before the controller's fragments: an existing entry updated in place is then found.
+    if let (Some(operand), true) = (&operand, args.controller) {
+        set_image_env(&mut plan, &kind, &operand.image)?;
+    }
     if args.resource {
         scaffold::render_root(&templates, "resource", &ctx, &mut plan, shared)?;
     }
@@ -208,31 +219,47 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
 
     if args.controller {
-        match (&operand, PRESETS.iter().find(|p| p.kind == kind.as_str())) {
-            (Some(o), Some(_)) if args.image.is_none() => println!(
-                "{kind}: operand controller from the built-in {kind} preset (image {}, port {}); pass --image to deploy another image.",
+        let recorded = existing.as_ref().is_some_and(|r| r.operand.is_some());
+        match &operand {
+            Some(o) if args.image.is_some() => {
+                println!("{kind}: operand controller deploying {} (from --image).", o.image)
+            }
+            Some(o) if recorded => {
+                println!("{kind}: operand controller deploying {} (as recorded in PROJECT).", o.image)
+            }
+            Some(o) => println!(
+                "{kind}: operand controller from the built-in {kind} preset (image {}, port {}); \
+                 pass --image to deploy another image.",
                 o.image, o.container_port
             ),
-            (Some(o), _) => println!("{kind}: operand controller deploying {} (from --image).", o.image),
-            (None, _) => println!(
+            None => println!(
                 "{kind}: skeleton controller (no --image, and memop has no preset for {kind}); \
                  fill in its reconcile, or rerun with --force --image IMG to get one that deploys an image."
             ),
         }
     }
     if finish(global, plan)? {
+        let types = format!("src/api/{}/{}/{}.rs", group.module_name(), version, kind.snake());
+        let next = match (args.resource, args.controller) {
+            (true, true) => format!("implement your API in {types} and its controller in src/controller/{}.rs", kind.snake()),
+            (true, false) => format!("implement your API in {types}"),
+            _ => format!("implement the controller in src/controller/{}.rs", kind.snake()),
+        };
         println!(
-            "\nNext: implement your API in src/api/{}/{}/{}.rs and its controller in src/controller/{}.rs, then:\n  $ make manifests   # regenerate config/crd and config/rbac/role.yaml from the code\n  $ make test",
-            group.module_name(),
-            version,
-            kind.snake(),
-            kind.snake()
+            "\nNext: {next}, then:\n  $ make manifests   # regenerate config/crd and config/rbac/role.yaml from the code\n  $ make test"
         );
     }
     Ok(())
 }
 
-fn check_conflicts(project: &Project, args: &Args, kind: &Kind, existing: Option<&Resource>, gvk: &str) -> Result<()> {
+fn check_conflicts(
+    project: &Project,
+    args: &Args,
+    kind: &Kind,
+    plural: &Plural,
+    existing: Option<&Resource>,
+    gvk: &str,
+) -> Result<()> {
     match existing {
         Some(r) if args.resource && r.api.is_some() && !args.force => bail!(
             "API resource {gvk} already exists; pass --force to regenerate its own files \
@@ -248,6 +275,38 @@ fn check_conflicts(project: &Project, args: &Args, kind: &Kind, existing: Option
             args.version
         ),
         _ => {}
+    }
+    for other in project.resources.iter().filter(|r| r.group == args.group && r.kind != kind.as_str()) {
+        let Ok(other_kind) = Kind::parse(&other.kind) else { continue };
+        let other_plural = other.plural.clone().or_else(|| Plural::for_kind(&other_kind).ok().map(|p| p.to_string()));
+        if other_kind.snake() == kind.snake() {
+            bail!(
+                "{kind} and the existing kind {} of group {} would share the module and file name {}; \
+                 choose another kind name",
+                other.kind,
+                other.group,
+                kind.snake()
+            );
+        }
+        if other_plural.as_deref() == Some(plural.as_str()) {
+            bail!(
+                "{kind} would have the plural {plural}, which the existing kind {} of group {} already has; \
+                 choose another kind, or another plural with --plural",
+                other.kind,
+                other.group
+            );
+        }
+    }
+    for other in project.resources.iter().filter(|r| r.controller && r.group != args.group) {
+        if args.controller && Kind::parse(&other.kind).is_ok_and(|k| k.snake() == kind.snake()) {
+            bail!(
+                "a controller for kind {} already exists (group {}), and controller modules are named \
+                 after the kind ({}); use another kind name, or pass --controller=false",
+                other.kind,
+                other.group,
+                kind.snake()
+            );
+        }
     }
     let same_kind = project
         .resources
@@ -276,23 +335,23 @@ fn check_conflicts(project: &Project, args: &Args, kind: &Kind, existing: Option
 /// The operand a controller deploys: `--image` wins, then the kind's preset, then none (skeleton).
 fn operand_for(args: &Args, kind: &Kind, existing: Option<&Resource>) -> Result<Option<Operand>> {
     let preset = PRESETS.iter().find(|p| p.kind == kind.as_str());
-    let mut operand = match (&args.image, preset) {
-        (Some(image), _) => Operand {
+    // Regenerating an operand kind keeps what PROJECT recorded, unless flags change it.
+    let kept = existing.and_then(|r| r.operand.clone());
+    let mut operand = match (&args.image, kept, preset) {
+        (Some(image), _, _) => Operand {
             container_command: Vec::new(),
             container_port: 0,
             image: Image::parse(image)?.to_string(),
             run_as_user: None,
         },
-        (None, Some(p)) => Operand {
+        (None, Some(kept), _) => kept,
+        (None, None, Some(p)) => Operand {
             container_command: p.command.iter().map(|s| s.to_string()).collect(),
             container_port: p.port,
             image: p.image.to_string(),
             run_as_user: Some(p.run_as_user),
         },
-        (None, None) => {
-            if let Some(kept) = existing.and_then(|r| r.operand.clone()) {
-                return Ok(Some(kept));
-            }
+        (None, None, None) => {
             let given = [
                 ("--image-container-port", args.image_container_port.is_some()),
                 ("--image-container-command", args.image_container_command.is_some()),
@@ -320,4 +379,24 @@ fn operand_for(args: &Args, kind: &Kind, existing: Option<&Resource>) -> Result<
         );
     }
     Ok(Some(operand))
+}
+
+/// Points an existing `<KIND>_IMAGE` entry of the manager Deployment at `image`, so that
+/// regenerating with another `--image` updates it instead of adding a second entry.
+fn set_image_env(plan: &mut Plan, kind: &Kind, image: &str) -> Result<()> {
+    let path = std::path::Path::new("config/manager/manager.yaml");
+    let Some(text) = plan.read(path)? else { return Ok(()) };
+    let name = format!("- name: {}_IMAGE", kind.screaming());
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let Some(at) = lines.iter().position(|l| l.trim() == name) else { return Ok(()) };
+    match lines.get_mut(at + 1) {
+        Some(value) if value.trim_start().starts_with("value: ") => {
+            let indent: String = value.chars().take_while(|c| c.is_whitespace()).collect();
+            *value = format!("{indent}value: {image}");
+        }
+        _ => return Ok(()),
+    }
+    let mut updated = lines.join("\n");
+    updated.push('\n');
+    plan.write(path, updated, IfExists::Overwrite)
 }

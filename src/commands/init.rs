@@ -52,14 +52,26 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if dir.exists() && !dir.is_dir() {
         bail!("{} is not a directory; pass -C with a directory (it is created when missing)", dir.display());
     }
-    if !args.force {
-        if let Some(found) = PROJECT_MARKERS.iter().find(|f| dir.join(f).exists()) {
-            bail!(
-                "{} already holds a project (found {found}); run `memop create api` to extend it, \
-                 or pass --force to initialize over it (memop's files will be overwritten)",
-                dir.display()
-            );
-        }
+    let found = PROJECT_MARKERS.iter().find(|f| dir.join(f).exists());
+    if let (Some(found), false) = (found, args.force) {
+        bail!(
+            "{} already holds a project (found {found}); run `memop create api` to extend it, \
+             or pass --force to initialize over it (memop's files will be overwritten)",
+            dir.display()
+        );
+    }
+    // Even --force does not drop APIs: their files would stay, unregistered and unbuilt.
+    if let Ok(existing) = Project::load(dir)
+        && !existing.resources.is_empty()
+    {
+        let apis: Vec<String> =
+            existing.resources.iter().map(|r| format!("{}/{} {}", r.group, r.version, r.kind)).collect();
+        bail!(
+            "{} already has APIs ({}); init --force would unregister them and leave their files behind. \
+             Initialize in a new directory instead (and copy your code over), or remove them from PROJECT first",
+            dir.display(),
+            apis.join(", ")
+        );
     }
 
     let project = Project {

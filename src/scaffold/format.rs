@@ -75,10 +75,9 @@ fn child_modules(file: &Path, contents: &str) -> Vec<PathBuf> {
             continue;
         }
         let declared = line.strip_prefix("pub mod ").or_else(|| line.strip_prefix("mod "));
-        if let Some(name) = declared.and_then(|rest| rest.strip_suffix(';')).map(str::trim) {
-            if name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-                children.push(explicit.take().unwrap_or_else(|| base.join(format!("{name}.rs"))));
-            }
+        let name = declared.and_then(|rest| rest.strip_suffix(';')).map(str::trim);
+        if let Some(name) = name.filter(|n| n.chars().all(|c| c.is_alphanumeric() || c == '_')) {
+            children.push(explicit.take().unwrap_or_else(|| base.join(format!("{name}.rs"))));
         }
         explicit = None;
     }

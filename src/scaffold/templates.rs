@@ -1,6 +1,7 @@
 //! The embedded templates and their rendering.
 //!
-//! `templates/` mirrors the generated tree. Under each scaffold root (`init`, `api`, …) a file
+//! `templates/` mirrors the generated tree. Under each scaffold root (`init`, `resource`,
+//! `controller-operand`, `controller-skeleton`) a file
 //! named `X.tera` renders to the generated file `X`, and a file named `X@MARKER.tera` renders to
 //! a fragment inserted into `X` just before its `+memop:scaffold:MARKER` line. Path segments of
 //! the form `__name__` are replaced with the context's string value `name` (for example
