@@ -385,6 +385,20 @@ async fn a_failed_status_write_is_retried_without_touching_the_deployment_again(
 }
 
 #[tokio::test]
+async fn an_object_deleted_before_its_reconcile_is_left_alone() {
+    let cluster = Cluster::new();
+    let stale = Arc::new(cluster.create(2).await);
+    cluster
+        .objects
+        .delete(NAME, &DeleteParams::default())
+        .await
+        .unwrap();
+    let action = reconcile(stale, cluster.ctx.clone()).await.unwrap();
+    assert_eq!(action, Action::await_change());
+    assert!(cluster.deployment().await.is_none());
+}
+
+#[tokio::test]
 async fn failures_back_off_exponentially() {
     let cluster = Cluster::new();
     let object = Arc::new(cluster.create(1).await);

@@ -185,14 +185,20 @@ async fn reconcile_with_finalizer(object: Arc<Memcached>, ctx: &Context) -> Resu
         Error::Invalid(format!("Memcached {} has no namespace", object.name_any()))
     })?;
     let api: Api<Memcached> = Api::namespaced(ctx.client.clone(), &namespace);
-    finalizer(&api, FINALIZER, object, |event| async {
+    let result = finalizer(&api, FINALIZER, object, |event| async {
         match event {
             finalizer::Event::Apply(object) => apply(&object, ctx).await,
             finalizer::Event::Cleanup(object) => cleanup(&object, ctx).await,
         }
     })
-    .await
-    .map_err(|err| Error::Finalizer(Box::new(err)))
+    .await;
+    match result {
+        // Deleted before its finalizer went on: there is nothing to do.
+        Err(finalizer::Error::AddFinalizer(kube::Error::Api(status))) if status.is_not_found() => {
+            Ok(Action::await_change())
+        }
+        result => result.map_err(|err| Error::Finalizer(Box::new(err))),
+    }
 }
 
 /// Brings the Deployment and the status of `object` in line with its spec.
@@ -269,6 +275,7 @@ async fn cleanup(object: &Memcached, ctx: &Context) -> Result<Action> {
 }
 
 /// Writes `status` through the status subresource, unless it is what the object already has.
+/// An object deleted meanwhile is no error: there is nothing left to report on.
 async fn write_status(object: &Memcached, status: MemcachedStatus, ctx: &Context) -> Result<()> {
     if object.status.as_ref() == Some(&status) {
         return Ok(());
@@ -276,9 +283,17 @@ async fn write_status(object: &Memcached, status: MemcachedStatus, ctx: &Context
     let api: Api<Memcached> =
         Api::namespaced(ctx.client.clone(), &object.namespace().unwrap_or_default());
     let patch = Patch::Merge(json!({ "status": status }));
-    api.patch_status(&object.name_any(), &PatchParams::default(), &patch)
-        .await?;
-    Ok(())
+    match api
+        .patch_status(&object.name_any(), &PatchParams::default(), &patch)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.is_not_found() => {
+            tracing::debug!(name = %object.name_any(), "gone before its status was written");
+            Ok(())
+        }
+        Err(err) => Err(err.into()),
+    }
 }
 
 /// Records an event on `object`. Events are informational: a failure is logged, not returned.
