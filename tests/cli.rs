@@ -1025,8 +1025,10 @@ fn init_keeps_the_users_files_and_says_so() {
     fs::write(dir.join("README.md"), "# My operator\n").unwrap();
     fs::write(dir.join("notes.txt"), "mine\n").unwrap();
     let out = ok(&dir, "init --domain example.com");
-    let warning = "warning: kept your README.md; memop's version was not written\n";
-    assert_eq!(out.stderr, warning);
+    let warnings = "warning: the directory is not empty (README.md, notes.txt); memop keeps files \
+                    it would otherwise write, but initializing in an empty directory is safer\n\
+                    warning: kept your README.md; memop's version was not written\n";
+    assert_eq!(out.stderr, warnings);
     assert_eq!(read(&dir, "README.md"), "# My operator\n");
     assert_eq!(read(&dir, "notes.txt"), "mine\n");
     assert!(

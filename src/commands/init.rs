@@ -74,6 +74,15 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         );
     }
 
+    // As kubebuilder: other files are no reason to refuse, but worth a word (not under --force,
+    // which says the user knows what is there).
+    if let (Some(others), false) = (other_files(dir), args.force) {
+        eprintln!(
+            "warning: the directory is not empty ({others}); memop keeps files it would otherwise \
+             write, but initializing in an empty directory is safer"
+        );
+    }
+
     let project = Project {
         crate_name: name.crate_name(),
         domain: domain.to_string(),
@@ -104,4 +113,21 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
 /// The directory as an absolute path, so `.` still has a name to derive the project name from.
 fn absolute(dir: &Path) -> Result<std::path::PathBuf> {
     Ok(std::path::absolute(dir)?)
+}
+
+/// A short list of what `dir` already holds, ignoring hidden entries (`.git`, editor files);
+/// `None` when that is nothing.
+fn other_files(dir: &Path) -> Option<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    names.sort();
+    let shown = names.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+    Some(if names.len() > 3 { format!("{shown}, …") } else { shown })
 }
