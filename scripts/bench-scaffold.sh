@@ -10,8 +10,8 @@ cargo build --release --quiet
 memop="$PWD/target/release/memop"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-scaffold="$memop -C $work/out init --domain example.com >/dev/null && $memop -C $work/out create api --group cache --kind Memcached >/dev/null"
-eval "${scaffold//out/ref}"
+scaffold="$memop -C $work/out init --domain example.com --project-name memcached-operator >/dev/null && $memop -C $work/out create api --group cache --kind Memcached >/dev/null"
+eval "${scaffold//\/out/\/ref}"
 hyperfine --warmup 3 --runs "${RUNS:-30}" --prepare "rm -rf $work/out" \
     --command-name "memop init + create api" "$scaffold" \
     --command-name "memop without rustfmt" "RUSTFMT=true $scaffold" \

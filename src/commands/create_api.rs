@@ -193,7 +193,10 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     };
     let ctx = tera::Context::from_serialize(&ctx)?;
 
-    let templates = Templates::load()?;
+    // The manager role is rendered by init's template, from every API's rules.
+    const ROLE: &str = "init/config/rbac/role.yaml.tera";
+    let root = if operand.is_some() { "controller-operand/" } else { "controller-skeleton/" };
+    let templates = Templates::load(&["resource/", root, ROLE])?;
     let mut plan = Plan::new(dir);
     // The API's own files are refused when present, unless --force; the files several APIs
     // share (module files, kustomizations) are created once and then only extended at markers.
@@ -210,11 +213,10 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         scaffold::render_root(&templates, "resource", &ctx, &mut plan, shared)?;
     }
     if args.controller {
-        let root = if operand.is_some() { "controller-operand" } else { "controller-skeleton" };
-        scaffold::render_root(&templates, root, &ctx, &mut plan, shared)?;
+        scaffold::render_root(&templates, root.trim_end_matches('/'), &ctx, &mut plan, shared)?;
     }
     // Generated from the code of every controller: always rewritten, like `make manifests` does.
-    let role = templates.render("init/config/rbac/role.yaml.tera", &ctx)?;
+    let role = templates.render(ROLE, &ctx)?;
     plan.write("config/rbac/role.yaml", role, IfExists::Overwrite)?;
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
 

@@ -95,7 +95,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         version: "3".to_string(),
     };
     let ctx = tera::Context::from_serialize(ProjectContext::new(&project)?)?;
-    let templates = Templates::load()?;
+    let templates = Templates::load(&["init/"])?;
     let mut plan = Plan::new(dir);
     // Without --force, a file the user already has (a README, a .gitignore) is kept, as
     // kubebuilder does; the project files themselves were refused above.

@@ -29,6 +29,9 @@ pub fn render_root(
         if let Entry::File { template, path } = entry {
             let contents = templates.render(template, ctx)?;
             plan.write(path, contents, if_exists(path))?;
+            if templates.is_plain(template) {
+                plan.mark_formatted(path);
+            }
         }
     }
     for entry in &entries {

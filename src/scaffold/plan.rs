@@ -5,7 +5,7 @@
 //! into it in one plan. Nothing touches the disk until [`Plan::apply`], which writes every file to
 //! a temporary sibling first and renames them into place only when all were written.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs;
 use std::io::ErrorKind;
@@ -37,6 +37,8 @@ enum Change {
 pub struct Plan {
     root: PathBuf,
     changes: BTreeMap<PathBuf, Change>,
+    /// Files written verbatim from templates that are already formatted.
+    formatted: BTreeSet<PathBuf>,
     notes: Vec<String>,
 }
 
@@ -49,7 +51,7 @@ pub struct Applied {
 
 impl Plan {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into(), changes: BTreeMap::new(), notes: Vec::new() }
+        Self { root: root.into(), changes: BTreeMap::new(), formatted: BTreeSet::new(), notes: Vec::new() }
     }
 
     pub fn root(&self) -> &Path {
@@ -70,9 +72,15 @@ impl Plan {
         }
     }
 
+    /// Records that the planned contents of `path` need no formatting pass (until changed).
+    pub fn mark_formatted(&mut self, path: impl AsRef<Path>) {
+        self.formatted.insert(path.as_ref().to_path_buf());
+    }
+
     /// Plans writing `contents` to `path`.
     pub fn write(&mut self, path: impl AsRef<Path>, contents: String, if_exists: IfExists) -> Result<()> {
         let path = path.as_ref();
+        self.formatted.remove(path);
         let disk = read_disk(&self.root.join(path))?;
         let current = self.read(path)?;
         match current {
@@ -151,13 +159,13 @@ impl Plan {
         self.write(path, out, IfExists::Overwrite)
     }
 
-    /// Runs rustfmt over every Rust file the plan writes. Without rustfmt (or when it fails,
+    /// Runs rustfmt over every Rust file the plan writes, but those marked formatted. Without rustfmt (or when it fails,
     /// say on a file the user broke) the files stay as rendered and a note says so.
     pub fn format_rust(&mut self) {
         let mut files: Vec<(PathBuf, String)> = self
             .changes
             .iter()
-            .filter(|(path, _)| path.extension().is_some_and(|e| e == "rs"))
+            .filter(|(path, _)| path.extension().is_some_and(|e| e == "rs") && !self.formatted.contains(*path))
             .map(|(path, change)| match change {
                 Change::Create { contents } => (path.clone(), contents.clone()),
                 Change::Update { new, .. } => (path.clone(), new.clone()),

@@ -9,12 +9,15 @@
 //! include; they render to nothing on their own.
 
 use anyhow::{Result, anyhow, bail};
+use std::collections::HashMap;
+
 use include_dir::{Dir, include_dir};
 use tera::{Context, Tera};
 
 static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 
 const SUFFIX: &str = ".tera";
+const PARTIALS: &str = "_partials/";
 
 /// One template of a scaffold root, already classified.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,28 +28,61 @@ pub enum Entry {
     Fragment { template: String, path: String, marker: String },
 }
 
-/// Every template memop ships, parsed once.
+/// The templates a command needs, parsed once.
+///
+/// Parsing is most of memop's run time, so a command loads only the templates it renders, and
+/// a template with no Tera syntax past an optional first-line `{% include %}` (the license
+/// header) is kept as plain text instead of being parsed.
 pub struct Templates {
     tera: Tera,
+    /// Plain templates: the partial their first line includes, if any, and the rest verbatim.
+    plain: HashMap<String, (Option<String>, &'static str)>,
     names: Vec<String>,
 }
 
 impl Templates {
-    pub fn load() -> Result<Self> {
+    /// Every template whose name starts with one of `prefixes` (a root such as `"init/"`, or
+    /// one template's full name), and the partials they include.
+    pub fn load(prefixes: &[&str]) -> Result<Self> {
         let mut sources = Vec::new();
         collect(&TEMPLATES, &mut sources);
+        sources.retain(|(name, _)| name.starts_with(PARTIALS) || prefixes.iter().any(|p| name.starts_with(p)));
         sources.sort();
         let mut tera = Tera::default();
         // Generated files are code and YAML, never HTML: no escaping.
         tera.autoescape_on(vec![]);
-        tera.add_raw_templates(sources.iter().map(|(n, s)| (n.as_str(), s.as_str())))
+        let mut plain = HashMap::new();
+        let mut parsed = Vec::new();
+        for (name, text) in &sources {
+            match split_plain(text) {
+                Some(parts) if !name.starts_with(PARTIALS) => {
+                    plain.insert(name.clone(), parts);
+                }
+                _ => parsed.push((name.as_str(), *text)),
+            }
+        }
+        tera.add_raw_templates(parsed)
             .map_err(|e| anyhow!("memop's own templates do not parse: {}", chain(&e)))?;
         let names = sources.into_iter().map(|(n, _)| n).collect();
-        Ok(Self { tera, names })
+        Ok(Self { tera, plain, names })
+    }
+
+    /// True for a template that renders the same text for every project (but for its license
+    /// header): formatted once, in `templates/`, so its output needs no rustfmt pass.
+    pub fn is_plain(&self, template: &str) -> bool {
+        self.plain.contains_key(template)
     }
 
     /// Renders one template by its name (its path under `templates/`).
     pub fn render(&self, template: &str, ctx: &Context) -> Result<String> {
+        if let Some((include, body)) = self.plain.get(template) {
+            let mut out = match include {
+                Some(partial) => self.render(partial, ctx)?,
+                None => String::new(),
+            };
+            out.push_str(body);
+            return Ok(out);
+        }
         self.tera
             .render(template, ctx)
             .map_err(|e| anyhow!("rendering template {template}: {}", chain(&e)))
@@ -75,16 +111,30 @@ impl Templates {
     }
 }
 
-fn collect(dir: &'static Dir<'static>, out: &mut Vec<(String, String)>) {
+fn collect(dir: &'static Dir<'static>, out: &mut Vec<(String, &'static str)>) {
     for file in dir.files() {
         let name = file.path().to_string_lossy().replace('\\', "/");
         if let (true, Some(text)) = (name.ends_with(SUFFIX), file.contents_utf8()) {
-            out.push((name, text.to_string()));
+            out.push((name, text));
         }
     }
     for sub in dir.dirs() {
         collect(sub, out);
     }
+}
+
+/// Splits a template with no Tera syntax, except maybe a leading `{% include "…" %}`, into the
+/// included template's name and the verbatim rest; `None` for any other template.
+fn split_plain(text: &'static str) -> Option<(Option<String>, &'static str)> {
+    let (include, body) = match text.strip_prefix("{% include \"") {
+        Some(rest) => {
+            let (name, body) = rest.split_once("\" %}")?;
+            (Some(name.to_string()), body)
+        }
+        None => (None, text),
+    };
+    let tera_syntax = ["{{", "{%", "{#"].iter().any(|tag| body.contains(tag));
+    (!tera_syntax).then_some((include, body))
 }
 
 /// Replaces `__name__` path segments (or parts of segments) with context strings.
@@ -138,7 +188,47 @@ mod tests {
 
     #[test]
     fn every_embedded_template_parses() {
-        let templates = Templates::load().unwrap();
+        let templates = Templates::load(&[""]).unwrap();
         assert!(templates.names.iter().any(|n| n.starts_with("init/")));
+        assert!(!templates.plain.is_empty(), "the license-header-only templates are plain");
+    }
+
+    #[test]
+    fn plain_templates_render_their_header_and_body_verbatim() {
+        assert_eq!(split_plain("no tags {here}\n"), Some((None, "no tags {here}\n")));
+        assert_eq!(
+            split_plain("{% include \"_partials/h\" %}fn main() {}\n"),
+            Some((Some("_partials/h".into()), "fn main() {}\n"))
+        );
+        assert_eq!(split_plain("{{ kind }}"), None);
+        let templates = Templates::load(&["init/tests/support/"]).unwrap();
+        let mut ctx = Context::new();
+        for (k, v) in [("license", "apache2"), ("year", "2026"), ("owner", ""), ("project_name", "p")] {
+            ctx.insert(k, v);
+        }
+        let text = templates.render("init/tests/support/mod.rs.tera", &ctx).unwrap();
+        assert!(text.starts_with("// Copyright 2026 The p Authors."), "{text}");
+    }
+
+    /// Plain templates skip the rustfmt pass at generation, so they must be formatted already
+    /// (`scripts/fmt-templates.py` formats them).
+    #[test]
+    fn plain_rust_templates_are_rustfmt_clean() {
+        use std::io::Write as _;
+        let templates = Templates::load(&[""]).unwrap();
+        let mut checked = 0;
+        for (name, (_, body)) in templates.plain.iter().filter(|(n, _)| n.ends_with(".rs.tera")) {
+            let mut child = std::process::Command::new("rustfmt")
+                .args(["--edition", "2024", "--check"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("rustfmt on PATH");
+            child.stdin.take().unwrap().write_all(body.as_bytes()).unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{name} is not rustfmt-clean:\n{}", String::from_utf8_lossy(&out.stdout));
+            checked += 1;
+        }
+        assert!(checked >= 3, "checked {checked} plain Rust templates");
     }
 }
