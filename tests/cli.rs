@@ -1271,3 +1271,13 @@ fn force_with_another_image_updates_the_image_env_in_place() {
     assert_eq!(count(&manager, "nginx:1.27"), 0, "{manager}");
     assert!(read(&dir, "PROJECT").contains("image: nginx:1.28"));
 }
+
+#[test]
+fn an_operand_controller_needs_operand_types() {
+    let (_tmp, dir) = project(&["--group web --kind Foo --controller=false"]);
+    refused(
+        &dir,
+        "create api --group web --kind Foo --resource=false --image nginx:1.27 --image-container-port 80",
+        &["the existing Foo types have no spec.size", "--kind Foo --image IMG --force"],
+    );
+}

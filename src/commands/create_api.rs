@@ -152,6 +152,16 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
              of each {kind}, so {kind} must be namespaced; drop --namespaced=false (or --image)"
         );
     }
+    // An operand controller reads `spec.size`, which only an operand kind's types have.
+    let operand_types = existing.as_ref().is_some_and(|r| r.operand.is_some());
+    if !args.resource && operand.is_some() && !operand_types {
+        bail!(
+            "the existing {kind} types have no spec.size, which an operand controller needs; \
+             regenerate them too: memop create api --group {} --version {} --kind {kind} --image IMG --force",
+            args.group,
+            args.version
+        );
+    }
     if project.namespaced && !api_namespaced {
         bail!(
             "--namespaced=false: this project was initialized with --namespaced, and its manager's \
