@@ -32,8 +32,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Init(commands::init::Args),
-    /// Scaffold a Kubernetes API
-    #[command(subcommand)]
+    /// Scaffold a new part of the project (`create api`)
+    #[command(subcommand, after_help = "Example:\n  memop create api --group cache --kind Memcached")]
     Create(Create),
     /// Print memop's version
     Version,

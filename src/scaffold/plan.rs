@@ -82,9 +82,13 @@ impl Plan {
         let path = path.as_ref();
         self.formatted.remove(path);
         let disk = read_disk(&self.root.join(path))?;
-        let current = self.read(path)?;
+        let current = match self.changes.get(path) {
+            Some(Change::Create { contents }) => Some(contents),
+            Some(Change::Update { new, .. }) => Some(new),
+            None => disk.as_ref(),
+        };
         match current {
-            Some(ref existing) if *existing == contents => return Ok(()),
+            Some(existing) if *existing == contents => return Ok(()),
             Some(_) if if_exists == IfExists::Error => bail!(
                 "{} already exists and memop would change it; pass --force to overwrite it \
                  (your edits to it will be lost)",
