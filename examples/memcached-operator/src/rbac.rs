@@ -80,6 +80,16 @@ pub fn merge<'a>(rules: impl IntoIterator<Item = &'a Rule>) -> Vec<MergedRule> {
     merged
 }
 
+/// A YAML scalar for a group, resource or verb: the core group `""` and the wildcard `'*'`
+/// (a YAML alias when bare) are quoted, as controller-gen writes them.
+fn scalar(value: &str) -> String {
+    match value {
+        "" => "\"\"".to_string(),
+        v if v.starts_with('*') => format!("'{v}'"),
+        v => v.to_string(),
+    }
+}
+
 /// `config/rbac/role.yaml`: the manager's ClusterRole.
 pub fn role_yaml() -> String {
     let rules = merge(CONTROLLERS.iter().flat_map(|rules| rules.iter()));
@@ -96,20 +106,14 @@ pub fn role_yaml() -> String {
         yaml.push_str("rules:\n");
     }
     for rule in rules {
-        // The core group is the empty string, which YAML must quote.
-        let group = if rule.api_group.is_empty() {
-            "\"\""
-        } else {
-            rule.api_group.as_str()
-        };
-        let _ = writeln!(yaml, "- apiGroups:\n  - {group}");
+        let _ = writeln!(yaml, "- apiGroups:\n  - {}", scalar(&rule.api_group));
         let _ = writeln!(yaml, "  resources:");
         for resource in &rule.resources {
-            let _ = writeln!(yaml, "  - {resource}");
+            let _ = writeln!(yaml, "  - {}", scalar(resource));
         }
         let _ = writeln!(yaml, "  verbs:");
         for verb in &rule.verbs {
-            let _ = writeln!(yaml, "  - {verb}");
+            let _ = writeln!(yaml, "  - {}", scalar(verb));
         }
     }
     yaml
@@ -149,5 +153,12 @@ mod tests {
         assert_eq!(merged[1].resources, ["deployments"]);
         assert_eq!(merged[1].verbs, ["get", "list", "watch"]);
         assert_eq!(merged[2].resources, ["statefulsets"]);
+    }
+
+    #[test]
+    fn wildcards_and_the_core_group_are_quoted() {
+        assert_eq!(scalar("*"), "'*'");
+        assert_eq!(scalar(""), "\"\"");
+        assert_eq!(scalar("deployments/status"), "deployments/status");
     }
 }

@@ -122,9 +122,22 @@ fn manager_deploys_and_reconciles_the_samples() {
             ),
         ],
     );
+    // With samples applied, each of their controllers has reconciled successfully at least once.
+    let successes: Vec<&str> = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("controller_runtime_reconcile_total{")
+                && l.contains(r#"result="success""#)
+        })
+        .collect();
     assert!(
-        metrics.contains("controller_runtime_reconcile"),
-        "metrics endpoint answered without reconcile metrics:\n{metrics}"
+        !samples.exists()
+            || (!successes.is_empty() && successes.iter().all(|l| !l.ends_with(" 0"))),
+        "no successful reconcile in the metrics:\n{metrics}"
+    );
+    assert!(
+        metrics.contains("# TYPE controller_runtime_reconcile_time_seconds histogram"),
+        "{metrics}"
     );
     drop(cleanup);
 }

@@ -38,7 +38,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::finalizer::{self, finalizer};
 use kube::runtime::reflector::ObjectRef;
@@ -153,7 +153,13 @@ pub async fn run(shared: Shared) -> anyhow::Result<()> {
         .for_each(|result| async move {
             match result {
                 Ok((object, _)) => tracing::debug!(%object, "reconciled"),
-                Err(err) => tracing::warn!(error = %err, "reconcile failed"),
+                // error_policy has logged it already.
+                Err(controller::Error::ReconcilerFailed(..)) => {}
+                // A change of an object deleted meanwhile: nothing to do.
+                Err(controller::Error::ObjectNotFound(object)) => {
+                    tracing::debug!(%object, "gone before its reconcile")
+                }
+                Err(err) => tracing::warn!(error = %err, "controller error"),
             }
         })
         .await;
@@ -310,7 +316,11 @@ async fn publish(ctx: &Context, object: &Memcached, type_: EventType, reason: &s
         action: action.into(),
         secondary: None,
     };
-    if let Err(err) = ctx.recorder.publish(&event, &object.object_ref(&())).await {
+    // Without its resourceVersion, which every status write changes, the reference stays the
+    // same, so the Recorder turns repeats of an event into one series instead of new Events.
+    let mut reference = object.object_ref(&());
+    reference.resource_version = None;
+    if let Err(err) = ctx.recorder.publish(&event, &reference).await {
         tracing::warn!(name = %object.name_any(), error = %err, "could not record an event");
     }
 }

@@ -182,14 +182,28 @@ mod tests {
 
     #[test]
     fn setting_a_condition_again_keeps_its_transition_time() {
-        let mut list = Vec::new();
-        Conditions::new(&mut list, Some(1)).set("Available", true, "Reconciling", "ok".into());
-        let first = list[0].last_transition_time.clone();
+        let long_ago = Time(Timestamp::from_second(946_684_800).unwrap()); // 2000-01-01
+        let mut list = vec![Condition {
+            type_: "Available".into(),
+            status: "True".into(),
+            reason: "Reconciling".into(),
+            message: "ok".into(),
+            observed_generation: Some(1),
+            last_transition_time: long_ago.clone(),
+        }];
         Conditions::new(&mut list, Some(2)).set("Available", true, "Reconciling", "still".into());
         assert_eq!(list.len(), 1);
-        assert_eq!(list[0].last_transition_time, first);
+        assert_eq!(
+            list[0].last_transition_time, long_ago,
+            "same status: time kept"
+        );
         assert_eq!(list[0].message, "still");
         assert_eq!(list[0].observed_generation, Some(2));
+        Conditions::new(&mut list, Some(2)).set("Available", false, "Failed", "down".into());
+        assert_ne!(
+            list[0].last_transition_time, long_ago,
+            "status changed: time moves"
+        );
         Conditions::new(&mut list, Some(2)).set("Degraded", false, "Reconciling", "fine".into());
         assert_eq!(list.len(), 2);
     }

@@ -17,6 +17,7 @@
 use std::net::SocketAddr;
 
 use anyhow::Context as _;
+use clap::ArgAction;
 
 #[derive(Debug, Clone, clap::Parser)]
 #[command(version, about = "The memcached-operator operator manager")]
@@ -30,7 +31,7 @@ pub struct Flags {
     pub health_probe_bind_address: String,
 
     /// Elect a leader through a Lease, so that only one replica reconciles at a time
-    #[arg(long)]
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
     pub leader_elect: bool,
 
     /// Name of the leader election Lease
@@ -43,7 +44,7 @@ pub struct Flags {
 
     /// Serve HTTP/2 as well as HTTP/1.1. Off by default: HTTP/2 Stream Cancellation and Rapid
     /// Reset (CVE-2023-44487, CVE-2023-39325) make it a risk unless you need it.
-    #[arg(long)]
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
     pub enable_http2: bool,
 
     /// Watch only this namespace (all namespaces when unset)
@@ -63,20 +64,17 @@ pub enum LogFormat {
     Json,
 }
 
-/// Parses a bind address the way controller-runtime does: ":8080" means every interface,
-/// "0" (or an empty string) means disabled.
+/// Parses a bind address the way controller-runtime does: ":8080" means every interface (IPv6
+/// and IPv4, as in Go), "0" (or an empty string) means disabled.
 pub fn parse_bind_address(value: &str) -> anyhow::Result<Option<SocketAddr>> {
-    match value {
-        "" | "0" => Ok(None),
-        v if v.starts_with(':') => Ok(Some(
-            format!("0.0.0.0{v}")
-                .parse()
-                .with_context(|| format!("invalid bind address {v:?}"))?,
-        )),
-        v => Ok(Some(v.parse().with_context(|| {
-            format!("invalid bind address {v:?}: use :PORT or HOST:PORT")
-        })?)),
-    }
+    let parsed = match value {
+        "" | "0" => return Ok(None),
+        v if v.starts_with(':') => format!("[::]{v}").parse(),
+        v => v.parse(),
+    };
+    let addr = parsed
+        .with_context(|| format!("invalid bind address {value:?}: use :PORT or HOST:PORT"))?;
+    Ok(Some(addr))
 }
 
 #[cfg(test)]
@@ -88,7 +86,7 @@ mod tests {
         assert_eq!(parse_bind_address("0").unwrap(), None);
         assert_eq!(
             parse_bind_address(":8081").unwrap(),
-            Some("0.0.0.0:8081".parse().unwrap())
+            Some("[::]:8081".parse().unwrap())
         );
         assert_eq!(
             parse_bind_address("127.0.0.1:9000").unwrap(),

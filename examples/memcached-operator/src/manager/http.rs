@@ -15,7 +15,8 @@
 //! A small HTTP server for the probe and metrics endpoints, HTTP/1.1 only unless
 //! `--enable-http2` (axum's own `serve` cannot turn HTTP/2 off).
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use axum::Router;
@@ -34,9 +35,14 @@ pub async fn spawn(
     http2: bool,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding the {what} endpoint to {addr}"))?;
+    let listener = match TcpListener::bind(addr).await {
+        // "Every interface" on a host without IPv6: IPv4 only.
+        Err(_) if addr.ip().is_unspecified() && addr.is_ipv6() => {
+            TcpListener::bind((Ipv4Addr::UNSPECIFIED, addr.port())).await
+        }
+        bound => bound,
+    };
+    let listener = listener.with_context(|| format!("binding the {what} endpoint to {addr}"))?;
     tracing::info!(%addr, "serving {what}");
     tokio::spawn(async move {
         loop {
@@ -44,7 +50,15 @@ pub async fn spawn(
                 accepted = listener.accept() => accepted,
                 () = shutdown.wait() => return,
             };
-            let Ok((stream, _)) = accepted else { continue };
+            let stream = match accepted {
+                Ok((stream, _)) => stream,
+                Err(err) => {
+                    // Out of file descriptors, say: wait instead of spinning on the error.
+                    tracing::warn!(error = %err, "{what} endpoint cannot accept connections");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
             let service = TowerToHyperService::new(router.clone());
             tokio::spawn(async move {
                 let mut builder = Builder::new(TokioExecutor::new());

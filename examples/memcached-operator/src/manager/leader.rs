@@ -16,17 +16,29 @@
 //! (kube-runtime has none of its own). Only the leader runs controllers; a replica that loses
 //! the lease exits, as controller-runtime's managers do, so that it restarts as a clean standby.
 
+use std::time::{Duration, Instant};
+
 use anyhow::Context as _;
-use kube::Client;
+use k8s_openapi::api::coordination::v1::Lease as LeaseObject;
+use k8s_openapi::jiff::Timestamp;
+use kube::{Api, Client};
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::{Flags, Shutdown};
 
-/// How long a lease lasts without renewal, and how early the holder renews it (seconds).
+/// How long a lease lasts without renewal, and how long before that the holder renews it
+/// (seconds): the leader renews about every 5 s, and a standby takes over 15 s after the
+/// last renewal. These are client-go's defaults.
 const LEASE_DURATION: u64 = 15;
-const LEASE_GRACE: u64 = 5;
+const LEASE_GRACE: u64 = 10;
+/// A leader that has not renewed for this long steps down, before a standby can take over
+/// (client-go's RenewDeadline): kube-lease-manager keeps retrying a failed renewal without
+/// reporting it, so without this deadline two replicas could reconcile at once.
+const RENEW_DEADLINE: Duration = Duration::from_secs(10);
+/// How often the leader checks that its lease is still renewed.
+const RENEW_CHECK: Duration = Duration::from_secs(2);
 
 pub struct Config {
     lease_name: String,
@@ -56,6 +68,9 @@ impl Config {
 pub struct Lease {
     leading: watch::Receiver<bool>,
     task: JoinHandle<kube_lease_manager::Result<LeaseManager>>,
+    leases: Api<LeaseObject>,
+    name: String,
+    identity: String,
 }
 
 /// Waits until this replica holds the lease; `None` if shutdown came first.
@@ -69,6 +84,7 @@ pub async fn acquire(
         .namespace
         .clone()
         .unwrap_or_else(|| client.default_namespace().to_string());
+    let leases = Api::namespaced(client.clone(), &namespace);
     let manager = LeaseManagerBuilder::new(client, &config.lease_name)
         .with_namespace(&namespace)
         .with_identity(&config.identity)
@@ -83,25 +99,70 @@ pub async fn acquire(
             )
         })?;
     let (mut leading, task) = manager.watch().await;
+    let lease = |leading, task| Lease {
+        leading,
+        task,
+        leases: leases.clone(),
+        name: config.lease_name.clone(),
+        identity: config.identity.clone(),
+    };
     tracing::info!(lease = %config.lease_name, %namespace, identity = %config.identity, "waiting to become the leader");
     while !*leading.borrow_and_update() {
         tokio::select! {
             changed = leading.changed() => changed.context("leader election stopped")?,
             () = shutdown.wait() => {
-                Lease { leading, task }.release().await;
+                lease(leading, task).release().await;
                 return Ok(None);
             }
         }
     }
     tracing::info!(identity = %config.identity, "became the leader");
-    Ok(Some(Lease { leading, task }))
+    Ok(Some(lease(leading, task)))
 }
 
 impl Lease {
-    /// Resolves when the lease is lost (or its renewal stopped).
+    /// Resolves when the lease is lost: kube-lease-manager saw another holder, or this replica
+    /// has not renewed it within [`RENEW_DEADLINE`].
     pub async fn lost(&self) {
         let mut leading = self.leading.clone();
-        let _ = leading.wait_for(|&is_leader| !is_leader).await;
+        tokio::select! {
+            _ = leading.wait_for(|&is_leader| !is_leader) => {}
+            () = self.renewal_overdue() => {}
+        }
+    }
+
+    /// Resolves once the lease, as the API server has it, is no longer held by this replica or
+    /// was last renewed more than [`RENEW_DEADLINE`] ago (or cannot be read for that long).
+    async fn renewal_overdue(&self) {
+        let mut confirmed = Instant::now();
+        loop {
+            tokio::time::sleep(RENEW_CHECK).await;
+            match self.leases.get(&self.name).await {
+                Ok(lease) => {
+                    let spec = lease.spec.unwrap_or_default();
+                    if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
+                        tracing::warn!(holder = ?spec.holder_identity, "another replica holds the lease");
+                        return;
+                    }
+                    // renewTime was written by this replica, with this clock.
+                    let renewed = spec.renew_time.map(|t| t.0).unwrap_or_default();
+                    let age = Timestamp::now().duration_since(renewed);
+                    if age.as_secs() >= RENEW_DEADLINE.as_secs() as i64 {
+                        tracing::warn!(
+                            seconds = age.as_secs(),
+                            "the lease was not renewed in time"
+                        );
+                        return;
+                    }
+                    confirmed = Instant::now();
+                }
+                Err(err) if confirmed.elapsed() >= RENEW_DEADLINE => {
+                    tracing::warn!(error = %err, "cannot confirm the lease within the renew deadline");
+                    return;
+                }
+                Err(err) => tracing::debug!(error = %err, "reading the lease failed; retrying"),
+            }
+        }
     }
 
     /// Gives the lease up, so a standby takes over without waiting for it to expire.

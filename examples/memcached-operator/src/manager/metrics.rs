@@ -12,7 +12,8 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-//! Prometheus metrics, named as controller-runtime's so existing dashboards and alerts apply:
+//! Prometheus metrics, named as controller-runtime's so dashboards and alerts carry over (the
+//! `result` label is `success` or `error`; controller-runtime also counts requeues apart):
 //! `controller_runtime_reconcile_total{controller, result}`,
 //! `controller_runtime_reconcile_errors_total{controller}` and
 //! `controller_runtime_reconcile_time_seconds{controller}`.
