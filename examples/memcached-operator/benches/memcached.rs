@@ -43,7 +43,8 @@ async fn main() {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(1000);
-    let server = ApiServer::new();
+    // Deployments roll out at once, as if every pod started instantly.
+    let server = ApiServer::with_workloads();
     let shared = Shared::new(server.client(), None);
     let objects: Api<Memcached> = Api::namespaced(shared.client.clone(), NAMESPACE);
     let deployments: Api<Deployment> = Api::namespaced(shared.client.clone(), NAMESPACE);

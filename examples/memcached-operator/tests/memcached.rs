@@ -54,8 +54,12 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// A cluster whose Deployments roll out at once (see `ApiServer::with_workloads`).
     fn new() -> Self {
-        let server = ApiServer::new();
+        Self::on(ApiServer::with_workloads())
+    }
+
+    fn on(server: ApiServer) -> Self {
         let shared = Shared::new(server.client(), None);
         let ctx = Arc::new(Context::new(&shared));
         let objects = Api::namespaced(shared.client.clone(), NAMESPACE);
@@ -209,6 +213,40 @@ async fn create_makes_the_deployment_exactly_right() {
             .event_reasons()
             .await
             .contains(&"Created".to_string())
+    );
+}
+
+#[tokio::test]
+async fn available_waits_for_the_deployment_to_roll_out() {
+    // No stand-in for the deployment controller here: the Deployment reports nothing yet.
+    let cluster = Cluster::on(ApiServer::new());
+    let object = cluster.converged(2).await;
+    let available = condition(&object, "Available").unwrap();
+    assert_eq!(
+        (available.status.as_str(), available.reason.as_str()),
+        ("False", "Progressing")
+    );
+    assert!(
+        available.message.contains("0 of 2"),
+        "{}",
+        available.message
+    );
+
+    // The pods come up: the deployment controller reports them, and the Deployment change
+    // brings the next reconcile.
+    let rolled_out = json!({ "status": { "observedGeneration": 1, "availableReplicas": 2 } });
+    let patch = Patch::Merge(rolled_out);
+    cluster
+        .deployments
+        .patch_status(NAME, &PatchParams::default(), &patch)
+        .await
+        .unwrap();
+    cluster.reconcile().await.unwrap();
+    let object = cluster.object().await;
+    let available = condition(&object, "Available").unwrap();
+    assert_eq!(
+        (available.status.as_str(), available.reason.as_str()),
+        ("True", "Reconciling")
     );
 }
 

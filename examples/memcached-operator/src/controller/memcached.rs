@@ -221,40 +221,57 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
     let mut status = object.status.clone().unwrap_or_default();
     let mut conditions = Conditions::new(&mut status.conditions, object.metadata.generation);
     let size = object.spec.size;
-    if !in_sync {
+    let current = if in_sync {
+        observed
+    } else {
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let patch = Patch::Apply(&desired);
-        if let Err(err) = deployments.patch(&name, &params, &patch).await {
-            // Say why in the status, then fail: the Controller retries with backoff.
-            let (verb, reason) = match observed {
-                Some(_) => ("update", "Resizing"),
-                None => ("create", "Reconciling"),
-            };
-            let message =
-                format!("Failed to {verb} the Deployment for custom resource ({name}): ({err})");
-            conditions.set("Available", false, reason, message.clone());
-            conditions.set("Degraded", true, reason, message);
-            if let Err(status_err) = write_status(object, status, ctx).await {
-                tracing::warn!(%name, error = %status_err, "could not record the failure in the status");
+        match deployments.patch(&name, &params, &patch).await {
+            Ok(applied) => {
+                let (reason, note) = match observed {
+                    Some(_) => ("Updated", format!("Updated Deployment {name}")),
+                    None => (
+                        "Created",
+                        format!("Created Deployment {name} with {size} replicas"),
+                    ),
+                };
+                publish(ctx, object, EventType::Normal, reason, note).await;
+                Some(applied)
             }
-            return Err(err.into());
+            Err(err) => {
+                // Say why in the status, then fail: the Controller retries with backoff.
+                let (verb, reason) = match observed {
+                    Some(_) => ("update", "UpdateFailed"),
+                    None => ("create", "CreateFailed"),
+                };
+                let message = format!("Failed to {verb} the Deployment {name}: ({err})");
+                conditions.set("Available", false, reason, message.clone());
+                conditions.set("Degraded", true, reason, message);
+                if let Err(status_err) = write_status(object, status, ctx).await {
+                    tracing::warn!(%name, error = %status_err, "could not record the failure in the status");
+                }
+                return Err(err.into());
+            }
         }
-        let (reason, note) = match observed {
-            Some(_) => (
-                "Updated",
-                format!("Set Deployment {name} to {size} replicas"),
-            ),
-            None => (
-                "Created",
-                format!("Created Deployment {name} with {size} replicas"),
-            ),
-        };
-        publish(ctx, object, EventType::Normal, reason, note).await;
+    };
+    // Available once the Deployment's controller has seen its current spec and reports every
+    // replica available; until then the pods are still starting (or failing to).
+    let rolled_out = current.as_ref().and_then(|d| {
+        let status = d.status.as_ref()?;
+        let caught_up = status.observed_generation >= d.metadata.generation;
+        caught_up.then_some(status.available_replicas.unwrap_or(0))
+    });
+    match rolled_out {
+        Some(available) if available >= size => {
+            let message = format!("Deployment {name} has all {size} replicas available");
+            conditions.set("Available", true, "Reconciling", message);
+        }
+        available => {
+            let available = available.unwrap_or(0);
+            let message = format!("Deployment {name} has {available} of {size} replicas available");
+            conditions.set("Available", false, "Progressing", message);
+        }
     }
-    let message = format!(
-        "Deployment for custom resource ({name}) with {size} replicas created successfully"
-    );
-    conditions.set("Available", true, "Reconciling", message);
     let healthy = "The Deployment matches the spec".to_string();
     conditions.set("Degraded", false, "Reconciling", healthy);
     write_status(object, status, ctx).await?;
