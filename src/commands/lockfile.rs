@@ -58,4 +58,28 @@ mod tests {
             assert_eq!(lock.len(), LOCK.len() + name.len() - EXAMPLE.len());
         }
     }
+
+    /// The lock must list exactly the dependencies of the generated Cargo.toml, or every
+    /// generated project fails `--locked` (refresh with `scripts/refresh-lock.sh`).
+    #[test]
+    fn the_lock_matches_the_generated_manifest() {
+        let manifest = include_str!("../../templates/init/Cargo.toml.tera");
+        let mut wanted: Vec<&str> = Vec::new();
+        let mut in_deps = false;
+        for line in manifest.lines() {
+            if line.starts_with('[') {
+                in_deps = line == "[dependencies]" || line == "[dev-dependencies]";
+            } else if let Some((name, _)) = line.split_once(" = ").filter(|_| in_deps) {
+                wanted.push(name.trim());
+            }
+        }
+        wanted.sort();
+        let root = LOCK.split("\n\n[[package]]\n").find(|b| b.contains(&format!("name = \"{EXAMPLE}\""))).unwrap();
+        let mut locked: Vec<&str> = root
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix('"')?.split(['"', ' ']).next())
+            .collect();
+        locked.sort();
+        assert_eq!(locked, wanted, "templates/_lock/Cargo.lock is stale: run scripts/refresh-lock.sh");
+    }
 }
