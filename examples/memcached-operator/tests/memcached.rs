@@ -104,6 +104,24 @@ impl Cluster {
         self.object().await
     }
 
+    /// Changes the object as a user would, with a JSON merge patch.
+    async fn edit_object(&self, patch: serde_json::Value) {
+        let patch = Patch::Merge(patch);
+        self.objects
+            .patch(NAME, &PatchParams::default(), &patch)
+            .await
+            .unwrap();
+    }
+
+    /// Changes the Deployment behind the controller's back, with a JSON merge patch.
+    async fn edit_deployment(&self, patch: serde_json::Value) {
+        let patch = Patch::Merge(patch);
+        self.deployments
+            .patch(NAME, &PatchParams::default(), &patch)
+            .await
+            .unwrap();
+    }
+
     async fn event_reasons(&self) -> Vec<String> {
         let events: Api<Event> = Api::namespaced(self.shared.client.clone(), NAMESPACE);
         let list = events.list(&ListParams::default()).await.unwrap();
@@ -254,12 +272,7 @@ async fn available_waits_for_the_deployment_to_roll_out() {
 async fn a_size_change_converges() {
     let cluster = Cluster::new();
     cluster.converged(1).await;
-    let patch = Patch::Merge(json!({ "spec": { "size": 3 } }));
-    cluster
-        .objects
-        .patch(NAME, &PatchParams::default(), &patch)
-        .await
-        .unwrap();
+    cluster.edit_object(json!({ "spec": { "size": 3 } })).await;
     cluster.reconcile().await.unwrap();
     assert_eq!(replicas(&cluster.deployment().await.unwrap()), Some(3));
     let object = cluster.object().await;
@@ -276,12 +289,9 @@ async fn a_size_change_converges() {
 async fn a_deployment_scaled_by_hand_is_restored() {
     let cluster = Cluster::new();
     cluster.converged(2).await;
-    let scale = Patch::Merge(json!({ "spec": { "replicas": 5 } }));
     cluster
-        .deployments
-        .patch(NAME, &PatchParams::default(), &scale)
-        .await
-        .unwrap();
+        .edit_deployment(json!({ "spec": { "replicas": 5 } }))
+        .await;
     cluster.reconcile().await.unwrap();
     assert_eq!(replicas(&cluster.deployment().await.unwrap()), Some(2));
     assert!(
@@ -477,11 +487,9 @@ async fn the_real_controller_loop_converges_and_shuts_down() {
         "the controller reports ready once synced"
     );
 
-    let scale = Patch::Merge(json!({ "spec": { "replicas": 1 } }));
-    deployments
-        .patch(NAME, &PatchParams::default(), &scale)
-        .await
-        .unwrap();
+    cluster
+        .edit_deployment(json!({ "spec": { "replicas": 1 } }))
+        .await;
     eventually("the hand-scaled Deployment restored to 2", || async {
         deployments
             .get_opt(NAME)
