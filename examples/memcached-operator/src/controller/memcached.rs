@@ -305,11 +305,15 @@ async fn write_status(object: &Memcached, status: MemcachedStatus, ctx: &Context
     }
     let api: Api<Memcached> =
         Api::namespaced(ctx.client.clone(), &object.namespace().unwrap_or_default());
-    let patch = Patch::Merge(json!({ "status": status }));
-    match api
-        .patch_status(&object.name_any(), &PatchParams::default(), &patch)
-        .await
-    {
+    // Server-side apply as this controller's field manager: `conditions` is a list keyed by
+    // type, so conditions that others set on the object are left alone.
+    let patch = Patch::Apply(json!({
+        "apiVersion": Memcached::api_version(&()),
+        "kind": Memcached::kind(&()),
+        "status": status,
+    }));
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    match api.patch_status(&object.name_any(), &params, &patch).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.is_not_found() => {
             tracing::debug!(name = %object.name_any(), "gone before its status was written");
