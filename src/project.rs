@@ -120,12 +120,9 @@ impl Project {
 
     /// Adds `resource`, replacing an entry for the same group/version/kind.
     pub fn upsert(&mut self, resource: Resource) {
-        match self
-            .resources
-            .iter_mut()
-            .find(|r| r.group == resource.group && r.version == resource.version && r.kind == resource.kind)
-        {
-            Some(existing) => *existing = resource,
+        let same = |r: &Resource| r.group == resource.group && r.version == resource.version && r.kind == resource.kind;
+        match self.resources.iter().position(same) {
+            Some(at) => self.resources[at] = resource,
             None => self.resources.push(resource),
         }
     }

@@ -58,7 +58,7 @@ impl ProjectContext {
 }
 
 /// One RBAC rule: verbs on resources of one API group.
-pub struct Rule {
+struct Rule {
     api_group: String,
     resources: Vec<String>,
     verbs: &'static [&'static str],

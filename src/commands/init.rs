@@ -47,7 +47,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let domain = Domain::parse(&args.domain)?;
     let name = match &args.project_name {
         Some(n) => ProjectName::parse(n)?,
-        None => ProjectName::from_dir(&absolute(dir)?)?,
+        // Absolute, so that `.` still has a name.
+        None => ProjectName::from_dir(&std::path::absolute(dir)?)?,
     };
     if dir.exists() && !dir.is_dir() {
         bail!("{} is not a directory; pass -C with a directory (it is created when missing)", dir.display());
@@ -108,11 +109,6 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         println!("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached");
     }
     Ok(())
-}
-
-/// The directory as an absolute path, so `.` still has a name to derive the project name from.
-fn absolute(dir: &Path) -> Result<std::path::PathBuf> {
-    Ok(std::path::absolute(dir)?)
 }
 
 /// A short list of what `dir` already holds, ignoring hidden entries (`.git`, editor files);

@@ -122,11 +122,20 @@ impl Cluster {
             .unwrap();
     }
 
-    async fn event_reasons(&self) -> Vec<String> {
+    /// Whether an event with `reason` was recorded.
+    async fn recorded(&self, reason: &str) -> bool {
         let events: Api<Event> = Api::namespaced(self.shared.client.clone(), NAMESPACE);
         let list = events.list(&ListParams::default()).await.unwrap();
-        list.items.into_iter().filter_map(|e| e.reason).collect()
+        list.items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some(reason))
     }
+}
+
+/// The status and reason of condition `type_`, which must be set.
+fn state<'a>(object: &'a Memcached, type_: &str) -> (&'a str, &'a str) {
+    let condition = condition(object, type_).unwrap_or_else(|| panic!("no {type_} condition"));
+    (condition.status.as_str(), condition.reason.as_str())
 }
 
 fn condition<'a>(object: &'a Memcached, type_: &str) -> Option<&'a Condition> {
@@ -219,19 +228,11 @@ async fn create_makes_the_deployment_exactly_right() {
         ["ALL"]
     );
 
-    let available = condition(&object, "Available").expect("an Available condition");
-    assert_eq!(
-        (available.status.as_str(), available.reason.as_str()),
-        ("True", "Reconciling")
-    );
+    assert_eq!(state(&object, "Available"), ("True", "Reconciling"));
+    let available = condition(&object, "Available").unwrap();
     assert_eq!(available.observed_generation, object.metadata.generation);
     assert_eq!(condition(&object, "Degraded").unwrap().status, "False");
-    assert!(
-        cluster
-            .event_reasons()
-            .await
-            .contains(&"Created".to_string())
-    );
+    assert!(cluster.recorded("Created").await);
 }
 
 #[tokio::test]
@@ -239,11 +240,8 @@ async fn available_waits_for_the_deployment_to_roll_out() {
     // No stand-in for the deployment controller here: the Deployment reports nothing yet.
     let cluster = Cluster::on(ApiServer::new());
     let object = cluster.converged(2).await;
+    assert_eq!(state(&object, "Available"), ("False", "Progressing"));
     let available = condition(&object, "Available").unwrap();
-    assert_eq!(
-        (available.status.as_str(), available.reason.as_str()),
-        ("False", "Progressing")
-    );
     assert!(
         available.message.contains("0 of 2"),
         "{}",
@@ -254,18 +252,15 @@ async fn available_waits_for_the_deployment_to_roll_out() {
     // brings the next reconcile.
     let rolled_out = json!({ "status": { "observedGeneration": 1, "availableReplicas": 2 } });
     let patch = Patch::Merge(rolled_out);
+    let params = PatchParams::default();
     cluster
         .deployments
-        .patch_status(NAME, &PatchParams::default(), &patch)
+        .patch_status(NAME, &params, &patch)
         .await
         .unwrap();
     cluster.reconcile().await.unwrap();
     let object = cluster.object().await;
-    let available = condition(&object, "Available").unwrap();
-    assert_eq!(
-        (available.status.as_str(), available.reason.as_str()),
-        ("True", "Reconciling")
-    );
+    assert_eq!(state(&object, "Available"), ("True", "Reconciling"));
 }
 
 #[tokio::test]
@@ -294,12 +289,7 @@ async fn a_deployment_scaled_by_hand_is_restored() {
         .await;
     cluster.reconcile().await.unwrap();
     assert_eq!(replicas(&cluster.deployment().await.unwrap()), Some(2));
-    assert!(
-        cluster
-            .event_reasons()
-            .await
-            .contains(&"Updated".to_string())
-    );
+    assert!(cluster.recorded("Updated").await);
 }
 
 #[tokio::test]
@@ -347,17 +337,8 @@ async fn deletion_runs_the_finalizer_then_the_deployment_is_collected() {
     cluster.server.fail_next(Verb::Patch, "memcacheds", 500, 1);
     assert!(cluster.reconcile().await.is_err());
     let finalizing = cluster.object().await;
-    let degraded = condition(&finalizing, "Degraded").unwrap();
-    assert_eq!(
-        (degraded.status.as_str(), degraded.reason.as_str()),
-        ("True", "Finalizing")
-    );
-    assert!(
-        cluster
-            .event_reasons()
-            .await
-            .contains(&"Deleting".to_string())
-    );
+    assert_eq!(state(&finalizing, "Degraded"), ("True", "Finalizing"));
+    assert!(cluster.recorded("Deleting").await);
 
     cluster.reconcile().await.unwrap();
     assert!(
