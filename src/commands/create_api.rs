@@ -71,7 +71,7 @@ pub struct Args {
 }
 
 /// Kinds whose module would clash with a file of the generated `tests/` (`tests/<kind>.rs`).
-const RESERVED_SNAKE: &[&str] = &["support", "e2e", "manifests", "apiserver"];
+const RESERVED_SNAKE: &[&str] = &["support", "e2e", "manifests", "apiserver", "manager"];
 
 /// A kind memop knows how to deploy without being told the image.
 struct Preset {

@@ -23,11 +23,15 @@
 use std::collections::BTreeSet;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
 use kube::runtime::reflector::{Lookup, Store};
+
+/// How often a controller's cache is checked for its first sync.
+const POLL: Duration = Duration::from_millis(100);
 
 #[derive(Clone, Default)]
 pub struct Readiness {
@@ -97,9 +101,20 @@ impl Readiness {
         self.expect(name);
         let readiness = self.clone();
         tokio::spawn(async move {
-            if store.wait_until_ready().await.is_ok() {
-                tracing::info!(controller = name, "cache synced");
-                readiness.synced(name);
+            // The Controller waits for the same store, and kube's readiness signal wakes only
+            // the last of several waiters: ask again every 100 ms instead of waiting to be woken.
+            loop {
+                let ready = tokio::time::timeout(POLL, store.wait_until_ready()).await;
+                match ready {
+                    Ok(Ok(())) => {
+                        tracing::info!(controller = name, "cache synced");
+                        readiness.synced(name);
+                        return;
+                    }
+                    // The controller stopped before it synced.
+                    Ok(Err(_)) => return,
+                    Err(_) => continue,
+                }
             }
         });
     }

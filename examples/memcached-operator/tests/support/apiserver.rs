@@ -46,6 +46,7 @@
 use std::{
     collections::BTreeMap,
     convert::Infallible,
+    future::Future,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
     time::Duration,
 };
@@ -133,12 +134,28 @@ impl ApiServer {
     ///
     /// Must be called inside a Tokio runtime (`kube::Client` spawns its request buffer there).
     pub fn client(&self) -> kube::Client {
-        let server = self.clone();
-        let service = tower::service_fn(move |request: http::Request<Body>| {
+        kube::Client::new(self.clone().service(), "default")
+    }
+
+    /// A client like [`ApiServer::client`] whose requests go through `log` first.
+    pub fn client_with(&self, log: &super::requests::RequestLog) -> kube::Client {
+        kube::Client::new(tower::Layer::layer(log, self.clone().service()), "default")
+    }
+
+    fn service(
+        self,
+    ) -> impl tower::Service<
+        http::Request<Body>,
+        Response = Response,
+        Error = Infallible,
+        Future = impl Future<Output = Result<Response, Infallible>> + Send,
+    > + Send
+    + 'static {
+        let server = self;
+        tower::service_fn(move |request: http::Request<Body>| {
             let server = server.clone();
             async move { Ok::<_, Infallible>(server.handle(request).await) }
-        });
-        kube::Client::new(service, "default")
+        })
     }
 
     /// Fails the next `times` requests matching `verb` and `resource` (as in [`Request::resource`];

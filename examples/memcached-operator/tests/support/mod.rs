@@ -19,5 +19,10 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod apiserver;
+pub mod envtest;
+pub mod requests;
+pub mod workloads;
 
 pub use apiserver::*;
+pub use envtest::{Backend, ControlPlane, TestEnv};
+pub use requests::RequestLog;

@@ -1,0 +1,225 @@
+// Copyright 2026 The memcached-operator Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+//! A request log with fault injection, as a client-side layer: it sees exactly what the
+//! operator's [`kube::Client`] sends, whichever API server answers (the in-memory one or a real
+//! kube-apiserver), and can fail chosen requests before they leave.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
+use kube::client::Body;
+use serde_json::json;
+
+use super::apiserver::{Request, Verb};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// The log and the pending faults; clones share them. Also the [`tower::Layer`] that feeds them.
+#[derive(Clone, Default)]
+pub struct RequestLog {
+    state: Arc<Mutex<State>>,
+}
+
+#[derive(Default)]
+struct State {
+    log: Vec<Request>,
+    faults: Vec<Fault>,
+}
+
+struct Fault {
+    verb: Verb,
+    resource: String,
+    code: u16,
+    remaining: usize,
+}
+
+impl RequestLog {
+    /// Fails the next `times` requests matching `verb` and `resource` (as in
+    /// [`Request::resource`]; `"*"` matches any) with HTTP `code` and a Kubernetes `Status`,
+    /// without sending them: the server never sees them.
+    pub fn fail_next(&self, verb: Verb, resource: &str, code: u16, times: usize) {
+        self.lock().faults.push(Fault {
+            verb,
+            resource: resource.to_owned(),
+            code,
+            remaining: times,
+        });
+    }
+
+    /// Every request sent since the log was last cleared, in order, failed ones included.
+    pub fn requests(&self) -> Vec<Request> {
+        self.lock().log.clone()
+    }
+
+    /// How many write requests (create/update/patch/delete) went to `resource` (`"*"` for all)
+    /// since the log was last cleared.
+    pub fn writes(&self, resource: &str) -> usize {
+        self.lock()
+            .log
+            .iter()
+            .filter(|r| r.verb.is_write() && (resource == "*" || r.resource == resource))
+            .count()
+    }
+
+    pub fn clear(&self) {
+        self.lock().log.clear();
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Logs `request` and returns the injected failure code, if one matches.
+    fn record(&self, request: &http::Request<Body>) -> Option<u16> {
+        let mut entry = describe(request);
+        let mut state = self.lock();
+        let fault = state.faults.iter_mut().find(|f| {
+            f.remaining > 0
+                && f.verb == entry.verb
+                && (f.resource == "*" || f.resource == entry.resource)
+        });
+        if let Some(fault) = fault {
+            fault.remaining -= 1;
+            entry.injected_failure = Some(fault.code);
+        }
+        let code = entry.injected_failure;
+        state.log.push(entry);
+        code
+    }
+}
+
+impl<S> tower::Layer<S> for RequestLog {
+    type Service = Logged<S>;
+
+    fn layer(&self, inner: S) -> Logged<S> {
+        Logged {
+            inner,
+            log: self.clone(),
+        }
+    }
+}
+
+/// The service [`RequestLog`] wraps around a client's transport.
+pub struct Logged<S> {
+    inner: S,
+    log: RequestLog,
+}
+
+impl<S, B> tower::Service<http::Request<Body>> for Logged<S>
+where
+    S: tower::Service<http::Request<Body>, Response = http::Response<B>>,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = http::Response<ResponseBody>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        if let Some(code) = self.log.record(&request) {
+            return Box::pin(async move { Ok(failure(code)) });
+        }
+        let response = self.inner.call(request);
+        Box::pin(async move {
+            let response = response.await.map_err(Into::into)?;
+            Ok(response.map(|body| body.map_err(Into::into).boxed_unsync()))
+        })
+    }
+}
+
+/// What the API server answers to a failed request: a `Status` with the code.
+fn failure(code: u16) -> http::Response<ResponseBody> {
+    let reason = match code {
+        403 => "Forbidden",
+        404 => "NotFound",
+        409 => "Conflict",
+        429 => "TooManyRequests",
+        _ => "InternalError",
+    };
+    let status = json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": format!("injected failure ({code})"),
+        "reason": reason,
+        "code": code,
+    });
+    let body = Full::new(Bytes::from(status.to_string()))
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    http::Response::builder()
+        .status(code)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(body)
+        .expect("a valid response")
+}
+
+/// The verb, resource, namespace and name of an API request, from its method and path:
+/// `/api/v1/...` or `/apis/<group>/<version>/...`, then `[namespaces/<ns>/]<plural>[/<name>[/<sub>]]`.
+fn describe(request: &http::Request<Body>) -> Request {
+    let segments: Vec<&str> = request
+        .uri()
+        .path()
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    let rest = match segments.first() {
+        Some(&"api") => segments.get(2..),
+        _ => segments.get(3..),
+    }
+    .unwrap_or_default();
+    let (namespace, rest) = match rest {
+        ["namespaces", namespace, plural, rest @ ..] => {
+            (Some(namespace.to_string()), [&[*plural], rest].concat())
+        }
+        _ => (None, rest.to_vec()),
+    };
+    let name = rest.get(1).map(|name| name.to_string());
+    let resource = match rest.get(2) {
+        Some(sub) => format!("{}/{sub}", rest[0]),
+        None => rest.first().copied().unwrap_or_default().to_string(),
+    };
+    let watch = request
+        .uri()
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
+    let verb = match *request.method() {
+        http::Method::POST => Verb::Create,
+        http::Method::PUT => Verb::Update,
+        http::Method::PATCH => Verb::Patch,
+        http::Method::DELETE => Verb::Delete,
+        _ if watch => Verb::Watch,
+        _ if name.is_some() => Verb::Get,
+        _ => Verb::List,
+    };
+    Request {
+        verb,
+        resource,
+        namespace,
+        name,
+        injected_failure: None,
+    }
+}
