@@ -3,7 +3,8 @@
 #   - cold and warm `cargo build` (warm: after touching one source file), in a fresh target dir;
 #   - the release manager binary's size;
 #   - its reconcile benchmark (`cargo bench --bench memcached`: OBJECTS objects, default 1000)
-#     and the benchmark process's peak RSS (GNU time; Debian: apt-get install time).
+#     and the benchmark process's peak RSS (GNU time; Debian: apt-get install time), on the
+#     in-memory API server and, with KUBEBUILDER_ASSETS set, on the real control plane.
 # Results: docs/performance.md. Takes several minutes (it builds kube from scratch, twice).
 set -euo pipefail
 cd "$(dirname "$0")/../examples/memcached-operator"
@@ -29,3 +30,9 @@ cargo bench --locked --bench memcached --no-run -q 2>/dev/null
 bench=$(ls -t "$target"/release/deps/memcached-* | grep -v '\.d$' | head -1)
 /usr/bin/time -v "$bench" 2> "$target/time.txt"
 grep "Maximum resident set size" "$target/time.txt"
+# The same on the real control plane, when KUBEBUILDER_ASSETS is set (scripts/envtest/build.sh):
+# the peak RSS is then the controller's alone, the control plane running in its own processes.
+if [ -n "${KUBEBUILDER_ASSETS:-}" ]; then
+    BACKEND=real /usr/bin/time -v "$bench" 2> "$target/time.txt"
+    grep "Maximum resident set size" "$target/time.txt"
+fi

@@ -68,3 +68,45 @@ fn an_init_only_namespaced_project_builds_lints_and_passes_its_tests() {
     let role = std::fs::read_to_string(dir.join("config/rbac/role.yaml")).unwrap();
     assert!(role.contains("kind: Role\n") && role.contains("rules: []"), "{role}");
 }
+
+/// On the real control plane the generated tests run the controller as its own ServiceAccount,
+/// with `config/rbac` applied: a verb dropped from a controller's `RULES` (and so, after
+/// `make manifests`, from `role.yaml`) must fail them with the API server's 403.
+#[test]
+fn a_verb_missing_from_rules_fails_the_real_control_plane_tests() {
+    if std::env::var_os("KUBEBUILDER_ASSETS").is_none() {
+        eprintln!("skipped: needs KUBEBUILDER_ASSETS (scripts/envtest/build.sh)");
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("memcached-operator");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/memcached-operator");
+    for (path, contents) in common::tree(&example) {
+        std::fs::create_dir_all(dir.join(&path).parent().unwrap()).unwrap();
+        std::fs::write(dir.join(&path), contents).unwrap();
+    }
+    let controller = dir.join("src/controller/memcached.rs");
+    let code = std::fs::read_to_string(&controller).unwrap();
+    let all = r#"verbs: &["get", "list", "watch", "create", "patch"],"#;
+    assert!(code.contains(all), "the Deployment rule changed; update this test");
+    std::fs::write(&controller, code.replace(all, r#"verbs: &["get", "list", "watch", "patch"],"#)).unwrap();
+    common::check(&dir, "cargo", &["run", "--quiet", "--locked", "--bin", "manifests"]);
+    let role: Value = serde_yaml::from_str(&std::fs::read_to_string(dir.join("config/rbac/role.yaml")).unwrap()).unwrap();
+    let rules = role["rules"].as_sequence().unwrap();
+    let deployments = rules.iter().find(|r| r["resources"][0] == "deployments").unwrap();
+    assert!(!deployments["verbs"].as_sequence().unwrap().iter().any(|v| v == "create"), "{deployments:?}");
+
+    let output = std::process::Command::new("cargo")
+        .args(["test", "--locked", "--test", "memcached", "real_control_plane::create_makes_the_deployment_exactly_right"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", common::generated_target_dir())
+        .env("ENVTEST_REQUIRED", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success(), "the tests passed without the create verb:\n{stdout}");
+    assert!(
+        stdout.contains("forbidden") && stdout.contains("cannot create resource"),
+        "expected a 403 on creating the Deployment:\n{stdout}"
+    );
+}

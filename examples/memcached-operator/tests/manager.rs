@@ -115,10 +115,13 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
     );
 }
 
-/// The objects of `config/samples`, in the test's namespace.
+/// The objects of `config/samples` (none before the first `create api`), in the test's namespace.
 fn samples(namespace: &str) -> Vec<Value> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/samples");
     let read = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap();
+    if !dir.join("kustomization.yaml").exists() {
+        return Vec::new();
+    }
     let kustomization: Value = serde_saphyr::from_str(&read("kustomization.yaml")).unwrap();
     let files = kustomization["resources"]
         .as_array()

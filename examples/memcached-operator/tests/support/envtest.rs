@@ -42,6 +42,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::GroupVersionKind;
+use kube::discovery::Scope;
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, Config};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
@@ -482,29 +483,37 @@ fn rename(object: &mut Value, prefix: &str, namespace: &str) {
     }
 }
 
-/// Server-side applies any object, finding its resource through discovery.
+/// Server-side applies any object, finding its resource through discovery; the namespace of a
+/// cluster-scoped object is ignored.
 pub async fn apply(admin: &Client, object: &Value) {
-    let (group, version) = match object["apiVersion"]
-        .as_str()
-        .unwrap_or_default()
-        .split_once('/')
-    {
-        Some((group, version)) => (group, version),
-        None => ("", object["apiVersion"].as_str().unwrap_or_default()),
-    };
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let gvk = GroupVersionKind::gvk(group, version, object["kind"].as_str().unwrap_or_default());
-    let (resource, _) = kube::discovery::pinned_kind(admin, &gvk)
+    let (resource, capabilities) = kube::discovery::pinned_kind(admin, &gvk)
         .await
         .unwrap_or_else(|e| panic!("discovering {gvk:?}: {e}"));
-    let api: Api<DynamicObject> = match object["metadata"]["namespace"].as_str() {
-        Some(namespace) => Api::namespaced_with(admin.clone(), namespace, &resource),
-        None => Api::all_with(admin.clone(), &resource),
+    let namespace = object["metadata"]["namespace"].as_str();
+    let api: Api<DynamicObject> = match (&capabilities.scope, namespace) {
+        (Scope::Namespaced, Some(namespace)) => {
+            Api::namespaced_with(admin.clone(), namespace, &resource)
+        }
+        (Scope::Namespaced, None) => panic!("{} needs a namespace", gvk.kind),
+        (Scope::Cluster, _) => Api::all_with(admin.clone(), &resource),
     };
-    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let mut object = object.clone();
+    if capabilities.scope == Scope::Cluster
+        && let Some(metadata) = object["metadata"].as_object_mut()
+    {
+        metadata.remove("namespace");
+    }
+    let name = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     api.patch(
-        name,
+        &name,
         &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(object),
+        &Patch::Apply(&object),
     )
     .await
     .unwrap_or_else(|e| panic!("applying {} {name}: {e}", gvk.kind));
