@@ -78,13 +78,13 @@ fn a_verb_missing_from_rules_fails_the_real_control_plane_tests() {
         eprintln!("skipped: needs KUBEBUILDER_ASSETS (scripts/envtest/build.sh)");
         return;
     }
+    // A project of its own name: two packages of one name and version in the shared target
+    // directory would overwrite each other's artifacts.
     let scratch = tempfile::tempdir().unwrap();
-    let dir = scratch.path().join("memcached-operator");
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/memcached-operator");
-    for (path, contents) in common::tree(&example) {
-        std::fs::create_dir_all(dir.join(&path).parent().unwrap()).unwrap();
-        std::fs::write(dir.join(&path), contents).unwrap();
-    }
+    let dir = scratch.path().join("rbac-check-operator");
+    std::fs::create_dir(&dir).unwrap();
+    common::run(&dir, &["init", "--domain", "example.com"]);
+    common::run(&dir, &["create", "api", "--group", "cache", "--kind", "Memcached"]);
     let controller = dir.join("src/controller/memcached.rs");
     let code = std::fs::read_to_string(&controller).unwrap();
     let all = r#"verbs: &["get", "list", "watch", "create", "patch"],"#;
