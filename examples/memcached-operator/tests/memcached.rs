@@ -59,9 +59,9 @@ scenarios!(
     a_reconcile_in_steady_state_writes_nothing,
     deletion_runs_the_finalizer_then_the_deployment_is_collected,
     a_failed_deployment_write_is_reported_and_retried,
-    a_conflicting_deployment_write_is_reported_and_retried,
+    a_throttled_deployment_write_is_reported_and_retried,
     a_failed_status_write_is_retried_without_touching_the_deployment_again,
-    a_conflicting_status_write_is_retried_without_touching_the_deployment_again,
+    a_throttled_status_write_is_retried_without_touching_the_deployment_again,
     an_object_deleted_before_its_reconcile_is_left_alone,
     failures_back_off_exponentially,
     the_real_controller_loop_converges_and_shuts_down,
@@ -393,10 +393,12 @@ async fn a_failed_deployment_write_is_reported_and_retried(env: TestEnv) {
     failed_deployment_write(env, 500).await
 }
 
-async fn a_conflicting_deployment_write_is_reported_and_retried(env: TestEnv) {
-    failed_deployment_write(env, 409).await
+async fn a_throttled_deployment_write_is_reported_and_retried(env: TestEnv) {
+    failed_deployment_write(env, 429).await
 }
 
+/// A write that fails with `code`: 500, or 429 from API Priority and Fairness. (A 409 cannot
+/// happen: every write is a forced server-side apply or a JSON patch guarded by a `test`.)
 async fn failed_deployment_write(env: TestEnv, code: u16) {
     let cluster = Cluster::new(env);
     cluster.create(2).await;
@@ -431,8 +433,8 @@ async fn a_failed_status_write_is_retried_without_touching_the_deployment_again(
     failed_status_write(env, 500).await
 }
 
-async fn a_conflicting_status_write_is_retried_without_touching_the_deployment_again(env: TestEnv) {
-    failed_status_write(env, 409).await
+async fn a_throttled_status_write_is_retried_without_touching_the_deployment_again(env: TestEnv) {
+    failed_status_write(env, 429).await
 }
 
 async fn failed_status_write(env: TestEnv, code: u16) {

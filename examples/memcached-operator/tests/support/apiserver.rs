@@ -28,6 +28,10 @@
 //! `deletionTimestamp`, ownerReference garbage collection, watch (list-then-watch, replay from a
 //! resourceVersion, streaming lists) and errors as Kubernetes `Status` objects.
 //!
+//! The same scenarios also run against a real kube-apiserver when `KUBEBUILDER_ASSETS` is set
+//! (`envtest.rs`): that tier covers what this server approximates below, and when the two
+//! disagree the real server is right.
+//!
 //! # Approximations
 //! - Every resource is assumed to have a status subresource: writes to the main resource never
 //!   change `.status`, and `.status` is dropped on create. Other subresources (scale, ...) are 404.
