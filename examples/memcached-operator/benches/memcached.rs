@@ -42,6 +42,9 @@ use memcached_operator::api::cache::v1alpha1::{Memcached, MemcachedSpec};
 use memcached_operator::controller::memcached::{self, Context, reconcile};
 use memcached_operator::manager::Shared;
 
+/// The operand image, as `config/manager/manager.yaml` sets it.
+const IMAGE: &str = "memcached:1.6.26-alpine3.19";
+
 #[tokio::main]
 async fn main() {
     let count: usize = std::env::var("OBJECTS")
@@ -68,7 +71,8 @@ async fn main() {
     env.requests.clear();
 
     let started = Instant::now();
-    let controller = tokio::spawn(memcached::run(shared.clone()));
+    let ctx = Context::with_image(&shared, Some(IMAGE.into()));
+    let controller = tokio::spawn(memcached::run_with(shared.clone(), ctx));
     let available = |o: &Memcached| {
         let conditions = o
             .status
@@ -112,7 +116,7 @@ async fn main() {
 
     // The steady-state pass: reconcile every object once more, as a resync would.
     env.requests.clear();
-    let ctx = Arc::new(Context::new(&shared));
+    let ctx = Arc::new(Context::with_image(&shared, Some(IMAGE.into())));
     for object in objects
         .list(&ListParams::default())
         .await

@@ -746,31 +746,3 @@ async fn recorder_publishes_events_and_series() {
     );
     assert_eq!(published[0].series.as_ref().map(|s| s.count), Some(2));
 }
-
-#[tokio::test]
-async fn with_workloads_deployments_roll_out_at_once() {
-    let plain = ApiServer::new();
-    let api: Api<Deployment> = Api::default_namespaced(plain.client());
-    let created = api
-        .create(&PostParams::default(), &deployment("web", 3))
-        .await
-        .unwrap();
-    assert!(
-        created.status.is_none(),
-        "nothing plays the deployment controller"
-    );
-
-    let server = ApiServer::with_workloads();
-    let api: Api<Deployment> = Api::default_namespaced(server.client());
-    api.create(&PostParams::default(), &deployment("web", 3))
-        .await
-        .unwrap();
-    let scale = Patch::Merge(json!({ "spec": { "replicas": 5 } }));
-    let scaled = api
-        .patch("web", &PatchParams::default(), &scale)
-        .await
-        .unwrap();
-    let status = scaled.status.unwrap();
-    assert_eq!(status.available_replicas, Some(5));
-    assert_eq!(status.observed_generation, scaled.metadata.generation);
-}

@@ -50,6 +50,7 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
             format!("--health-probe-bind-address=127.0.0.1:{probes}"),
             format!("--metrics-bind-address=127.0.0.1:{metrics}"),
         ])
+        .envs(manager_env())
         .env("KUBECONFIG", kubeconfig)
         .env("POD_NAME", IDENTITY)
         .env("RUST_LOG", "info")
@@ -113,6 +114,25 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
         Some(IDENTITY),
         "the Lease was released"
     );
+}
+
+/// The environment `config/manager/manager.yaml` gives the manager (the operand images), as
+/// far as it is plain values.
+fn manager_env() -> Vec<(String, String)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/manager/manager.yaml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut env = Vec::new();
+    for document in serde_saphyr::from_multiple::<Value>(&text).unwrap() {
+        let containers = &document["spec"]["template"]["spec"]["containers"];
+        for container in containers.as_array().into_iter().flatten() {
+            for var in container["env"].as_array().into_iter().flatten() {
+                if let (Some(name), Some(value)) = (var["name"].as_str(), var["value"].as_str()) {
+                    env.push((name.to_string(), value.to_string()));
+                }
+            }
+        }
+    }
+    env
 }
 
 /// The objects of `config/samples` (none before the first `create api`), in the test's namespace.

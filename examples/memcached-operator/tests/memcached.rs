@@ -42,18 +42,26 @@ use support::workloads::{Workloads, roll_out};
 use support::{TestEnv, Verb};
 
 use memcached_operator::api::cache::v1alpha1::{Memcached, MemcachedSpec};
-use memcached_operator::controller::Error;
 use memcached_operator::controller::memcached::{
-    self, Context, FINALIZER, IMAGE_ENV, RESYNC, error_policy, reconcile,
+    self, Context, FINALIZER, IMAGE_ENV, RESYNC, desired_deployment, error_policy, reconcile,
 };
+use memcached_operator::controller::{APPLIED_HASH, Error};
 use memcached_operator::manager::Shared;
 
 const NAME: &str = "memcached-sample";
+/// The operand image, as `config/manager/manager.yaml` sets it in the manager's environment.
+const IMAGE: &str = "memcached:1.6.26-alpine3.19";
 
 scenarios!(
     create_makes_the_deployment_exactly_right,
     available_waits_for_the_deployment_to_roll_out,
     a_size_change_converges,
+    a_stuck_rollout_is_reported_degraded,
+    available_is_not_claimed_while_new_pods_fail,
+    an_unset_image_is_reported_as_misconfigured,
+    a_deployment_controlled_by_something_else_is_left_alone,
+    a_missing_status_subresource_is_an_error,
+    any_valid_name_and_image_tag_work,
     a_deployment_scaled_by_hand_is_restored,
     a_deployment_deleted_by_hand_is_recreated,
     a_reconcile_in_steady_state_writes_nothing,
@@ -81,7 +89,7 @@ impl Cluster {
     fn new(env: TestEnv) -> Self {
         // The controller watches the test's namespace only: tests run side by side.
         let shared = Shared::new(env.operator.clone(), Some(env.namespace.clone()));
-        let ctx = Arc::new(Context::new(&shared));
+        let ctx = Arc::new(Context::with_image(&shared, Some(IMAGE.into())));
         let objects = Api::namespaced(env.admin.clone(), &env.namespace);
         let deployments = Api::namespaced(env.admin.clone(), &env.namespace);
         Self {
@@ -140,6 +148,15 @@ impl Cluster {
         let patch = Patch::Merge(patch);
         self.deployments
             .patch(NAME, &PatchParams::default(), &patch)
+            .await
+            .unwrap();
+    }
+
+    /// Writes the Deployment's status as the deployment controller would, with a merge patch.
+    async fn edit_deployment_status(&self, patch: serde_json::Value) {
+        let patch = Patch::Merge(patch);
+        self.deployments
+            .patch_status(NAME, &PatchParams::default(), &patch)
             .await
             .unwrap();
     }
@@ -225,10 +242,7 @@ async fn create_makes_the_deployment_exactly_right(env: TestEnv) {
         "RuntimeDefault"
     );
     let container = &pod.containers[0];
-    // The image from IMAGE_ENV when it is set (config/manager sets it), else the default.
-    let image =
-        std::env::var(IMAGE_ENV).unwrap_or_else(|_| "memcached:1.6.26-alpine3.19".to_string());
-    assert_eq!(container.image.as_deref(), Some(image.as_str()));
+    assert_eq!(container.image.as_deref(), Some(IMAGE));
     let port = &container.ports.as_ref().unwrap()[0];
     assert_eq!(
         (port.container_port, port.name.as_deref()),
@@ -287,6 +301,10 @@ async fn a_size_change_converges(env: TestEnv) {
     cluster.edit_object(json!({ "spec": { "size": 3 } })).await;
     cluster.reconcile().await.unwrap();
     assert_eq!(replicas(&cluster.deployment().await.unwrap()), Some(3));
+    assert_eq!(cluster.recorded("Resized").await, 1);
+    // Until the new pods are up, the object says it is resizing.
+    let object = cluster.object().await;
+    assert_eq!(state(&object, "Available"), ("False", "Resizing"));
     roll_out(&cluster.deployments, NAME).await;
     cluster.reconcile().await.unwrap();
     let object = cluster.object().await;
@@ -299,18 +317,153 @@ async fn a_size_change_converges(env: TestEnv) {
     assert_eq!(available.observed_generation, Some(2));
 }
 
+async fn a_stuck_rollout_is_reported_degraded(env: TestEnv) {
+    let cluster = Cluster::new(env);
+    cluster.converged(2).await;
+    // The deployment controller gives up: the new pods never came up in time.
+    let stuck = json!({ "status": { "conditions": [{
+        "type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+        "message": "ReplicaSet has timed out progressing.",
+    }]}});
+    cluster.edit_deployment_status(stuck).await;
+    cluster.reconcile().await.unwrap();
+    let object = cluster.object().await;
+    assert_eq!(state(&object, "Degraded"), ("True", "RolloutFailed"));
+    assert_eq!(state(&object, "Available"), ("False", "RolloutFailed"));
+    let degraded = condition(&object, "Degraded").unwrap();
+    assert!(
+        degraded.message.contains("ProgressDeadlineExceeded"),
+        "{}",
+        degraded.message
+    );
+}
+
+async fn available_is_not_claimed_while_new_pods_fail(env: TestEnv) {
+    let cluster = Cluster::new(env);
+    cluster.converged(2).await;
+    // A rolling update: the old pods still serve, the new ReplicaSet's do not come up.
+    let rolling = json!({ "status": {
+        "replicas": 3, "updatedReplicas": 1, "readyReplicas": 2, "availableReplicas": 2,
+    }});
+    cluster.edit_deployment_status(rolling).await;
+    cluster.reconcile().await.unwrap();
+    let object = cluster.object().await;
+    assert_eq!(condition(&object, "Available").unwrap().status, "False");
+}
+
+async fn an_unset_image_is_reported_as_misconfigured(env: TestEnv) {
+    let cluster = Cluster::new(env);
+    let ctx = Arc::new(Context::with_image(&cluster.shared, None));
+    cluster.create(1).await;
+    reconcile(Arc::new(cluster.object().await), ctx.clone())
+        .await
+        .unwrap();
+    let err = reconcile(Arc::new(cluster.object().await), ctx)
+        .await
+        .expect_err("nothing can be deployed without an image");
+    assert!(err.to_string().contains(IMAGE_ENV), "{err}");
+    let object = cluster.object().await;
+    assert_eq!(state(&object, "Degraded"), ("True", "Misconfigured"));
+    assert_eq!(cluster.recorded("Misconfigured").await, 1);
+    assert!(cluster.deployment().await.is_none());
+}
+
+async fn a_deployment_controlled_by_something_else_is_left_alone(env: TestEnv) {
+    let cluster = Cluster::new(env);
+    let theirs: Deployment = serde_json::from_value(json!({
+        "metadata": { "name": NAME },
+        "spec": {
+            "replicas": 7,
+            "selector": { "matchLabels": { "app": "theirs" } },
+            "template": {
+                "metadata": { "labels": { "app": "theirs" } },
+                "spec": { "containers": [{ "name": "app", "image": "example.com/theirs:1" }] },
+            },
+        },
+    }))
+    .unwrap();
+    cluster
+        .deployments
+        .create(&PostParams::default(), &theirs)
+        .await
+        .unwrap();
+    cluster.create(2).await;
+    cluster.reconcile().await.unwrap();
+    let err = cluster
+        .reconcile()
+        .await
+        .expect_err("the Deployment is not ours");
+    assert!(err.to_string().contains("delete or rename"), "{err}");
+    let object = cluster.object().await;
+    assert_eq!(state(&object, "Degraded"), ("True", "DeploymentNotOwned"));
+    assert_eq!(cluster.recorded("DeploymentNotOwned").await, 1);
+    let deployment = cluster.deployment().await.unwrap();
+    assert_eq!(replicas(&deployment), Some(7), "left as it was");
+    assert!(deployment.owner_references().is_empty());
+}
+
+async fn a_missing_status_subresource_is_an_error(env: TestEnv) {
+    let cluster = Cluster::new(env);
+    cluster.create(2).await;
+    cluster.reconcile().await.unwrap();
+    // A 404 that does not name the object: what a CRD without the status subresource gives.
+    cluster
+        .env
+        .requests
+        .fail_next(Verb::Patch, "memcacheds/status", 404, 1);
+    let err = cluster
+        .reconcile()
+        .await
+        .expect_err("a status that was not written is no success");
+    assert!(err.to_string().contains("404"), "{err}");
+}
+
+async fn any_valid_name_and_image_tag_work(env: TestEnv) {
+    let cluster = Cluster::new(env);
+    // The longest valid name (a DNS subdomain of 253 characters), and a tag that is no valid
+    // label value as it is.
+    let name = format!("{}.{}", "a".repeat(126), "b".repeat(126));
+    let image = Some("example.com/operand:_1.6".to_string());
+    let ctx = Arc::new(Context::with_image(&cluster.shared, image));
+    let object = Memcached::new(&name, MemcachedSpec { size: 1 });
+    cluster
+        .objects
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let object = cluster.objects.get(&name).await.unwrap();
+        reconcile(Arc::new(object), ctx.clone()).await.unwrap();
+    }
+    let deployments = cluster.deployments.list(&ListParams::default()).await;
+    let deployments = deployments.unwrap().items;
+    let [deployment] = deployments.as_slice() else {
+        panic!("one Deployment: {deployments:?}")
+    };
+    for (key, value) in deployment.labels() {
+        assert!(value.len() <= 63, "{key}={value}");
+        assert!(
+            value.starts_with(|c: char| c.is_ascii_alphanumeric()),
+            "{key}={value}"
+        );
+    }
+    assert!(deployment.name_any().len() <= 63);
+    let object = cluster.objects.get(&name).await.unwrap();
+    assert_eq!(condition(&object, "Degraded").unwrap().status, "False");
+}
+
 async fn a_deployment_scaled_by_hand_is_restored(env: TestEnv) {
     let cluster = Cluster::new(env);
     cluster.converged(2).await;
-    // Twice: the second "Updated" event continues the first one's series.
-    for scaled in [5, 4] {
+    // Twice: the second event, the same, continues the first one's series.
+    for scaled in [5, 5] {
         cluster
             .edit_deployment(json!({ "spec": { "replicas": scaled } }))
             .await;
         cluster.reconcile().await.unwrap();
         assert_eq!(replicas(&cluster.deployment().await.unwrap()), Some(2));
     }
-    assert_eq!(cluster.recorded("Updated").await, 1);
+    assert_eq!(cluster.recorded("Resized").await, 1);
 }
 
 async fn a_deployment_deleted_by_hand_is_recreated(env: TestEnv) {
@@ -361,15 +514,24 @@ async fn deletion_runs_the_finalizer_then_the_deployment_is_collected(env: TestE
         "the finalizer holds the object"
     );
 
-    // Fail the finalizer's removal once, to see the status the cleanup wrote before it.
+    // The cleanup says it starts (Degraded=Unknown), then that it is done (Degraded=True):
+    // fail the second status write, then the finalizer's removal, to see each in turn.
+    cluster
+        .env
+        .requests
+        .fail_after(1, Verb::Patch, "memcacheds/status", 500);
+    assert!(cluster.reconcile().await.is_err());
+    let finalizing = cluster.object().await;
+    assert_eq!(state(&finalizing, "Degraded"), ("Unknown", "Finalizing"));
+    assert_eq!(cluster.recorded("Deleting").await, 1);
+
     cluster
         .env
         .requests
         .fail_next(Verb::Patch, "memcacheds", 500, 1);
     assert!(cluster.reconcile().await.is_err());
-    let finalizing = cluster.object().await;
-    assert_eq!(state(&finalizing, "Degraded"), ("True", "Finalizing"));
-    assert_eq!(cluster.recorded("Deleting").await, 1);
+    let finalized = cluster.object().await;
+    assert_eq!(state(&finalized, "Degraded"), ("True", "Finalizing"));
 
     cluster.reconcile().await.unwrap();
     assert!(
@@ -441,15 +603,14 @@ async fn failed_status_write(env: TestEnv, code: u16) {
     let cluster = Cluster::new(env);
     cluster.create(2).await;
     cluster.reconcile().await.unwrap();
+    // The first status write says reconciling started; fail the second, after the apply.
     cluster
         .env
         .requests
-        .fail_next(Verb::Patch, "memcacheds/status", code, 1);
+        .fail_after(1, Verb::Patch, "memcacheds/status", code);
     assert!(cluster.reconcile().await.is_err());
-    assert!(
-        cluster.object().await.status.is_none(),
-        "no status was written"
-    );
+    let object = cluster.object().await;
+    assert_eq!(state(&object, "Available"), ("Unknown", "Reconciling"));
     assert!(cluster.deployment().await.is_some());
 
     roll_out(&cluster.deployments, NAME).await;
@@ -496,7 +657,8 @@ async fn the_real_controller_loop_converges_and_shuts_down(env: TestEnv) {
     let cluster = Cluster::new(env);
     let _pods = Workloads::start(cluster.env.admin.clone(), &cluster.env.namespace);
     let shared = cluster.shared.clone();
-    let controller = tokio::spawn(memcached::run(shared.clone()));
+    let ctx = Context::with_image(&shared, Some(IMAGE.into()));
+    let controller = tokio::spawn(memcached::run_with(shared.clone(), ctx));
     cluster.create(2).await;
 
     let deployments = &cluster.deployments;
@@ -590,4 +752,89 @@ async fn the_crd_refuses_invalid_objects() {
             .expect_err(name);
         assert!(err.to_string().contains(field), "{name}: {err}");
     }
+}
+
+/// Server-side apply prunes what this controller no longer sets: a field that an older version
+/// of the operator applied goes at the next reconcile. (Real control plane only: the in-memory
+/// server's apply is a merge patch, without field ownership.)
+#[tokio::test]
+async fn a_field_no_longer_desired_is_pruned() {
+    let Some(env) = TestEnv::real().await else {
+        return;
+    };
+    let cluster = Cluster::new(env);
+    cluster.converged(1).await;
+    // What an older version applied: one more label, under another hash.
+    let mut older = desired_deployment(&cluster.object().await, IMAGE).unwrap();
+    older
+        .labels_mut()
+        .insert("example.com/obsolete".into(), "yes".into());
+    older
+        .annotations_mut()
+        .insert(APPLIED_HASH.into(), "older".into());
+    let params = PatchParams::apply("memcached-operator").force();
+    cluster
+        .deployments
+        .patch(NAME, &params, &Patch::Apply(&older))
+        .await
+        .unwrap();
+
+    cluster.reconcile().await.unwrap();
+    let deployment = cluster.deployment().await.unwrap();
+    assert!(
+        !deployment.labels().contains_key("example.com/obsolete"),
+        "pruned: {:?}",
+        deployment.labels()
+    );
+    assert_eq!(cluster.recorded("Updated").await, 1);
+    cluster.env.requests.clear();
+    cluster.reconcile().await.unwrap();
+    assert_eq!(cluster.env.requests.writes("*"), 0, "in sync again");
+}
+
+/// The controller applies only its own condition types: another writer's condition survives
+/// its status writes, and stays that writer's to remove. (Real control plane only: the
+/// in-memory server replaces lists whole.)
+#[tokio::test]
+async fn another_writers_condition_stays_theirs() {
+    let Some(env) = TestEnv::real().await else {
+        return;
+    };
+    let cluster = Cluster::new(env);
+    cluster.converged(1).await;
+    let theirs = PatchParams::apply("backup-controller");
+    let conditions = |conditions: serde_json::Value| {
+        Patch::Apply(json!({
+            "apiVersion": Memcached::api_version(&()),
+            "kind": Memcached::kind(&()),
+            "status": { "conditions": conditions },
+        }))
+    };
+    let backed_up = json!([{
+        "type": "BackedUp", "status": "True", "reason": "Done", "message": "nightly",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }]);
+    let objects = &cluster.objects;
+    objects
+        .patch_status(NAME, &theirs, &conditions(backed_up))
+        .await
+        .unwrap();
+
+    // A size change makes the controller write its conditions again.
+    cluster.edit_object(json!({ "spec": { "size": 2 } })).await;
+    cluster.reconcile().await.unwrap();
+    let object = cluster.object().await;
+    assert_eq!(state(&object, "Available"), ("False", "Resizing"));
+    assert_eq!(state(&object, "BackedUp"), ("True", "Done"));
+
+    objects
+        .patch_status(NAME, &theirs, &conditions(json!([])))
+        .await
+        .unwrap();
+    let object = cluster.object().await;
+    assert!(
+        condition(&object, "BackedUp").is_none(),
+        "removed by its writer"
+    );
+    assert!(condition(&object, "Available").is_some());
 }

@@ -26,8 +26,8 @@
 //! So a reconcile of an object already in sync writes nothing, and one that fails returns the
 //! error: the Controller retries it with an exponential backoff ([`error_policy`]).
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -46,7 +46,10 @@ use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 
-use super::{Backoff, Conditions, Error, Result, contains};
+use super::{
+    Backoff, Conditions, Error, Result, Truth, condition, fingerprint, in_sync, label_value,
+    owned_conditions, stamp,
+};
 use crate::api::cache::v1alpha1::{Memcached, MemcachedStatus};
 use crate::manager::{Manager, Metrics, Shared};
 use crate::rbac::Rule;
@@ -55,10 +58,9 @@ use crate::rbac::Rule;
 pub const NAME: &str = "memcached";
 /// Added to every Memcached, so that its deletion waits for [`cleanup`].
 pub const FINALIZER: &str = "cache.example.com/finalizer";
-/// The environment variable with the operand image (set in `config/manager/manager.yaml`).
+/// The environment variable with the operand image (set in `config/manager/manager.yaml`;
+/// without it, objects report `Degraded` with reason `Misconfigured`).
 pub const IMAGE_ENV: &str = "MEMCACHED_IMAGE";
-/// The operand image when [`IMAGE_ENV`] is unset.
-pub const DEFAULT_IMAGE: &str = "memcached:1.6.26-alpine3.19";
 /// The port the operand's container listens on.
 pub const CONTAINER_PORT: i32 = 11211;
 /// The field manager of everything this controller applies.
@@ -103,32 +105,38 @@ pub const RULES: &[Rule] = &[
     },
 ];
 
+/// The condition types this controller writes; other writers' conditions are left alone.
+const OWNED_CONDITIONS: &[&str] = &[condition::AVAILABLE, condition::DEGRADED];
+
 /// What [`reconcile`] works with.
 pub struct Context {
     client: Client,
     recorder: Recorder,
     metrics: Arc<Metrics>,
     backoff: Backoff,
-    image: String,
+    /// The operand image, from [`IMAGE_ENV`]; without it nothing can be deployed.
+    image: Option<String>,
+    /// Per Deployment, what our fields looked like right after our last apply (see [`in_sync`]).
+    applied: Mutex<HashMap<String, String>>,
 }
 
 impl Context {
+    /// The context of the manager: the operand image comes from [`IMAGE_ENV`].
     pub fn new(shared: &Shared) -> Self {
+        Self::with_image(shared, std::env::var(IMAGE_ENV).ok())
+    }
+
+    /// A context with the operand image given (`None` or empty: not configured).
+    pub fn with_image(shared: &Shared, image: Option<String>) -> Self {
         Self {
             client: shared.client.clone(),
             recorder: Recorder::new(shared.client.clone(), shared.reporter.clone()),
             metrics: shared.metrics.clone(),
             backoff: Backoff::default(),
-            image: operand_image(std::env::var(IMAGE_ENV).ok()),
+            image: image.filter(|image| !image.trim().is_empty()),
+            applied: Mutex::default(),
         }
     }
-}
-
-/// The operand image: `value` of [`IMAGE_ENV`] when set and not empty, else [`DEFAULT_IMAGE`].
-pub fn operand_image(value: Option<String>) -> String {
-    value
-        .filter(|image| !image.trim().is_empty())
-        .unwrap_or_else(|| DEFAULT_IMAGE.to_string())
 }
 
 /// Registers the controller with the manager; `main.rs` calls this.
@@ -138,6 +146,12 @@ pub fn register(manager: &mut Manager) {
 
 /// Runs the controller until shutdown: what the manager runs once this replica leads.
 pub async fn run(shared: Shared) -> anyhow::Result<()> {
+    let ctx = Context::new(&shared);
+    run_with(shared, ctx).await
+}
+
+/// [`run`] with a context of the caller's (tests choose the image).
+pub async fn run_with(shared: Shared, ctx: Context) -> anyhow::Result<()> {
     let memcacheds: Api<Memcached> = shared.namespaced_api();
     let deployments: Api<Deployment> = shared.namespaced_api();
     let managed_by = format!("app.kubernetes.io/managed-by={MANAGED_BY}");
@@ -149,7 +163,7 @@ pub async fn run(shared: Shared) -> anyhow::Result<()> {
     shared.readiness.track(NAME, controller.store());
     tracing::info!(controller = NAME, "starting");
     controller
-        .run(reconcile, error_policy, Arc::new(Context::new(&shared)))
+        .run(reconcile, error_policy, Arc::new(ctx))
         .for_each(|result| async move {
             match result {
                 Ok((object, _)) => tracing::debug!(%object, "reconciled"),
@@ -209,114 +223,254 @@ async fn reconcile_with_finalizer(object: Arc<Memcached>, ctx: &Context) -> Resu
 
 /// Brings the Deployment and the status of `object` in line with its spec.
 async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
-    let name = object.name_any();
+    let name = deployment_name(object);
     let namespace = object.namespace().unwrap_or_default();
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
-    let desired = desired_deployment(object, &ctx.image)?;
-    let observed = deployments.get_opt(&name).await?;
-    let wanted = serde_json::to_value(&desired).unwrap_or_default();
-    let in_sync = observed.as_ref().is_some_and(|current| {
-        contains(&serde_json::to_value(current).unwrap_or_default(), &wanted)
-    });
     let mut status = object.status.clone().unwrap_or_default();
-    let mut conditions = Conditions::new(&mut status.conditions, object.metadata.generation);
+    let generation = object.metadata.generation;
     let size = object.spec.size;
-    let current = if in_sync {
+
+    // First sight: say that reconciling started, as kubebuilder's controllers do.
+    if !status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == condition::AVAILABLE)
+    {
+        let message = "Starting reconciliation".to_string();
+        Conditions::new(&mut status.conditions, generation).set(
+            condition::AVAILABLE,
+            Truth::Unknown,
+            condition::RECONCILING,
+            message,
+        );
+        write_status(object, &status, ctx).await?;
+    }
+    let mut conditions = Conditions::new(&mut status.conditions, generation);
+
+    let Some(image) = ctx.image.as_deref() else {
+        let message = format!(
+            "The operand image is not configured: set the {IMAGE_ENV} environment variable of the manager (config/manager/manager.yaml sets it)"
+        );
+        tracing::error!(name = %object.name_any(), "{message}");
+        conditions.set(
+            condition::AVAILABLE,
+            false,
+            condition::MISCONFIGURED,
+            message.clone(),
+        );
+        conditions.set(
+            condition::DEGRADED,
+            true,
+            condition::MISCONFIGURED,
+            message.clone(),
+        );
+        write_status(object, &status, ctx).await?;
+        publish(
+            ctx,
+            object,
+            EventType::Warning,
+            condition::MISCONFIGURED,
+            message.clone(),
+        )
+        .await;
+        return Err(Error::Invalid(message));
+    };
+
+    let desired = desired_deployment(object, image)?;
+    let observed = deployments.get_opt(&name).await?;
+    // Never take over a Deployment that something else controls (as controller-runtime's
+    // SetControllerReference refuses to): say so, and leave it alone.
+    if let Some(other) = observed.as_ref().filter(|d| !controlled_by(d, object)) {
+        let controller = other
+            .owner_references()
+            .iter()
+            .find(|r| r.controller == Some(true))
+            .map_or("nothing".to_string(), |r| format!("{} {}", r.kind, r.name));
+        let message = format!(
+            "Deployment {name} already exists and is controlled by {controller}, not by this Memcached: delete or rename it"
+        );
+        conditions.set(
+            condition::AVAILABLE,
+            false,
+            condition::NOT_OWNED,
+            message.clone(),
+        );
+        conditions.set(
+            condition::DEGRADED,
+            true,
+            condition::NOT_OWNED,
+            message.clone(),
+        );
+        write_status(object, &status, ctx).await?;
+        publish(
+            ctx,
+            object,
+            EventType::Warning,
+            condition::NOT_OWNED,
+            message.clone(),
+        )
+        .await;
+        return Err(Error::Invalid(message));
+    }
+
+    let resizing = observed
+        .as_ref()
+        .and_then(|d| d.spec.as_ref()?.replicas)
+        .filter(|&replicas| replicas != size);
+    let key = format!("{namespace}/{name}");
+    let current = if observed.as_ref().is_some_and(|d| {
+        in_sync(
+            d,
+            &desired,
+            ctx.applied.lock().expect("applied lock").get(&key),
+        )
+    }) {
         observed
     } else {
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let patch = Patch::Apply(&desired);
         match deployments.patch(&name, &params, &patch).await {
             Ok(applied) => {
-                let (reason, note) = match observed {
-                    Some(_) => ("Updated", format!("Updated Deployment {name}")),
-                    None => (
+                // What our fields look like now, admission webhooks' changes included.
+                let seen = fingerprint(&applied, &desired);
+                ctx.applied.lock().expect("applied lock").insert(key, seen);
+                let (reason, note) = match (&observed, resizing) {
+                    (None, _) => (
                         "Created",
                         format!("Created Deployment {name} with {size} replicas"),
                     ),
+                    (Some(_), Some(from)) => (
+                        "Resized",
+                        format!("Resized Deployment {name} from {from} to {size} replicas"),
+                    ),
+                    (Some(_), None) => ("Updated", format!("Updated Deployment {name}")),
                 };
                 publish(ctx, object, EventType::Normal, reason, note).await;
                 Some(applied)
             }
             Err(err) => {
                 // Say why in the status, then fail: the Controller retries with backoff.
-                let (verb, reason) = match observed {
-                    Some(_) => ("update", "UpdateFailed"),
-                    None => ("create", "CreateFailed"),
+                let (verb, reason) = match (&observed, resizing) {
+                    (None, _) => ("create", condition::CREATE_FAILED),
+                    (Some(_), Some(_)) => ("resize", condition::RESIZING),
+                    (Some(_), None) => ("update", condition::UPDATE_FAILED),
                 };
                 let message = format!("Failed to {verb} the Deployment {name}: ({err})");
-                conditions.set("Available", false, reason, message.clone());
-                conditions.set("Degraded", true, reason, message);
-                if let Err(status_err) = write_status(object, status, ctx).await {
+                conditions.set(condition::AVAILABLE, false, reason, message.clone());
+                conditions.set(condition::DEGRADED, true, reason, message);
+                if let Err(status_err) = write_status(object, &status, ctx).await {
                     tracing::warn!(%name, error = %status_err, "could not record the failure in the status");
                 }
                 return Err(err.into());
             }
         }
     };
-    // Available once the Deployment's controller has seen its current spec and reports every
-    // replica available; until then the pods are still starting (or failing to).
-    let rolled_out = current.as_ref().and_then(|d| {
-        let status = d.status.as_ref()?;
-        let caught_up = status.observed_generation >= d.metadata.generation;
-        caught_up.then_some(status.available_replicas.unwrap_or(0))
-    });
-    match rolled_out {
-        Some(available) if available >= size => {
+    let rollout = current
+        .as_ref()
+        .map_or(Rollout::InProgress, |d| rollout(d, size));
+    let healthy = "The Deployment matches the spec".to_string();
+    match rollout {
+        Rollout::Complete => {
             let message = format!("Deployment {name} has all {size} replicas available");
-            conditions.set("Available", true, "Reconciling", message);
+            conditions.set(condition::AVAILABLE, true, condition::RECONCILING, message);
+            conditions.set(condition::DEGRADED, false, condition::RECONCILING, healthy);
         }
-        available => {
-            let available = available.unwrap_or(0);
+        Rollout::Failed(why) => {
+            let message = format!("Deployment {name} failed to roll out: {why}");
+            conditions.set(
+                condition::AVAILABLE,
+                false,
+                condition::ROLLOUT_FAILED,
+                message.clone(),
+            );
+            conditions.set(
+                condition::DEGRADED,
+                true,
+                condition::ROLLOUT_FAILED,
+                message,
+            );
+        }
+        Rollout::InProgress => {
+            let status = current.as_ref().and_then(|d| d.status.as_ref());
+            let available = status.and_then(|s| s.available_replicas).unwrap_or(0);
+            // Pods running at another size than asked for: a resize is under way.
+            let reason = match status.and_then(|s| s.replicas) {
+                Some(replicas) if replicas != size => condition::RESIZING,
+                _ => condition::PROGRESSING,
+            };
             let message = format!("Deployment {name} has {available} of {size} replicas available");
-            conditions.set("Available", false, "Progressing", message);
+            conditions.set(condition::AVAILABLE, false, reason, message);
+            conditions.set(condition::DEGRADED, false, condition::RECONCILING, healthy);
         }
     }
-    let healthy = "The Deployment matches the spec".to_string();
-    conditions.set("Degraded", false, "Reconciling", healthy);
-    write_status(object, status, ctx).await?;
+    write_status(object, &status, ctx).await?;
     Ok(Action::requeue(RESYNC))
 }
-
 /// Runs before a Memcached is deleted: while its finalizer is on, the object stays.
 ///
 /// The Deployment needs no work here: its owner reference makes Kubernetes garbage-collect it.
-/// Put cleanup that ownership cannot do here (external resources, backups), before the status
-/// write, and return an error to retry it.
+/// Put cleanup that ownership cannot do here (external resources, backups), between the two
+/// status writes, and return an error to retry it.
 async fn cleanup(object: &Memcached, ctx: &Context) -> Result<Action> {
     let name = object.name_any();
     let namespace = object.namespace().unwrap_or_default();
     let note = format!("Custom Resource {name} is being deleted from the namespace {namespace}");
     publish(ctx, object, EventType::Warning, "Deleting", note).await;
     let mut status = object.status.clone().unwrap_or_default();
+    let generation = object.metadata.generation;
+    let message = format!("Performing finalizer operations for the custom resource: {name}");
+    Conditions::new(&mut status.conditions, generation).set(
+        condition::DEGRADED,
+        Truth::Unknown,
+        condition::FINALIZING,
+        message,
+    );
+    write_status(object, &status, ctx).await?;
+
     let message =
         format!("Finalizer operations for custom resource {name} were successfully accomplished");
-    let mut conditions = Conditions::new(&mut status.conditions, object.metadata.generation);
-    conditions.set("Degraded", true, "Finalizing", message);
-    write_status(object, status, ctx).await?;
+    Conditions::new(&mut status.conditions, generation).set(
+        condition::DEGRADED,
+        true,
+        condition::FINALIZING,
+        message,
+    );
+    write_status(object, &status, ctx).await?;
     Ok(Action::await_change())
 }
 
-/// Writes `status` through the status subresource, unless it is what the object already has.
-/// An object deleted meanwhile is no error: there is nothing left to report on.
-async fn write_status(object: &Memcached, status: MemcachedStatus, ctx: &Context) -> Result<()> {
-    if object.status.as_ref() == Some(&status) {
+/// Writes the conditions this controller owns through the status subresource, unless they are
+/// what the object already has. An object deleted meanwhile is no error: there is nothing left
+/// to report on. Any other failure is one, a 404 from a missing status subresource included.
+async fn write_status(object: &Memcached, status: &MemcachedStatus, ctx: &Context) -> Result<()> {
+    let ours = owned_conditions(&status.conditions, OWNED_CONDITIONS);
+    let current = object
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    if owned_conditions(current, OWNED_CONDITIONS) == ours {
         return Ok(());
     }
+    let name = object.name_any();
     let api: Api<Memcached> =
         Api::namespaced(ctx.client.clone(), &object.namespace().unwrap_or_default());
-    // Server-side apply as this controller's field manager: `conditions` is a list keyed by
-    // type, so conditions that others set on the object are left alone.
+    // Server-side apply as this controller's field manager, with only its own condition types:
+    // `conditions` is a list keyed by type, so others' conditions stay theirs.
     let patch = Patch::Apply(json!({
         "apiVersion": Memcached::api_version(&()),
         "kind": Memcached::kind(&()),
-        "status": status,
+        "status": { "conditions": ours },
     }));
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    match api.patch_status(&object.name_any(), &params, &patch).await {
+    match api.patch_status(&name, &params, &patch).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.is_not_found() => {
-            tracing::debug!(name = %object.name_any(), "gone before its status was written");
+        // The object itself is gone: the API server names it in the details. (A 404 without
+        // them means the status subresource or the version is not served.)
+        Err(kube::Error::Api(err))
+            if err.is_not_found() && err.details.as_ref().is_some_and(|d| d.name == name) =>
+        {
+            tracing::debug!(%name, "gone before its status was written");
             Ok(())
         }
         Err(err) => Err(err.into()),
@@ -346,6 +500,62 @@ async fn publish(ctx: &Context, object: &Memcached, type_: EventType, reason: &s
     }
 }
 
+/// The Deployment of `object`: named after it, or, for a name too long to be a label value
+/// (over 63 characters), after a shortened form with a hash that keeps it unique.
+pub fn deployment_name(object: &Memcached) -> String {
+    label_value(&object.name_any())
+}
+
+/// Whether `deployment` has `object` as its controller (the owner reference we set).
+fn controlled_by(deployment: &Deployment, object: &Memcached) -> bool {
+    deployment
+        .owner_references()
+        .iter()
+        .any(|r| r.controller == Some(true) && Some(&r.uid) == object.metadata.uid.as_ref())
+}
+
+/// How a Deployment's rollout stands, read as `kubectl rollout status` reads it.
+#[derive(Debug, PartialEq)]
+enum Rollout {
+    /// Every replica runs the current spec and is available; no old one is left.
+    Complete,
+    /// Still rolling out (or not yet seen by the deployment controller).
+    InProgress,
+    /// It will not finish without help: the progress deadline passed, or pods cannot be made.
+    Failed(String),
+}
+
+fn rollout(deployment: &Deployment, size: i32) -> Rollout {
+    let Some(status) = deployment.status.as_ref() else {
+        return Rollout::InProgress;
+    };
+    let conditions = status.conditions.as_deref().unwrap_or_default();
+    let failure = conditions.iter().find(|c| {
+        (c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
+            || (c.type_ == "ReplicaFailure" && c.status == "True")
+    });
+    if let Some(failure) = failure {
+        let reason = failure
+            .reason
+            .clone()
+            .unwrap_or_else(|| failure.type_.clone());
+        return Rollout::Failed(match &failure.message {
+            Some(message) => format!("{reason}: {message}"),
+            None => reason,
+        });
+    }
+    let updated = status.updated_replicas.unwrap_or(0);
+    let complete = status.observed_generation >= deployment.metadata.generation
+        && updated >= size
+        && status.replicas.unwrap_or(0) <= updated
+        && status.available_replicas.unwrap_or(0) >= updated;
+    if complete {
+        Rollout::Complete
+    } else {
+        Rollout::InProgress
+    }
+}
+
 /// The labels of the operand's Deployment and pods; the selector uses the stable ones.
 fn labels(object: &Memcached, image: &str) -> BTreeMap<String, String> {
     let mut labels = selector_labels(object);
@@ -365,21 +575,20 @@ fn selector_labels(object: &Memcached) -> BTreeMap<String, String> {
             "app.kubernetes.io/name".to_string(),
             "memcached".to_string(),
         ),
-        ("app.kubernetes.io/instance".to_string(), object.name_any()),
+        (
+            "app.kubernetes.io/instance".to_string(),
+            deployment_name(object),
+        ),
     ])
 }
 
 /// The tag of an image reference, as a label value ("latest" when it has none).
 fn image_tag(image: &str) -> String {
     let without_digest = image.split('@').next().unwrap_or(image);
-    let tag = match without_digest.rsplit_once(':') {
-        Some((_, tag)) if !tag.contains('/') => tag,
-        _ => "latest",
-    };
-    // A label value has at most 63 characters and ends with an alphanumeric one.
-    let tag: String = tag.chars().take(63).collect();
-    tag.trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
-        .to_string()
+    match without_digest.rsplit_once(':') {
+        Some((_, tag)) if !tag.contains('/') => label_value(tag),
+        _ => "latest".to_string(),
+    }
 }
 
 /// The Deployment `object` asks for: a pure function of the object and the image.
@@ -421,9 +630,9 @@ pub fn desired_deployment(object: &Memcached, image: &str) -> Result<Deployment>
         }),
         ..Container::default()
     };
-    Ok(Deployment {
+    Ok(stamp(Deployment {
         metadata: ObjectMeta {
-            name: Some(object.name_any()),
+            name: Some(deployment_name(object)),
             namespace: object.namespace(),
             labels: Some(labels.clone()),
             owner_references: Some(vec![owner]),
@@ -456,7 +665,7 @@ pub fn desired_deployment(object: &Memcached, image: &str) -> Result<Deployment>
             ..DeploymentSpec::default()
         }),
         ..Deployment::default()
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -474,12 +683,41 @@ mod tests {
     }
 
     #[test]
-    fn operand_image_falls_back_to_the_default() {
-        assert_eq!(operand_image(None), DEFAULT_IMAGE);
-        assert_eq!(operand_image(Some(" ".into())), DEFAULT_IMAGE);
+    fn odd_image_tags_become_valid_label_values() {
+        for image in ["app:_1.6", "app:.hidden", "app:1.6_"] {
+            let tag = image_tag(image);
+            assert!(
+                tag.starts_with(|c: char| c.is_ascii_alphanumeric()),
+                "{tag}"
+            );
+            assert!(tag.ends_with(|c: char| c.is_ascii_alphanumeric()), "{tag}");
+        }
+    }
+
+    #[test]
+    fn a_rollout_is_complete_only_when_every_new_replica_is_available() {
+        let deployment = |status: serde_json::Value| -> Deployment {
+            serde_json::from_value(json!({ "metadata": { "generation": 2 }, "status": status }))
+                .unwrap()
+        };
+        let done = json!({ "observedGeneration": 2, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2 });
+        assert_eq!(rollout(&deployment(done), 2), Rollout::Complete);
+        let unseen = json!({ "observedGeneration": 1, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2 });
+        assert_eq!(rollout(&deployment(unseen), 2), Rollout::InProgress);
+        // Old pods still serve while the new ReplicaSet's do not come up.
+        let rolling = json!({ "observedGeneration": 2, "replicas": 3, "updatedReplicas": 1, "availableReplicas": 2 });
+        assert_eq!(rollout(&deployment(rolling), 2), Rollout::InProgress);
+        let stuck = json!({ "observedGeneration": 2, "conditions": [{
+            "type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+            "message": "ReplicaSet has timed out progressing." }] });
+        assert!(
+            matches!(rollout(&deployment(stuck), 2), Rollout::Failed(m) if m.contains("ProgressDeadlineExceeded"))
+        );
+        let quota = json!({ "observedGeneration": 2, "conditions": [{
+            "type": "ReplicaFailure", "status": "True", "reason": "FailedCreate" }] });
         assert_eq!(
-            operand_image(Some("example.com/x:1".into())),
-            "example.com/x:1"
+            rollout(&deployment(quota), 2),
+            Rollout::Failed("FailedCreate".into())
         );
     }
 }

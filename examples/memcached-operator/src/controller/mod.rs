@@ -28,6 +28,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
 use serde_json::Value;
 
 /// Everything a reconcile can fail with.
@@ -73,6 +75,57 @@ impl Backoff {
     }
 }
 
+/// The condition types and reasons the controllers report, in the vocabulary of kubebuilder's
+/// deploy-image controllers, so that users and tools read them the same way.
+pub mod condition {
+    /// The operand is up: its Deployment rolled out with every replica available.
+    pub const AVAILABLE: &str = "Available";
+    /// Something needs attention: a failed rollout, a configuration error, a deletion.
+    pub const DEGRADED: &str = "Degraded";
+
+    /// Being reconciled, or reconciled and in sync.
+    pub const RECONCILING: &str = "Reconciling";
+    /// The size changed and the Deployment is being scaled to it.
+    pub const RESIZING: &str = "Resizing";
+    /// The Deployment's pods are still starting.
+    pub const PROGRESSING: &str = "Progressing";
+    /// The object is being deleted and its finalizer runs.
+    pub const FINALIZING: &str = "Finalizing";
+    /// The Deployment did not roll out (`ProgressDeadlineExceeded`, `ReplicaFailure`).
+    pub const ROLLOUT_FAILED: &str = "RolloutFailed";
+    /// The operator's configuration is missing something (an image variable).
+    pub const MISCONFIGURED: &str = "Misconfigured";
+    /// A Deployment of that name exists and is controlled by something else.
+    pub const NOT_OWNED: &str = "DeploymentNotOwned";
+    /// Writing the Deployment failed.
+    pub const CREATE_FAILED: &str = "CreateFailed";
+    pub const UPDATE_FAILED: &str = "UpdateFailed";
+}
+
+/// The status of a condition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Truth {
+    True,
+    False,
+    Unknown,
+}
+
+impl Truth {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::True => "True",
+            Self::False => "False",
+            Self::Unknown => "Unknown",
+        }
+    }
+}
+
+impl From<bool> for Truth {
+    fn from(value: bool) -> Self {
+        if value { Self::True } else { Self::False }
+    }
+}
+
 /// The status conditions of one object, being updated for one generation of its spec.
 pub struct Conditions<'a> {
     list: &'a mut Vec<Condition>,
@@ -86,8 +139,8 @@ impl<'a> Conditions<'a> {
 
     /// Sets condition `type_`, keeping its `lastTransitionTime` unless its status changes (as
     /// `meta.SetStatusCondition` does in Go), so that setting it again changes nothing.
-    pub fn set(&mut self, type_: &str, status: bool, reason: &str, message: String) {
-        let status = if status { "True" } else { "False" };
+    pub fn set(&mut self, type_: &str, status: impl Into<Truth>, reason: &str, message: String) {
+        let status = status.into().as_str();
         let last_transition_time = match self.list.iter().find(|c| c.type_ == type_) {
             Some(existing) if existing.status == status => existing.last_transition_time.clone(),
             // The API server keeps whole seconds; so do we, so that a re-read compares equal.
@@ -106,6 +159,99 @@ impl<'a> Conditions<'a> {
             None => self.list.push(condition),
         }
     }
+}
+
+/// The conditions of `list` whose type is one of `types`: what a controller puts in its status
+/// apply, so that it owns only its own conditions and leaves other writers' alone.
+pub fn owned_conditions(list: &[Condition], types: &[&str]) -> Vec<Condition> {
+    list.iter()
+        .filter(|c| types.contains(&c.type_.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// `value` as a label value (at most 63 characters of `[A-Za-z0-9._-]`, starting and ending
+/// with an alphanumeric one): itself when it is one; otherwise its valid characters, cut to 52,
+/// then `-` and 10 hex digits of a hash of the whole value, so that it stays unique and stable.
+pub fn label_value(value: &str) -> String {
+    let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    let edge = |c: char| !c.is_ascii_alphanumeric();
+    if value.len() <= 63 && value.chars().all(valid) && value.trim_matches(edge) == value {
+        return value.to_string();
+    }
+    let kept: String = value.chars().filter(|&c| valid(c)).take(52).collect();
+    let kept = kept.trim_matches(edge);
+    let hash = format!("{:010x}", fnv1a(value.as_bytes()) & 0xff_ffff_ffff);
+    if kept.is_empty() {
+        hash
+    } else {
+        format!("{kept}-{hash}")
+    }
+}
+
+/// The 64-bit FNV-1a hash: short, and the same in every build (label values and selectors
+/// derived from it must never change; std's hasher makes no such promise).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The annotation in which each applied object carries the hash of what was applied.
+pub const APPLIED_HASH: &str = "memcached-operator/applied-hash";
+
+/// `object` with its [`APPLIED_HASH`] annotation: the hash of everything else in it.
+pub fn stamp<K: Resource + Serialize>(mut object: K) -> K {
+    let hash = hash(&serde_json::to_value(&object).unwrap_or_default());
+    object
+        .annotations_mut()
+        .insert(APPLIED_HASH.to_string(), hash);
+    object
+}
+
+/// Whether `observed` needs no apply of `desired` (both stamped with [`stamp`]), which keeps
+/// reconciles in steady state free of writes while still letting server-side apply prune:
+/// - a different hash means the desired object changed (say, a new operator version dropped a
+///   field): apply, and the API server removes what is no longer sent;
+/// - otherwise it is in sync if it [`contains`] every field we set, or if our fields look
+///   exactly as they did right after our last apply (`applied`, the [`fingerprint`] of its
+///   result), which is what an admission webhook that rewrites one of them leaves.
+pub fn in_sync<K: Resource + Serialize>(
+    observed: &K,
+    desired: &K,
+    applied: Option<&String>,
+) -> bool {
+    if observed.annotations().get(APPLIED_HASH) != desired.annotations().get(APPLIED_HASH) {
+        return false;
+    }
+    let observed = serde_json::to_value(observed).unwrap_or_default();
+    let wanted = serde_json::to_value(desired).unwrap_or_default();
+    contains(&observed, &wanted)
+        || applied.is_some_and(|seen| *seen == hash(&project(&observed, &wanted)))
+}
+
+/// The hash of the fields of `observed` that `desired` sets: compared by [`in_sync`].
+pub fn fingerprint<K: Serialize>(observed: &K, desired: &K) -> String {
+    let observed = serde_json::to_value(observed).unwrap_or_default();
+    let wanted = serde_json::to_value(desired).unwrap_or_default();
+    hash(&project(&observed, &wanted))
+}
+
+/// The parts of `observed` at the paths that `desired` sets (whole lists at list paths).
+fn project(observed: &Value, desired: &Value) -> Value {
+    match (observed, desired) {
+        (Value::Object(o), Value::Object(d)) => d
+            .iter()
+            .map(|(k, v)| (k.clone(), o.get(k).map_or(Value::Null, |ov| project(ov, v))))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        _ => observed.clone(),
+    }
+}
+
+/// A stable hash of a JSON value, as 16 hex digits.
+fn hash(value: &Value) -> String {
+    format!("{:016x}", fnv1a(value.to_string().as_bytes()))
 }
 
 /// True when every field set in `desired` has the same value in `observed`.
@@ -152,6 +298,89 @@ mod tests {
             &json!({"command": ["memcached", "-v", "-x"]}),
             &command
         ));
+    }
+
+    #[test]
+    fn label_values_are_valid_stable_and_distinct() {
+        assert_eq!(label_value("memcached-sample"), "memcached-sample");
+        let long = "a".repeat(253);
+        let value = label_value(&long);
+        assert_eq!(value.len(), 63);
+        assert_eq!(value, label_value(&long), "stable");
+        assert_ne!(value, label_value(&"a".repeat(252)), "distinct");
+        assert!(value.starts_with(&"a".repeat(52)));
+        for odd in ["_1.6", ".x", "-", "a/b", "1.6_"] {
+            let value = label_value(odd);
+            assert!(value.len() <= 63, "{value}");
+            assert!(
+                value.starts_with(|c: char| c.is_ascii_alphanumeric()),
+                "{value}"
+            );
+            assert!(
+                value.ends_with(|c: char| c.is_ascii_alphanumeric()),
+                "{value}"
+            );
+        }
+        assert_eq!(label_value("_1.6").split('-').next(), Some("1.6"));
+    }
+
+    #[test]
+    fn only_owned_conditions_are_kept() {
+        let condition = |type_: &str| Condition {
+            type_: type_.into(),
+            status: "True".into(),
+            reason: "R".into(),
+            message: String::new(),
+            observed_generation: None,
+            last_transition_time: Time(Timestamp::UNIX_EPOCH),
+        };
+        let list = [
+            condition("Available"),
+            condition("Backup"),
+            condition("Degraded"),
+        ];
+        let owned = owned_conditions(&list, &[condition::AVAILABLE, condition::DEGRADED]);
+        let types: Vec<_> = owned.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, ["Available", "Degraded"]);
+    }
+
+    #[test]
+    fn in_sync_until_the_desired_object_or_our_fields_change() {
+        let object = |data: serde_json::Value| -> ConfigMap {
+            serde_json::from_value(json!({ "metadata": { "name": "a" }, "data": data })).unwrap()
+        };
+        let desired = stamp(object(json!({ "size": "2" })));
+        // What the server returns: ours, plus what others (or defaults) added.
+        let mut observed = desired.clone();
+        observed
+            .data
+            .as_mut()
+            .unwrap()
+            .insert("other".into(), "x".into());
+        assert!(in_sync(&observed, &desired, None));
+
+        // A new desired object (one field dropped): the hash differs, so apply and prune.
+        let newer = stamp(object(json!({})));
+        assert!(!in_sync(&observed, &newer, None));
+
+        // Someone changed one of our fields: drift.
+        let mut drifted = observed.clone();
+        drifted
+            .data
+            .as_mut()
+            .unwrap()
+            .insert("size".into(), "5".into());
+        assert!(!in_sync(&drifted, &desired, None));
+        // ... unless that is how our own last apply came back (an admission webhook's rewrite).
+        let applied = fingerprint(&drifted, &desired);
+        assert!(in_sync(&drifted, &desired, Some(&applied)));
+        let mut again = drifted.clone();
+        again
+            .data
+            .as_mut()
+            .unwrap()
+            .insert("size".into(), "6".into());
+        assert!(!in_sync(&again, &desired, Some(&applied)));
     }
 
     #[test]

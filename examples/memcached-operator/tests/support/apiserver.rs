@@ -124,16 +124,6 @@ impl ApiServer {
         Self::default()
     }
 
-    /// A server that also plays the part of kube-controller-manager and the kubelets for
-    /// Deployments: whenever a Deployment's spec is written, its status at once reports every
-    /// replica updated, ready and available (and `observedGeneration` caught up), in the same
-    /// write. Controllers that wait for their Deployments to become available then converge.
-    pub fn with_workloads() -> Self {
-        let server = Self::default();
-        server.lock().workloads = true;
-        server
-    }
-
     /// A client talking to this server, with default namespace `"default"`.
     ///
     /// Must be called inside a Tokio runtime (`kube::Client` spawns its request buffer there).
@@ -226,8 +216,6 @@ struct State {
     watchers: Vec<Watcher>,
     faults: Vec<Fault>,
     log: Vec<Request>,
-    /// See [`ApiServer::with_workloads`].
-    workloads: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -610,9 +598,6 @@ impl State {
 
     /// Stores `object` under a new resourceVersion and notifies watchers.
     fn store(&mut self, key: ObjectKey, mut object: Value) -> Value {
-        if self.workloads && key.collection == "apps/v1/deployments" {
-            roll_out(&mut object);
-        }
         let resource_version = self.next_resource_version();
         object["metadata"]["resourceVersion"] = json!(resource_version.to_string());
         let before = self.objects.insert(key.clone(), object.clone());
@@ -995,23 +980,6 @@ fn desired_state_changed(old: &Value, new: &Value) -> bool {
             .collect()
     };
     desired(old) != desired(new)
-}
-
-/// A Deployment's status once all its replicas run (what the deployment controller and the
-/// kubelets report in a cluster, some seconds later).
-fn roll_out(deployment: &mut Value) {
-    let replicas = deployment["spec"]["replicas"].as_i64().unwrap_or(1);
-    let generation = deployment["metadata"]["generation"].clone();
-    let status = &mut deployment["status"];
-    for field in [
-        "replicas",
-        "updatedReplicas",
-        "readyReplicas",
-        "availableReplicas",
-    ] {
-        status[field] = json!(replicas);
-    }
-    status["observedGeneration"] = generation;
 }
 
 fn has_finalizers(object: &Value) -> bool {

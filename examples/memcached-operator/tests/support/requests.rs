@@ -47,6 +47,8 @@ struct Fault {
     verb: Verb,
     resource: String,
     code: u16,
+    /// Matching requests still to let through before failing.
+    skip: usize,
     remaining: usize,
 }
 
@@ -59,7 +61,20 @@ impl RequestLog {
             verb,
             resource: resource.to_owned(),
             code,
+            skip: 0,
             remaining: times,
+        });
+    }
+
+    /// Lets the next `skip` requests matching `verb` and `resource` through, then fails one
+    /// with `code`: to fail the second of two writes, say.
+    pub fn fail_after(&self, skip: usize, verb: Verb, resource: &str, code: u16) {
+        self.lock().faults.push(Fault {
+            verb,
+            resource: resource.to_owned(),
+            code,
+            skip,
+            remaining: 1,
         });
     }
 
@@ -96,8 +111,12 @@ impl RequestLog {
                 && (f.resource == "*" || f.resource == entry.resource)
         });
         if let Some(fault) = fault {
-            fault.remaining -= 1;
-            entry.injected_failure = Some(fault.code);
+            if fault.skip > 0 {
+                fault.skip -= 1;
+            } else {
+                fault.remaining -= 1;
+                entry.injected_failure = Some(fault.code);
+            }
         }
         let code = entry.injected_failure;
         state.log.push(entry);
