@@ -858,7 +858,8 @@ fn force_turns_a_skeleton_into_an_operand_controller() {
     assert!(project.contains("image: busybox:1.36\n"), "{project}");
     assert!(project.contains("containerPort: 8080\n"), "{project}");
     assert_eq!(count(&project, "kind: CronJob"), 1, "{project}");
-    assert!(read(&dir, "src/controller/cron_job.rs").contains("busybox:1.36"));
+    assert!(read(&dir, "tests/cron_job.rs").contains("busybox:1.36"));
+    assert!(read(&dir, "config/manager/manager.yaml").contains("busybox:1.36"));
     once(&dir, "config/rbac/role.yaml", "- deployments");
     once(
         &dir,

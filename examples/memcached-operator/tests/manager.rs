@@ -16,68 +16,50 @@
 //! `KUBEBUILDER_ASSETS`): started as `make run` would start it, but with the kubeconfig of the
 //! operator's own ServiceAccount and leader election on. It must answer its probes, serve
 //! metrics, reconcile the samples of `config/samples`, hold the Lease, and on SIGTERM exit
-//! within the pod's grace period, releasing the Lease for the next leader.
+//! within the pod's grace period, releasing the Lease for the next leader. It must also stop at
+//! once when another replica takes the Lease, fail visibly when its caches cannot sync, stop on
+//! SIGTERM even then, and not let idle connections tie up its probes.
 
 mod support;
 
+use std::io::Read;
+use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::Api;
-use serde_json::Value;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
 use support::envtest::{apply, free_port, http_get};
 use support::{Backend, TestEnv};
 
 /// The manager's lease holder identity (in a pod, the pod's name).
 const IDENTITY: &str = "manager-under-test";
-/// Kubernetes' default termination grace period.
-const GRACE_PERIOD: Duration = Duration::from_secs(30);
+/// The manager pod's termination grace period (config/manager/manager.yaml).
+const GRACE_PERIOD: Duration = Duration::from_secs(10);
+/// One manager at a time: a manager watching all namespaces would reconcile the objects of
+/// another test's namespace too.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[tokio::test]
 async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
     let Some(env) = TestEnv::real().await else {
         return;
     };
-    let Backend::Real { kubeconfig, .. } = &env.backend else {
-        unreachable!("TestEnv::real is the real control plane")
-    };
-    let (probes, metrics) = (free_port().unwrap(), free_port().unwrap());
-    let mut manager = Command::new(env!("CARGO_BIN_EXE_memcached-operator"))
-        .args([
-            "--leader-elect".to_string(),
-            format!("--health-probe-bind-address=127.0.0.1:{probes}"),
-            format!("--metrics-bind-address=127.0.0.1:{metrics}"),
-        ])
-        .envs(manager_env())
-        .env("KUBECONFIG", kubeconfig)
-        .env("POD_NAME", IDENTITY)
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("starting the manager");
-    // However the test ends, the manager does not outlive it.
-    let guard = KillOnDrop(manager.id());
-
+    let _one = ONE_AT_A_TIME.lock().await;
+    let manager = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
     eventually("/healthz", || async {
-        status(probes, "/healthz") == Some(200)
+        manager.status("/healthz") == Some(200)
     })
     .await;
     eventually("/readyz", || async {
-        status(probes, "/readyz") == Some(200)
+        manager.status("/readyz") == Some(200)
     })
     .await;
-
-    let leases: Api<Lease> = Api::namespaced(env.admin.clone(), &env.namespace);
-    let holder = || async {
-        let lease = leases
-            .get_opt("memcached-operator.example.com")
-            .await
-            .unwrap();
-        lease.and_then(|l| l.spec?.holder_identity)
-    };
-    assert_eq!(holder().await.as_deref(), Some(IDENTITY));
+    assert_eq!(holder(&env).await.as_deref(), Some(IDENTITY));
 
     // Every sample reconciles: the manager counts each successful reconcile.
     let samples = samples(&env.namespace);
@@ -87,33 +69,216 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
     let kinds: std::collections::BTreeSet<_> =
         samples.iter().filter_map(|s| s["kind"].as_str()).collect();
     eventually("a successful reconcile of every sample's kind", || async {
-        reconciled_controllers(metrics) >= kinds.len()
+        manager.reconciled_controllers() >= kinds.len()
     })
     .await;
 
-    let sent = Instant::now();
-    Command::new("kill")
-        .args(["-TERM", &manager.id().to_string()])
-        .status()
-        .expect("sending SIGTERM");
-    let exited = loop {
-        if let Some(status) = manager.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            sent.elapsed() < GRACE_PERIOD,
-            "the manager ignored SIGTERM for {GRACE_PERIOD:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    std::mem::forget(guard);
-    println!("stopped {:?} after SIGTERM", sent.elapsed());
+    let (exited, took) = manager.terminate().await;
+    println!("stopped {took:?} after SIGTERM");
     assert!(exited.success(), "{exited}");
     assert_ne!(
-        holder().await.as_deref(),
+        holder(&env).await.as_deref(),
         Some(IDENTITY),
         "the Lease was released"
     );
+}
+
+#[tokio::test]
+async fn the_manager_stops_at_once_when_another_replica_takes_the_lease() {
+    let Some(env) = TestEnv::real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut manager = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
+    eventually("the Lease held", || async {
+        holder(&env).await.as_deref() == Some(IDENTITY)
+    })
+    .await;
+    // Another replica holds it now (as after a network partition that outlasted the lease).
+    let now = serde_json::to_value(MicroTime(Timestamp::now())).unwrap();
+    let usurper = json!({ "spec": { "holderIdentity": "another-replica", "renewTime": now, "acquireTime": now } });
+    Api::<Lease>::namespaced(env.admin.clone(), &env.namespace)
+        .patch(LEASE, &PatchParams::default(), &Patch::Merge(usurper))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let exited = manager.wait(Duration::from_secs(15)).await;
+    println!("exited {:?} after losing the lease", started.elapsed());
+    assert!(
+        !exited.success(),
+        "losing leadership is a failure: {exited}"
+    );
+    assert_eq!(
+        holder(&env).await.as_deref(),
+        Some("another-replica"),
+        "the Lease was left alone"
+    );
+}
+
+#[tokio::test]
+async fn a_manager_whose_caches_cannot_sync_fails_visibly_and_stops_on_sigterm() {
+    let Some(env) = TestEnv::real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    if samples(&env.namespace).is_empty() {
+        return; // no controller yet, so no cache to sync
+    }
+    // A ServiceAccount with no rights: the controllers can list nothing.
+    let nobody = env.kubeconfig_without_rights("nobody").await;
+
+    let manager = Manager::start(&env, &nobody, &["--cache-sync-timeout=5m"]);
+    eventually("/healthz", || async {
+        manager.status("/healthz") == Some(200)
+    })
+    .await;
+    assert_eq!(
+        manager.status("/readyz"),
+        Some(503),
+        "not ready before its caches sync"
+    );
+    let (exited, took) = manager.terminate().await;
+    println!("stopped {took:?} after SIGTERM, caches never synced");
+    assert!(exited.success(), "{exited}");
+    assert!(took < Duration::from_secs(3), "nothing to drain: {took:?}");
+
+    let mut manager = Manager::start(&env, &nobody, &["--cache-sync-timeout=3s"]);
+    let exited = manager.wait(Duration::from_secs(10)).await;
+    assert!(
+        !exited.success(),
+        "a cache that never syncs fails the manager: {exited}"
+    );
+}
+
+#[tokio::test]
+async fn idle_connections_neither_starve_the_probes_nor_stay_open() {
+    let Some(env) = TestEnv::real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let manager = Manager::start(&env, &kubeconfig(&env), &[]);
+    eventually("/healthz", || async {
+        manager.status("/healthz") == Some(200)
+    })
+    .await;
+    // Connections that never send a request.
+    let mut idle: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect(("127.0.0.1", manager.probes)).unwrap())
+        .collect();
+    assert_eq!(
+        manager.status("/healthz"),
+        Some(200),
+        "the probes still answer"
+    );
+    // After the header read timeout the server closes them: a read sees the end.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    for stream in idle.iter_mut().take(10) {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut rest = Vec::new();
+        let read = stream.read_to_end(&mut rest);
+        assert!(read.is_ok(), "closed by the server: {read:?}");
+    }
+    manager.terminate().await;
+}
+
+/// The manager's Lease (`--leader-election-id`).
+const LEASE: &str = "memcached-operator.example.com";
+
+/// The operator's own ServiceAccount.
+fn kubeconfig(env: &TestEnv) -> std::path::PathBuf {
+    match &env.backend {
+        Backend::Real { kubeconfig, .. } => kubeconfig.clone(),
+        Backend::InMemory(_) => unreachable!("TestEnv::real is the real control plane"),
+    }
+}
+
+async fn holder(env: &TestEnv) -> Option<String> {
+    let leases: Api<Lease> = Api::namespaced(env.admin.clone(), &env.namespace);
+    let lease = leases.get_opt(LEASE).await.unwrap();
+    lease.and_then(|l| l.spec?.holder_identity)
+}
+
+/// The manager binary, running; killed if the test ends first.
+struct Manager {
+    child: Child,
+    probes: u16,
+    metrics: u16,
+}
+
+impl Manager {
+    fn start(env: &TestEnv, kubeconfig: &Path, args: &[&str]) -> Self {
+        let (probes, metrics) = (free_port().unwrap(), free_port().unwrap());
+        let child = Command::new(env!("CARGO_BIN_EXE_memcached-operator"))
+            .args(args)
+            .arg(format!("--health-probe-bind-address=127.0.0.1:{probes}"))
+            .arg(format!("--metrics-bind-address=127.0.0.1:{metrics}"))
+            .envs(manager_env())
+            .env("KUBECONFIG", kubeconfig)
+            // As the downward API sets them in a pod (config/manager/manager.yaml).
+            .env("POD_NAME", IDENTITY)
+            .env("POD_NAMESPACE", &env.namespace)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("starting the manager");
+        Self {
+            child,
+            probes,
+            metrics,
+        }
+    }
+
+    fn status(&self, path: &str) -> Option<u16> {
+        http_get(self.probes, path).map(|(status, _)| status)
+    }
+
+    /// How many controllers have reconciled an object successfully, from `/metrics`.
+    fn reconciled_controllers(&self) -> usize {
+        let Some((_, metrics)) = http_get(self.metrics, "/metrics") else {
+            return 0;
+        };
+        metrics
+            .lines()
+            .filter(|line| line.starts_with("controller_runtime_reconcile_total{"))
+            .filter(|line| line.contains("result=\"success\"") && !line.ends_with(" 0"))
+            .count()
+    }
+
+    /// Waits for the manager to exit by itself, at most `limit`.
+    async fn wait(&mut self, limit: Duration) -> ExitStatus {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                started.elapsed() < limit,
+                "the manager still runs after {limit:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Sends SIGTERM; returns how the manager exited, and how long that took (at most the
+    /// pod's grace period).
+    async fn terminate(mut self) -> (ExitStatus, Duration) {
+        let sent = Instant::now();
+        Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("sending SIGTERM");
+        let exited = self.wait(GRACE_PERIOD).await;
+        (exited, sent.elapsed())
+    }
+}
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// The environment `config/manager/manager.yaml` gives the manager (the operand images), as
@@ -158,22 +323,6 @@ fn samples(namespace: &str) -> Vec<Value> {
         .collect()
 }
 
-/// How many controllers have reconciled an object successfully, from the metrics endpoint.
-fn reconciled_controllers(port: u16) -> usize {
-    let Some((_, metrics)) = http_get(port, "/metrics") else {
-        return 0;
-    };
-    metrics
-        .lines()
-        .filter(|line| line.starts_with("controller_runtime_reconcile_total{"))
-        .filter(|line| line.contains("result=\"success\"") && !line.ends_with(" 0"))
-        .count()
-}
-
-fn status(port: u16, path: &str) -> Option<u16> {
-    http_get(port, path).map(|(status, _)| status)
-}
-
 async fn eventually<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
@@ -187,14 +336,4 @@ where
     waited
         .await
         .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
-}
-
-struct KillOnDrop(u32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-KILL", &self.0.to_string()])
-            .status();
-    }
 }

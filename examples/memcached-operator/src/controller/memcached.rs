@@ -28,7 +28,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
@@ -41,17 +41,16 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::finalizer::{self, finalizer};
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 
 use super::{
-    Backoff, Conditions, Error, Result, Truth, condition, fingerprint, in_sync, label_value,
+    Conditions, Error, Instruments, Result, Truth, condition, fingerprint, in_sync, label_value,
     owned_conditions, stamp,
 };
 use crate::api::cache::v1alpha1::{Memcached, MemcachedStatus};
-use crate::manager::{Manager, Metrics, Shared};
+use crate::manager::{Manager, Shared};
 use crate::rbac::Rule;
 
 /// The controller's name in logs, metrics and readiness.
@@ -112,8 +111,7 @@ const OWNED_CONDITIONS: &[&str] = &[condition::AVAILABLE, condition::DEGRADED];
 pub struct Context {
     client: Client,
     recorder: Recorder,
-    metrics: Arc<Metrics>,
-    backoff: Backoff,
+    instruments: Instruments,
     /// The operand image, from [`IMAGE_ENV`]; without it nothing can be deployed.
     image: Option<String>,
     /// Per Deployment, what our fields looked like right after our last apply (see [`in_sync`]).
@@ -131,8 +129,7 @@ impl Context {
         Self {
             client: shared.client.clone(),
             recorder: Recorder::new(shared.client.clone(), shared.reporter.clone()),
-            metrics: shared.metrics.clone(),
-            backoff: Backoff::default(),
+            instruments: Instruments::new(NAME, shared),
             image: image.filter(|image| !image.trim().is_empty()),
             applied: Mutex::default(),
         }
@@ -158,6 +155,7 @@ pub async fn run_with(shared: Shared, ctx: Context) -> anyhow::Result<()> {
     let owned = watcher::Config::default().labels(&managed_by);
     let shutdown = shared.shutdown.clone();
     let controller = Controller::new(memcacheds, watcher::Config::default().any_semantic())
+        .with_config(shared.controller_config())
         .owns(deployments, owned)
         .graceful_shutdown_on(async move { shutdown.wait().await });
     shared.readiness.track(NAME, controller.store());
@@ -181,23 +179,15 @@ pub async fn run_with(shared: Shared, ctx: Context) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reconciles one Memcached.
+/// Reconciles one Memcached (see [`Instruments::reconcile`] for what runs around it).
 pub async fn reconcile(object: Arc<Memcached>, ctx: Arc<Context>) -> Result<Action> {
-    let started = Instant::now();
-    let key = ObjectRef::from_obj(object.as_ref());
-    let result = reconcile_with_finalizer(object, &ctx).await;
-    ctx.metrics
-        .reconciled(NAME, result.is_ok(), started.elapsed());
-    if result.is_ok() {
-        ctx.backoff.succeeded(&key);
-    }
-    result
+    let reconciled = reconcile_with_finalizer(object.clone(), &ctx);
+    ctx.instruments.reconcile(object.as_ref(), reconciled).await
 }
 
 /// Retries a failed reconcile with a per-object exponential backoff.
 pub fn error_policy(object: Arc<Memcached>, error: &Error, ctx: Arc<Context>) -> Action {
-    tracing::warn!(name = %object.name_any(), %error, "reconcile failed; will retry");
-    ctx.backoff.failed(&ObjectRef::from_obj(object.as_ref()))
+    ctx.instruments.retry(object.as_ref(), error)
 }
 
 async fn reconcile_with_finalizer(object: Arc<Memcached>, ctx: &Context) -> Result<Action> {

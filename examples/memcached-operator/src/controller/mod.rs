@@ -12,8 +12,9 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-//! The controllers, one module per API, and what they share: the error type, the retry
-//! backoff, status conditions, and the comparison that keeps reconciles free of needless writes.
+//! The controllers, one module per API, and what they share: the error type, what runs around
+//! every reconcile (time limit, tracing span, metrics, retry backoff), status conditions, and the
+//! comparison that keeps reconciles free of needless writes.
 //!
 //! `memop create api` adds each controller's module at the marker below.
 
@@ -21,8 +22,8 @@ pub mod memcached;
 // +memop:scaffold:controller-modules
 
 use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -31,6 +32,9 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde_json::Value;
+use tracing::Instrument;
+
+use crate::manager::{Metrics, Shared};
 
 /// Everything a reconcile can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -41,9 +45,69 @@ pub enum Error {
     Finalizer(#[source] Box<kube::runtime::finalizer::Error<Error>>),
     #[error("{0}")]
     Invalid(String),
+    #[error("the reconcile did not finish within {0:?}")]
+    Timeout(Duration),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How long one reconcile may take, its API calls included: a call that hangs (a half-open
+/// connection) fails the reconcile instead of blocking its object for ever.
+pub const RECONCILE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What runs around every reconcile of a controller, so that its module holds only the logic
+/// of its kind: the time limit, a tracing span, the metrics, and the retry backoff.
+pub struct Instruments {
+    controller: &'static str,
+    metrics: Arc<Metrics>,
+    backoff: Backoff,
+}
+
+impl Instruments {
+    pub fn new(controller: &'static str, shared: &Shared) -> Self {
+        Self {
+            controller,
+            metrics: shared.metrics.clone(),
+            backoff: Backoff::default(),
+        }
+    }
+
+    /// Runs `reconcile` of `object` within [`RECONCILE_TIMEOUT`], in a span with the object's
+    /// name, namespace and generation, and counts it; a success resets the object's backoff.
+    pub async fn reconcile<K>(
+        &self,
+        object: &K,
+        reconcile: impl Future<Output = Result<Action>>,
+    ) -> Result<Action>
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        let span = tracing::info_span!(
+            "reconcile",
+            controller = self.controller,
+            name = %object.name_any(),
+            namespace = object.namespace().unwrap_or_default(),
+            generation = object.meta().generation.unwrap_or_default(),
+        );
+        let started = Instant::now();
+        let result = tokio::time::timeout(RECONCILE_TIMEOUT, reconcile)
+            .instrument(span)
+            .await
+            .unwrap_or(Err(Error::Timeout(RECONCILE_TIMEOUT)));
+        self.metrics
+            .reconciled(self.controller, result.is_ok(), started.elapsed());
+        if result.is_ok() {
+            self.backoff.succeeded(&ObjectRef::from_obj(object));
+        }
+        result
+    }
+
+    /// When to retry a failed reconcile of `object`: after its exponential backoff.
+    pub fn retry<K: Resource<DynamicType = ()>>(&self, object: &K, error: &Error) -> Action {
+        tracing::warn!(controller = self.controller, name = %object.name_any(), %error, "reconcile failed; will retry");
+        self.backoff.failed(&ObjectRef::from_obj(object))
+    }
+}
 
 /// Per-object exponential backoff for failed reconciles, as controller-runtime's default rate
 /// limiter: 5 ms doubling on each consecutive failure, at most 5 minutes; a success resets it.

@@ -15,6 +15,7 @@
 //! The manager's command line, with kubebuilder's flag names so its manifests and habits apply.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::ArgAction;
@@ -51,6 +52,21 @@ pub struct Flags {
     #[arg(long, env = "WATCH_NAMESPACE")]
     pub watch_namespace: Option<String>,
 
+    /// How many objects each controller reconciles at once
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_concurrent_reconciles: u16,
+
+    /// How long the controllers may take to fill their caches (list what they watch) before
+    /// the manager gives up and exits: a missing CRD or RBAC rule shows as a crash, not as a
+    /// pod that is never ready. E.g. "2m", "90s"
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    pub cache_sync_timeout: Duration,
+
+    /// How long the controllers may take to finish their reconciles on shutdown; then they
+    /// are stopped. Keep it below the pod's terminationGracePeriodSeconds (10 s)
+    #[arg(long, default_value = "8s", value_parser = parse_duration)]
+    pub graceful_shutdown_timeout: Duration,
+
     /// Log format; the level comes from RUST_LOG (default "info")
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -62,6 +78,23 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line, for log collectors
     Json,
+}
+
+/// Parses a duration as Go writes the usual ones: a number of seconds ("90s"), minutes ("2m")
+/// or milliseconds ("500ms").
+pub fn parse_duration(value: &str) -> anyhow::Result<Duration> {
+    let (number, unit) = value
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((value, ""), |at| value.split_at(at));
+    let number: u64 = number
+        .parse()
+        .with_context(|| format!("invalid duration {value:?}: use e.g. 90s, 2m or 500ms"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(number)),
+        "s" => Ok(Duration::from_secs(number)),
+        "m" => Ok(Duration::from_secs(number * 60)),
+        _ => anyhow::bail!("invalid duration {value:?}: use e.g. 90s, 2m or 500ms"),
+    }
 }
 
 /// Parses a bind address the way controller-runtime does: ":8080" means every interface (IPv6
@@ -93,5 +126,15 @@ mod tests {
             Some("127.0.0.1:9000".parse().unwrap())
         );
         assert!(parse_bind_address("localhost").is_err());
+    }
+
+    #[test]
+    fn durations_as_go_writes_them() {
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        for bad in ["", "2", "1h", "s", "-1s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -69,6 +69,16 @@ impl Readiness {
         ))
     }
 
+    /// Resolves, saying which controllers are still syncing, if they have not all synced
+    /// within `timeout`; never resolves once they have.
+    pub async fn not_synced_within(&self, timeout: Duration) -> String {
+        tokio::time::sleep(timeout).await;
+        match self.check() {
+            Some(why) => why,
+            None => std::future::pending().await,
+        }
+    }
+
     pub(crate) fn set_standby(&self, standby: bool) {
         self.state.lock().expect("readiness lock").standby = standby;
     }

@@ -13,19 +13,29 @@
 // limitations under the License.
 
 //! A small HTTP server for the probe and metrics endpoints, HTTP/1.1 only unless
-//! `--enable-http2` (axum's own `serve` cannot turn HTTP/2 off).
+//! `--enable-http2` (axum's own `serve` cannot turn HTTP/2 off). A client must send its request
+//! headers within [`HEADER_READ_TIMEOUT`], and at most [`MAX_CONNECTIONS`] are open at once, so
+//! that idle or slow connections can neither pin memory nor starve the probes.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 
 use super::Shutdown;
+
+/// How long a client has to send a request's headers (controller-runtime's ReadHeaderTimeout
+/// is 32 s; probes and scrapes need far less).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections open at once per endpoint; more are closed as they arrive.
+pub const MAX_CONNECTIONS: usize = 1024;
 
 /// Binds `addr` now (so a port clash fails the start) and serves `router` until shutdown.
 pub async fn spawn(
@@ -44,6 +54,7 @@ pub async fn spawn(
     };
     let listener = listener.with_context(|| format!("binding the {what} endpoint to {addr}"))?;
     tracing::info!(%addr, "serving {what}");
+    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     tokio::spawn(async move {
         loop {
             let accepted = tokio::select! {
@@ -59,9 +70,20 @@ pub async fn spawn(
                     continue;
                 }
             };
+            let Ok(permit) = permits.clone().try_acquire_owned() else {
+                tracing::debug!(
+                    "{what} endpoint has {MAX_CONNECTIONS} connections; closing a new one"
+                );
+                continue;
+            };
             let service = TowerToHyperService::new(router.clone());
             tokio::spawn(async move {
+                let _permit = permit;
                 let mut builder = Builder::new(TokioExecutor::new());
+                builder
+                    .http1()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(HEADER_READ_TIMEOUT);
                 if !http2 {
                     builder = builder.http1_only();
                 }

@@ -90,6 +90,9 @@ pub async fn acquire(
         .with_identity(&config.identity)
         .with_duration(LEASE_DURATION)
         .with_grace(LEASE_GRACE)
+        // A field manager per replica: with a shared one, two standbys taking a free lease
+        // at once would both "win" (server-side apply merges a manager's own writes).
+        .with_field_manager(field_manager(&config.identity))
         .build()
         .await
         .with_context(|| {
@@ -132,12 +135,18 @@ impl Lease {
     }
 
     /// Resolves once the lease, as the API server has it, is no longer held by this replica or
-    /// was last renewed more than [`RENEW_DEADLINE`] ago (or cannot be read for that long).
+    /// was last renewed more than [`RENEW_DEADLINE`] ago (or cannot be read for that long: a
+    /// request that hangs counts against the deadline too).
     async fn renewal_overdue(&self) {
         let mut confirmed = Instant::now();
         loop {
             tokio::time::sleep(RENEW_CHECK).await;
-            match self.leases.get(&self.name).await {
+            let left = RENEW_DEADLINE.saturating_sub(confirmed.elapsed());
+            let Ok(read) = tokio::time::timeout(left, self.leases.get(&self.name)).await else {
+                tracing::warn!("no answer about the lease within the renew deadline");
+                return;
+            };
+            match read {
                 Ok(lease) => {
                     let spec = lease.spec.unwrap_or_default();
                     if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
@@ -165,16 +174,26 @@ impl Lease {
         }
     }
 
-    /// Gives the lease up, so a standby takes over without waiting for it to expire.
+    /// Gives the lease up, so a standby takes over without waiting for it to expire; a
+    /// release that does not answer within [`RENEW_DEADLINE`] is given up (the lease then expires).
     pub async fn release(self) {
         // Dropping the last receiver tells kube-lease-manager's watch task to release and stop.
         drop(self.leading);
-        match self.task.await {
-            Ok(Ok(_)) => tracing::info!("released the leader election lease"),
-            Ok(Err(err)) => {
+        match tokio::time::timeout(RENEW_DEADLINE, self.task).await {
+            Ok(Ok(Ok(_))) => tracing::info!("released the leader election lease"),
+            Ok(Ok(Err(err))) => {
                 tracing::warn!(error = %err, "could not release the leader election lease")
             }
-            Err(err) => tracing::warn!(error = %err, "the leader election task failed"),
+            Ok(Err(err)) => tracing::warn!(error = %err, "the leader election task failed"),
+            Err(_) => tracing::warn!("releasing the leader election lease timed out"),
         }
     }
+}
+
+/// The field manager of this replica's Lease writes (at most 128 characters, as the API allows).
+fn field_manager(identity: &str) -> String {
+    format!("leader-election-{identity}")
+        .chars()
+        .take(128)
+        .collect()
 }

@@ -26,9 +26,11 @@ pub mod telemetry;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::future::BoxFuture;
+use kube::runtime::controller;
 use kube::runtime::events::Reporter;
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
@@ -50,6 +52,8 @@ pub struct Shared {
     pub shutdown: Shutdown,
     /// Who the events this operator records come from.
     pub reporter: Reporter,
+    /// How many objects each controller reconciles at once (`--max-concurrent-reconciles`).
+    pub max_concurrent_reconciles: u16,
 }
 
 impl Shared {
@@ -65,7 +69,13 @@ impl Shared {
                 controller: "memcached-operator".into(),
                 instance: std::env::var("POD_NAME").ok(),
             },
+            max_concurrent_reconciles: 10,
         }
+    }
+
+    /// The settings every controller runs with.
+    pub fn controller_config(&self) -> controller::Config {
+        controller::Config::default().concurrency(self.max_concurrent_reconciles)
     }
 
     /// The API of a namespaced kind, limited to the watched namespace when there is one.
@@ -88,6 +98,8 @@ pub struct Manager {
     shared: Shared,
     leader_election: Option<leader::Config>,
     controllers: Vec<(&'static str, ControllerFn)>,
+    cache_sync_timeout: Duration,
+    graceful_shutdown_timeout: Duration,
 }
 
 impl Manager {
@@ -96,10 +108,11 @@ impl Manager {
         let client = Client::try_default()
             .await
             .context("connecting to Kubernetes: set KUBECONFIG, or run in a cluster")?;
-        let shared = Shared::new(
+        let mut shared = Shared::new(
             client,
             flags.watch_namespace.clone().filter(|ns| !ns.is_empty()),
         );
+        shared.max_concurrent_reconciles = flags.max_concurrent_reconciles;
         match &shared.watch_namespace {
             Some(ns) => tracing::info!(namespace = %ns, "watching one namespace"),
             None => tracing::info!("watching all namespaces"),
@@ -134,6 +147,8 @@ impl Manager {
             shared,
             leader_election,
             controllers: Vec::new(),
+            cache_sync_timeout: flags.cache_sync_timeout,
+            graceful_shutdown_timeout: flags.graceful_shutdown_timeout,
         })
     }
 
@@ -180,14 +195,38 @@ impl Manager {
         };
         let shutdown = self.shared.shutdown.clone();
         let outcome = tokio::select! {
-            () = lost => Err(anyhow::anyhow!("lost leadership; exiting so that another replica takes over")),
+            () = lost => {
+                // Another replica leads now: stop at once, without finishing what is in
+                // flight (as controller-runtime does), and do not touch the Lease.
+                running.abort_all();
+                return Err(anyhow::anyhow!("lost leadership; exiting so that another replica takes over"));
+            }
             () = shutdown.wait() => Ok(()),
+            why = self.shared.readiness.not_synced_within(self.cache_sync_timeout) => Err(anyhow::anyhow!(
+                "{why} after {:?}: check that the CRDs are installed (make install) and that the \
+                 manager's role allows list and watch (make manifests)",
+                self.cache_sync_timeout
+            )),
             // Controllers only end on shutdown, unless one fails.
             result = wait_all(&mut running), if !running.is_empty() => result,
         };
-        // Whatever ended the run, stop everything else and let it finish cleanly.
+        // Whatever ended the run, stop everything else and give it a bounded time to finish.
         self.shared.shutdown.trigger();
-        let rest = wait_all(&mut running).await;
+        let rest = if let Some(why) = self.shared.readiness.check() {
+            // Nothing was reconciled yet, and kube's Controller only sees the signal once its
+            // cache has synced: stop at once.
+            tracing::info!(%why, "stopping controllers that never synced");
+            running.abort_all();
+            Ok(())
+        } else {
+            let drained =
+                tokio::time::timeout(self.graceful_shutdown_timeout, wait_all(&mut running));
+            drained.await.unwrap_or_else(|_| {
+                running.abort_all();
+                tracing::warn!(timeout = ?self.graceful_shutdown_timeout, "controllers did not stop in time; stopped them");
+                Ok(())
+            })
+        };
         if let Some(lease) = lease {
             lease.release().await;
         }

@@ -322,20 +322,8 @@ impl TestEnv {
             .await
             .expect("creating the test namespace");
         let service_account = install_rbac(&admin, &namespace).await;
-        let request = TokenRequest {
-            spec: TokenRequestSpec {
-                expiration_seconds: Some(3600),
-                ..TokenRequestSpec::default()
-            },
-            ..TokenRequest::default()
-        };
-        let token = Api::<ServiceAccount>::namespaced(admin.clone(), &namespace)
-            .create_token_request(&service_account, &PostParams::default(), &request)
-            .await
-            .expect("a token for the operator's ServiceAccount")
-            .status
-            .expect("a token")
-            .token;
+        let accounts = Api::<ServiceAccount>::namespaced(admin.clone(), &namespace);
+        let token = token(&accounts, &service_account).await;
         let kubeconfig = plane.kubeconfig_for_token(&namespace, &token, &namespace);
         let requests = RequestLog::default();
         let config = plane.config(&kubeconfig).await;
@@ -357,6 +345,24 @@ impl TestEnv {
         })
     }
 
+    /// The kubeconfig of a ServiceAccount with no rights at all, in the test's namespace: a
+    /// manager running as it can watch nothing (real control plane only).
+    pub async fn kubeconfig_without_rights(&self, name: &str) -> PathBuf {
+        let Backend::Real { plane, .. } = &self.backend else {
+            panic!("only the real control plane authorizes requests")
+        };
+        let accounts = Api::<ServiceAccount>::namespaced(self.admin.clone(), &self.namespace);
+        let account = serde_json::from_value(serde_json::json!({ "metadata": { "name": name } }))
+            .expect("a ServiceAccount");
+        accounts
+            .create(&PostParams::default(), &account)
+            .await
+            .expect("creating a ServiceAccount");
+        let token = token(&accounts, name).await;
+        let file = format!("{}-{name}", self.namespace);
+        plane.kubeconfig_for_token(&file, &token, &self.namespace)
+    }
+
     pub fn is_real(&self) -> bool {
         matches!(self.backend, Backend::Real { .. })
     }
@@ -369,6 +375,24 @@ impl TestEnv {
             Backend::Real { plane, .. } => plane.garbage_collection,
         }
     }
+}
+
+/// A token for ServiceAccount `name`, from the TokenRequest API, valid for an hour.
+async fn token(accounts: &Api<ServiceAccount>, name: &str) -> String {
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        },
+        ..TokenRequest::default()
+    };
+    accounts
+        .create_token_request(name, &PostParams::default(), &request)
+        .await
+        .expect("a token for a ServiceAccount")
+        .status
+        .expect("a token")
+        .token
 }
 
 /// Runs each listed scenario, an `async fn(TestEnv)`, as two tests: `in_memory::<name>` and
