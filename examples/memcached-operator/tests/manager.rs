@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use support::envtest::{apply, free_port, http_get};
@@ -60,6 +61,19 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
     })
     .await;
     assert_eq!(holder(&env).await.as_deref(), Some(IDENTITY));
+    // Written as a field manager of this replica's own, so that two standbys racing for a free
+    // Lease cannot both win.
+    let lease = Api::<Lease>::namespaced(env.admin.clone(), &env.namespace);
+    let lease = lease.get(LEASE).await.unwrap();
+    let managers: Vec<_> = lease
+        .managed_fields()
+        .iter()
+        .filter_map(|f| f.manager.clone())
+        .collect();
+    assert!(
+        managers.iter().all(|m| m.ends_with(IDENTITY)),
+        "{managers:?}"
+    );
 
     // Every sample reconciles: the manager counts each successful reconcile.
     let samples = samples(&env.namespace);

@@ -62,6 +62,7 @@ scenarios!(
     a_deployment_controlled_by_something_else_is_left_alone,
     a_missing_status_subresource_is_an_error,
     any_valid_name_and_image_tag_work,
+    a_reconcile_that_hangs_times_out,
     a_deployment_scaled_by_hand_is_restored,
     a_deployment_deleted_by_hand_is_recreated,
     a_reconcile_in_steady_state_writes_nothing,
@@ -450,6 +451,30 @@ async fn any_valid_name_and_image_tag_work(env: TestEnv) {
     assert!(deployment.name_any().len() <= 63);
     let object = cluster.objects.get(&name).await.unwrap();
     assert_eq!(condition(&object, "Degraded").unwrap().status, "False");
+}
+
+async fn a_reconcile_that_hangs_times_out(env: TestEnv) {
+    let mut cluster = Cluster::new(env);
+    cluster.shared.reconcile_timeout = Duration::from_millis(300);
+    cluster.ctx = Arc::new(Context::with_image(&cluster.shared, Some(IMAGE.into())));
+    cluster.create(2).await;
+    cluster.reconcile().await.unwrap();
+    // The Deployment read does not answer (a half-open connection, say).
+    cluster
+        .env
+        .requests
+        .delay_next(Verb::Get, "deployments", Duration::from_secs(30));
+    let started = std::time::Instant::now();
+    let err = cluster
+        .reconcile()
+        .await
+        .expect_err("the reconcile gives up");
+    assert!(err.to_string().contains("did not finish"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 async fn a_deployment_scaled_by_hand_is_restored(env: TestEnv) {

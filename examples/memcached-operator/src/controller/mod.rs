@@ -51,16 +51,13 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// How long one reconcile may take, its API calls included: a call that hangs (a half-open
-/// connection) fails the reconcile instead of blocking its object for ever.
-pub const RECONCILE_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// What runs around every reconcile of a controller, so that its module holds only the logic
 /// of its kind: the time limit, a tracing span, the metrics, and the retry backoff.
 pub struct Instruments {
     controller: &'static str,
     metrics: Arc<Metrics>,
     backoff: Backoff,
+    timeout: Duration,
 }
 
 impl Instruments {
@@ -69,11 +66,13 @@ impl Instruments {
             controller,
             metrics: shared.metrics.clone(),
             backoff: Backoff::default(),
+            timeout: shared.reconcile_timeout,
         }
     }
 
-    /// Runs `reconcile` of `object` within [`RECONCILE_TIMEOUT`], in a span with the object's
-    /// name, namespace and generation, and counts it; a success resets the object's backoff.
+    /// Runs `reconcile` of `object` within the reconcile timeout ([`Shared::reconcile_timeout`]),
+    /// in a span with the object's name, namespace and generation, and counts it; a success
+    /// resets the object's backoff.
     pub async fn reconcile<K>(
         &self,
         object: &K,
@@ -90,10 +89,10 @@ impl Instruments {
             generation = object.meta().generation.unwrap_or_default(),
         );
         let started = Instant::now();
-        let result = tokio::time::timeout(RECONCILE_TIMEOUT, reconcile)
+        let result = tokio::time::timeout(self.timeout, reconcile)
             .instrument(span)
             .await
-            .unwrap_or(Err(Error::Timeout(RECONCILE_TIMEOUT)));
+            .unwrap_or(Err(Error::Timeout(self.timeout)));
         self.metrics
             .reconciled(self.controller, result.is_ok(), started.elapsed());
         if result.is_ok() {
@@ -113,21 +112,28 @@ impl Instruments {
 /// limiter: 5 ms doubling on each consecutive failure, at most 5 minutes; a success resets it.
 #[derive(Default)]
 pub struct Backoff {
-    failures: Mutex<HashMap<String, u32>>,
+    /// Per object: consecutive failures, and when the last one happened.
+    failures: Mutex<HashMap<String, (u32, Instant)>>,
 }
 
 impl Backoff {
     const BASE: Duration = Duration::from_millis(5);
     const MAX: Duration = Duration::from_secs(300);
+    /// An object that still fails is retried at least every [`Self::MAX`]; an entry older than
+    /// twice that belongs to an object that went away, and is dropped.
+    const FORGET_AFTER: Duration = Duration::from_secs(600);
 
     /// Records a failure of `key` and returns when to retry it.
     pub fn failed<K: kube::Resource<DynamicType = ()>>(&self, key: &ObjectRef<K>) -> Action {
+        let now = Instant::now();
+        self.forget_stale(now);
         let mut failures = self.failures.lock().expect("backoff lock");
-        let count = failures.entry(key.to_string()).or_default();
+        let (count, last) = failures.entry(key.to_string()).or_insert((0, now));
         let delay = Self::BASE
             .saturating_mul(2u32.saturating_pow(*count))
             .min(Self::MAX);
         *count = count.saturating_add(1);
+        *last = now;
         Action::requeue(delay)
     }
 
@@ -136,6 +142,12 @@ impl Backoff {
             .lock()
             .expect("backoff lock")
             .remove(&key.to_string());
+    }
+
+    /// Drops the entries whose last failure is [`Self::FORGET_AFTER`] older than `now`.
+    fn forget_stale(&self, now: Instant) {
+        let mut failures = self.failures.lock().expect("backoff lock");
+        failures.retain(|_, (_, last)| now.duration_since(*last) < Self::FORGET_AFTER);
     }
 }
 
@@ -471,6 +483,22 @@ mod tests {
             backoff.failed(&key),
             Action::requeue(Duration::from_millis(5))
         );
+    }
+
+    #[test]
+    fn backoff_forgets_objects_that_stopped_failing_long_ago() {
+        let backoff = Backoff::default();
+        let key = ObjectRef::<ConfigMap>::new("gone").within("ns");
+        backoff.failed(&key);
+        backoff.forget_stale(Instant::now() + Duration::from_secs(60));
+        assert_eq!(
+            backoff.failures.lock().unwrap().len(),
+            1,
+            "a recent failure stays"
+        );
+        // Later than any retry of a live object can come: the object is gone.
+        backoff.forget_stale(Instant::now() + Backoff::FORGET_AFTER);
+        assert!(backoff.failures.lock().unwrap().is_empty());
     }
 
     #[test]

@@ -54,6 +54,9 @@ pub struct Shared {
     pub reporter: Reporter,
     /// How many objects each controller reconciles at once (`--max-concurrent-reconciles`).
     pub max_concurrent_reconciles: u16,
+    /// How long one reconcile may take, its API calls included: a call that hangs (on a
+    /// half-open connection, say) fails the reconcile instead of blocking its object for ever.
+    pub reconcile_timeout: Duration,
 }
 
 impl Shared {
@@ -70,6 +73,7 @@ impl Shared {
                 instance: std::env::var("POD_NAME").ok(),
             },
             max_concurrent_reconciles: 10,
+            reconcile_timeout: Duration::from_secs(60),
         }
     }
 

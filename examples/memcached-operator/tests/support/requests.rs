@@ -20,6 +20,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
@@ -41,6 +42,7 @@ pub struct RequestLog {
 struct State {
     log: Vec<Request>,
     faults: Vec<Fault>,
+    delays: Vec<(Verb, String, Duration)>,
 }
 
 struct Fault {
@@ -78,6 +80,12 @@ impl RequestLog {
         });
     }
 
+    /// Delays the answer to the next request matching `verb` and `resource` by `delay`, as a
+    /// slow or hanging connection would.
+    pub fn delay_next(&self, verb: Verb, resource: &str, delay: Duration) {
+        self.lock().delays.push((verb, resource.to_owned(), delay));
+    }
+
     /// Every request sent since the log was last cleared, in order, failed ones included.
     pub fn requests(&self) -> Vec<Request> {
         self.lock().log.clone()
@@ -101,10 +109,18 @@ impl RequestLog {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Logs `request` and returns the injected failure code, if one matches.
-    fn record(&self, request: &http::Request<Body>) -> Option<u16> {
+    /// Logs `request`; returns the injected failure code and delay, if any match.
+    fn record(&self, request: &http::Request<Body>) -> (Option<u16>, Option<Duration>) {
         let mut entry = describe(request);
         let mut state = self.lock();
+        let matching = |(verb, resource, _): &(Verb, String, Duration)| {
+            *verb == entry.verb && (resource == "*" || *resource == entry.resource)
+        };
+        let delay = state
+            .delays
+            .iter()
+            .position(matching)
+            .map(|at| state.delays.remove(at).2);
         let fault = state.faults.iter_mut().find(|f| {
             f.remaining > 0
                 && f.verb == entry.verb
@@ -120,7 +136,7 @@ impl RequestLog {
         }
         let code = entry.injected_failure;
         state.log.push(entry);
-        code
+        (code, delay)
     }
 }
 
@@ -158,11 +174,15 @@ where
     }
 
     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        if let Some(code) = self.log.record(&request) {
+        let (code, delay) = self.log.record(&request);
+        if let Some(code) = code {
             return Box::pin(async move { Ok(failure(code)) });
         }
         let response = self.inner.call(request);
         Box::pin(async move {
+            if let Some(delay) = delay {
+                tokio::time::sleep(delay).await;
+            }
             let response = response.await.map_err(Into::into)?;
             Ok(response.map(|body| body.map_err(Into::into).boxed_unsync()))
         })
