@@ -44,7 +44,26 @@ const RESERVED_CRATES: &[&str] = &[
 /// Kinds whose generated struct would shadow a prelude name the generated code itself uses
 /// (kube's `CustomResource` derive writes `status: Option<…>`, controllers return `Result`).
 const CLASHING_KINDS: &[&str] = &[
-    "Self", "Option", "Some", "None", "Result", "Ok", "Err", "String", "Vec", "Box",
+    "Self", "Option", "Some", "None", "Result", "Ok", "Err", "String", "Vec", "Box", "Default",
+    "Clone", "Copy", "Send", "Sync", "Sized", "Drop", "Fn", "FnMut", "FnOnce", "From", "Into",
+    "TryFrom", "TryInto", "Iterator", "IntoIterator", "Extend", "ToString", "ToOwned", "AsRef",
+    "AsMut", "PartialEq", "Eq", "PartialOrd", "Ord", "Future", "IntoFuture", "Unpin",
+];
+
+/// Names that the files generated for a kind (its API module, controller, tests and benchmark)
+/// import or declare: a kind of the same name would clash with them (E0252/E0255).
+/// `names_imported_by_the_templates_are_reserved` (in `scaffold::templates`) keeps this list
+/// complete when a template changes.
+pub const GENERATED_NAMES: &[&str] = &[
+    "Action", "Api", "ApiResource", "Arc", "BTreeMap", "Capabilities", "Client", "Cluster",
+    "Condition", "Conditions", "Container", "ContainerPort", "Context", "Controller",
+    "CustomResource", "DeleteParams", "Deployment", "DeploymentSpec", "Deserialize", "Duration",
+    "DynamicObject", "Error", "Event", "EventType", "FINALIZER", "HashMap", "IMAGE", "IMAGE_ENV",
+    "Instant", "Instruments", "JsonSchema", "LabelSelector", "ListParams", "Manager", "Mutex",
+    "NAME", "ObjectMeta", "Patch", "PatchParams", "PodSecurityContext", "PodSpec",
+    "PodTemplateSpec", "PostParams", "RESYNC", "RULES", "Recorder", "Resource", "ResourceExt", "Rollout",
+    "Rule", "SeccompProfile", "SecurityContext", "Serialize", "Shared", "StreamExt", "TestEnv",
+    "Truth", "Verb", "Workloads",
 ];
 
 /// The one error shape: `invalid <what> "<value>": <rule> (e.g. <example>)`.
@@ -193,6 +212,11 @@ impl ProjectName {
             format!("its crate name {crate_name:?} is a Rust keyword")
         } else if RESERVED_CRATES.contains(&crate_name.as_str()) {
             format!("its crate name {crate_name:?} is reserved by Cargo or the standard library")
+        } else if crate::scaffold::dependency_crates().contains(&crate_name) {
+            format!(
+                "its crate name {crate_name:?} is the name of a crate the generated project \
+                 depends on, so `use {crate_name}::…` would be ambiguous"
+            )
         } else {
             return Ok(Self(s.to_string()));
         };
@@ -322,8 +346,20 @@ impl Kind {
             let rule = "a kind cannot be Self or a Rust prelude name (Option, Result, String, …), \
                 because the generated code uses those";
             (rule.to_string(), rename.as_str())
+        } else if GENERATED_NAMES.contains(&s) {
+            let rule = "the generated code already uses that name (an import or a type of the \
+                controller, its tests or its API module), so the kind's own type would clash";
+            (rule.to_string(), rename.as_str())
         } else if RUST_KEYWORDS.contains(&snake.as_str()) {
             let rule = format!("its Rust module name {snake:?} is a keyword; choose another kind");
+            (rule, rename.as_str())
+        } else if ["std", "core", "alloc", "proc_macro"].contains(&snake.as_str())
+            || crate::scaffold::dependency_crates().contains(&snake)
+        {
+            let rule = format!(
+                "its Rust module name {snake:?} is the name of a crate the generated code uses \
+                 (`{snake}::…` would then mean the module); choose another kind"
+            );
             (rule, rename.as_str())
         } else if kebab.len() > LABEL_MAX {
             let rule = format!(
@@ -791,6 +827,8 @@ impl ContainerCommand {
                 "a command is comma-separated arguments, none empty, and argument {} is empty",
                 i + 1
             )
+        } else if let Some(i) = args.iter().position(|a| a.chars().any(char::is_control)) {
+            format!("argument {} contains a control character (a newline, a tab, …)", i + 1)
         } else {
             return Ok(Self(args));
         };

@@ -110,3 +110,32 @@ fn a_verb_missing_from_rules_fails_the_real_control_plane_tests() {
         "expected a 403 on creating the Deployment:\n{stdout}"
     );
 }
+
+/// Names that are valid but close to what the generated code uses (a kind whose plural is a
+/// keyword, a plural with a dash, kinds named like Kubernetes or Rust things) all go into one
+/// project, which must still compile: memop either makes such a clash impossible or refuses it.
+#[test]
+fn adversarial_but_valid_names_compile() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("edge-case-operator");
+    std::fs::create_dir(&dir).unwrap();
+    common::run(&dir, &["init", "--domain", "example.com", "--license", "none"]);
+    let apis: &[&[&str]] = &[
+        &["--group", "cache", "--kind", "A"], // plural "as", a keyword
+        &["--group", "cache", "--kind", "Foo", "--plural", "my-foos"],
+        &["--group", "cache", "--kind", "Deployments"],
+        &["--group", "cache", "--kind", "Pod"],
+        &["--group", "cache", "--kind", "Test"],
+        &["--group", "cache", "--kind", "Stdlib"],
+        &["--group", "cache", "--kind", "Core2"],
+        &["--group", "a-b", "--version", "v1", "--kind", "Item"],
+        &["--group", "web", "--kind", "ContextConfig", "--image", "example.com/app:_1.0",
+          "--image-container-port", "8080", "--image-container-command", "sh,-c,echo \"hi\" \\ $HOME"],
+    ];
+    for api in apis {
+        let mut args = vec!["create", "api"];
+        args.extend_from_slice(api);
+        common::run(&dir, &args);
+    }
+    common::check(&dir, "cargo", &["check", "--locked", "--all-targets"]);
+}

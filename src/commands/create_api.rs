@@ -300,6 +300,19 @@ fn check_conflicts(
                 kind.snake()
             );
         }
+        // The API module of one version re-exports each kind with its Spec and Status types.
+        let same_version = other.version == args.version;
+        let (a, b) = (kind.as_str(), other.kind.as_str());
+        let shadows = |x: &str, y: &str| x == format!("{y}Spec") || x == format!("{y}Status");
+        if same_version && (shadows(a, b) || shadows(b, a)) {
+            bail!(
+                "{kind} and the existing kind {} of {}/{} would clash: the types of one are named \
+                 like the Spec or Status type of the other; choose another kind name",
+                other.kind,
+                other.group,
+                other.version
+            );
+        }
         if other_plural.as_deref() == Some(plural.as_str()) {
             bail!(
                 "{kind} would have the plural {plural}, which the existing kind {} of group {} already has; \

@@ -2,7 +2,10 @@
 //!
 //! Templates are written formatted for typical names, but where rustfmt breaks a line depends
 //! on how long the names in it are; formatting the rendered files is the only way every
-//! generated project passes `cargo fmt --check`. All files go through one rustfmt process.
+//! generated project passes `cargo fmt --check`. All files go through one rustfmt process, in a
+//! scratch directory: rustfmt also formats the files of out-of-line modules (`mod x;`), so each
+//! `#[path = "…"]` is pointed at a stand-in inside the scratch directory while it runs, and
+//! nothing outside it is ever read, created or formatted.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,13 +18,21 @@ pub fn rustfmt(files: &mut [(PathBuf, String)], project: &Path) -> Result<()> {
         return Ok(());
     }
     let scratch = tempdir()?;
+    let result = format_in(&scratch, files, project);
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+fn format_in(scratch: &Path, files: &mut [(PathBuf, String)], project: &Path) -> Result<()> {
     let mut paths = Vec::with_capacity(files.len());
-    for (relative, contents) in files.iter() {
+    let mut redirected = Vec::new();
+    for (relative, contents) in files.iter_mut() {
         let path = scratch.join(relative);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        std::fs::write(&path, contents)?;
+        *contents = redirect_paths(contents, &mut redirected);
+        std::fs::write(&path, &*contents)?;
         paths.push(path);
     }
     // rustfmt follows `mod x;` into x.rs and fails when it is missing; modules outside the plan
@@ -29,7 +40,7 @@ pub fn rustfmt(files: &mut [(PathBuf, String)], project: &Path) -> Result<()> {
     for ((_, contents), path) in files.iter().zip(&paths) {
         for child in child_modules(path, contents) {
             if !child.exists() && !child.with_extension("").join("mod.rs").exists() {
-                std::fs::create_dir_all(child.parent().unwrap_or(&scratch))?;
+                std::fs::create_dir_all(child.parent().unwrap_or(scratch))?;
                 std::fs::write(&child, "")?;
             }
         }
@@ -55,8 +66,36 @@ pub fn rustfmt(files: &mut [(PathBuf, String)], project: &Path) -> Result<()> {
         Ok(out) => Err(anyhow::anyhow!("rustfmt failed: {}", String::from_utf8_lossy(&out.stderr).trim())),
         Err(e) => Err(e).context("running rustfmt"),
     };
-    let _ = std::fs::remove_dir_all(&scratch);
+    // Put the real paths back, formatted or not.
+    for (_, contents) in files.iter_mut() {
+        for (stand_in, original) in &redirected {
+            *contents = contents.replace(stand_in.as_str(), original);
+        }
+    }
     result
+}
+
+/// `contents` with the path of every `#[path = "…"]` attribute replaced by a stand-in file name
+/// beside the file (recorded in `redirected` with the original, to put back afterwards).
+fn redirect_paths(contents: &str, redirected: &mut Vec<(String, String)>) -> String {
+    let mut out = String::with_capacity(contents.len());
+    for line in contents.split_inclusive('\n') {
+        let attribute = line.trim_start();
+        let quoted = attribute
+            .strip_prefix("#[path")
+            .and_then(|rest| rest.trim_start().strip_prefix('='))
+            .and_then(|rest| rest.trim_start().strip_prefix('"'))
+            .and_then(|rest| rest.split_once('"'));
+        match quoted {
+            Some((original, _)) => {
+                let stand_in = format!("memop_path_stand_in_{}.rs", redirected.len());
+                out.push_str(&line.replacen(&format!("\"{original}\""), &format!("\"{stand_in}\""), 1));
+                redirected.push((stand_in, original.to_string()));
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
 }
 
 /// Where the out-of-line modules that `file` declares live: `dir/x.rs` beside a `mod.rs`,

@@ -7,7 +7,7 @@ mod plan;
 mod templates;
 
 pub use plan::{Applied, IfExists, Plan};
-pub use templates::{Entry, Templates};
+pub use templates::{Entry, Templates, dependency_crates};
 
 use anyhow::Result;
 use tera::Context;

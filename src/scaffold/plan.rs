@@ -4,11 +4,16 @@
 //! earlier operation touched it, else what is on disk. So a command can create a file and insert
 //! into it in one plan. Nothing touches the disk until [`Plan::apply`], which writes every file to
 //! a temporary sibling first and renames them into place only when all were written.
+//!
+//! memop never writes outside the project: a path whose file or any directory on the way, below
+//! the project's own directory, is a symbolic link is refused before anything is written (the
+//! link could lead anywhere), and temporary files get unpredictable names and are created
+//! exclusively, so a link planted at such a name is never followed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs;
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Write as _};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
@@ -65,6 +70,7 @@ impl Plan {
 
     /// The contents of `path` as the plan sees it, or `None` when it does not exist.
     pub fn read(&self, path: &Path) -> Result<Option<String>> {
+        self.check_inside(path)?;
         match self.changes.get(path) {
             Some(Change::Create { contents }) => Ok(Some(contents.clone())),
             Some(Change::Update { new, .. }) => Ok(Some(new.clone())),
@@ -80,6 +86,7 @@ impl Plan {
     /// Plans writing `contents` to `path`.
     pub fn write(&mut self, path: impl AsRef<Path>, contents: String, if_exists: IfExists) -> Result<()> {
         let path = path.as_ref();
+        self.check_inside(path)?;
         self.formatted.remove(path);
         let disk = read_disk(&self.root.join(path))?;
         let current = match self.changes.get(path) {
@@ -110,6 +117,33 @@ impl Plan {
             None => Change::Create { contents },
         };
         self.changes.insert(path.to_path_buf(), change);
+        Ok(())
+    }
+
+    /// Refuses a path that could lead outside the project: not a plain relative path, or with a
+    /// symbolic link as the file or as any directory on the way to it.
+    fn check_inside(&self, path: &Path) -> Result<()> {
+        use std::path::Component;
+        if !path.components().all(|c| matches!(c, Component::Normal(_))) {
+            bail!("{} is not a path inside the project; memop writes only there", path.display());
+        }
+        let mut at = self.root.clone();
+        for component in path.components() {
+            at.push(component);
+            match fs::symlink_metadata(&at) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    let shown = at.strip_prefix(&self.root).unwrap_or(&at);
+                    bail!(
+                        "{} is a symbolic link, and memop does not follow links, so that it never                          writes outside the project; replace it with the real {} (or remove it) and                          run the command again",
+                        shown.display(),
+                        if at.as_path() == self.root.join(path) { "file" } else { "directory" }
+                    );
+                }
+                Ok(_) => {}
+                // Nothing there yet: nothing below it can be a link either.
+                Err(_) => break,
+            }
+        }
         Ok(())
     }
 
@@ -275,24 +309,43 @@ impl Plan {
 
     fn stage<'a>(&'a self, staged: &mut Vec<(PathBuf, PathBuf, &'a Change)>, created_dirs: &mut Vec<PathBuf>) -> Result<()> {
         for (path, change) in &self.changes {
+            // Checked again right before writing: the tree may have changed since planning.
+            self.check_inside(path)?;
             let target = self.root.join(path);
             let parent = target.parent().unwrap_or(&self.root).to_path_buf();
             create_dirs(&parent, created_dirs)?;
             let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let tmp = parent.join(format!(".{name}.memop-tmp"));
             let contents = match change {
                 Change::Create { contents } => contents,
                 Change::Update { new, .. } => new,
             };
-            fs::write(&tmp, contents).with_context(|| format!("writing {}", tmp.display()))?;
+            let (tmp, mut file) = create_temp(&parent, &name)?;
+            // Staged at once, so that a failed write below is cleaned up with the rest.
+            staged.push((tmp.clone(), target.clone(), change));
+            file.write_all(contents.as_bytes()).with_context(|| format!("writing {}", tmp.display()))?;
             if let Ok(meta) = fs::metadata(&target) {
-                // Keep the mode of files we replace (a user may have made a script executable).
-                let _ = fs::set_permissions(&tmp, meta.permissions());
+                // Keep the mode of files we replace (a user may have made a script executable);
+                // through the handle, so it is the file we created that changes.
+                let _ = file.set_permissions(meta.permissions());
             }
-            staged.push((tmp, target, change));
         }
         Ok(())
     }
+}
+
+/// Creates a new temporary file beside `name` in `dir`: a name no one can predict, created only
+/// if nothing (a file, or a symbolic link) is there yet.
+fn create_temp(dir: &Path, name: &str) -> Result<(PathBuf, fs::File)> {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    for attempt in 0..100u32 {
+        let tmp = dir.join(format!(".{name}.{}-{nanos:x}-{attempt}.memop-tmp", std::process::id()));
+        match fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(file) => return Ok((tmp, file)),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("writing {}", tmp.display())),
+        }
+    }
+    bail!("could not create a temporary file beside {}", dir.join(name).display())
 }
 
 fn read_disk(path: &Path) -> Result<Option<String>> {

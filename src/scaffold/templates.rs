@@ -111,6 +111,28 @@ impl Templates {
     }
 }
 
+/// The crate names (`-` as `_`) that a generated project depends on, from the `[dependencies]`
+/// and `[dev-dependencies]` of its `Cargo.toml` template: a project may not be named like one.
+pub fn dependency_crates() -> Vec<String> {
+    let manifest = TEMPLATES
+        .get_file("init/Cargo.toml.tera")
+        .and_then(|f| f.contents_utf8())
+        .unwrap_or_default();
+    let mut in_dependencies = false;
+    let mut crates = Vec::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_dependencies = matches!(line, "[dependencies]" | "[dev-dependencies]");
+        } else if let Some((name, _)) = line.split_once('=').filter(|_| in_dependencies) {
+            let name = name.trim();
+            if !name.is_empty() && !name.starts_with('#') {
+                crates.push(name.replace('-', "_"));
+            }
+        }
+    }
+    crates
+}
+
 fn collect(dir: &'static Dir<'static>, out: &mut Vec<(String, &'static str)>) {
     for file in dir.files() {
         let name = file.path().to_string_lossy().replace('\\', "/");
@@ -172,6 +194,70 @@ fn chain(err: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_dependencies_of_generated_projects_are_known() {
+        let crates = dependency_crates();
+        for name in ["kube", "tokio", "serde", "anyhow", "k8s_openapi", "rcgen", "tower"] {
+            assert!(crates.contains(&name.to_string()), "{name} in {crates:?}");
+        }
+    }
+
+    /// Every name that a per-kind template imports or declares is refused as a kind
+    /// (`names::GENERATED_NAMES`): a kind of that name would not compile.
+    #[test]
+    fn names_imported_by_the_templates_are_reserved() {
+        let mut sources = Vec::new();
+        collect(&TEMPLATES, &mut sources);
+        let per_kind = ["controller-operand/", "controller-skeleton/", "resource/"];
+        let mut missing = std::collections::BTreeSet::new();
+        for (name, text) in sources.iter().filter(|(n, _)| per_kind.iter().any(|p| n.starts_with(p))) {
+            if name.contains('@') {
+                continue; // fragments inserted into shared files, not per-kind files
+            }
+            // Template expressions make the kind's own names ({{ kind }}Spec and the like).
+            let text = replace_between(&replace_between(text, "{{", "}}", "KIND"), "{%", "%}", "");
+            let mut statements: Vec<&str> = Vec::new();
+            for (at, _) in text.match_indices("use ") {
+                let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+                if text[line_start..at].trim().is_empty() || text[line_start..at].trim() == "pub" {
+                    statements.push(text[at..].split(';').next().unwrap_or_default());
+                }
+            }
+            for line in text.lines().map(str::trim_start) {
+                for keyword in ["struct ", "enum ", "trait ", "type ", "const ", "static "] {
+                    let line = line.strip_prefix("pub ").unwrap_or(line);
+                    if let Some(rest) = line.strip_prefix(keyword) {
+                        statements.push(rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or_default());
+                    }
+                }
+            }
+            for statement in statements {
+                for ident in statement.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+                    // A kind is letters and digits only, and is never `KIND…` itself here.
+                    let could_be_a_kind = ident.starts_with(|c: char| c.is_ascii_uppercase())
+                        && !ident.contains('_')
+                        && !ident.contains("KIND");
+                    if could_be_a_kind && crate::names::Kind::parse(ident).is_ok() {
+                        missing.insert(format!("{ident} ({name})"));
+                    }
+                }
+            }
+        }
+        assert!(missing.is_empty(), "add to names::GENERATED_NAMES: {missing:?}");
+    }
+
+    fn replace_between(text: &str, open: &str, close: &str, with: &str) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(start) = rest.find(open) {
+            out.push_str(&rest[..start]);
+            out.push_str(with);
+            rest = rest[start..].split_once(close).map_or("", |(_, after)| after);
+        }
+        out.push_str(rest);
+        out
+    }
 
     #[test]
     fn substitutes_placeholders_in_paths() {

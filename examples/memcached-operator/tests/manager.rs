@@ -154,7 +154,8 @@ async fn a_manager_whose_caches_cannot_sync_fails_visibly_and_stops_on_sigterm()
     let (exited, took) = manager.terminate().await;
     println!("stopped {took:?} after SIGTERM, caches never synced");
     assert!(exited.success(), "{exited}");
-    assert!(took < Duration::from_secs(3), "nothing to drain: {took:?}");
+    // Well below the 8 s a drain may take: nothing was in flight.
+    assert!(took < Duration::from_secs(6), "nothing to drain: {took:?}");
 
     let mut manager = Manager::start(&env, &nobody, &["--cache-sync-timeout=3s"]);
     let exited = manager.wait(Duration::from_secs(10)).await;

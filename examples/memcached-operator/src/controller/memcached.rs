@@ -149,12 +149,12 @@ pub async fn run(shared: Shared) -> anyhow::Result<()> {
 
 /// [`run`] with a context of the caller's (tests choose the image).
 pub async fn run_with(shared: Shared, ctx: Context) -> anyhow::Result<()> {
-    let memcacheds: Api<Memcached> = shared.namespaced_api();
+    let objects: Api<Memcached> = shared.namespaced_api();
     let deployments: Api<Deployment> = shared.namespaced_api();
     let managed_by = format!("app.kubernetes.io/managed-by={MANAGED_BY}");
     let owned = watcher::Config::default().labels(&managed_by);
     let shutdown = shared.shutdown.clone();
-    let controller = Controller::new(memcacheds, watcher::Config::default().any_semantic())
+    let controller = Controller::new(objects, watcher::Config::default().any_semantic())
         .with_config(shared.controller_config())
         .owns(deployments, owned)
         .graceful_shutdown_on(async move { shutdown.wait().await });
