@@ -51,14 +51,21 @@ fn main() -> ExitCode {
         dir: cli.dir.unwrap_or_else(|| PathBuf::from(".")),
         dry_run: cli.dry_run,
     };
-    let result = match cli.command {
-        Command::Init(args) => commands::init::run(&global, args),
-        Command::Create(Create::Api(args)) => commands::create_api::run(&global, args),
-        Command::Version => {
+    // Commands that change a project hold its lock while they read, plan and write.
+    let changes_the_project = matches!(cli.command, Command::Init(_) | Command::Create(_)) && !global.dry_run;
+    let lock = match changes_the_project {
+        true => commands::Lock::take(&global.dir),
+        false => Ok(None),
+    };
+    let result = match (lock, cli.command) {
+        (Err(err), _) => Err(err),
+        (Ok(_lock), Command::Init(args)) => commands::init::run(&global, args),
+        (Ok(_lock), Command::Create(Create::Api(args))) => commands::create_api::run(&global, args),
+        (Ok(_), Command::Version) => {
             println!("memop {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
-        Command::Completion(args) => commands::completion::run::<Cli>(args),
+        (Ok(_), Command::Completion(args)) => commands::completion::run::<Cli>(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -148,3 +148,136 @@ fn a_project_named_like_a_dependency_is_refused() {
     }
     assert_eq!(fs::read_dir(scratch.path()).unwrap().count(), 0, "nothing written");
 }
+
+#[test]
+fn re_running_recognises_insertions_however_they_were_formatted_since() {
+    let (_scratch, dir, _outside) = project();
+    let api = ["--group", "cache", "--kind", "ClusterBackupSchedule", "--controller=false"];
+    create_api(&dir, &api).success();
+    let api_mod = dir.join("src/api/cache/v1alpha1/mod.rs");
+    let text = fs::read_to_string(&api_mod).unwrap();
+    // Wrapped as rustfmt would wrap a longer line, and commented by hand.
+    let wrapped = text
+        .replace("mod cluster_backup_schedule;", "mod cluster_backup_schedule; // ours")
+        .replace(
+            "pub use cluster_backup_schedule::{",
+            "pub use cluster_backup_schedule::{\n   ",
+        );
+    assert_ne!(wrapped, text, "the test edits the file: {text}");
+    fs::write(&api_mod, &wrapped).unwrap();
+    let mut again = api.to_vec();
+    again.push("--force");
+    create_api(&dir, &again).success();
+    let text = fs::read_to_string(&api_mod).unwrap();
+    assert_eq!(text.matches("mod cluster_backup_schedule;").count(), 1, "{text}");
+    assert_eq!(text.matches("pub use cluster_backup_schedule::").count(), 1, "{text}");
+}
+
+#[test]
+fn a_running_command_holds_the_project_lock() {
+    let (_scratch, dir, _outside) = project();
+    fs::write(dir.join(".memop.lock"), "12345\n").unwrap();
+    let before = tree(&dir);
+    let assert = create_api(&dir, MEMCACHED).failure();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(stderr.contains("another memop command is working on this project"), "{stderr}");
+    assert!(stderr.contains("process 12345"), "{stderr}");
+    assert_eq!(tree(&dir), before);
+    fs::remove_file(dir.join(".memop.lock")).unwrap();
+    create_api(&dir, MEMCACHED).success();
+    assert!(!dir.join(".memop.lock").exists(), "released when done");
+}
+
+#[test]
+fn two_commands_at_once_never_lose_an_api() {
+    let (_scratch, dir, _outside) = project();
+    for round in 0..5 {
+        let kinds = [format!("Foo{round}"), format!("Bar{round}")];
+        let children: Vec<_> = kinds
+            .iter()
+            .map(|kind| {
+                std::process::Command::new(assert_cmd::cargo::cargo_bin("memop"))
+                    .current_dir(&dir)
+                    .args(["create", "api", "--group", "cache", "--kind", kind, "--controller=false"])
+                    .output()
+                    .unwrap()
+            })
+            .collect();
+        let project = fs::read_to_string(dir.join("PROJECT")).unwrap();
+        for (kind, out) in kinds.iter().zip(children) {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if out.status.success() {
+                assert!(project.contains(&format!("kind: {kind}\n")), "{kind} lost:\n{project}");
+            } else {
+                assert!(stderr.contains("another memop command"), "{stderr}");
+            }
+        }
+    }
+}
+
+#[test]
+fn apis_that_would_share_files_are_refused_up_front() {
+    let (_scratch, dir, _outside) = project();
+    create_api(&dir, &["--group", "a-b", "--kind", "Foo", "--controller=false"]).success();
+    create_api(&dir, &["--group", "foo", "--kind", "BarBaz", "--controller=false"]).success();
+    let before = tree(&dir);
+    let clashes: [(&[&str], &str); 2] = [
+        (&["--group", "a.b", "--kind", "Foo", "--controller=false"], "share the Rust module src/api/a_b/"),
+        (&["--group", "foo-bar", "--kind", "Baz", "--controller=false"], "config/rbac/foo_bar_baz_*_role.yaml"),
+    ];
+    for (args, expected) in clashes {
+        for force in [false, true] {
+            let mut args = args.to_vec();
+            if force {
+                args.push("--force");
+            }
+            let assert = create_api(&dir, &args).failure();
+            let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+            assert!(stderr.contains(expected), "{stderr}");
+            assert!(!stderr.contains("pass --force"), "{stderr}");
+        }
+    }
+    assert_eq!(tree(&dir), before);
+}
+
+#[test]
+fn short_names_stay_unique_within_a_group() {
+    let (_scratch, dir, _outside) = project();
+    create_api(&dir, &["--group", "cache", "--kind", "Backup", "--controller=false"]).success();
+    create_api(&dir, &["--group", "cache", "--kind", "Bucket", "--controller=false"]).success();
+    let backup = fs::read_to_string(dir.join("src/api/cache/v1alpha1/backup.rs")).unwrap();
+    let bucket = fs::read_to_string(dir.join("src/api/cache/v1alpha1/bucket.rs")).unwrap();
+    assert!(backup.contains("shortname = \"bc\""), "{backup}");
+    assert!(!bucket.contains("shortname"), "{bucket}");
+}
+
+#[test]
+fn force_with_a_new_image_keeps_the_rest_of_the_operand() {
+    let (_scratch, dir, _outside) = project();
+    create_api(&dir, MEMCACHED).success();
+    let mut again = MEMCACHED.to_vec();
+    again.extend(["--image", "memcached:1.6.30-alpine3.20", "--force"]);
+    create_api(&dir, &again).success();
+    let project = fs::read_to_string(dir.join("PROJECT")).unwrap();
+    assert!(project.contains("image: memcached:1.6.30-alpine3.20"), "{project}");
+    assert!(project.contains("runAsUser: 1001"), "{project}");
+    assert!(project.contains("--memory-limit=64"), "{project}");
+    assert!(project.contains("containerPort: 11211"), "{project}");
+}
+
+#[test]
+fn init_force_refuses_when_project_does_not_load() {
+    let (_scratch, dir, _outside) = project();
+    create_api(&dir, MEMCACHED).success();
+    let project = fs::read_to_string(dir.join("PROJECT")).unwrap();
+    fs::write(dir.join("PROJECT"), format!("{project}futureField: 1\n")).unwrap();
+    let before = tree(&dir);
+    let assert = memop()
+        .current_dir(&dir)
+        .args(["init", "--domain", "example.com", "--force"])
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(stderr.contains("cannot tell which APIs"), "{stderr}");
+    assert_eq!(tree(&dir), before);
+}

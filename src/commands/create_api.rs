@@ -188,7 +188,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         kind: kind.to_string(),
         plural: plural.to_string(),
         singular: kind.lower(),
-        short_name: kind.short_name(),
+        short_name: short_name(&project, &group, &kind),
         kind_snake: kind.snake(),
         kind_kebab: kind.kebab(),
         kind_screaming: kind.screaming(),
@@ -333,6 +333,31 @@ fn check_conflicts(
             );
         }
     }
+    // Different APIs whose files would have the same names: the group's module
+    // (`a-b` and `a.b` are both `a_b`), or the RBAC helper roles (`<group>_<kind>`).
+    let group_module = args.group.replace(['-', '.'], "_");
+    let role_prefix = format!("{group_module}_{}", kind.snake());
+    for other in project.resources.iter().filter(|r| !(r.group == args.group && r.kind == kind.as_str())) {
+        let other_module = other.group.replace(['-', '.'], "_");
+        if other.group != args.group && other_module == group_module {
+            bail!(
+                "group {} would share the Rust module src/api/{group_module}/ with the existing group {}; \
+                 choose another group name",
+                args.group,
+                other.group
+            );
+        }
+        let other_prefix = Kind::parse(&other.kind).ok().map(|k| format!("{other_module}_{}", k.snake()));
+        if other_prefix.as_deref() == Some(role_prefix.as_str()) {
+            bail!(
+                "{kind} of group {} and the existing kind {} of group {} would share the files \
+                 config/rbac/{role_prefix}_*_role.yaml; choose another kind or group name",
+                args.group,
+                other.kind,
+                other.group
+            );
+        }
+    }
     let same_kind = project
         .resources
         .iter()
@@ -357,13 +382,31 @@ fn check_conflicts(
     Ok(())
 }
 
+/// The CRD short name of `kind`, unless another kind of its group already has it: the API
+/// server would refuse to serve the second CRD (`ShortNamesConflict`).
+fn short_name(project: &Project, group: &Group, kind: &Kind) -> Option<String> {
+    let short = kind.short_name()?;
+    let taken = project
+        .resources
+        .iter()
+        .filter(|r| r.group == group.as_str() && r.kind != kind.as_str())
+        .filter_map(|r| Kind::parse(&r.kind).ok()?.short_name())
+        .any(|other| other == short);
+    (!taken).then_some(short)
+}
+
 /// The operand a controller deploys: `--image` wins, then the kind's preset, then none (skeleton).
 fn operand_for(args: &Args, kind: &Kind, existing: Option<&Resource>) -> Result<Option<Operand>> {
     let preset = PRESETS.iter().find(|p| p.kind == kind.as_str());
     // Regenerating an operand kind keeps what PROJECT recorded, unless flags change it.
     let kept = existing.and_then(|r| r.operand.clone());
     let mut operand = match (&args.image, kept, preset) {
-        (Some(image), _, _) => Operand {
+        // A new image for an operand kind: the rest (command, port, user) stays as recorded.
+        (Some(image), Some(kept), _) => Operand {
+            image: Image::parse(image)?.to_string(),
+            ..kept
+        },
+        (Some(image), None, _) => Operand {
             container_command: Vec::new(),
             container_port: 0,
             image: Image::parse(image)?.to_string(),

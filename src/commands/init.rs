@@ -61,8 +61,18 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             dir.display()
         );
     }
-    // Even --force does not drop APIs: their files would stay, unregistered and unbuilt.
-    if let Ok(existing) = Project::load(dir)
+    // Even --force does not drop APIs: their files would stay, unregistered and unbuilt. A
+    // PROJECT that does not load might list some: refuse rather than guess.
+    let existing = match Project::load(dir) {
+        Err(err) if dir.join(project::FILE).exists() => {
+            return Err(err.context(
+                "init --force cannot tell which APIs the existing PROJECT file lists, and would \
+                 drop them; fix PROJECT (or remove it, if the directory holds no memop project)",
+            ));
+        }
+        loaded => loaded.ok(),
+    };
+    if let Some(existing) = existing
         && !existing.resources.is_empty()
     {
         let apis: Vec<String> =

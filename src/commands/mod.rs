@@ -7,9 +7,9 @@ pub mod create_api;
 pub mod init;
 pub mod lockfile;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context as _, Result, bail};
 
 use crate::scaffold::Plan;
 
@@ -18,6 +18,48 @@ use crate::scaffold::Plan;
 pub struct Global {
     pub dir: PathBuf,
     pub dry_run: bool,
+}
+
+/// The lock file that keeps two memop commands from changing one project at once (each would
+/// read PROJECT before the other wrote it, and one API would be lost).
+pub const LOCK_FILE: &str = ".memop.lock";
+
+/// Held while a command works on a project; dropping it removes the lock file.
+pub struct Lock(PathBuf);
+
+impl Lock {
+    /// Takes the lock of the project in `dir`, or says who holds it. `None` when `dir` does not
+    /// exist yet (nothing else can be working on it).
+    pub fn take(dir: &Path) -> Result<Option<Self>> {
+        if !dir.is_dir() {
+            return Ok(None);
+        }
+        let path = dir.join(LOCK_FILE);
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(mut file) => {
+                use std::io::Write as _;
+                let _ = writeln!(file, "{}", std::process::id());
+                Ok(Some(Self(path)))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                bail!(
+                    "another memop command is working on this project (it holds {}, process {}); \
+                     wait for it to finish and run this one again. If none is running (it was \
+                     killed), delete that file",
+                    path.display(),
+                    holder.trim()
+                )
+            }
+            Err(e) => Err(e).with_context(|| format!("creating {}", path.display())),
+        }
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Prints a dry run, or applies the plan and lists what was written.

@@ -387,9 +387,28 @@ fn is_marker(line: &str, tag: &str) -> bool {
     body.is_some_and(|b| b.trim() == tag)
 }
 
+/// Whether `text` already holds the `wanted` lines, in order, however a formatter has wrapped or
+/// indented them since (rustfmt splits a long line; a user may add a trailing comment).
 fn contains_lines(text: &str, wanted: &[&str]) -> bool {
-    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    lines.windows(wanted.len()).any(|w| w == wanted)
+    // Without whitespace, and without the trailing commas rustfmt adds when it wraps a list.
+    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let unwrap = |s: String| s.replace(",}", "}").replace(",)", ")").replace(",]", "]");
+    let wanted = unwrap(squeeze(&wanted.concat()));
+    // Line by line, each without its trailing `//` or `#` comment, so that a comment added at
+    // the end of an inserted line does not hide it.
+    let code: String = text
+        .lines()
+        .map(|line| {
+            let line = line.trim();
+            let attribute = line.starts_with("#[") || line.starts_with("#!");
+            if line.starts_with("//") || (line.starts_with('#') && !attribute) {
+                return String::new(); // a comment line, such as the marker itself
+            }
+            let comment = line.find(" //").or_else(|| line.find(" #")).unwrap_or(line.len());
+            squeeze(&line[..comment])
+        })
+        .collect();
+    unwrap(code).contains(&wanted)
 }
 
 #[cfg(test)]
