@@ -10,6 +10,7 @@ Usage: scripts/fmt-templates.py [--check] [FILE...]
 """
 import re
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -93,8 +94,9 @@ def main():
             continue  # fragments are formatted where they land
         original = path.read_text()
         encoded, tags = encode(original)
+        # Outside the repository: memop's own rustfmt.toml is not the generated projects'.
         result = subprocess.run(["rustfmt", "--edition", "2024", "--emit", "stdout", "--quiet"],
-                                input=encoded, capture_output=True, text=True)
+                                input=encoded, capture_output=True, text=True, cwd=tempfile.gettempdir())
         if result.returncode != 0:
             print(f"{path}: rustfmt failed:\n{result.stderr}", file=sys.stderr)
             bad += 1

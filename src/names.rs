@@ -21,33 +21,57 @@ const SUBDOMAIN_MAX: usize = 253;
 
 /// Rust keywords, strict and reserved (2024 edition): none can name a crate or module.
 const RUST_KEYWORDS: &[&str] = &[
-    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
-    "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub",
-    "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type",
-    "unsafe", "use", "where", "while", "abstract", "become", "box", "do", "final", "gen", "macro",
-    "override", "priv", "try", "typeof", "unsized", "virtual", "yield",
+    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false", "fn",
+    "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self",
+    "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "abstract", "become",
+    "box", "do", "final", "gen", "macro", "override", "priv", "try", "typeof", "unsized", "virtual", "yield",
 ];
 
 /// Crate names Cargo rejects (`test`, its build directories) or that shadow a sysroot crate.
-const RESERVED_CRATES: &[&str] = &[
-    "test",
-    "build",
-    "deps",
-    "examples",
-    "incremental",
-    "std",
-    "core",
-    "alloc",
-    "proc_macro",
-];
+const RESERVED_CRATES: &[&str] =
+    &["test", "build", "deps", "examples", "incremental", "std", "core", "alloc", "proc_macro"];
 
 /// Kinds whose generated struct would shadow a prelude name the generated code itself uses
 /// (kube's `CustomResource` derive writes `status: Option<…>`, controllers return `Result`).
 const CLASHING_KINDS: &[&str] = &[
-    "Self", "Option", "Some", "None", "Result", "Ok", "Err", "String", "Vec", "Box", "Default",
-    "Clone", "Copy", "Send", "Sync", "Sized", "Drop", "Fn", "FnMut", "FnOnce", "From", "Into",
-    "TryFrom", "TryInto", "Iterator", "IntoIterator", "Extend", "ToString", "ToOwned", "AsRef",
-    "AsMut", "PartialEq", "Eq", "PartialOrd", "Ord", "Future", "IntoFuture", "Unpin",
+    "Self",
+    "Option",
+    "Some",
+    "None",
+    "Result",
+    "Ok",
+    "Err",
+    "String",
+    "Vec",
+    "Box",
+    "Default",
+    "Clone",
+    "Copy",
+    "Send",
+    "Sync",
+    "Sized",
+    "Drop",
+    "Fn",
+    "FnMut",
+    "FnOnce",
+    "From",
+    "Into",
+    "TryFrom",
+    "TryInto",
+    "Iterator",
+    "IntoIterator",
+    "Extend",
+    "ToString",
+    "ToOwned",
+    "AsRef",
+    "AsMut",
+    "PartialEq",
+    "Eq",
+    "PartialOrd",
+    "Ord",
+    "Future",
+    "IntoFuture",
+    "Unpin",
 ];
 
 /// Names that the files generated for a kind (its API module, controller, tests and benchmark)
@@ -55,15 +79,65 @@ const CLASHING_KINDS: &[&str] = &[
 /// `names_imported_by_the_templates_are_reserved` (in `scaffold::templates`) keeps this list
 /// complete when a template changes.
 pub const GENERATED_NAMES: &[&str] = &[
-    "Action", "Api", "ApiResource", "Arc", "BTreeMap", "Capabilities", "Client", "Cluster",
-    "Condition", "Conditions", "Container", "ContainerPort", "Context", "Controller",
-    "CustomResource", "DeleteParams", "Deployment", "DeploymentSpec", "Deserialize", "Duration",
-    "DynamicObject", "Error", "Event", "EventType", "FINALIZER", "HashMap", "IMAGE", "IMAGE_ENV",
-    "Instant", "Instruments", "JsonSchema", "LabelSelector", "ListParams", "Manager", "Mutex",
-    "NAME", "ObjectMeta", "Patch", "PatchParams", "PodSecurityContext", "PodSpec",
-    "PodTemplateSpec", "PostParams", "RESYNC", "RULES", "Recorder", "Resource", "ResourceExt", "Rollout",
-    "Rule", "SeccompProfile", "SecurityContext", "Serialize", "Shared", "StreamExt", "TestEnv",
-    "Truth", "Verb", "Workloads",
+    "Action",
+    "Api",
+    "ApiResource",
+    "Arc",
+    "BTreeMap",
+    "Capabilities",
+    "Client",
+    "Cluster",
+    "Condition",
+    "Conditions",
+    "Container",
+    "ContainerPort",
+    "Context",
+    "Controller",
+    "CustomResource",
+    "DeleteParams",
+    "Deployment",
+    "DeploymentSpec",
+    "Deserialize",
+    "Duration",
+    "DynamicObject",
+    "Error",
+    "Event",
+    "EventType",
+    "FINALIZER",
+    "HashMap",
+    "IMAGE",
+    "IMAGE_ENV",
+    "Instant",
+    "Instruments",
+    "JsonSchema",
+    "LabelSelector",
+    "ListParams",
+    "Manager",
+    "Mutex",
+    "NAME",
+    "ObjectMeta",
+    "Patch",
+    "PatchParams",
+    "PodSecurityContext",
+    "PodSpec",
+    "PodTemplateSpec",
+    "PostParams",
+    "RESYNC",
+    "RULES",
+    "Recorder",
+    "Resource",
+    "ResourceExt",
+    "Rollout",
+    "Rule",
+    "SeccompProfile",
+    "SecurityContext",
+    "Serialize",
+    "Shared",
+    "StreamExt",
+    "TestEnv",
+    "Truth",
+    "Verb",
+    "Workloads",
 ];
 
 /// The one error shape: `invalid <what> "<value>": <rule> (e.g. <example>)`.
@@ -95,9 +169,7 @@ fn subdomain_problem(s: &str, subject: &str) -> Option<String> {
         ))
     } else if s.len() > SUBDOMAIN_MAX {
         let n = s.len();
-        Some(format!(
-            "{subject} must be at most {SUBDOMAIN_MAX} characters (it has {n})"
-        ))
+        Some(format!("{subject} must be at most {SUBDOMAIN_MAX} characters (it has {n})"))
     } else {
         let label = s.split('.').find(|label| label.len() > LABEL_MAX)?;
         Some(format!(
@@ -204,10 +276,7 @@ impl ProjectName {
              and '-', starting with a letter and ending with a letter or digit"
                 .to_string()
         } else if s.len() > LABEL_MAX {
-            format!(
-                "a project name must be at most {LABEL_MAX} characters (it has {})",
-                s.len()
-            )
+            format!("a project name must be at most {LABEL_MAX} characters (it has {})", s.len())
         } else if RUST_KEYWORDS.contains(&crate_name.as_str()) {
             format!("its crate name {crate_name:?} is a Rust keyword")
         } else if RESERVED_CRATES.contains(&crate_name.as_str()) {
@@ -282,19 +351,11 @@ impl Version {
             .and_then(number)
             .and_then(|rest| match rest {
                 "" => Some(""),
-                _ => rest
-                    .strip_prefix("alpha")
-                    .or_else(|| rest.strip_prefix("beta"))
-                    .and_then(number),
+                _ => rest.strip_prefix("alpha").or_else(|| rest.strip_prefix("beta")).and_then(number),
             })
             .is_some_and(str::is_empty);
         if s.is_empty() {
-            Err(invalid(
-                "--version",
-                s,
-                "a version cannot be empty",
-                "\"v1alpha1\"",
-            ))
+            Err(invalid("--version", s, "a version cannot be empty", "\"v1alpha1\""))
         } else if !well_formed {
             Err(anyhow!(
                 "invalid --version {s:?}: a version must look like v1, v1alpha1 or v2beta3: v<N>, \
@@ -329,9 +390,7 @@ impl Kind {
         let rename = format!("\"{s}Config\"");
         let (rule, example) = if s.is_empty() {
             ("a kind cannot be empty".to_string(), "\"Memcached\"")
-        } else if !s.starts_with(|c: char| c.is_ascii_uppercase())
-            || !s.bytes().all(|c| c.is_ascii_alphanumeric())
-        {
+        } else if !s.starts_with(|c: char| c.is_ascii_uppercase()) || !s.bytes().all(|c| c.is_ascii_alphanumeric()) {
             let rule = "a kind must be PascalCase, starting with an uppercase letter and \
                 containing only letters and digits";
             (rule.to_string(), "\"Memcached\"")
@@ -439,8 +498,8 @@ impl Kind {
 
 /// Short names of built-in kinds that a CRD's short name must not shadow.
 const BUILTIN_SHORT_NAMES: &[&str] = &[
-    "cj", "cm", "crd", "cs", "csr", "deploy", "ds", "ep", "ev", "hpa", "ing", "limits", "netpol",
-    "no", "ns", "pc", "pdb", "po", "psp", "pv", "pvc", "quota", "rc", "rs", "sa", "sc", "sts", "svc",
+    "cj", "cm", "crd", "cs", "csr", "deploy", "ds", "ep", "ev", "hpa", "ing", "limits", "netpol", "no", "ns", "pc",
+    "pdb", "po", "psp", "pv", "pvc", "quota", "rc", "rs", "sa", "sc", "sts", "svc",
 ];
 
 /// The CRD's `spec.names.plural`: the URL path segment (`/apis/cache.example.com/v1/memcacheds`),
@@ -456,16 +515,12 @@ impl Plural {
         if s.is_empty() {
             Err(bad("a plural cannot be empty".into()))
         } else if !is_label(s, true) {
-            Err(bad(
-                "a plural must be a lowercase RFC 1035 label: a-z, 0-9 and '-', starting \
+            Err(bad("a plural must be a lowercase RFC 1035 label: a-z, 0-9 and '-', starting \
                 with a letter and ending with a letter or digit"
-                    .into(),
-            ))
+                .into()))
         } else if s.len() > LABEL_MAX {
             let n = s.len();
-            Err(bad(format!(
-                "a plural must be at most {LABEL_MAX} characters (it has {n})"
-            )))
+            Err(bad(format!("a plural must be at most {LABEL_MAX} characters (it has {n})")))
         } else {
             Ok(Self(s.to_string()))
         }
@@ -627,18 +682,13 @@ fn pluralize(word: &str) -> String {
     if let Some(&(_, plural, _, _)) = DICTIONARY.iter().find(|e| e.0 == word) {
         return plural.to_string();
     }
-    let known_plural = |&(_, plural, alt, entry): &(&str, &str, &str, Entry)| {
-        entry != OneWay && (plural == word || alt == word)
-    };
+    let known_plural =
+        |&(_, plural, alt, entry): &(&str, &str, &str, Entry)| entry != OneWay && (plural == word || alt == word);
     if DICTIONARY.iter().any(known_plural) {
         return word.to_string();
     }
     let upper = word.to_ascii_uppercase();
-    let part = if ACRONYMS.contains(&upper.as_str()) {
-        upper.as_str()
-    } else {
-        word
-    };
+    let part = if ACRONYMS.contains(&upper.as_str()) { upper.as_str() } else { word };
     let rules = DICTIONARY
         .iter()
         .rev()
@@ -654,11 +704,7 @@ fn pluralize(word: &str) -> String {
             return format!("{prefix}{stem}{replacement}");
         }
     }
-    if word.ends_with('s') {
-        word.to_string()
-    } else {
-        format!("{word}s")
-    }
+    if word.ends_with('s') { word.to_string() } else { format!("{word}s") }
 }
 
 /// `--image`: the operand container's image, written into the Deployment the controller creates
@@ -680,12 +726,7 @@ impl Image {
             return Ok(Self(s.to_string()));
         };
         let rule = format!("{rule}; an image looks like [registry/]name[:tag][@digest]");
-        Err(invalid(
-            "--image",
-            s,
-            rule,
-            "\"memcached:1.6.26-alpine3.19\"",
-        ))
+        Err(invalid("--image", s, rule, "\"memcached:1.6.26-alpine3.19\""))
     }
 
     fn check_reference(s: &str) -> Result<(), &'static str> {
@@ -693,9 +734,7 @@ impl Image {
         if s.contains('@') {
             let (algorithm, hex) = digest.split_once(':').unwrap_or(("", ""));
             let ok = |p: &str, extra: &str| {
-                !p.is_empty()
-                    && p.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || extra.contains(c))
+                !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || extra.contains(c))
             };
             if !ok(algorithm, "+._-") || !ok(hex, "") {
                 return Err("a digest must look like sha256:<hex>");
@@ -708,11 +747,7 @@ impl Image {
         };
         if let Some(tag) = tag {
             let ok_char = |c: char| c.is_ascii_alphanumeric() || "_.-".contains(c);
-            if tag.is_empty()
-                || tag.len() > 128
-                || tag.starts_with(['.', '-'])
-                || !tag.chars().all(ok_char)
-            {
+            if tag.is_empty() || tag.len() > 128 || tag.starts_with(['.', '-']) || !tag.chars().all(ok_char) {
                 return Err("a tag must be 1 to 128 letters, digits, '_', '.' or '-', \
                     not starting with '.' or '-'");
             }
@@ -735,10 +770,8 @@ impl Image {
                 && b.iter().all(|c| alnum(c) || b"._-".contains(c))
         };
         if !parts.iter().all(component_ok) {
-            return Err(
-                "each '/'-separated part of the image name must be lowercase letters and \
-                digits, optionally separated by '.', '_' or '-'",
-            );
+            return Err("each '/'-separated part of the image name must be lowercase letters and \
+                digits, optionally separated by '.', '_' or '-'");
         }
         Ok(())
     }
@@ -823,10 +856,7 @@ impl ContainerCommand {
         let rule = if s.trim().is_empty() {
             "a command cannot be empty".to_string()
         } else if let Some(i) = args.iter().position(String::is_empty) {
-            format!(
-                "a command is comma-separated arguments, none empty, and argument {} is empty",
-                i + 1
-            )
+            format!("a command is comma-separated arguments, none empty, and argument {} is empty", i + 1)
         } else if let Some(i) = args.iter().position(|a| a.chars().any(char::is_control)) {
             format!("argument {} contains a control character (a newline, a tab, …)", i + 1)
         } else {
@@ -901,10 +931,7 @@ mod tests {
         assert!(err(Domain::parse("")).contains("a domain cannot be empty"));
         assert!(Domain::parse(&"a".repeat(63)).is_ok());
         let e = err(Domain::parse(&format!("{}.io", "a".repeat(64))));
-        assert!(
-            e.contains("label of a domain must be at most 63 characters"),
-            "{e}"
-        );
+        assert!(e.contains("label of a domain must be at most 63 characters"), "{e}");
         let long = vec!["a".repeat(63); 4].join(".");
         assert!(err(Domain::parse(&long)).contains("at most 253 characters (it has 255)"));
     }
@@ -916,21 +943,14 @@ mod tests {
         check(ProjectName::parse, ok, bad);
         assert!(err(ProjectName::parse("")).contains("a project name cannot be empty"));
         let p = ProjectName::parse("memcached-operator").unwrap();
-        assert_eq!(
-            (p.as_str(), p.crate_name().as_str()),
-            ("memcached-operator", "memcached_operator")
-        );
+        assert_eq!((p.as_str(), p.crate_name().as_str()), ("memcached-operator", "memcached_operator"));
         assert!(ProjectName::parse(&"a".repeat(63)).is_ok());
-        assert!(
-            err(ProjectName::parse(&"a".repeat(64))).contains("at most 63 characters (it has 64)")
-        );
+        assert!(err(ProjectName::parse(&"a".repeat(64))).contains("at most 63 characters (it has 64)"));
         assert!(err(ProjectName::parse("build")).contains("reserved by Cargo"));
         assert!(err(ProjectName::parse("match")).contains("\"match\" is a Rust keyword"));
         let e = err(ProjectName::parse("My_Operator"));
         assert!(e.starts_with("invalid project name \"My_Operator\": a project name must be"));
-        assert!(
-            e.ends_with("(e.g. \"memcached-operator\"); pass --project-name to choose another")
-        );
+        assert!(e.ends_with("(e.g. \"memcached-operator\"); pass --project-name to choose another"));
     }
 
     #[test]
@@ -938,10 +958,7 @@ mod tests {
         let p = ProjectName::from_dir(Path::new("/home/me/Memcached-Operator")).unwrap();
         assert_eq!(p.as_str(), "memcached-operator");
         let e = err(ProjectName::from_dir(Path::new("/home/me/My_Operator")));
-        assert!(
-            e.contains("\"my_operator\" (the lowercased name of directory"),
-            "{e}"
-        );
+        assert!(e.contains("\"my_operator\" (the lowercased name of directory"), "{e}");
         assert!(e.contains("pass --project-name"), "{e}");
         assert!(err(ProjectName::from_dir(Path::new("/"))).contains("pass --project-name"));
     }
@@ -955,10 +972,7 @@ mod tests {
         assert_eq!(g.qualified(&domain()), "cache.example.com");
         assert_eq!(g.module_name(), "cache");
         for (group, module) in [("foo-bar", "foo_bar"), ("foo.bar", "foo_bar")] {
-            assert_eq!(
-                Group::parse(group, &domain()).unwrap().module_name(),
-                module
-            );
+            assert_eq!(Group::parse(group, &domain()).unwrap().module_name(), module);
         }
         assert_eq!(
             err(Group::parse("Cache", &domain())),
@@ -980,13 +994,11 @@ mod tests {
         let bad = "1 v v0 v01 v1alpha v1beta0 v1alpha01 V1 v1gamma1 v1-alpha1 foo v1alpha1beta1";
         check(Version::parse, ok, bad);
         assert!(Version::parse("v1alpha1 ").is_err());
-        assert_eq!(
-            Version::parse("v1alpha1").unwrap().module_name(),
-            "v1alpha1"
+        assert_eq!(Version::parse("v1alpha1").unwrap().module_name(), "v1alpha1");
+        assert!(
+            err(Version::parse("v1alpha"))
+                .starts_with("invalid --version \"v1alpha\": a version must look like v1, v1alpha1 or v2beta3")
         );
-        assert!(err(Version::parse("v1alpha")).starts_with(
-            "invalid --version \"v1alpha\": a version must look like v1, v1alpha1 or v2beta3"
-        ));
         assert!(err(Version::parse("")).contains("cannot be empty (e.g. \"v1alpha1\")"));
         assert!(err(Version::parse(&format!("v{}", "9".repeat(63)))).contains("at most 63"));
     }
@@ -1006,10 +1018,7 @@ mod tests {
         assert!(Kind::parse(&"A".repeat(63)).is_ok());
         assert!(err(Kind::parse(&"A".repeat(64))).contains("at most 63 characters (it has 64)"));
         let e = err(Kind::parse("Type"));
-        assert!(
-            e.contains("\"type\" is a keyword") && e.contains("\"TypeConfig\""),
-            "{e}"
-        );
+        assert!(e.contains("\"type\" is a keyword") && e.contains("\"TypeConfig\""), "{e}");
         assert!(err(Kind::parse("Self")).contains("Self or a Rust prelude name"));
         assert!(err(Kind::parse(&"Ab".repeat(31))).contains("kebab-case form"));
     }
@@ -1029,10 +1038,7 @@ mod tests {
         ];
         for (kind, lower, snake, screaming, kebab) in cases {
             let k = Kind::parse(kind).unwrap();
-            assert_eq!(
-                [k.lower(), k.snake(), k.screaming(), k.kebab()],
-                [lower, snake, screaming, kebab]
-            );
+            assert_eq!([k.lower(), k.snake(), k.screaming(), k.kebab()], [lower, snake, screaming, kebab]);
         }
     }
 
@@ -1060,15 +1066,9 @@ mod tests {
         assert!(!Plural::parse("healthchecks").unwrap().is_regular_for(&kind));
         // flect's acronym quirk: kubebuilder fails here too.
         let e = err(Plural::for_kind(&Kind::parse("Dns").unwrap()));
-        assert!(
-            e.contains("\"dnsDNSes\"") && e.contains("--plural dnses"),
-            "{e}"
-        );
+        assert!(e.contains("\"dnsDNSes\"") && e.contains("--plural dnses"), "{e}");
         let e = err(Plural::for_kind(&Kind::parse(&"A".repeat(63)).unwrap()));
-        assert!(
-            e.contains("pass --plural (e.g. --plural memcacheds)"),
-            "{e}"
-        );
+        assert!(e.contains("pass --plural (e.g. --plural memcacheds)"), "{e}");
     }
 
     /// Pairs from kubebuilder's docs and flect v1.0.3's own test table (`flect_test.go`),
@@ -1122,14 +1122,9 @@ mod tests {
         let bad = "Memcached memcached: memcached:-x a//b /a a/ a@sha256 a@:abc example.com:/x";
         check(Image::parse, ok, bad);
         assert!(Image::parse("memcached\t").is_err());
-        assert_eq!(
-            Image::parse("memcached:1.6").unwrap().as_str(),
-            "memcached:1.6"
-        );
+        assert_eq!(Image::parse("memcached:1.6").unwrap().as_str(), "memcached:1.6");
         let e = err(Image::parse("mem cached"));
-        assert!(
-            e.starts_with("invalid --image \"mem cached\": an image cannot contain whitespace")
-        );
+        assert!(e.starts_with("invalid --image \"mem cached\": an image cannot contain whitespace"));
         assert!(e.ends_with("(e.g. \"memcached:1.6.26-alpine3.19\")"), "{e}");
         assert!(err(Image::parse("")).contains("an image cannot be empty"));
     }
@@ -1168,21 +1163,12 @@ mod tests {
         }
         assert!(err(ContainerCommand::parse("")).contains("a command cannot be empty"));
         let c = ContainerCommand::parse("memcached, --memory-limit=64 ,-o,modern,-v").unwrap();
-        assert_eq!(
-            c.args(),
-            ["memcached", "--memory-limit=64", "-o", "modern", "-v"]
-        );
+        assert_eq!(c.args(), ["memcached", "--memory-limit=64", "-o", "modern", "-v"]);
         assert_eq!(c.to_string(), "memcached,--memory-limit=64,-o,modern,-v");
         assert_eq!(c.into_vec().len(), 5);
         let e = err(ContainerCommand::parse("memcached,,-v"));
-        assert!(
-            e.contains("\"memcached,,-v\"") && e.contains("argument 2 is empty"),
-            "{e}"
-        );
-        assert!(
-            e.ends_with("(e.g. \"memcached,--memory-limit=64,-o,modern,-v\")"),
-            "{e}"
-        );
+        assert!(e.contains("\"memcached,,-v\"") && e.contains("argument 2 is empty"), "{e}");
+        assert!(e.ends_with("(e.g. \"memcached,--memory-limit=64,-o,modern,-v\")"), "{e}");
     }
 
     #[test]

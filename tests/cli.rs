@@ -50,9 +50,7 @@ fn argv(line: &str) -> Vec<String> {
 /// The memop binary under test, with a reproducible clock, running `line` in `dir`.
 fn memop(dir: &Path, line: &str) -> Command {
     let mut cmd = Command::cargo_bin("memop").expect("memop binary");
-    cmd.env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
-        .current_dir(dir)
-        .args(argv(line));
+    cmd.env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH).current_dir(dir).args(argv(line));
     cmd
 }
 
@@ -66,10 +64,7 @@ struct Output {
 #[track_caller]
 fn ok(dir: &Path, line: &str) -> Output {
     let out = memop(dir, line).assert().success().get_output().clone();
-    Output {
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    Output { stdout: String::from_utf8(out.stdout).unwrap(), stderr: String::from_utf8(out.stderr).unwrap() }
 }
 
 /// One entry of a directory tree: a directory, or a file's bytes.
@@ -117,11 +112,7 @@ fn changed(before: &Tree, after: &Tree) -> Vec<PathBuf> {
 #[track_caller]
 fn assert_unchanged(dir: &Path, before: &Tree, what: &str) {
     let diff = changed(before, &snapshot(dir));
-    assert!(
-        diff.is_empty(),
-        "`{what}` changed {} on disk: {diff:?}",
-        dir.display()
-    );
+    assert!(diff.is_empty(), "`{what}` changed {} on disk: {diff:?}", dir.display());
 }
 
 /// Runs `memop <line>` in `dir` and asserts it is refused: exit code 1, nothing on stdout, stderr
@@ -133,19 +124,10 @@ fn refused(dir: &Path, line: &str, expected: &[&str]) -> String {
     let out = memop(dir, line).assert().code(1).get_output().clone();
     let stdout = String::from_utf8(out.stdout).unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        stderr.starts_with("error: "),
-        "memop {line}: not one error:\n{stderr}"
-    );
-    assert!(
-        stdout.is_empty(),
-        "memop {line} failed but printed to stdout:\n{stdout}"
-    );
+    assert!(stderr.starts_with("error: "), "memop {line}: not one error:\n{stderr}");
+    assert!(stdout.is_empty(), "memop {line} failed but printed to stdout:\n{stdout}");
     for want in expected {
-        assert!(
-            stderr.contains(want),
-            "memop {line}: stderr lacks {want:?}:\n{stderr}"
-        );
+        assert!(stderr.contains(want), "memop {line}: stderr lacks {want:?}:\n{stderr}");
     }
     assert_unchanged(dir, &before, &format!("memop {line}"));
     stderr
@@ -217,15 +199,8 @@ fn init_rejects_bad_domains_and_writes_nothing() {
         (&long_domain, &["a domain must be at most 253 characters (it has 255)", fix]),
     ];
     for (domain, expected) in cases {
-        refused(
-            dir,
-            &format!("init --project-name op --domain={domain}"),
-            expected,
-        );
-        assert!(
-            snapshot(dir).is_empty(),
-            "init --domain {domain} left files behind"
-        );
+        refused(dir, &format!("init --project-name op --domain={domain}"), expected);
+        assert!(snapshot(dir).is_empty(), "init --domain {domain} left files behind");
     }
 }
 
@@ -262,25 +237,13 @@ fn init_rejects_a_directory_name_that_is_no_project_name() {
     let named = "invalid project name \"my_operator\" (the lowercased name of directory";
     let fix = "pass --project-name to choose another";
     // Run inside the directory, and pointed at it with -C.
-    refused(
-        &bad,
-        "init --domain example.com",
-        &[named, "My_Operator", fix],
-    );
+    refused(&bad, "init --domain example.com", &[named, "My_Operator", fix]);
     refused(tmp.path(), "-C My_Operator init", &[named, fix]);
     refused(tmp.path(), "-C My_Operator --dry-run init", &[named, fix]);
     assert!(snapshot(&bad).is_empty());
     // -C to a missing directory: refused before the directory is created.
-    refused(
-        tmp.path(),
-        "-C Bad_Name/sub_dir init",
-        &["\"sub_dir\"", fix],
-    );
-    refused(
-        tmp.path(),
-        "-C new-op init --domain Bad",
-        &["invalid --domain \"Bad\""],
-    );
+    refused(tmp.path(), "-C Bad_Name/sub_dir init", &["\"sub_dir\"", fix]);
+    refused(tmp.path(), "-C new-op init --domain Bad", &["invalid --domain \"Bad\""]);
     assert!(!tmp.path().join("Bad_Name").exists());
     assert!(!tmp.path().join("new-op").exists());
 }
@@ -289,21 +252,9 @@ fn init_rejects_a_directory_name_that_is_no_project_name() {
 fn init_refuses_to_reinitialize_a_project() {
     let (_tmp, dir) = project(&[]);
     let fix = "run `memop create api` to extend it, or pass --force to initialize over it";
-    refused(
-        &dir,
-        "init --domain example.com",
-        &["already holds a project (found PROJECT)", fix],
-    );
-    refused(
-        &dir,
-        "init --domain other.io --project-name other",
-        &["(found PROJECT)", fix],
-    );
-    refused(
-        &dir,
-        "--dry-run init --domain example.com",
-        &["(found PROJECT)", fix],
-    );
+    refused(&dir, "init --domain example.com", &["already holds a project (found PROJECT)", fix]);
+    refused(&dir, "init --domain other.io --project-name other", &["(found PROJECT)", fix]);
+    refused(&dir, "--dry-run init --domain example.com", &["(found PROJECT)", fix]);
 
     // Any one of the project's files is enough to refuse.
     let tmp = scratch();
@@ -312,16 +263,8 @@ fn init_refuses_to_reinitialize_a_project() {
         fs::create_dir_all(dir.join(marker).parent().unwrap()).unwrap();
         fs::write(dir.join(marker), "# mine\n").unwrap();
         let found = format!("already holds a project (found {marker})");
-        refused(
-            &dir,
-            "init --domain example.com --project-name op",
-            &[&found, fix],
-        );
-        refused(
-            tmp.path(),
-            &format!("-C {name} init --project-name op"),
-            &[&found, fix],
-        );
+        refused(&dir, "init --domain example.com --project-name op", &[&found, fix]);
+        refused(tmp.path(), &format!("-C {name} init --project-name op"), &[&found, fix]);
     }
 }
 
@@ -331,11 +274,7 @@ fn init_refuses_a_regular_file_as_its_directory() {
     fs::write(tmp.path().join("notes.txt"), "mine\n").unwrap();
     let expected = ["notes.txt is not a directory", "pass -C with a directory"];
     refused(tmp.path(), "-C notes.txt init --project-name op", &expected);
-    refused(
-        tmp.path(),
-        "-C notes.txt --dry-run init --project-name op",
-        &expected,
-    );
+    refused(tmp.path(), "-C notes.txt --dry-run init --project-name op", &expected);
     assert_eq!(read(tmp.path(), "notes.txt"), "mine\n");
 }
 
@@ -348,28 +287,13 @@ fn create_api_needs_a_project() {
     let tmp = scratch();
     let dir = tmp.path();
     let fix = "run `memop init --domain example.com` there first";
-    refused(
-        dir,
-        "create api --group cache --kind Foo",
-        &["has no PROJECT file", fix],
-    );
+    refused(dir, "create api --group cache --kind Foo", &["has no PROJECT file", fix]);
     let missing = "-C missing create api --group cache --kind Foo";
-    refused(
-        dir,
-        missing,
-        &[
-            "missing has no PROJECT file, so it is not a memop project",
-            fix,
-        ],
-    );
+    refused(dir, missing, &["missing has no PROJECT file, so it is not a memop project", fix]);
     assert!(!dir.join("missing").exists());
     // A project's other files without PROJECT are not a project either.
     fs::write(dir.join("Cargo.toml"), "[package]\n").unwrap();
-    refused(
-        dir,
-        "--dry-run create api --group cache --kind Foo",
-        &["has no PROJECT file", fix],
-    );
+    refused(dir, "--dry-run create api --group cache --kind Foo", &["has no PROJECT file", fix]);
 }
 
 #[test]
@@ -504,19 +428,11 @@ fn create_api_rejects_bad_image_flags() {
         ),
     ];
     for (flags, expected) in cases {
-        refused(
-            &dir,
-            &format!("create api --group web --kind Nginx {flags}"),
-            expected,
-        );
+        refused(&dir, &format!("create api --group web --kind Nginx {flags}"), expected);
     }
     // The preset kind, whose --image is optional, checks the same flags.
     let line = "create api --group cache --kind Memcached --image-container-port 0";
-    refused(
-        &dir,
-        line,
-        &["invalid --image-container-port \"0\"", port_rule],
-    );
+    refused(&dir, line, &["invalid --image-container-port \"0\"", port_rule]);
     let line = "create api --group cache --kind Memcached --run-as-user 0";
     refused(&dir, line, &["invalid --run-as-user \"0\"", uid_rule]);
 }
@@ -526,11 +442,7 @@ fn create_api_rejects_flag_combinations_that_make_no_sense() {
     let (_tmp, dir) = project(&[]);
     let nginx = "create api --group web --kind Nginx";
     let needs_image = "so it needs --image IMG (e.g. --image nginx:1.27)";
-    for flag in [
-        "--image-container-port 8080",
-        "--image-container-command nginx",
-        "--run-as-user 1",
-    ] {
+    for flag in ["--image-container-port 8080", "--image-container-command nginx", "--run-as-user 1"] {
         let name = flag.split(' ').next().unwrap();
         let named = format!("error: {name} describes the image a controller deploys");
         refused(&dir, &format!("{nginx} {flag}"), &[&named, needs_image]);
@@ -538,10 +450,7 @@ fn create_api_rejects_flag_combinations_that_make_no_sense() {
     refused(
         &dir,
         &format!("{nginx} --image nginx:1.27"),
-        &[
-            "--image nginx:1.27 needs --image-container-port PORT",
-            "--image-container-port 8080)",
-        ],
+        &["--image nginx:1.27 needs --image-container-port PORT", "--image-container-port 8080)"],
     );
     refused(
         &dir,
@@ -559,22 +468,10 @@ fn create_api_rejects_flag_combinations_that_make_no_sense() {
     // An operand's Deployment runs in the namespace of its custom resource.
     let fix = "must be namespaced; drop --namespaced=false (or --image)";
     let line = format!("create api {MEMCACHED} --namespaced=false");
-    refused(
-        &dir,
-        &line,
-        &[
-            "error: Memcached is cluster-scoped",
-            "each Memcached, so Memcached",
-            fix,
-        ],
-    );
+    refused(&dir, &line, &["error: Memcached is cluster-scoped", "each Memcached, so Memcached", fix]);
     let line = format!("create api {NGINX} --namespaced=false");
     refused(&dir, &line, &["each Nginx, so Nginx", fix]);
-    refused(
-        &dir,
-        &format!("create api {NGINX} --namespaced false"),
-        &[fix],
-    );
+    refused(&dir, &format!("create api {NGINX} --namespaced false"), &[fix]);
 
     // Clap's own parsing errors are usage errors (exit code 2), and write nothing either.
     let before = snapshot(&dir);
@@ -582,13 +479,8 @@ fn create_api_rejects_flag_combinations_that_make_no_sense() {
     let maybe = predicate::str::contains("invalid value 'maybe' for '--namespaced");
     memop(&dir, &bad_bool).assert().code(2).stderr(maybe);
     let no_group = predicate::str::contains("--group <GROUP>");
-    memop(&dir, "create api --kind Nginx")
-        .assert()
-        .code(2)
-        .stderr(no_group);
-    memop(&dir, "create api --group web --kind Nginx --bogus")
-        .assert()
-        .code(2);
+    memop(&dir, "create api --kind Nginx").assert().code(2).stderr(no_group);
+    memop(&dir, "create api --group web --kind Nginx --bogus").assert().code(2);
     assert_unchanged(&dir, &before, "usage errors");
 }
 
@@ -614,16 +506,8 @@ fn create_api_refuses_conflicts_with_existing_apis() {
     );
     let exists = "API resource cache/v1alpha1, Kind=Memcached already exists; pass --force";
     refused(&dir, "create api --group cache --kind Memcached", &[exists]);
-    refused(
-        &dir,
-        "--dry-run create api --group cache --kind Memcached",
-        &[exists],
-    );
-    refused(
-        &dir,
-        "create api --group cache --kind Memcached --controller=false",
-        &[exists],
-    );
+    refused(&dir, "--dry-run create api --group cache --kind Memcached", &[exists]);
+    refused(&dir, "create api --group cache --kind Memcached --controller=false", &[exists]);
     refused(
         &dir,
         "create api --group cache --kind Memcached --resource=false",
@@ -646,16 +530,10 @@ fn create_api_refuses_conflicts_with_existing_apis() {
 /// end, and returns the count.
 #[track_caller]
 fn dry_run_count(stdout: &str) -> usize {
-    let files = stdout
-        .lines()
-        .filter(|l| l.starts_with("create ") || l.starts_with("update "))
-        .count();
+    let files = stdout.lines().filter(|l| l.starts_with("create ") || l.starts_with("update ")).count();
     let summary = format!("\ndry run: {files} file(s) would change; nothing was written\n");
     assert!(files > 0, "{stdout}");
-    assert!(
-        stdout.ends_with(&summary),
-        "expected {summary:?} at the end:\n{stdout}"
-    );
+    assert!(stdout.ends_with(&summary), "expected {summary:?} at the end:\n{stdout}");
     files
 }
 
@@ -665,11 +543,7 @@ fn dry_run_init_writes_nothing() {
     let dir = tmp.path().join("memcached-operator");
     fs::create_dir(&dir).unwrap();
     let out = ok(&dir, "--dry-run init --domain example.com");
-    assert!(
-        snapshot(&dir).is_empty(),
-        "a dry run wrote {:?}",
-        snapshot(&dir).keys()
-    );
+    assert!(snapshot(&dir).is_empty(), "a dry run wrote {:?}", snapshot(&dir).keys());
     let files = dry_run_count(&out.stdout);
     for line in [
         "create PROJECT (",
@@ -679,23 +553,12 @@ fn dry_run_init_writes_nothing() {
         "+name = \"memcached-operator\"\n",
         "+projectName: memcached-operator\n",
     ] {
-        assert!(
-            out.stdout.contains(line),
-            "{line:?} missing:\n{}",
-            out.stdout
-        );
+        assert!(out.stdout.contains(line), "{line:?} missing:\n{}", out.stdout);
     }
-    assert!(
-        !out.stdout.contains("Next:"),
-        "a dry run has no next steps:\n{}",
-        out.stdout
-    );
+    assert!(!out.stdout.contains("Next:"), "a dry run has no next steps:\n{}", out.stdout);
 
     // With -C to a missing directory, the directory is not created.
-    let out = ok(
-        tmp.path(),
-        "-C new-operator --dry-run init --domain example.com",
-    );
+    let out = ok(tmp.path(), "-C new-operator --dry-run init --domain example.com");
     assert!(!tmp.path().join("new-operator").exists());
     assert_eq!(dry_run_count(&out.stdout), files);
 
@@ -705,12 +568,7 @@ fn dry_run_init_writes_nothing() {
     let before = snapshot(&dir);
     let out = ok(&dir, "--dry-run init --domain example.com --force");
     assert_unchanged(&dir, &before, "--dry-run init --force");
-    assert_eq!(
-        dry_run_count(&out.stdout),
-        1,
-        "only src/main.rs differs:\n{}",
-        out.stdout
-    );
+    assert_eq!(dry_run_count(&out.stdout), 1, "only src/main.rs differs:\n{}", out.stdout);
     let diff = "update src/main.rs\n--- a/src/main.rs\n+++ b/src/main.rs\n@@ -";
     assert!(out.stdout.starts_with(diff), "{}", out.stdout);
     assert!(out.stdout.contains("\n-// my note\n"), "{}", out.stdout);
@@ -742,12 +600,7 @@ fn dry_run_create_api_writes_nothing() {
     assert!(!stdout.contains("Next:"), "{stdout}");
     // The dry run did not count as creating the API.
     let out = ok(&dir, &format!("create api {MEMCACHED}"));
-    assert!(
-        out.stdout
-            .contains("  create  ./src/controller/memcached.rs\n"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.contains("  create  ./src/controller/memcached.rs\n"), "{}", out.stdout);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -763,32 +616,16 @@ fn force_regenerates_only_the_apis_own_files() {
     append(&dir, "src/controller/nginx.rs", "// my nginx edit\n");
     append(&dir, "README.md", "My own notes.\n");
     append(&dir, "config/rbac/kustomization.yaml", "# my rbac note\n");
-    append(
-        &dir,
-        "src/controller/memcached.rs",
-        "// an edit --force replaces\n",
-    );
-    append(
-        &dir,
-        "src/api/cache/v1alpha1/memcached.rs",
-        "// another edit --force replaces\n",
-    );
+    append(&dir, "src/controller/memcached.rs", "// an edit --force replaces\n");
+    append(&dir, "src/api/cache/v1alpha1/memcached.rs", "// another edit --force replaces\n");
     let before = snapshot(&dir);
 
     let out = ok(&dir, &format!("create api {MEMCACHED} --force"));
-    assert!(
-        out.stdout
-            .contains("  update  ./src/controller/memcached.rs\n"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.contains("  update  ./src/controller/memcached.rs\n"), "{}", out.stdout);
 
     // Only the forced API's own files changed, back to what memop generates.
     let touched = changed(&before, &snapshot(&dir));
-    let own = [
-        "src/api/cache/v1alpha1/memcached.rs",
-        "src/controller/memcached.rs",
-    ];
+    let own = ["src/api/cache/v1alpha1/memcached.rs", "src/controller/memcached.rs"];
     assert_eq!(touched, own.map(PathBuf::from), "{}", out.stdout);
     assert_eq!(read(&dir, "src/controller/memcached.rs"), controller);
     assert_eq!(read(&dir, "src/api/cache/v1alpha1/memcached.rs"), types);
@@ -797,39 +634,19 @@ fn force_regenerates_only_the_apis_own_files() {
     assert!(read(&dir, "README.md").ends_with("My own notes.\n"));
 
     // What was inserted at the markers is there once.
-    once(
-        &dir,
-        "src/main.rs",
-        "proj::controller::memcached::register(&mut manager);",
-    );
-    once(
-        &dir,
-        "src/main.rs",
-        "proj::controller::nginx::register(&mut manager);",
-    );
+    once(&dir, "src/main.rs", "proj::controller::memcached::register(&mut manager);");
+    once(&dir, "src/main.rs", "proj::controller::nginx::register(&mut manager);");
     once(&dir, "src/controller/mod.rs", "pub mod memcached;");
     once(&dir, "src/api/mod.rs", "pub mod cache;");
-    once(
-        &dir,
-        "src/api/mod.rs",
-        "<cache::v1alpha1::Memcached as kube::CustomResourceExt>",
-    );
+    once(&dir, "src/api/mod.rs", "<cache::v1alpha1::Memcached as kube::CustomResourceExt>");
     once(&dir, "src/api/cache/mod.rs", "pub mod v1alpha1;");
     once(&dir, "src/api/cache/v1alpha1/mod.rs", "mod memcached;");
     for role in ["admin", "editor", "viewer"] {
         let line = format!("- cache_memcached_{role}_role.yaml");
         once(&dir, "config/rbac/kustomization.yaml", &line);
     }
-    once(
-        &dir,
-        "config/crd/kustomization.yaml",
-        "- bases/cache.example.com_memcacheds.yaml",
-    );
-    once(
-        &dir,
-        "config/samples/kustomization.yaml",
-        "- cache_v1alpha1_memcached.yaml",
-    );
+    once(&dir, "config/crd/kustomization.yaml", "- bases/cache.example.com_memcacheds.yaml");
+    once(&dir, "config/samples/kustomization.yaml", "- cache_v1alpha1_memcached.yaml");
     once(&dir, "config/default/kustomization.yaml", "\n- ../crd\n");
     once(&dir, "PROJECT", "kind: Memcached");
     once(&dir, "config/rbac/role.yaml", "- deployments");
@@ -861,11 +678,7 @@ fn force_turns_a_skeleton_into_an_operand_controller() {
     assert!(read(&dir, "tests/cron_job.rs").contains("busybox:1.36"));
     assert!(read(&dir, "config/manager/manager.yaml").contains("busybox:1.36"));
     once(&dir, "config/rbac/role.yaml", "- deployments");
-    once(
-        &dir,
-        "src/main.rs",
-        "proj::controller::cron_job::register(&mut manager);",
-    );
+    once(&dir, "src/main.rs", "proj::controller::cron_job::register(&mut manager);");
     assert!(read(&dir, "src/main.rs").ends_with("// my note\n"));
 }
 
@@ -892,35 +705,20 @@ fn apis_of_two_groups_share_one_project() {
     assert!(memcached.starts_with(preset), "{memcached}");
     let skeleton = "Backup: skeleton controller (no --image, and memop has no preset for Backup)";
     assert!(backup.starts_with(skeleton), "{backup}");
-    assert!(
-        backup.contains("rerun with --force --image IMG"),
-        "{backup}"
-    );
+    assert!(backup.contains("rerun with --force --image IMG"), "{backup}");
     let image = "Nginx: operand controller deploying nginx:1.27 (from --image).";
     assert!(nginx.starts_with(image), "{nginx}");
     assert!(site.starts_with("Site: skeleton controller"), "{site}");
     for out in [&memcached, &backup, &nginx, &site] {
-        assert!(
-            out.contains("\nNext: implement your API in src/api/"),
-            "{out}"
-        );
+        assert!(out.contains("\nNext: implement your API in src/api/"), "{out}");
     }
 
     let project = read(&dir, "PROJECT");
     assert_eq!(count(&project, "\n- api:\n"), 4, "{project}");
     for kind in ["Memcached", "Backup", "Nginx", "Site"] {
-        assert_eq!(
-            count(&project, &format!("  kind: {kind}\n")),
-            1,
-            "{project}"
-        );
+        assert_eq!(count(&project, &format!("  kind: {kind}\n")), 1, "{project}");
     }
-    for operand in [
-        "image: nginx:1.27",
-        "containerPort: 8080",
-        "- daemon off;",
-        "runAsUser: 101",
-    ] {
+    for operand in ["image: nginx:1.27", "containerPort: 8080", "- daemon off;", "runAsUser: 101"] {
         assert!(project.contains(operand), "{operand:?} missing:\n{project}");
     }
 
@@ -937,15 +735,10 @@ fn apis_of_two_groups_share_one_project() {
         "nginxes/finalizers",
         "sites",
     ] {
-        assert_eq!(
-            count(&role, &format!("  - {resource}\n")),
-            1,
-            "{resource} in\n{role}"
-        );
+        assert_eq!(count(&role, &format!("  - {resource}\n")), 1, "{resource} in\n{role}");
     }
     assert_eq!(count(&role, "  - apps\n"), 1, "{role}");
-    let backups =
-        "  - cache.example.com\n  resources:\n  - backups\n  verbs:\n  - list\n  - watch\n";
+    let backups = "  - cache.example.com\n  resources:\n  - backups\n  verbs:\n  - list\n  - watch\n";
     assert!(role.contains(backups), "{role}");
 
     for crd in [
@@ -954,11 +747,7 @@ fn apis_of_two_groups_share_one_project() {
         "web.example.com_nginxes.yaml",
         "web.example.com_sites.yaml",
     ] {
-        once(
-            &dir,
-            "config/crd/kustomization.yaml",
-            &format!("- bases/{crd}\n"),
-        );
+        once(&dir, "config/crd/kustomization.yaml", &format!("- bases/{crd}\n"));
         assert!(dir.join("config/crd/bases").join(crd).is_file(), "{crd}");
     }
     let sites = read(&dir, "config/crd/bases/web.example.com_sites.yaml");
@@ -979,20 +768,9 @@ fn apis_of_two_groups_share_one_project() {
     ] {
         let register = format!("proj::controller::{module}::register(&mut manager);");
         once(&dir, "src/main.rs", &register);
-        once(
-            &dir,
-            "src/controller/mod.rs",
-            &format!("pub mod {module};\n"),
-        );
-        once(
-            &dir,
-            "src/api/mod.rs",
-            &format!("<{kind} as kube::CustomResourceExt>::crd()"),
-        );
-        assert!(
-            dir.join(format!("tests/{module}.rs")).is_file(),
-            "tests/{module}.rs"
-        );
+        once(&dir, "src/controller/mod.rs", &format!("pub mod {module};\n"));
+        once(&dir, "src/api/mod.rs", &format!("<{kind} as kube::CustomResourceExt>::crd()"));
+        assert!(dir.join(format!("tests/{module}.rs")).is_file(), "tests/{module}.rs");
     }
     for prefix in ["cache_memcached", "cache_backup", "web_nginx", "web_site"] {
         let line = format!("- {prefix}_viewer_role.yaml\n");
@@ -1002,10 +780,7 @@ fn apis_of_two_groups_share_one_project() {
     // The same kind, without a controller, in a third group: no rules, no controller.
     let before = snapshot(&dir);
     let ops = create("--group ops --kind Nginx --controller=false");
-    assert!(
-        !ops.contains("controller deploying") && !ops.contains("skeleton"),
-        "{ops}"
-    );
+    assert!(!ops.contains("controller deploying") && !ops.contains("skeleton"), "{ops}");
     assert_eq!(read(&dir, "config/rbac/role.yaml"), role);
     let touched = changed(&before, &snapshot(&dir));
     let controllers = |p: &&PathBuf| p.starts_with("src/controller") || p.starts_with("tests");
@@ -1032,14 +807,9 @@ fn init_keeps_the_users_files_and_says_so() {
     assert_eq!(out.stderr, warnings);
     assert_eq!(read(&dir, "README.md"), "# My operator\n");
     assert_eq!(read(&dir, "notes.txt"), "mine\n");
-    assert!(
-        out.stdout.contains("  create  ./PROJECT\n"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.contains("  create  ./PROJECT\n"), "{}", out.stdout);
     assert!(!out.stdout.contains("README.md"), "{}", out.stdout);
-    let next =
-        "Next: define a resource with:\n  $ memop create api --group cache --kind Memcached\n";
+    let next = "Next: define a resource with:\n  $ memop create api --group cache --kind Memcached\n";
     assert!(out.stdout.ends_with(next), "{}", out.stdout);
     assert!(read(&dir, "PROJECT").contains("projectName: memcached-operator\n"));
     assert!(read(&dir, "Cargo.toml").contains("name = \"memcached-operator\""));
@@ -1053,11 +823,7 @@ fn init_force_reinitializes_a_project() {
     append(&dir, "src/main.rs", "// my note\n");
     let out = ok(&dir, "init --domain example.com --force");
     assert!(out.stderr.is_empty(), "{}", out.stderr);
-    assert!(
-        out.stdout.starts_with("  update  ./src/main.rs\n"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.starts_with("  update  ./src/main.rs\n"), "{}", out.stdout);
     assert_eq!(read(&dir, "notes.txt"), "mine\n");
     let mut after = snapshot(&dir);
     after.remove(Path::new("notes.txt"));
@@ -1070,15 +836,8 @@ fn init_force_reinitializes_a_project() {
 #[test]
 fn init_creates_the_directory_given_with_c() {
     let tmp = scratch();
-    let out = ok(
-        tmp.path(),
-        "-C a/new-op init --domain example.com --owner 'The Ops'",
-    );
-    assert!(
-        out.stdout.contains("  create  a/new-op/PROJECT\n"),
-        "{}",
-        out.stdout
-    );
+    let out = ok(tmp.path(), "-C a/new-op init --domain example.com --owner 'The Ops'");
+    assert!(out.stdout.contains("  create  a/new-op/PROJECT\n"), "{}", out.stdout);
     let dir = tmp.path().join("a/new-op");
     let project = read(&dir, "PROJECT");
     assert!(project.contains("projectName: new-op\n"), "{project}");
@@ -1096,15 +855,8 @@ fn init_creates_the_directory_given_with_c() {
 fn version_prints_the_version() {
     let tmp = scratch();
     let expected = format!("memop {}\n", env!("CARGO_PKG_VERSION"));
-    memop(tmp.path(), "version")
-        .assert()
-        .success()
-        .stdout(expected.clone())
-        .stderr("");
-    memop(tmp.path(), "--version")
-        .assert()
-        .success()
-        .stdout(expected);
+    memop(tmp.path(), "version").assert().success().stdout(expected.clone()).stderr("");
+    memop(tmp.path(), "--version").assert().success().stdout(expected);
     assert!(snapshot(tmp.path()).is_empty());
 }
 
@@ -1112,29 +864,17 @@ fn version_prints_the_version() {
 fn completion_prints_a_script_for_each_shell() {
     let tmp = scratch();
     for shell in ["bash", "zsh", "fish"] {
-        let out = memop(tmp.path(), &format!("completion {shell}"))
-            .assert()
-            .success();
+        let out = memop(tmp.path(), &format!("completion {shell}")).assert().success();
         let script = String::from_utf8(out.get_output().stdout.clone()).unwrap();
-        assert!(
-            script.contains("memop"),
-            "{shell} script does not mention memop"
-        );
-        assert!(
-            script.contains("image-container-port"),
-            "{shell} script lacks create api's flags"
-        );
+        assert!(script.contains("memop"), "{shell} script does not mention memop");
+        assert!(script.contains("image-container-port"), "{shell} script lacks create api's flags");
     }
     memop(tmp.path(), "completion powershell")
         .assert()
         .code(2)
         .stdout("")
-        .stderr(predicate::str::contains(
-            "invalid value 'powershell' for '<SHELL>'",
-        ))
-        .stderr(predicate::str::contains(
-            "[possible values: bash, zsh, fish]",
-        ));
+        .stderr(predicate::str::contains("invalid value 'powershell' for '<SHELL>'"))
+        .stderr(predicate::str::contains("[possible values: bash, zsh, fish]"));
     memop(tmp.path(), "completion").assert().code(2);
     assert!(snapshot(tmp.path()).is_empty());
 }
@@ -1143,37 +883,19 @@ fn completion_prints_a_script_for_each_shell() {
 fn every_command_help_shows_an_example() {
     let tmp = scratch();
     let cases = [
-        (
-            "--help",
-            "\nExample:\n  mkdir memcached-operator && cd memcached-operator\n",
-        ),
+        ("--help", "\nExample:\n  mkdir memcached-operator && cd memcached-operator\n"),
         ("help", "\nExample:\n"),
         ("init --help", "\nExample:\n  mkdir memcached-operator"),
-        (
-            "init --help",
-            "memop -C memcached-operator init --domain example.com",
-        ),
-        (
-            "create api --help",
-            "\nExamples:\n  # The Memcached operator",
-        ),
-        (
-            "create api --help",
-            "memop create api --group web --kind Nginx --image nginxinc/nginx-unprivileged:1.27",
-        ),
+        ("init --help", "memop -C memcached-operator init --domain example.com"),
+        ("create api --help", "\nExamples:\n  # The Memcached operator"),
+        ("create api --help", "memop create api --group web --kind Nginx --image nginxinc/nginx-unprivileged:1.27"),
         ("help create api", "\nExamples:\n"),
         ("completion --help", "\nExample:\n  memop completion bash"),
     ];
     for (line, example) in cases {
-        memop(tmp.path(), line)
-            .assert()
-            .success()
-            .stdout(predicate::str::contains(example));
+        memop(tmp.path(), line).assert().success().stdout(predicate::str::contains(example));
     }
-    memop(tmp.path(), "")
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("Usage: memop"));
+    memop(tmp.path(), "").assert().code(2).stderr(predicate::str::contains("Usage: memop"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1184,10 +906,7 @@ fn every_command_help_shows_an_example() {
 fn reserved_kind_error_quotes_the_kind_like_every_other_error() {
     let (_tmp, dir) = project(&[]);
     let stderr = refused(&dir, "create api --group cache --kind Support", &[]);
-    assert!(
-        stderr.starts_with("error: invalid --kind \"Support\": "),
-        "{stderr}"
-    );
+    assert!(stderr.starts_with("error: invalid --kind \"Support\": "), "{stderr}");
     assert!(stderr.contains("(e.g. \"SupportConfig\")"), "{stderr}");
 }
 
@@ -1199,14 +918,8 @@ fn force_does_not_silently_ignore_image_flags() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     if out.status.success() {
         // Either the port applies to the image the API already has ...
-        assert!(
-            read(&dir, "PROJECT").contains("containerPort: 9090"),
-            "ignored:\n{stdout}"
-        );
-        assert!(
-            !stdout.contains("(from --image)"),
-            "there was no --image:\n{stdout}"
-        );
+        assert!(read(&dir, "PROJECT").contains("containerPort: 9090"), "ignored:\n{stdout}");
+        assert!(!stdout.contains("(from --image)"), "there was no --image:\n{stdout}");
     } else {
         // ... or the command is refused, as it is for a kind without an image.
         assert_eq!(out.status.code(), Some(1));
@@ -1216,9 +929,7 @@ fn force_does_not_silently_ignore_image_flags() {
 
 #[test]
 fn operand_controller_is_refused_for_an_existing_cluster_scoped_kind() {
-    let (_tmp, dir) = project(&[&format!(
-        "{MEMCACHED} --namespaced=false --controller=false"
-    )]);
+    let (_tmp, dir) = project(&[&format!("{MEMCACHED} --namespaced=false --controller=false")]);
     let line = format!("create api {MEMCACHED} --resource=false");
     refused(&dir, &line, &["must be namespaced"]);
 }
@@ -1231,10 +942,7 @@ fn a_kind_that_collides_with_another_is_refused_without_suggesting_force() {
     for (kind, existing) in [("HttpRoute", "HTTPRoute"), ("Bar", "Foo")] {
         let line = format!("create api --group net --kind {kind}");
         let stderr = refused(&dir, &line, &[existing]);
-        assert!(
-            !stderr.contains("--force"),
-            "--force would overwrite {existing}'s files:\n{stderr}"
-        );
+        assert!(!stderr.contains("--force"), "--force would overwrite {existing}'s files:\n{stderr}");
     }
 }
 

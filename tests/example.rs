@@ -30,8 +30,5 @@ fn the_example_is_what_the_readme_commands_generate() {
             (None, _) => report.push_str(&format!("missing from examples/: {}\n", path.display())),
         }
     }
-    assert!(
-        report.is_empty(),
-        "examples/memcached-operator is stale; run scripts/update-example.sh\n{report}"
-    );
+    assert!(report.is_empty(), "examples/memcached-operator is stale; run scripts/update-example.sh\n{report}");
 }

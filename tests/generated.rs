@@ -41,13 +41,46 @@ fn a_project_with_several_groups_and_kinds_builds_lints_and_passes_its_tests() {
     std::fs::create_dir(&dir).unwrap();
     common::run(&dir, &["init", "--domain", "example.org", "--license", "none"]);
     common::run(&dir, &["create", "api", "--group", "cache", "--kind", "Memcached"]);
-    common::run(&dir, &["create", "api", "--group", "cache", "--kind", "Redis", "--image", "redis:7.4", "--image-container-port", "6379"]);
-    common::run(&dir, &["create", "api", "--group", "batch", "--version", "v1", "--kind", "CronJob", "--namespaced=false"]);
-    common::run(&dir, &[
-        "create", "api", "--group", "web-tier", "--version", "v1beta1", "--kind", "HealthCheckPolicy",
-        "--image", "ghcr.io/example/checker:v1.2.3", "--image-container-port", "9090",
-        "--image-container-command", "checker,--interval=10s", "--run-as-user", "65532",
-    ]);
+    common::run(
+        &dir,
+        &[
+            "create",
+            "api",
+            "--group",
+            "cache",
+            "--kind",
+            "Redis",
+            "--image",
+            "redis:7.4",
+            "--image-container-port",
+            "6379",
+        ],
+    );
+    common::run(
+        &dir,
+        &["create", "api", "--group", "batch", "--version", "v1", "--kind", "CronJob", "--namespaced=false"],
+    );
+    common::run(
+        &dir,
+        &[
+            "create",
+            "api",
+            "--group",
+            "web-tier",
+            "--version",
+            "v1beta1",
+            "--kind",
+            "HealthCheckPolicy",
+            "--image",
+            "ghcr.io/example/checker:v1.2.3",
+            "--image-container-port",
+            "9090",
+            "--image-container-command",
+            "checker,--interval=10s",
+            "--run-as-user",
+            "65532",
+        ],
+    );
     common::build_lint_and_test(&dir);
     // Every kind has its scenario tests, and the role merged the rules of all controllers.
     for test in ["memcached.rs", "redis.rs", "cron_job.rs", "health_check_policy.rs"] {
@@ -91,13 +124,20 @@ fn a_verb_missing_from_rules_fails_the_real_control_plane_tests() {
     assert!(code.contains(all), "the Deployment rule changed; update this test");
     std::fs::write(&controller, code.replace(all, r#"verbs: &["get", "list", "watch", "patch"],"#)).unwrap();
     common::check(&dir, "cargo", &["run", "--quiet", "--locked", "--bin", "manifests"]);
-    let role: Value = serde_yaml::from_str(&std::fs::read_to_string(dir.join("config/rbac/role.yaml")).unwrap()).unwrap();
+    let role: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(dir.join("config/rbac/role.yaml")).unwrap()).unwrap();
     let rules = role["rules"].as_sequence().unwrap();
     let deployments = rules.iter().find(|r| r["resources"][0] == "deployments").unwrap();
     assert!(!deployments["verbs"].as_sequence().unwrap().iter().any(|v| v == "create"), "{deployments:?}");
 
     let output = std::process::Command::new("cargo")
-        .args(["test", "--locked", "--test", "memcached", "real_control_plane::create_makes_the_deployment_exactly_right"])
+        .args([
+            "test",
+            "--locked",
+            "--test",
+            "memcached",
+            "real_control_plane::create_makes_the_deployment_exactly_right",
+        ])
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", common::generated_target_dir())
         .env("ENVTEST_REQUIRED", "1")
@@ -129,8 +169,18 @@ fn adversarial_but_valid_names_compile() {
         &["--group", "cache", "--kind", "Stdlib"],
         &["--group", "cache", "--kind", "Core2"],
         &["--group", "a-b", "--version", "v1", "--kind", "Item"],
-        &["--group", "web", "--kind", "ContextConfig", "--image", "example.com/app:_1.0",
-          "--image-container-port", "8080", "--image-container-command", "sh,-c,echo \"hi\" \\ $HOME"],
+        &[
+            "--group",
+            "web",
+            "--kind",
+            "ContextConfig",
+            "--image",
+            "example.com/app:_1.0",
+            "--image-container-port",
+            "8080",
+            "--image-container-command",
+            "sh,-c,echo \"hi\" \\ $HOME",
+        ],
     ];
     for api in apis {
         let mut args = vec!["create", "api"];

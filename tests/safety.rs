@@ -97,7 +97,21 @@ fn the_formatting_pass_stays_inside_the_project() {
 fn kinds_that_clash_with_generated_names_are_refused() {
     let (_scratch, dir, _outside) = project();
     let before = tree(&dir);
-    for kind in ["Deployment", "Event", "Context", "Error", "Api", "Client", "Controller", "Condition", "Default", "Rollout", "Std", "Tokio", "Kube"] {
+    for kind in [
+        "Deployment",
+        "Event",
+        "Context",
+        "Error",
+        "Api",
+        "Client",
+        "Controller",
+        "Condition",
+        "Default",
+        "Rollout",
+        "Std",
+        "Tokio",
+        "Kube",
+    ] {
         let assert = create_api(&dir, &["--group", "cache", "--kind", kind]).failure();
         let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
         assert!(stderr.contains(&format!("invalid --kind \"{kind}\"")), "{stderr}");
@@ -126,8 +140,18 @@ fn control_characters_in_a_container_command_are_refused() {
     let (_scratch, dir, _outside) = project();
     let assert = create_api(
         &dir,
-        &["--group", "web", "--kind", "Site", "--image", "nginx:1.27", "--image-container-port", "80",
-          "--image-container-command", "sh,-c,a\u{1}b"],
+        &[
+            "--group",
+            "web",
+            "--kind",
+            "Site",
+            "--image",
+            "nginx:1.27",
+            "--image-container-port",
+            "80",
+            "--image-container-command",
+            "sh,-c,a\u{1}b",
+        ],
     )
     .failure();
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
@@ -159,10 +183,7 @@ fn re_running_recognises_insertions_however_they_were_formatted_since() {
     // Wrapped as rustfmt would wrap a longer line, and commented by hand.
     let wrapped = text
         .replace("mod cluster_backup_schedule;", "mod cluster_backup_schedule; // ours")
-        .replace(
-            "pub use cluster_backup_schedule::{",
-            "pub use cluster_backup_schedule::{\n   ",
-        );
+        .replace("pub use cluster_backup_schedule::{", "pub use cluster_backup_schedule::{\n   ");
     assert_ne!(wrapped, text, "the test edits the file: {text}");
     fs::write(&api_mod, &wrapped).unwrap();
     let mut again = api.to_vec();
@@ -272,11 +293,7 @@ fn init_force_refuses_when_project_does_not_load() {
     let project = fs::read_to_string(dir.join("PROJECT")).unwrap();
     fs::write(dir.join("PROJECT"), format!("{project}futureField: 1\n")).unwrap();
     let before = tree(&dir);
-    let assert = memop()
-        .current_dir(&dir)
-        .args(["init", "--domain", "example.com", "--force"])
-        .assert()
-        .failure();
+    let assert = memop().current_dir(&dir).args(["init", "--domain", "example.com", "--force"]).assert().failure();
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     assert!(stderr.contains("cannot tell which APIs"), "{stderr}");
     assert_eq!(tree(&dir), before);

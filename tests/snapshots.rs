@@ -64,7 +64,10 @@ fn memcached_preset_is_the_example() {
 
 #[test]
 fn skeleton_kind() {
-    insta::assert_snapshot!(variant(&[INIT, &["create", "api", "--group", "batch", "--version", "v1", "--kind", "CronJob"]]));
+    insta::assert_snapshot!(variant(&[
+        INIT,
+        &["create", "api", "--group", "batch", "--version", "v1", "--kind", "CronJob"]
+    ]));
 }
 
 #[test]
@@ -72,9 +75,20 @@ fn image_kind() {
     insta::assert_snapshot!(variant(&[
         INIT,
         &[
-            "create", "api", "--group", "web", "--kind", "Nginx", "--image", "nginx:1.27",
-            "--image-container-port", "8080", "--image-container-command", "nginx,-g,daemon off;",
-            "--run-as-user", "101",
+            "create",
+            "api",
+            "--group",
+            "web",
+            "--kind",
+            "Nginx",
+            "--image",
+            "nginx:1.27",
+            "--image-container-port",
+            "8080",
+            "--image-container-command",
+            "nginx,-g,daemon off;",
+            "--run-as-user",
+            "101",
         ],
     ]));
 }
@@ -84,7 +98,20 @@ fn two_groups() {
     insta::assert_snapshot!(variant(&[
         INIT,
         MEMCACHED,
-        &["create", "api", "--group", "apps", "--version", "v1beta1", "--kind", "Redis", "--image", "redis:7.4", "--image-container-port", "6379"],
+        &[
+            "create",
+            "api",
+            "--group",
+            "apps",
+            "--version",
+            "v1beta1",
+            "--kind",
+            "Redis",
+            "--image",
+            "redis:7.4",
+            "--image-container-port",
+            "6379"
+        ],
     ]));
 }
 

@@ -6,7 +6,9 @@ use clap_complete::Shell;
 
 /// Print a shell completion script
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  memop completion bash > /etc/bash_completion.d/memop\n  memop completion zsh > \"${fpath[1]}/_memop\"")]
+#[command(
+    after_help = "Example:\n  memop completion bash > /etc/bash_completion.d/memop\n  memop completion zsh > \"${fpath[1]}/_memop\""
+)]
 pub struct Args {
     /// The shell to complete for
     #[arg(value_parser = ["bash", "zsh", "fish"])]

@@ -253,7 +253,9 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if finish(global, plan)? {
         let types = format!("src/api/{}/{}/{}.rs", group.module_name(), version, kind.snake());
         let next = match (args.resource, args.controller) {
-            (true, true) => format!("implement your API in {types} and its controller in src/controller/{}.rs", kind.snake()),
+            (true, true) => {
+                format!("implement your API in {types} and its controller in src/controller/{}.rs", kind.snake())
+            }
             (true, false) => format!("implement your API in {types}"),
             _ => format!("implement the controller in src/controller/{}.rs", kind.snake()),
         };
@@ -277,9 +279,9 @@ fn check_conflicts(
             "API resource {gvk} already exists; pass --force to regenerate its own files \
              (its types, controller, tests and sample: your edits to them are lost; other files are kept)"
         ),
-        Some(r) if !args.resource && args.controller && r.controller && !args.force => bail!(
-            "a controller for {gvk} already exists; pass --force to regenerate it (your edits to it are lost)"
-        ),
+        Some(r) if !args.resource && args.controller && r.controller && !args.force => {
+            bail!("a controller for {gvk} already exists; pass --force to regenerate it (your edits to it are lost)")
+        }
         None if !args.resource => bail!(
             "{gvk} has no API in this project, so --resource=false has no types to control; \
              run `memop create api --group {} --version {} --kind {kind}` first",
@@ -402,10 +404,7 @@ fn operand_for(args: &Args, kind: &Kind, existing: Option<&Resource>) -> Result<
     let kept = existing.and_then(|r| r.operand.clone());
     let mut operand = match (&args.image, kept, preset) {
         // A new image for an operand kind: the rest (command, port, user) stays as recorded.
-        (Some(image), Some(kept), _) => Operand {
-            image: Image::parse(image)?.to_string(),
-            ..kept
-        },
+        (Some(image), Some(kept), _) => Operand { image: Image::parse(image)?.to_string(), ..kept },
         (Some(image), None, _) => Operand {
             container_command: Vec::new(),
             container_port: 0,
@@ -426,7 +425,9 @@ fn operand_for(args: &Args, kind: &Kind, existing: Option<&Resource>) -> Result<
                 ("--run-as-user", args.run_as_user.is_some()),
             ];
             if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
-                bail!("{flag} describes the image a controller deploys, so it needs --image IMG (e.g. --image nginx:1.27)");
+                bail!(
+                    "{flag} describes the image a controller deploys, so it needs --image IMG (e.g. --image nginx:1.27)"
+                );
             }
             return Ok(None);
         }

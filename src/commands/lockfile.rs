@@ -34,10 +34,7 @@ mod tests {
     use super::*;
 
     fn names(lock: &str) -> Vec<String> {
-        lock.lines()
-            .filter_map(|l| l.strip_prefix("name = \""))
-            .map(|l| l.trim_end_matches('"').to_string())
-            .collect()
+        lock.lines().filter_map(|l| l.strip_prefix("name = \"")).map(|l| l.trim_end_matches('"').to_string()).collect()
     }
 
     #[test]
@@ -75,10 +72,8 @@ mod tests {
         }
         wanted.sort();
         let root = LOCK.split("\n\n[[package]]\n").find(|b| b.contains(&format!("name = \"{EXAMPLE}\""))).unwrap();
-        let mut locked: Vec<&str> = root
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix('"')?.split(['"', ' ']).next())
-            .collect();
+        let mut locked: Vec<&str> =
+            root.lines().filter_map(|l| l.trim().strip_prefix('"')?.split(['"', ' ']).next()).collect();
         locked.sort();
         assert_eq!(locked, wanted, "templates/_lock/Cargo.lock is stale: run scripts/refresh-lock.sh");
     }

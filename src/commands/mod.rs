@@ -91,15 +91,9 @@ pub fn finish(global: &Global, mut plan: Plan) -> Result<bool> {
 
 /// The year for license headers: `SOURCE_DATE_EPOCH` when set (reproducible output), else now.
 pub fn current_year() -> i64 {
-    let secs = std::env::var("SOURCE_DATE_EPOCH")
-        .ok()
-        .and_then(|s| s.parse::<i64>().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs() as i64)
-                .unwrap_or(0)
-        });
+    let secs = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| s.parse::<i64>().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+    });
     civil_year(secs.div_euclid(86_400))
 }
 

@@ -307,7 +307,11 @@ impl Plan {
         Ok(applied)
     }
 
-    fn stage<'a>(&'a self, staged: &mut Vec<(PathBuf, PathBuf, &'a Change)>, created_dirs: &mut Vec<PathBuf>) -> Result<()> {
+    fn stage<'a>(
+        &'a self,
+        staged: &mut Vec<(PathBuf, PathBuf, &'a Change)>,
+        created_dirs: &mut Vec<PathBuf>,
+    ) -> Result<()> {
         for (path, change) in &self.changes {
             // Checked again right before writing: the tree may have changed since planning.
             self.check_inside(path)?;

@@ -61,8 +61,7 @@ impl Templates {
                 _ => parsed.push((name.as_str(), *text)),
             }
         }
-        tera.add_raw_templates(parsed)
-            .map_err(|e| anyhow!("memop's own templates do not parse: {}", chain(&e)))?;
+        tera.add_raw_templates(parsed).map_err(|e| anyhow!("memop's own templates do not parse: {}", chain(&e)))?;
         let names = sources.into_iter().map(|(n, _)| n).collect();
         Ok(Self { tera, plain, names })
     }
@@ -83,9 +82,7 @@ impl Templates {
             out.push_str(body);
             return Ok(out);
         }
-        self.tera
-            .render(template, ctx)
-            .map_err(|e| anyhow!("rendering template {template}: {}", chain(&e)))
+        self.tera.render(template, ctx).map_err(|e| anyhow!("rendering template {template}: {}", chain(&e)))
     }
 
     /// The templates under `root/`, with their output paths resolved from `ctx`.
@@ -96,11 +93,9 @@ impl Templates {
             let relative = &name[prefix.len()..name.len() - SUFFIX.len()];
             let resolved = substitute(relative, ctx)?;
             entries.push(match resolved.rsplit_once('@') {
-                Some((path, marker)) => Entry::Fragment {
-                    template: name.clone(),
-                    path: path.to_string(),
-                    marker: marker.to_string(),
-                },
+                Some((path, marker)) => {
+                    Entry::Fragment { template: name.clone(), path: path.to_string(), marker: marker.to_string() }
+                }
                 None => Entry::File { template: name.clone(), path: resolved },
             });
         }
@@ -114,10 +109,7 @@ impl Templates {
 /// The crate names (`-` as `_`) that a generated project depends on, from the `[dependencies]`
 /// and `[dev-dependencies]` of its `Cargo.toml` template: a project may not be named like one.
 pub fn dependency_crates() -> Vec<String> {
-    let manifest = TEMPLATES
-        .get_file("init/Cargo.toml.tera")
-        .and_then(|f| f.contents_utf8())
-        .unwrap_or_default();
+    let manifest = TEMPLATES.get_file("init/Cargo.toml.tera").and_then(|f| f.contents_utf8()).unwrap_or_default();
     let mut in_dependencies = false;
     let mut crates = Vec::new();
     for line in manifest.lines().map(str::trim) {
@@ -228,7 +220,8 @@ mod tests {
                 for keyword in ["struct ", "enum ", "trait ", "type ", "const ", "static "] {
                     let line = line.strip_prefix("pub ").unwrap_or(line);
                     if let Some(rest) = line.strip_prefix(keyword) {
-                        statements.push(rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or_default());
+                        statements
+                            .push(rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or_default());
                     }
                 }
             }
@@ -304,7 +297,9 @@ mod tests {
         let templates = Templates::load(&[""]).unwrap();
         let mut checked = 0;
         for (name, (_, body)) in templates.plain.iter().filter(|(n, _)| n.ends_with(".rs.tera")) {
+            // Outside the repository: memop's own rustfmt.toml is not the generated projects'.
             let mut child = std::process::Command::new("rustfmt")
+                .current_dir(std::env::temp_dir())
                 .args(["--edition", "2024", "--check"])
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())

@@ -61,12 +61,7 @@ pub fn check(dir: &Path, program: &str, args: &[&str]) -> String {
         .unwrap_or_else(|e| panic!("running {program}: {e}"));
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "`{program} {}` failed in {}:\n{stdout}\n{stderr}",
-        args.join(" "),
-        dir.display()
-    );
+    assert!(output.status.success(), "`{program} {}` failed in {}:\n{stdout}\n{stderr}", args.join(" "), dir.display());
     stdout
 }
 
