@@ -38,11 +38,28 @@ enum Command {
     /// Print memop's version
     Version,
     Completion(commands::completion::Args),
+    /// kubebuilder's `edit`, answered with what memop offers instead
+    #[command(hide = true)]
+    Edit(Ignored),
+    /// kubebuilder's `alpha`, answered with what memop offers instead
+    #[command(hide = true)]
+    Alpha(Ignored),
+}
+
+/// The arguments of a kubebuilder command memop does not have: taken as they are, so that the
+/// answer is about the command, not about its flags.
+#[derive(Debug, clap::Args)]
+struct Ignored {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    rest: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Create {
     Api(commands::create_api::Args),
+    /// kubebuilder's `create webhook`, answered with what memop offers instead
+    #[command(hide = true)]
+    Webhook(Ignored),
 }
 
 fn main() -> ExitCode {
@@ -58,10 +75,20 @@ fn main() -> ExitCode {
         (Err(err), _) => Err(err),
         (Ok(_lock), Command::Init(args)) => commands::init::run(&global, args),
         (Ok(_lock), Command::Create(Create::Api(args))) => commands::create_api::run(&global, args),
-        (Ok(_), Command::Version) => {
-            println!("memop {}", env!("CARGO_PKG_VERSION"));
-            Ok(())
-        }
+        (Ok(_), Command::Version) => commands::say(&format!("memop {}\n", env!("CARGO_PKG_VERSION"))),
+        (Ok(_), Command::Create(Create::Webhook(_))) => Err(anyhow::anyhow!(
+            "memop has no `create webhook` yet (defaulting, validation and conversion webhooks are \
+             planned); `memop create api` scaffolds the types and the controller, and a webhook \
+             server can be added to src/manager/ by hand until then"
+        )),
+        (Ok(_), Command::Edit(_)) => Err(anyhow::anyhow!(
+            "memop has no `edit`: a memop project always supports several groups and keeps its \
+             settings in PROJECT, Cargo.toml and config/; change them there"
+        )),
+        (Ok(_), Command::Alpha(_)) => Err(anyhow::anyhow!(
+            "memop has no `alpha` commands; to move a project to a newer memop, run `memop init` \
+             in a new directory and copy your code over"
+        )),
         (Ok(_), Command::Completion(args)) => commands::completion::run::<Cli>(args),
     };
     match result {

@@ -813,19 +813,36 @@ impl fmt::Display for ContainerPort {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RunAsUser(i64);
 
+/// `--owner`: goes into the license header of every generated file, so one line of printable
+/// text.
+pub fn check_owner(owner: &str) -> Result<()> {
+    if owner.chars().any(char::is_control) {
+        return Err(invalid(
+            "--owner",
+            owner,
+            "an owner must be one line of text, without control characters (a newline, a tab, …)",
+            "\"The Memcached Authors\"",
+        ));
+    }
+    Ok(())
+}
+
 impl RunAsUser {
-    /// Parses a decimal UID from 1 to `i64::MAX`. Not 0: the generated Deployment runs under
+    /// The largest user ID Kubernetes accepts (`IsValidUserID`).
+    const MAX: i64 = 2_147_483_647;
+
+    /// Parses a decimal UID from 1 to 2147483647. Not 0: the generated Deployment runs under
     /// the restricted Pod Security Standard (`runAsNonRoot: true`), where root cannot start.
     pub fn parse(s: &str) -> Result<Self> {
         match s.parse::<i64>() {
-            Ok(uid) if uid > 0 && s.bytes().all(|c| c.is_ascii_digit()) => Ok(Self(uid)),
+            Ok(uid) if uid > 0 && uid <= Self::MAX && s.bytes().all(|c| c.is_ascii_digit()) => Ok(Self(uid)),
             _ => Err(invalid(
                 "--run-as-user",
                 s,
                 format_args!(
-                    "a user ID must be a whole number from 1 to {} (0, root, cannot run under the \
-                     restricted Pod Security Standard)",
-                    i64::MAX
+                    "a user ID must be a whole number from 1 to {}, as Kubernetes requires (0, root, \
+                     cannot run under the restricted Pod Security Standard)",
+                    Self::MAX
                 ),
                 "\"1001\"",
             )),
@@ -1144,9 +1161,18 @@ mod tests {
     }
 
     #[test]
+    fn owners_are_one_line() {
+        assert!(check_owner("The Memcached Authors").is_ok());
+        assert!(check_owner("").is_ok());
+        for bad in ["ACME\ncompile_error!(\"x\");", "a\tb", "\u{1b}[31m"] {
+            assert!(err(check_owner(bad)).contains("one line of text"), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn run_as_user_rules() {
-        let bad = "-1 +1 0 9223372036854775808 root 1.5";
-        check(RunAsUser::parse, "1 1001 9223372036854775807", bad);
+        let bad = "-1 +1 0 2147483648 4294967296 9223372036854775807 root 1.5";
+        check(RunAsUser::parse, "1 1001 2147483647", bad);
         assert!(RunAsUser::parse("").is_err());
         assert_eq!(RunAsUser::parse("1001").unwrap().get(), 1001);
         let e = err(RunAsUser::parse("-1"));

@@ -83,6 +83,11 @@ impl Project {
         let path = dir.join(FILE);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !dir.is_dir() => bail!(
+                "directory {} does not exist; pass -C with your project's directory (or run the \
+                 command inside it)",
+                dir.display()
+            ),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
                 "{} has no PROJECT file, so it is not a memop project; run `memop init --domain example.com` \
                  there first (or pass -C DIR to point at your project)",
@@ -107,6 +112,17 @@ impl Project {
         if !project.layout.iter().any(|l| l == LAYOUT) {
             bail!("PROJECT layout {:?} is not one memop knows (expected {LAYOUT})", project.layout);
         }
+        // These go into generated code: hold them to the rules of `init` again.
+        let name = crate::names::ProjectName::parse(&project.project_name)?;
+        if project.crate_name != name.crate_name() {
+            bail!(
+                "crateName {:?} does not match projectName {:?} (it must be {:?})",
+                project.crate_name,
+                project.project_name,
+                name.crate_name()
+            );
+        }
+        crate::names::check_owner(&project.owner)?;
         Ok(project)
     }
 

@@ -68,6 +68,10 @@ pub struct Args {
     /// Regenerate the files of an API that already exists (only that API's own files)
     #[arg(long)]
     force: bool,
+
+    /// kubebuilder's `--make`: accepted, and ignored with a note
+    #[arg(long, hide = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_parser = clap::value_parser!(bool))]
+    make: Option<bool>,
 }
 
 /// Kinds whose module would clash with a file of the generated `tests/` (`tests/<kind>.rs`).
@@ -116,6 +120,11 @@ struct ApiContext {
 }
 
 pub fn run(global: &Global, args: Args) -> Result<()> {
+    if args.make.is_some() {
+        eprintln!(
+            "note: --make is kubebuilder's; memop never runs make after scaffolding (run `make manifests` yourself)"
+        );
+    }
     let dir = &global.dir;
     let mut project = Project::load(dir)?;
     let domain = crate::names::Domain::parse(&project.domain)?;
@@ -230,27 +239,34 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     plan.write("config/rbac/role.yaml", role, IfExists::Overwrite)?;
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
 
-    if args.controller {
-        let recorded = existing.as_ref().is_some_and(|r| r.operand.is_some());
-        match &operand {
-            Some(o) if args.image.is_some() => {
-                println!("{kind}: operand controller deploying {} (from --image).", o.image)
-            }
-            Some(o) if recorded => {
-                println!("{kind}: operand controller deploying {} (as recorded in PROJECT).", o.image)
-            }
-            Some(o) => println!(
-                "{kind}: operand controller from the built-in {kind} preset (image {}, port {}); \
-                 pass --image to deploy another image.",
-                o.image, o.container_port
-            ),
-            None => println!(
-                "{kind}: skeleton controller (no --image, and memop has no preset for {kind}); \
-                 fill in its reconcile, or rerun with --force --image IMG to get one that deploys an image."
-            ),
+    // Said once the plan went through, so that no success line comes before a failure.
+    let recorded = existing.as_ref().is_some_and(|r| r.operand.is_some());
+    let summary = match &operand {
+        _ if !args.controller => String::new(),
+        Some(o) if args.image.is_some() => {
+            format!("{kind}: operand controller deploying {} (from --image).\n", o.image)
         }
+        Some(o) if recorded => format!("{kind}: operand controller deploying {} (as recorded in PROJECT).\n", o.image),
+        Some(o) => format!(
+            "{kind}: operand controller from the built-in {kind} preset (image {}, port {}); \
+             pass --image to deploy another image.\n",
+            o.image, o.container_port
+        ),
+        None => format!(
+            "{kind}: skeleton controller (no --image, and memop has no preset for {kind}); \
+             fill in its reconcile, or rerun with --force --image IMG --image-container-port PORT \
+             to get one that deploys an image.\n"
+        ),
+    };
+    // A dry run ends with its own summary line.
+    if global.dry_run {
+        super::say(&summary)?;
     }
-    if finish(global, plan)? {
+    let written = finish(global, plan)?;
+    if !global.dry_run {
+        super::say(&summary)?;
+    }
+    if written {
         let types = format!("src/api/{}/{}/{}.rs", group.module_name(), version, kind.snake());
         let next = match (args.resource, args.controller) {
             (true, true) => {
@@ -259,9 +275,9 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             (true, false) => format!("implement your API in {types}"),
             _ => format!("implement the controller in src/controller/{}.rs", kind.snake()),
         };
-        println!(
-            "\nNext: {next}, then:\n  $ make manifests   # regenerate config/crd and config/rbac/role.yaml from the code\n  $ make test"
-        );
+        super::say(&format!(
+            "\nNext: {next}, then:\n  $ make manifests   # regenerate config/crd and config/rbac/role.yaml from the code\n  $ make test\n"
+        ))?;
     }
     Ok(())
 }
@@ -461,7 +477,7 @@ fn set_image_env(plan: &mut Plan, kind: &Kind, image: &str) -> Result<()> {
     match lines.get_mut(at + 1) {
         Some(value) if value.trim_start().starts_with("value: ") => {
             let indent: String = value.chars().take_while(|c| c.is_whitespace()).collect();
-            *value = format!("{indent}value: {image}");
+            *value = format!("{indent}value: \"{image}\"");
         }
         _ => return Ok(()),
     }

@@ -47,6 +47,7 @@ const PROJECT_MARKERS: &[&str] = &[project::FILE, "Cargo.toml", "src/main.rs"];
 pub fn run(global: &Global, args: Args) -> Result<()> {
     let dir = &global.dir;
     let domain = Domain::parse(&args.domain)?;
+    crate::names::check_owner(&args.owner)?;
     let name = match &args.project_name {
         Some(n) => ProjectName::parse(n)?,
         // Absolute, so that `.` still has a name.
@@ -118,7 +119,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
 
     if finish(global, plan)? {
-        println!("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached");
+        super::say("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached\n")?;
     }
     Ok(())
 }

@@ -62,6 +62,14 @@ impl Drop for Lock {
     }
 }
 
+/// Writes `text` to standard output; a failure (a closed pipe, a full disk) is an error that says
+/// so, not a panic.
+pub fn say(text: &str) -> Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).context("writing to standard output")
+}
+
 /// Prints a dry run, or applies the plan and lists what was written.
 ///
 /// Returns whether anything was written, so the caller can tailor its closing hint.
@@ -71,21 +79,23 @@ pub fn finish(global: &Global, mut plan: Plan) -> Result<bool> {
         eprintln!("warning: {note}");
     }
     if global.dry_run {
-        print!("{}", plan.render_dry_run());
+        say(&plan.render_dry_run())?;
         return Ok(false);
     }
     if plan.is_empty() {
-        println!("Nothing to do: the project already has everything this command generates.");
+        say("Nothing to do: the project already has everything this command generates.\n")?;
         return Ok(false);
     }
     let root = plan.root().to_path_buf();
     let applied = plan.apply()?;
+    let mut report = String::new();
     for path in &applied.created {
-        println!("  create  {}", root.join(path).display());
+        report.push_str(&format!("  create  {}\n", root.join(path).display()));
     }
     for path in &applied.updated {
-        println!("  update  {}", root.join(path).display());
+        report.push_str(&format!("  update  {}\n", root.join(path).display()));
     }
+    say(&report)?;
     Ok(true)
 }
 

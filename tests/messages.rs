@@ -1,0 +1,124 @@
+//! What memop answers to kubebuilder habits, to output it cannot write, and to text that would
+//! break the files it generates.
+
+mod common;
+
+use std::process::Command;
+
+use common::memop;
+
+fn stderr_of(assert: assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&assert.get_output().stderr).into_owned()
+}
+
+#[test]
+fn kubebuilder_commands_memop_lacks_are_answered_with_what_it_offers() {
+    let scratch = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (&["create", "webhook", "--group", "cache", "--kind", "Memcached", "--defaulting"], "no `create webhook` yet"),
+        (&["edit", "--multigroup=true"], "always supports several groups"),
+        (&["alpha", "generate"], "run `memop init` in a new directory"),
+    ];
+    for (args, expected) in cases {
+        let stderr = stderr_of(memop().current_dir(scratch.path()).args(args).assert().code(1));
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn kubebuilders_make_flag_is_accepted_with_a_note() {
+    let scratch = tempfile::tempdir().unwrap();
+    common::run(scratch.path(), &["init", "--domain", "example.com", "--project-name", "demo"]);
+    let assert = memop()
+        .current_dir(scratch.path())
+        .args(["create", "api", "--group", "cache", "--kind", "Memcached", "--make=false"])
+        .assert()
+        .success();
+    assert!(stderr_of(assert).contains("memop never runs make"));
+}
+
+#[test]
+fn a_missing_directory_is_named_as_such() {
+    let stderr = stderr_of(
+        memop()
+            .args(["-C", "/nonexistent/proj", "create", "api", "--group", "cache", "--kind", "Memcached"])
+            .assert()
+            .code(1),
+    );
+    assert!(stderr.contains("directory /nonexistent/proj does not exist"), "{stderr}");
+}
+
+#[test]
+fn output_that_cannot_be_written_is_an_error_not_a_panic() {
+    let scratch = tempfile::tempdir().unwrap();
+    let memop = assert_cmd::cargo::cargo_bin("memop");
+    // A reader that is gone before memop writes: a broken pipe.
+    let script = format!(
+        "set -o pipefail; '{}' --dry-run init --domain example.com --project-name demo | true",
+        memop.display()
+    );
+    let out = Command::new("bash").args(["-c", &script]).current_dir(scratch.path()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("writing to standard output"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // A full disk.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = Command::new(&memop)
+        .args(["--dry-run", "init", "--domain", "example.com", "--project-name", "demo"])
+        .current_dir(scratch.path())
+        .stdout(full)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("writing to standard output"), "{stderr}");
+}
+
+#[test]
+fn text_that_would_break_generated_files_is_refused_or_quoted() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    let stderr = stderr_of(
+        memop()
+            .current_dir(dir)
+            .args([
+                "init",
+                "--domain",
+                "example.com",
+                "--project-name",
+                "demo",
+                "--owner",
+                "ACME\ncompile_error!(\"x\");",
+            ])
+            .assert()
+            .code(1),
+    );
+    assert!(stderr.contains("one line of text"), "{stderr}");
+    assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0, "nothing written");
+
+    common::run(dir, &["init", "--domain", "example.com", "--project-name", "demo"]);
+    let too_big = [
+        "create",
+        "api",
+        "--group",
+        "web",
+        "--kind",
+        "Site",
+        "--image",
+        "nginx:1.27",
+        "--image-container-port",
+        "80",
+        "--run-as-user",
+        "4294967296",
+    ];
+    let stderr = stderr_of(memop().current_dir(dir).args(too_big).assert().code(1));
+    assert!(stderr.contains("from 1 to 2147483647"), "{stderr}");
+    // An image YAML would read as a boolean stays a string.
+    common::run(
+        dir,
+        &["create", "api", "--group", "web", "--kind", "Site", "--image", "true", "--image-container-port", "80"],
+    );
+    let manager = std::fs::read_to_string(dir.join("config/manager/manager.yaml")).unwrap();
+    assert!(manager.contains("value: \"true\""), "{manager}");
+}
