@@ -122,3 +122,19 @@ fn text_that_would_break_generated_files_is_refused_or_quoted() {
     let manager = std::fs::read_to_string(dir.join("config/manager/manager.yaml")).unwrap();
     assert!(manager.contains("value: \"true\""), "{manager}");
 }
+
+/// Examples in `--help` must survive copy and paste: clap re-wraps lines longer than the
+/// terminal, so every example line fits in 80 columns (long commands continue with `\`).
+#[test]
+fn help_examples_fit_an_80_column_terminal() {
+    for args in [&[][..], &["init"], &["create"], &["create", "api"]] {
+        let out = memop().args(args).arg("--help").env("COLUMNS", "80").output().unwrap();
+        let help = String::from_utf8(out.stdout).unwrap();
+        let examples = help.split_once("\nExample").map(|(_, e)| e).unwrap_or_else(|| panic!("{args:?} has examples"));
+        for line in examples.lines() {
+            assert!(line.len() <= 78, "{args:?}: {line:?} would be wrapped");
+        }
+        let memop_lines = examples.lines().filter(|l| l.trim_start().starts_with("memop ")).count();
+        assert!(memop_lines > 0, "{args:?}: {examples}");
+    }
+}

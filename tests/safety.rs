@@ -298,3 +298,27 @@ fn init_force_refuses_when_project_does_not_load() {
     assert!(stderr.contains("cannot tell which APIs"), "{stderr}");
     assert_eq!(tree(&dir), before);
 }
+
+#[test]
+fn create_api_keeps_the_rules_of_the_role_and_a_role_that_is_not_memops() {
+    let (_scratch, dir, _outside) = project();
+    create_api(&dir, MEMCACHED).success();
+    // A rule of the user's RULES, written by `make manifests`.
+    let role = dir.join("config/rbac/role.yaml");
+    let mut text = fs::read_to_string(&role).unwrap();
+    text.push_str("- apiGroups:\n  - \"\"\n  resources:\n  - configmaps\n  verbs:\n  - '*'\n");
+    fs::write(&role, text).unwrap();
+    create_api(&dir, &["--group", "cache", "--kind", "Backup"]).success();
+    let text = fs::read_to_string(&role).unwrap();
+    assert!(text.contains("- configmaps\n  verbs:\n  - '*'\n"), "{text}");
+    assert!(text.contains("- backups\n"), "{text}");
+
+    // A role of the user's own (init kept it): left alone, and said so.
+    let theirs =
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: manager-role\nrules: []\n";
+    fs::write(&role, theirs).unwrap();
+    let assert = create_api(&dir, &["--group", "cache", "--kind", "Bucket"]).success();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(stderr.contains("kept your config/rbac/role.yaml"), "{stderr}");
+    assert_eq!(fs::read_to_string(&role).unwrap(), theirs);
+}

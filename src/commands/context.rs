@@ -26,6 +26,9 @@ pub struct ProjectContext {
     pub leader_election_id: String,
     /// The manager role's rules, merged from every controller (see `rules_of`).
     pub rules: Vec<MergedRule>,
+    /// The rules before merging.
+    #[serde(skip)]
+    unmerged: Vec<Rule>,
 }
 
 impl ProjectContext {
@@ -53,25 +56,46 @@ impl ProjectContext {
             rust_version: RUST_VERSION,
             leader_election_id: format!("{}.{}", project.project_name, project.domain),
             rules: merge(&rules),
+            unmerged: rules,
         })
+    }
+
+    /// Keeps the rules of an existing `config/rbac/role.yaml` too: `make manifests` wrote it from
+    /// the controllers' `RULES`, which may hold rules of the user's that memop cannot know.
+    pub fn keep_rules_of(&mut self, role_yaml: &str) {
+        let Ok(role) = serde_yaml::from_str::<serde_yaml::Value>(role_yaml) else { return };
+        let strings = |v: &serde_yaml::Value| -> Vec<String> {
+            v.as_sequence().into_iter().flatten().filter_map(|s| s.as_str().map(String::from)).collect()
+        };
+        for rule in role["rules"].as_sequence().into_iter().flatten() {
+            for api_group in strings(&rule["apiGroups"]) {
+                self.unmerged.push(Rule {
+                    api_group,
+                    resources: strings(&rule["resources"]),
+                    verbs: strings(&rule["verbs"]),
+                });
+            }
+        }
+        self.rules = merge(&self.unmerged);
     }
 }
 
 /// One RBAC rule: verbs on resources of one API group.
+#[derive(Debug)]
 struct Rule {
     api_group: String,
     resources: Vec<String>,
-    verbs: &'static [&'static str],
+    verbs: Vec<String>,
 }
 
 /// The `RULES` constant of a generated controller, as memop writes it in
 /// `templates/controller-*/src/controller/__kind_snake__.rs.tera`. The generated project's own
 /// test fails if `config/rbac/role.yaml` (rendered from these) and its code ever disagree.
 fn rules_of(group: &str, plural: &str, operand: bool) -> Vec<Rule> {
-    let rule = |api_group: &str, resource: String, verbs| Rule {
+    let rule = |api_group: &str, resource: String, verbs: &[&str]| Rule {
         api_group: api_group.to_string(),
         resources: vec![resource],
-        verbs,
+        verbs: verbs.iter().map(|v| v.to_string()).collect(),
     };
     if !operand {
         return vec![rule(group, plural.to_string(), &["list", "watch"])];
@@ -100,7 +124,7 @@ fn merge(rules: &[Rule]) -> Vec<MergedRule> {
     for rule in rules {
         for resource in &rule.resources {
             let verbs = verbs_of.entry(&rule.api_group).or_default().entry(resource).or_default();
-            verbs.extend(rule.verbs.iter().copied());
+            verbs.extend(rule.verbs.iter().map(String::as_str));
         }
     }
     let mut merged = Vec::new();

@@ -13,7 +13,7 @@ use crate::scaffold::{self, IfExists, Plan, Templates};
 /// Initialize a new operator project in the current directory (or -C DIR)
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Example:\n  mkdir memcached-operator && cd memcached-operator\n  memop init --domain example.com\n\n  # or, from anywhere:\n  memop -C memcached-operator init --domain example.com --owner \"The Memcached Authors\""
+    after_help = "Example:\n  mkdir memcached-operator && cd memcached-operator\n  memop init --domain example.com\n\n  # or, from anywhere:\n  memop -C memcached-operator init --domain example.com \\\n    --owner \"The Memcached Authors\""
 )]
 pub struct Args {
     /// Domain of the project's API groups: `create api --group cache` gives cache.<DOMAIN>
