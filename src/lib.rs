@@ -5,7 +5,23 @@
 //! - [`names`]: every validation rule and derived spelling of user-supplied names.
 //! - [`project`]: the `PROJECT` file.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 pub mod commands;
 pub mod names;
 pub mod project;
 pub mod scaffold;
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Turns Ctrl-C and SIGTERM into a flag that [`interrupted`] reads, instead of an exit at any
+/// point: commands stop before they write, and clean up what they made.
+pub fn catch_interrupts() {
+    // Without the handler (it can only be set once) memop is just stopped by the signal.
+    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
+}
+
+/// Whether Ctrl-C or SIGTERM arrived.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}

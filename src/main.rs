@@ -64,6 +64,7 @@ enum Create {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    memop::catch_interrupts();
     let global = commands::Global { dir: cli.dir.unwrap_or_else(|| PathBuf::from(".")), dry_run: cli.dry_run };
     // Commands that change a project hold its lock while they read, plan and write.
     let changes_the_project = matches!(cli.command, Command::Init(_) | Command::Create(_)) && !global.dry_run;

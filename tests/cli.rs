@@ -889,7 +889,10 @@ fn every_command_help_shows_an_example() {
         ("init --help", "\nExample:\n  mkdir memcached-operator"),
         ("init --help", "memop -C memcached-operator init --domain example.com"),
         ("create api --help", "\nExamples:\n  # The Memcached operator"),
-        ("create api --help", "memop create api --group web --kind Nginx \\\n      --image nginxinc/nginx-unprivileged:1.27"),
+        (
+            "create api --help",
+            "memop create api --group web --kind Nginx \\\n      --image nginxinc/nginx-unprivileged:1.27",
+        ),
         ("help create api", "\nExamples:\n"),
         ("completion --help", "\nExample:\n  memop completion bash"),
     ];

@@ -322,3 +322,33 @@ fn create_api_keeps_the_rules_of_the_role_and_a_role_that_is_not_memops() {
     assert!(stderr.contains("kept your config/rbac/role.yaml"), "{stderr}");
     assert_eq!(fs::read_to_string(&role).unwrap(), theirs);
 }
+
+#[test]
+fn an_interrupted_command_writes_nothing_and_leaves_nothing_behind() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("proj");
+    let tmp = scratch.path().join("tmp");
+    fs::create_dir_all(&dir).unwrap();
+    fs::create_dir_all(&tmp).unwrap();
+    // A slow "rustfmt", so that the signal arrives while memop formats.
+    let slow = scratch.path().join("slow-rustfmt");
+    fs::write(&slow, "#!/bin/sh\nsleep 2\n").unwrap();
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memop"))
+        .args(["init", "--domain", "example.com"])
+        .current_dir(&dir)
+        .env("RUSTFMT", &slow)
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("interrupted; nothing was written"), "{stderr}");
+    assert_eq!(fs::read_dir(&dir).unwrap().count(), 0, "nothing written");
+    assert_eq!(fs::read_dir(&tmp).unwrap().count(), 0, "rustfmt's scratch directory removed");
+}

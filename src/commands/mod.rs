@@ -75,6 +75,10 @@ pub fn say(text: &str) -> Result<()> {
 /// Returns whether anything was written, so the caller can tailor its closing hint.
 pub fn finish(global: &Global, mut plan: Plan) -> Result<bool> {
     plan.format_rust();
+    // The last moment to stop: after it, the plan is written whole.
+    if crate::interrupted() {
+        bail!("interrupted; nothing was written");
+    }
     for note in plan.notes() {
         eprintln!("warning: {note}");
     }
