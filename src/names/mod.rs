@@ -1,0 +1,536 @@
+//! Validated user-supplied names, and every spelling memop derives from them.
+//!
+//! Flags such as `--domain`, `--group`, `--version` and `--kind` end up in Kubernetes object names
+//! (CRDs, namespaces, labels), in Rust identifiers (crate, module and type names) and in file paths.
+//! Each flag gets a newtype here whose only constructor validates it, so code that holds a [`Kind`]
+//! or a [`Group`] never checks it again. Where a name lands in a Kubernetes object the rules are
+//! kubebuilder's (`pkg/model/resource`); where it also becomes Rust, the Rust rules are added.
+//!
+//! Every error is one line: `invalid <flag> "<value>": <rule> (e.g. <valid example>)`.
+//!
+//! - this module: the rules every name shares (labels, subdomains, the error shape) and the
+//!   names the generated code reserves;
+//! - `kubernetes`: the names of an API (domain, project, group, version, kind, plural);
+//! - `plural`: kubebuilder's pluralizer (flect), word for word;
+//! - `operand`: what an operand controller deploys (image, port, command, user) and `--owner`.
+
+mod kubernetes;
+mod operand;
+mod plural;
+
+use std::fmt;
+use std::str::FromStr;
+
+use anyhow::{Result, anyhow};
+
+pub use kubernetes::{Domain, Group, Kind, Plural, ProjectName, Version};
+pub use operand::{ContainerCommand, ContainerPort, Image, RunAsUser, check_owner};
+
+/// Longest RFC 1123 / RFC 1035 label (a namespace, a label value, one part of a DNS name).
+const LABEL_MAX: usize = 63;
+/// Longest RFC 1123 subdomain (an API group, a CRD name).
+const SUBDOMAIN_MAX: usize = 253;
+
+/// Rust keywords, strict and reserved (2024 edition): none can name a crate or module.
+const RUST_KEYWORDS: &[&str] = &[
+    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false", "fn",
+    "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self",
+    "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "abstract", "become",
+    "box", "do", "final", "gen", "macro", "override", "priv", "try", "typeof", "unsized", "virtual", "yield",
+];
+
+/// Crate names Cargo rejects (`test`, its build directories) or that shadow a sysroot crate.
+const RESERVED_CRATES: &[&str] =
+    &["test", "build", "deps", "examples", "incremental", "std", "core", "alloc", "proc_macro"];
+
+/// Kinds whose generated struct would shadow a prelude name the generated code itself uses
+/// (kube's `CustomResource` derive writes `status: Option<…>`, controllers return `Result`).
+const CLASHING_KINDS: &[&str] = &[
+    "Self",
+    "Option",
+    "Some",
+    "None",
+    "Result",
+    "Ok",
+    "Err",
+    "String",
+    "Vec",
+    "Box",
+    "Default",
+    "Clone",
+    "Copy",
+    "Send",
+    "Sync",
+    "Sized",
+    "Drop",
+    "Fn",
+    "FnMut",
+    "FnOnce",
+    "From",
+    "Into",
+    "TryFrom",
+    "TryInto",
+    "Iterator",
+    "IntoIterator",
+    "Extend",
+    "ToString",
+    "ToOwned",
+    "AsRef",
+    "AsMut",
+    "PartialEq",
+    "Eq",
+    "PartialOrd",
+    "Ord",
+    "Future",
+    "IntoFuture",
+    "Unpin",
+];
+
+/// Names that the files generated for a kind (its API module, controller, tests and benchmark)
+/// import or declare: a kind of the same name would clash with them (E0252/E0255).
+/// `names_imported_by_the_templates_are_reserved` (in `scaffold::templates`) keeps this list
+/// complete when a template changes.
+pub const GENERATED_NAMES: &[&str] = &[
+    "Action",
+    "Api",
+    "ApiResource",
+    "Arc",
+    "BTreeMap",
+    "Capabilities",
+    "Client",
+    "Cluster",
+    "Condition",
+    "Conditions",
+    "Container",
+    "ContainerPort",
+    "Context",
+    "Controller",
+    "CustomResource",
+    "DeleteParams",
+    "Deployment",
+    "DeploymentSpec",
+    "Deserialize",
+    "Duration",
+    "DynamicObject",
+    "Error",
+    "Event",
+    "EventType",
+    "FINALIZER",
+    "HashMap",
+    "IMAGE",
+    "IMAGE_ENV",
+    "Instant",
+    "Instruments",
+    "JsonSchema",
+    "LabelSelector",
+    "ListParams",
+    "Manager",
+    "Mutex",
+    "NAME",
+    "ObjectMeta",
+    "Patch",
+    "PatchParams",
+    "PodSecurityContext",
+    "PodSpec",
+    "PodTemplateSpec",
+    "PostParams",
+    "RESYNC",
+    "RULES",
+    "Recorder",
+    "Resource",
+    "ResourceExt",
+    "Rollout",
+    "Rule",
+    "SeccompProfile",
+    "SecurityContext",
+    "Serialize",
+    "Shared",
+    "StreamExt",
+    "TestEnv",
+    "Truth",
+    "Verb",
+    "Workloads",
+];
+
+/// The one error shape: `invalid <what> "<value>": <rule> (e.g. <example>)`.
+fn invalid(what: &str, value: &str, rule: impl fmt::Display, example: &str) -> anyhow::Error {
+    anyhow!("invalid {what} {value:?}: {rule} (e.g. {example})")
+}
+
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?` (RFC 1123 label), or `[a-z]…` (RFC 1035) when `letter_first`.
+/// Length is checked by the callers, so they can say which limit applies.
+fn is_label(s: &str, letter_first: bool) -> bool {
+    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    match (s.as_bytes().first(), s.as_bytes().last()) {
+        (Some(first), Some(last)) => {
+            (first.is_ascii_lowercase() || (!letter_first && alnum(first)))
+                && alnum(last)
+                && s.bytes().all(|c| alnum(&c) || c == b'-')
+        }
+        _ => false,
+    }
+}
+
+/// Kubernetes' `IsDNS1123Subdomain`, plus DNS's limit of 63 characters per label: `None` when
+/// `s` is one, else the broken rule, phrased about `subject`.
+fn subdomain_problem(s: &str, subject: &str) -> Option<String> {
+    if !s.split('.').all(|label| is_label(label, false)) {
+        Some(format!(
+            "{subject} must be a lowercase RFC 1123 subdomain: labels of a-z, 0-9 and '-', \
+             separated by '.', each starting and ending with a letter or digit"
+        ))
+    } else if s.len() > SUBDOMAIN_MAX {
+        let n = s.len();
+        Some(format!("{subject} must be at most {SUBDOMAIN_MAX} characters (it has {n})"))
+    } else {
+        let label = s.split('.').find(|label| label.len() > LABEL_MAX)?;
+        Some(format!(
+            "each '.'-separated label of {subject} must be at most {LABEL_MAX} characters \
+             ({label:?} has {})",
+            label.len()
+        ))
+    }
+}
+
+/// Implements `as_str`, `Display`, `AsRef<str>` for newtypes over a `String`.
+macro_rules! string_name {
+    ($($t:ident),*) => {$(
+        impl $t {
+            /// The validated value, exactly as the user gave it.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl AsRef<str> for $t {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+    )*};
+}
+string_name!(Domain, ProjectName, Group, Version, Kind, Plural, Image);
+
+/// Implements `FromStr` (for clap's `value_parser!`) through each type's `parse`.
+macro_rules! from_str_via_parse {
+    ($($t:ident),*) => {$(
+        impl FromStr for $t {
+            type Err = anyhow::Error;
+            fn from_str(s: &str) -> Result<Self> {
+                Self::parse(s)
+            }
+        }
+    )*};
+}
+from_str_via_parse!(Domain, ProjectName, Version, Kind, Plural, Image);
+from_str_via_parse!(ContainerPort, RunAsUser, ContainerCommand);
+
+#[cfg(test)]
+mod tests {
+    use super::plural::pluralize;
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn short_and_port_names() {
+        let kind = |k| Kind::parse(k).unwrap();
+        assert_eq!(kind("Memcached").short_name().as_deref(), Some("mc"));
+        assert_eq!(kind("HealthCheckPolicy").short_name().as_deref(), Some("hcp"));
+        assert_eq!(kind("Secret").short_name(), None, "sc is kubectl's storageclasses");
+        assert_eq!(kind("Memcached").port_name(), "memcached");
+        assert_eq!(kind("VeryLongKindNameForPorts").port_name(), "very-long-kind");
+    }
+
+    /// Asserts each whitespace-separated word of `ok` parses and each of `bad` does not.
+    fn check<T: fmt::Debug>(parse: impl Fn(&str) -> Result<T>, ok: &str, bad: &str) {
+        for s in ok.split_whitespace() {
+            assert!(parse(s).is_ok(), "should accept {s:?}: {:?}", parse(s));
+        }
+        for s in bad.split_whitespace() {
+            assert!(parse(s).is_err(), "should reject {s:?}: {:?}", parse(s));
+        }
+    }
+
+    fn err<T: fmt::Debug>(r: Result<T>) -> String {
+        r.unwrap_err().to_string()
+    }
+
+    fn domain() -> Domain {
+        Domain::parse("example.com").unwrap()
+    }
+
+    #[test]
+    fn domain_rules() {
+        let ok = "example.com my.domain a x-1.io 1a.b2 a.b.c.d";
+        let bad = "Example.com -a.com a-.com a..com .a a. a_b.com é.com";
+        check(Domain::parse, ok, bad);
+        assert_eq!(domain().to_string(), "example.com");
+        assert_eq!(
+            err(Domain::parse("Example.com")),
+            "invalid --domain \"Example.com\": a domain must be a lowercase RFC 1123 subdomain: \
+             labels of a-z, 0-9 and '-', separated by '.', each starting and ending with a letter \
+             or digit (e.g. \"example.com\")"
+        );
+        assert!(err(Domain::parse("")).contains("a domain cannot be empty"));
+        assert!(Domain::parse(&"a".repeat(63)).is_ok());
+        let e = err(Domain::parse(&format!("{}.io", "a".repeat(64))));
+        assert!(e.contains("label of a domain must be at most 63 characters"), "{e}");
+        let long = vec!["a".repeat(63); 4].join(".");
+        assert!(err(Domain::parse(&long)).contains("at most 253 characters (it has 255)"));
+    }
+
+    #[test]
+    fn project_name_rules() {
+        let ok = "memcached-operator a op2 my--op";
+        let bad = "1op op- -op My-Op my_op my.op type self test";
+        check(ProjectName::parse, ok, bad);
+        assert!(err(ProjectName::parse("")).contains("a project name cannot be empty"));
+        let p = ProjectName::parse("memcached-operator").unwrap();
+        assert_eq!((p.as_str(), p.crate_name().as_str()), ("memcached-operator", "memcached_operator"));
+        assert!(ProjectName::parse(&"a".repeat(63)).is_ok());
+        assert!(err(ProjectName::parse(&"a".repeat(64))).contains("at most 63 characters (it has 64)"));
+        assert!(err(ProjectName::parse("build")).contains("reserved by Cargo"));
+        assert!(err(ProjectName::parse("match")).contains("\"match\" is a Rust keyword"));
+        let e = err(ProjectName::parse("My_Operator"));
+        assert!(e.starts_with("invalid project name \"My_Operator\": a project name must be"));
+        assert!(e.ends_with("(e.g. \"memcached-operator\"); pass --project-name to choose another"));
+    }
+
+    #[test]
+    fn project_name_from_dir() {
+        let p = ProjectName::from_dir(Path::new("/home/me/Memcached-Operator")).unwrap();
+        assert_eq!(p.as_str(), "memcached-operator");
+        let e = err(ProjectName::from_dir(Path::new("/home/me/My_Operator")));
+        assert!(e.contains("\"my_operator\" (the lowercased name of directory"), "{e}");
+        assert!(e.contains("pass --project-name"), "{e}");
+        assert!(err(ProjectName::from_dir(Path::new("/"))).contains("pass --project-name"));
+    }
+
+    #[test]
+    fn group_rules() {
+        let ok = "cache foo-bar foo.bar apps2";
+        let bad = "Cache -cache cache- ca_che a..b 1cache type mod";
+        check(|s| Group::parse(s, &domain()), ok, bad);
+        let g = Group::parse("cache", &domain()).unwrap();
+        assert_eq!(g.qualified(&domain()), "cache.example.com");
+        assert_eq!(g.module_name(), "cache");
+        for (group, module) in [("foo-bar", "foo_bar"), ("foo.bar", "foo_bar")] {
+            assert_eq!(Group::parse(group, &domain()).unwrap().module_name(), module);
+        }
+        assert_eq!(
+            err(Group::parse("Cache", &domain())),
+            "invalid --group \"Cache\": \"Cache.example.com\" must be a lowercase RFC 1123 \
+             subdomain: labels of a-z, 0-9 and '-', separated by '.', each starting and ending \
+             with a letter or digit (e.g. --group cache)"
+        );
+        assert!(err(Group::parse("", &domain())).contains("a group cannot be empty"));
+        assert!(err(Group::parse("1cache", &domain())).contains("start with a letter"));
+        assert!(err(Group::parse("type", &domain())).contains("\"type\" is a keyword"));
+        assert!(err(Group::parse(&"g".repeat(64), &domain())).contains("at most 63"));
+        let long = vec!["g".repeat(60); 4].join(".");
+        assert!(err(Group::parse(&long, &domain())).contains("at most 253 characters"));
+    }
+
+    #[test]
+    fn version_rules() {
+        let ok = "v1 v2 v10 v1alpha1 v2beta3 v1beta10 v12alpha34";
+        let bad = "1 v v0 v01 v1alpha v1beta0 v1alpha01 V1 v1gamma1 v1-alpha1 foo v1alpha1beta1";
+        check(Version::parse, ok, bad);
+        assert!(Version::parse("v1alpha1 ").is_err());
+        assert_eq!(Version::parse("v1alpha1").unwrap().module_name(), "v1alpha1");
+        assert!(
+            err(Version::parse("v1alpha"))
+                .starts_with("invalid --version \"v1alpha\": a version must look like v1, v1alpha1 or v2beta3")
+        );
+        assert!(err(Version::parse("")).contains("cannot be empty (e.g. \"v1alpha1\")"));
+        assert!(err(Version::parse(&format!("v{}", "9".repeat(63)))).contains("at most 63"));
+    }
+
+    #[test]
+    fn kind_rules() {
+        let ok = "Memcached A HTTPRoute Ec2Instance FirstMate Types";
+        let bad = "memcached 1Kind Kind- Mem_cached Mem-cached Kïnd Ki.nd Self Option Type Match";
+        check(Kind::parse, ok, bad);
+        assert!(Kind::parse("Ki nd").is_err());
+        assert_eq!(
+            err(Kind::parse("memcached")),
+            "invalid --kind \"memcached\": a kind must be PascalCase, starting with an uppercase \
+             letter and containing only letters and digits (e.g. \"Memcached\")"
+        );
+        assert!(err(Kind::parse("")).contains("a kind cannot be empty"));
+        assert!(Kind::parse(&"A".repeat(63)).is_ok());
+        assert!(err(Kind::parse(&"A".repeat(64))).contains("at most 63 characters (it has 64)"));
+        let e = err(Kind::parse("Type"));
+        assert!(e.contains("\"type\" is a keyword") && e.contains("\"TypeConfig\""), "{e}");
+        assert!(err(Kind::parse("Self")).contains("Self or a Rust prelude name"));
+        assert!(err(Kind::parse(&"Ab".repeat(31))).contains("kebab-case form"));
+    }
+
+    #[test]
+    fn kind_spellings() {
+        #[rustfmt::skip]
+        let cases = [
+            // kind, lower, snake, screaming, kebab
+            ("Memcached", "memcached", "memcached", "MEMCACHED", "memcached"),
+            ("HealthCheckPolicy", "healthcheckpolicy", "health_check_policy", "HEALTH_CHECK_POLICY",
+             "health-check-policy"),
+            ("HTTPRoute", "httproute", "http_route", "HTTP_ROUTE", "http-route"),
+            ("Ec2Instance", "ec2instance", "ec2_instance", "EC2_INSTANCE", "ec2-instance"),
+            ("V1Thing", "v1thing", "v1_thing", "V1_THING", "v1-thing"),
+            ("API", "api", "api", "API", "api"),
+        ];
+        for (kind, lower, snake, screaming, kebab) in cases {
+            let k = Kind::parse(kind).unwrap();
+            assert_eq!([k.lower(), k.snake(), k.screaming(), k.kebab()], [lower, snake, screaming, kebab]);
+        }
+    }
+
+    #[test]
+    fn plural_rules() {
+        let ok = "memcacheds admirales my-things2 a";
+        let bad = "Memcacheds 1things things- -things th_ings th.ings";
+        check(Plural::parse, ok, bad);
+        assert!(err(Plural::parse("")).contains("a plural cannot be empty"));
+        assert_eq!(
+            err(Plural::parse("Memcacheds")),
+            "invalid --plural \"Memcacheds\": a plural must be a lowercase RFC 1035 label: a-z, \
+             0-9 and '-', starting with a letter and ending with a letter or digit \
+             (e.g. \"memcacheds\")"
+        );
+        assert!(err(Plural::parse(&"a".repeat(64))).contains("at most 63 characters"));
+    }
+
+    #[test]
+    fn plural_for_kind() {
+        let kind = Kind::parse("HealthCheckPolicy").unwrap();
+        let plural = Plural::for_kind(&kind).unwrap();
+        assert_eq!(plural.as_str(), "healthcheckpolicies");
+        assert!(plural.is_regular_for(&kind));
+        assert!(!Plural::parse("healthchecks").unwrap().is_regular_for(&kind));
+        // flect's acronym quirk: kubebuilder fails here too.
+        let e = err(Plural::for_kind(&Kind::parse("Dns").unwrap()));
+        assert!(e.contains("\"dnsDNSes\"") && e.contains("--plural dnses"), "{e}");
+        let e = err(Plural::for_kind(&Kind::parse(&"A".repeat(63)).unwrap()));
+        assert!(e.contains("pass --plural (e.g. --plural memcacheds)"), "{e}");
+    }
+
+    /// Pairs from kubebuilder's docs and flect v1.0.3's own test table (`flect_test.go`),
+    /// checked against flect itself; like flect's test, each plural must also map to itself.
+    #[test]
+    fn pluralize_matches_flect() {
+        #[rustfmt::skip]
+        let table = [
+            ("memcached", "memcacheds"), ("busybox", "busyboxes"), ("wordpress", "wordpresses"),
+            ("healthcheckpolicy", "healthcheckpolicies"), ("firstmate", "firstmates"),
+            ("policy", "policies"), ("key", "keys"), ("fish", "fish"), ("sheep", "sheep"),
+            ("helmswoman", "helmswomen"), ("person", "people"), ("child", "children"),
+            ("man", "men"), ("datum", "data"), ("octopus", "octupuses"), ("ox", "oxen"),
+            ("box", "boxes"), ("mouse", "mice"), ("spokesman", "spokesmen"),
+            ("salesperson", "salespeople"), ("equipment", "equipment"), ("news", "news"),
+            ("calf", "calves"), ("dwarf", "dwarfs"), ("knife", "knives"), ("leaf", "leaves"),
+            ("safe", "saves"), ("thief", "thieves"), ("beef", "beef"), ("chief", "chiefs"),
+            ("archive", "archives"), ("day", "days"), ("hobby", "hobbies"), ("abbey", "abbeys"),
+            ("guy", "guys"), ("obsequy", "obsequies"), ("proxy", "proxies"), ("chateau", "chateaux"),
+            ("bureau", "bureaus"), ("tetrahedron", "tetrahedra"), ("stadium", "stadiums"),
+            ("bacterium", "bacteria"), ("museum", "museums"), ("maximum", "maxima"),
+            ("spectrum", "spectra"), ("nebula", "nebulae"), ("antenna", "antennas"),
+            ("media", "media"), ("multimedia", "multimedia"), ("switch", "switches"),
+            ("headache", "headaches"), ("wish", "wishes"), ("bus", "buses"), ("status", "statuses"),
+            ("virus", "viruses"), ("house", "houses"), ("quiz", "quizzes"), ("buzz", "buzzes"),
+            ("waltz", "waltzes"), ("prize", "prizes"), ("address", "addresses"),
+            ("database", "databases"), ("portfolio", "portfolios"), ("piano", "pianos"),
+            ("hello", "hellos"), ("buffalo", "buffaloes"), ("photo", "photos"),
+            ("potato", "potatoes"), ("zoo", "zoos"), ("index", "indices"), ("complex", "complexes"),
+            ("matrix", "matrices"), ("device", "devices"), ("service", "services"),
+            ("axis", "axes"), ("tax", "taxes"), ("ellipsis", "ellipses"), ("analysis", "analyses"),
+            ("diagnosis", "diagnoses"), ("synopsis", "synopses"), ("psi", "psis"),
+            ("api", "apis"), ("html", "htmls"), ("ssh", "sshs"), ("eia", "eias"),
+        ];
+        for (singular, plural) in table {
+            assert_eq!(pluralize(singular), plural, "pluralize({singular})");
+            assert_eq!(pluralize(plural), plural, "pluralize({plural})");
+        }
+        // Alternatives are recognised as plurals; acronyms ending in S hit flect's quirk.
+        assert_eq!(pluralize("indexes"), "indexes");
+        assert_eq!(pluralize("octopi"), "octopi");
+        assert_eq!(pluralize("https"), "httpsHTTPSes");
+        assert_eq!(pluralize(""), "");
+    }
+
+    #[test]
+    fn image_rules() {
+        let ok = "memcached memcached:1.6.26-alpine3.19 docker.io/library/memcached:1.6 \
+                  quay.io/example/memcached@sha256:abc123 localhost:5000/op:v1 a/b/c:latest \
+                  Registry.Example.com/x ghcr.io/a_b/c-d.e:1_0";
+        let bad = "Memcached memcached: memcached:-x a//b /a a/ a@sha256 a@:abc example.com:/x";
+        check(Image::parse, ok, bad);
+        assert!(Image::parse("memcached\t").is_err());
+        assert_eq!(Image::parse("memcached:1.6").unwrap().as_str(), "memcached:1.6");
+        let e = err(Image::parse("mem cached"));
+        assert!(e.starts_with("invalid --image \"mem cached\": an image cannot contain whitespace"));
+        assert!(e.ends_with("(e.g. \"memcached:1.6.26-alpine3.19\")"), "{e}");
+        assert!(err(Image::parse("")).contains("an image cannot be empty"));
+    }
+
+    #[test]
+    fn container_port_rules() {
+        let bad = "0 65536 -1 +80 http 8o";
+        check(ContainerPort::parse, "1 80 11211 65535", bad);
+        assert!(ContainerPort::parse("").is_err() && ContainerPort::parse(" 80").is_err());
+        assert_eq!(ContainerPort::parse("11211").unwrap().get(), 11211);
+        assert_eq!(ContainerPort::parse("65535").unwrap().to_string(), "65535");
+        assert_eq!(
+            err(ContainerPort::parse("0")),
+            "invalid --image-container-port \"0\": a container port must be a whole number from \
+             1 to 65535 (e.g. \"11211\")"
+        );
+    }
+
+    #[test]
+    fn owners_are_one_line() {
+        assert!(check_owner("The Memcached Authors").is_ok());
+        assert!(check_owner("").is_ok());
+        for bad in ["ACME\ncompile_error!(\"x\");", "a\tb", "\u{1b}[31m"] {
+            assert!(err(check_owner(bad)).contains("one line of text"), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn run_as_user_rules() {
+        let bad = "-1 +1 0 2147483648 4294967296 9223372036854775807 root 1.5";
+        check(RunAsUser::parse, "1 1001 2147483647", bad);
+        assert!(RunAsUser::parse("").is_err());
+        assert_eq!(RunAsUser::parse("1001").unwrap().get(), 1001);
+        let e = err(RunAsUser::parse("-1"));
+        assert!(e.starts_with("invalid --run-as-user \"-1\": a user ID must be a whole number"));
+        assert!(e.ends_with("(e.g. \"1001\")"), "{e}");
+    }
+
+    #[test]
+    fn container_command_rules() {
+        let bad = "a,,b a, ,a";
+        check(ContainerCommand::parse, "sleep a,b", bad);
+        for bad in ["", " ", "a, ,b"] {
+            assert!(ContainerCommand::parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(err(ContainerCommand::parse("")).contains("a command cannot be empty"));
+        let c = ContainerCommand::parse("memcached, --memory-limit=64 ,-o,modern,-v").unwrap();
+        assert_eq!(c.args(), ["memcached", "--memory-limit=64", "-o", "modern", "-v"]);
+        assert_eq!(c.to_string(), "memcached,--memory-limit=64,-o,modern,-v");
+        assert_eq!(c.into_vec().len(), 5);
+        let e = err(ContainerCommand::parse("memcached,,-v"));
+        assert!(e.contains("\"memcached,,-v\"") && e.contains("argument 2 is empty"), "{e}");
+        assert!(e.ends_with("(e.g. \"memcached,--memory-limit=64,-o,modern,-v\")"), "{e}");
+    }
+
+    #[test]
+    fn from_str_works_for_flag_parsing() {
+        assert_eq!("Memcached".parse::<Kind>().unwrap().snake(), "memcached");
+        assert!("v1alpha".parse::<Version>().is_err());
+        assert_eq!("80".parse::<ContainerPort>().unwrap().get(), 80);
+    }
+}
