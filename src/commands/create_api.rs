@@ -230,19 +230,15 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     // The API's own files are refused when present, unless --force; the files several APIs
     // share (module files, kustomizations) are created once and then only extended at markers.
     let own = if args.force { IfExists::Overwrite } else { IfExists::Error };
-    let shared = |path: &str| {
-        let file = path.rsplit('/').next().unwrap_or(path);
-        if file == "mod.rs" || file == "kustomization.yaml" { IfExists::Skip } else { own }
-    };
     // Before the controller's fragments: an existing entry updated in place is then found.
     if let (Some(operand), true) = (&operand, args.controller) {
         set_image_env(&mut plan, &kind, &operand.image)?;
     }
     if args.resource {
-        scaffold::render_root(&templates, "resource", &ctx, &mut plan, shared)?;
+        scaffold::render_root(&templates, "resource", &ctx, &mut plan, own)?;
     }
     if args.controller {
-        scaffold::render_root(&templates, root.trim_end_matches('/'), &ctx, &mut plan, shared)?;
+        scaffold::render_root(&templates, root.trim_end_matches('/'), &ctx, &mut plan, own)?;
     }
     let role = templates.render(ROLE, &ctx)?;
     let role_policy = if role_is_ours { IfExists::Overwrite } else { IfExists::Keep };

@@ -22,13 +22,15 @@ pub fn render_root(
     root: &str,
     ctx: &Context,
     plan: &mut Plan,
-    if_exists: impl Fn(&str) -> IfExists,
+    if_exists: IfExists,
 ) -> Result<()> {
     let entries = templates.entries(root, ctx)?;
     for entry in &entries {
-        if let Entry::File { template, path } = entry {
+        if let Entry::File { template, path, shared } = entry {
             let contents = templates.render(template, ctx)?;
-            plan.write(path, contents, if_exists(path))?;
+            // A file several APIs extend is never rewritten: only its markers are.
+            let if_exists = if *shared { IfExists::Skip } else { if_exists };
+            plan.write(path, contents, if_exists)?;
             if templates.is_plain(template) {
                 plan.mark_formatted(path);
             }

@@ -280,6 +280,9 @@ impl Plan {
             remove_dirs(&created_dirs);
             return Err(err);
         }
+        // PROJECT last: if memop is killed among the renames, PROJECT does not yet list what
+        // is half-written, and re-running the command (with --force) completes it.
+        staged.sort_by_key(|(_, target, _)| target.file_name().is_some_and(|n| n == "PROJECT"));
         let mut done: Vec<(&PathBuf, &Change)> = Vec::new();
         for (tmp, target, change) in &staged {
             if let Err(err) = fs::rename(tmp, target) {

@@ -17,13 +17,16 @@ use tera::{Context, Tera};
 static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 
 const SUFFIX: &str = ".tera";
+/// How a template declares that its file is shared (see [`Entry::File`]).
+const SHARED: &str = "{# shared:";
 const PARTIALS: &str = "_partials/";
 
 /// One template of a scaffold root, already classified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry {
-    /// Renders to the whole file at `path`.
-    File { template: String, path: String },
+    /// Renders to the whole file at `path`. A `shared` file is one several APIs extend at its
+    /// markers: created once, never rewritten (its template starts with `{# shared: … #}`).
+    File { template: String, path: String, shared: bool },
     /// Renders to a fragment inserted before `marker` in the file at `path`.
     Fragment { template: String, path: String, marker: String },
 }
@@ -38,6 +41,8 @@ pub struct Templates {
     /// Plain templates: the partial their first line includes, if any, and the rest verbatim.
     plain: HashMap<String, (Option<String>, &'static str)>,
     names: Vec<String>,
+    /// Every loaded template's text.
+    sources: HashMap<String, &'static str>,
 }
 
 impl Templates {
@@ -62,8 +67,9 @@ impl Templates {
             }
         }
         tera.add_raw_templates(parsed).map_err(|e| anyhow!("memop's own templates do not parse: {}", chain(&e)))?;
-        let names = sources.into_iter().map(|(n, _)| n).collect();
-        Ok(Self { tera, plain, names })
+        let names = sources.iter().map(|(n, _)| n.clone()).collect();
+        let sources = sources.into_iter().collect();
+        Ok(Self { tera, plain, names, sources })
     }
 
     /// True for a template that renders the same text for every project (but for its license
@@ -96,7 +102,10 @@ impl Templates {
                 Some((path, marker)) => {
                     Entry::Fragment { template: name.clone(), path: path.to_string(), marker: marker.to_string() }
                 }
-                None => Entry::File { template: name.clone(), path: resolved },
+                None => {
+                    let shared = self.sources.get(name).is_some_and(|text| text.starts_with(SHARED));
+                    Entry::File { template: name.clone(), path: resolved, shared }
+                }
             });
         }
         if entries.is_empty() {
