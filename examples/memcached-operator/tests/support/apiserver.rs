@@ -66,6 +66,8 @@ use kube::client::Body;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::requests::{Request, RequestLog, Verb};
+
 /// How long a watch without `timeoutSeconds` stays open (the real server picks 30–60 minutes).
 const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
@@ -79,44 +81,12 @@ const SERVER_OWNED_METADATA: [&str; 6] = [
     "deletionGracePeriodSeconds",
 ];
 
-/// The API verbs this server distinguishes, for the request log and fault injection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verb {
-    Get,
-    List,
-    Watch,
-    Create,
-    Update,
-    Patch,
-    Delete,
-}
-
-impl Verb {
-    /// Whether requests with this verb may change stored state.
-    pub fn is_write(self) -> bool {
-        matches!(
-            self,
-            Self::Create | Self::Update | Self::Patch | Self::Delete
-        )
-    }
-}
-
-/// One entry of the request log.
-#[derive(Clone, Debug)]
-pub struct Request {
-    pub verb: Verb,
-    /// The plural from the URL (`"deployments"`), with `"/status"` appended for the subresource.
-    pub resource: String,
-    pub namespace: Option<String>,
-    pub name: Option<String>,
-    /// The HTTP code returned when [`ApiServer::fail_next`] made this request fail.
-    pub injected_failure: Option<u16>,
-}
-
 /// The server. Clones share state, so a test can keep one handle while clients use another.
 #[derive(Clone, Default)]
 pub struct ApiServer {
     state: Arc<Mutex<State>>,
+    /// The request log and fault injection of [`ApiServer::client`].
+    log: RequestLog,
 }
 
 impl ApiServer {
@@ -128,11 +98,11 @@ impl ApiServer {
     ///
     /// Must be called inside a Tokio runtime (`kube::Client` spawns its request buffer there).
     pub fn client(&self) -> kube::Client {
-        kube::Client::new(self.clone().service(), "default")
+        self.client_with(&self.log)
     }
 
     /// A client like [`ApiServer::client`] whose requests go through `log` first.
-    pub fn client_with(&self, log: &super::requests::RequestLog) -> kube::Client {
+    pub fn client_with(&self, log: &RequestLog) -> kube::Client {
         kube::Client::new(tower::Layer::layer(log, self.clone().service()), "default")
     }
 
@@ -152,36 +122,28 @@ impl ApiServer {
         })
     }
 
-    /// Fails the next `times` requests matching `verb` and `resource` (as in [`Request::resource`];
-    /// `"*"` matches any) with HTTP `code` (4xx or 5xx) and a matching `Status`, before any state
-    /// changes: use it to exercise conflict and retry paths.
+    /// Fails the next `times` requests of [`ApiServer::client`] matching `verb` and `resource`
+    /// (as in [`Request::resource`]; `"*"` matches any) with HTTP `code` and a matching
+    /// `Status`, before any state changes: use it to exercise conflict and retry paths.
     pub fn fail_next(&self, verb: Verb, resource: &str, code: u16, times: usize) {
-        self.lock().faults.push(Fault {
-            verb,
-            resource: resource.to_owned(),
-            code,
-            remaining: times,
-        });
+        self.log.fail_next(verb, resource, code, times);
     }
 
-    /// Every request served since the log was last cleared, in order, failed ones included.
+    /// Every request of [`ApiServer::client`] since the log was last cleared, in order, failed
+    /// ones included.
     pub fn requests(&self) -> Vec<Request> {
-        self.lock().log.clone()
+        self.log.requests()
     }
 
-    /// How many write requests (create/update/patch/delete) went to `resource` (as in
-    /// [`Request::resource`], `"*"` for all) since the log was last cleared. Failed requests
-    /// count too: they are what the operator sent.
+    /// How many write requests (create/update/patch/delete) of [`ApiServer::client`] went to
+    /// `resource` (as in [`Request::resource`], `"*"` for all) since the log was last cleared.
+    /// Failed requests count too: they are what the operator sent.
     pub fn writes(&self, resource: &str) -> usize {
-        self.lock()
-            .log
-            .iter()
-            .filter(|r| r.verb.is_write() && (resource == "*" || r.resource == resource))
-            .count()
+        self.log.writes(resource)
     }
 
     pub fn clear_requests(&self) {
-        self.lock().log.clear();
+        self.log.clear();
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -214,8 +176,6 @@ struct State {
     /// (kube's watcher lists first, then watches from the list's resourceVersion).
     history: Vec<Change>,
     watchers: Vec<Watcher>,
-    faults: Vec<Fault>,
-    log: Vec<Request>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -232,13 +192,6 @@ struct Change {
     key: ObjectKey,
     before: Option<Value>,
     after: Option<Value>,
-}
-
-struct Fault {
-    verb: Verb,
-    resource: String,
-    code: u16,
-    remaining: usize,
 }
 
 /// An open watch: its selection, and where to send matching events (as ready-to-write lines).
@@ -271,20 +224,6 @@ impl State {
             Method::DELETE => Verb::Delete,
             ref other => return Failure::new(405, format!("{other} is not supported")).response(),
         };
-        let resource = target
-            .as_ref()
-            .map_or_else(|| parts.uri.path().to_owned(), Target::resource);
-        let injected_failure = self.take_fault(verb, &resource);
-        self.log.push(Request {
-            verb,
-            resource,
-            namespace: target.as_ref().and_then(|t| t.namespace.clone()),
-            name: target.as_ref().and_then(|t| t.name.clone()),
-            injected_failure,
-        });
-        if let Some(code) = injected_failure {
-            return Failure::new(code, format!("injected failure for {verb:?}")).response();
-        }
         let Some(target) = target else {
             return Failure::new(404, "the server could not find the requested resource")
                 .response();
@@ -336,14 +275,6 @@ impl State {
                 .ok_or_else(|| target.not_found(name)),
             _ => Err(Failure::new(405, format!("{verb:?} is not allowed here"))),
         }
-    }
-
-    fn take_fault(&mut self, verb: Verb, resource: &str) -> Option<u16> {
-        let fault = self.faults.iter_mut().find(|f| {
-            f.remaining > 0 && f.verb == verb && (f.resource == "*" || f.resource == resource)
-        })?;
-        fault.remaining -= 1;
-        Some(fault.code)
     }
 
     fn list(&self, target: &Target, query: &Query) -> Result<Value, Failure> {
@@ -693,14 +624,6 @@ impl Target {
             name,
             status,
         })
-    }
-
-    fn resource(&self) -> String {
-        if self.status {
-            format!("{}/status", self.plural)
-        } else {
-            self.plural.clone()
-        }
     }
 
     fn key(&self, name: &str) -> ObjectKey {

@@ -25,4 +25,4 @@ pub mod workloads;
 
 pub use apiserver::*;
 pub use envtest::{Backend, ControlPlane, TestEnv};
-pub use requests::RequestLog;
+pub use requests::{Request, RequestLog, Verb};

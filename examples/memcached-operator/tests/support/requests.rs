@@ -27,10 +27,42 @@ use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
 use kube::client::Body;
 use serde_json::json;
 
-use super::apiserver::{Request, Verb};
-
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// The API verbs the log distinguishes, for the request log and fault injection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    Get,
+    List,
+    Watch,
+    Create,
+    Update,
+    Patch,
+    Delete,
+}
+
+impl Verb {
+    /// Whether requests with this verb may change stored state.
+    pub fn is_write(self) -> bool {
+        matches!(
+            self,
+            Self::Create | Self::Update | Self::Patch | Self::Delete
+        )
+    }
+}
+
+/// One entry of the request log.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub verb: Verb,
+    /// The plural from the URL (`"deployments"`), with `"/status"` appended for the subresource.
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    /// The HTTP code returned when [`ApiServer::fail_next`] made this request fail.
+    pub injected_failure: Option<u16>,
+}
 
 /// The log and the pending faults; clones share them. Also the [`tower::Layer`] that feeds them.
 #[derive(Clone, Default)]
