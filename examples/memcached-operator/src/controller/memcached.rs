@@ -241,29 +241,7 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
         let message = format!(
             "The operand image is not configured: set the {IMAGE_ENV} environment variable of the manager (config/manager/manager.yaml sets it)"
         );
-        tracing::error!(name = %object.name_any(), "{message}");
-        conditions.set(
-            condition::AVAILABLE,
-            false,
-            condition::MISCONFIGURED,
-            message.clone(),
-        );
-        conditions.set(
-            condition::DEGRADED,
-            true,
-            condition::MISCONFIGURED,
-            message.clone(),
-        );
-        write_status(object, &status, ctx).await?;
-        publish(
-            ctx,
-            object,
-            EventType::Warning,
-            condition::MISCONFIGURED,
-            message.clone(),
-        )
-        .await;
-        return Err(Error::Invalid(message));
+        return stuck(object, ctx, &mut status, condition::MISCONFIGURED, message).await;
     };
 
     let desired = desired_deployment(object, image)?;
@@ -279,28 +257,7 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
         let message = format!(
             "Deployment {name} already exists and is controlled by {controller}, not by this Memcached: delete or rename it"
         );
-        conditions.set(
-            condition::AVAILABLE,
-            false,
-            condition::NOT_OWNED,
-            message.clone(),
-        );
-        conditions.set(
-            condition::DEGRADED,
-            true,
-            condition::NOT_OWNED,
-            message.clone(),
-        );
-        write_status(object, &status, ctx).await?;
-        publish(
-            ctx,
-            object,
-            EventType::Warning,
-            condition::NOT_OWNED,
-            message.clone(),
-        )
-        .await;
-        return Err(Error::Invalid(message));
+        return stuck(object, ctx, &mut status, condition::NOT_OWNED, message).await;
     }
 
     let resizing = observed
@@ -396,6 +353,25 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
     write_status(object, &status, ctx).await?;
     Ok(Action::requeue(RESYNC))
 }
+/// Reports a problem the reconcile cannot get past by itself (`Available=False` and
+/// `Degraded=True` with `reason`, a Warning event, an error log), then fails, so that the
+/// Controller retries with backoff until someone fixes it.
+async fn stuck(
+    object: &Memcached,
+    ctx: &Context,
+    status: &mut MemcachedStatus,
+    reason: &str,
+    message: String,
+) -> Result<Action> {
+    tracing::error!(name = %object.name_any(), "{message}");
+    let mut conditions = Conditions::new(&mut status.conditions, object.metadata.generation);
+    conditions.set(condition::AVAILABLE, false, reason, message.clone());
+    conditions.set(condition::DEGRADED, true, reason, message.clone());
+    write_status(object, status, ctx).await?;
+    publish(ctx, object, EventType::Warning, reason, message.clone()).await;
+    Err(Error::Invalid(message))
+}
+
 /// Runs before a Memcached is deleted: while its finalizer is on, the object stays.
 ///
 /// The Deployment needs no work here: its owner reference makes Kubernetes garbage-collect it.
