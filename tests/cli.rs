@@ -258,13 +258,16 @@ fn init_refuses_to_reinitialize_a_project() {
 
     // Any one of the project's files is enough to refuse.
     let tmp = scratch();
-    for (name, marker) in [("cargo", "Cargo.toml"), ("main", "src/main.rs")] {
+    let cargo = "holds a Cargo project (Cargo.toml) but no memop PROJECT file";
+    let main = "already holds a project (found src/main.rs)";
+    for (name, marker, message, fix) in
+        [("cargo", "Cargo.toml", cargo, "pass --force"), ("main", "src/main.rs", main, fix)]
+    {
         let dir = tmp.path().join(name);
         fs::create_dir_all(dir.join(marker).parent().unwrap()).unwrap();
         fs::write(dir.join(marker), "# mine\n").unwrap();
-        let found = format!("already holds a project (found {marker})");
-        refused(&dir, "init --domain example.com --project-name op", &[&found, fix]);
-        refused(tmp.path(), &format!("-C {name} init --project-name op"), &[&found, fix]);
+        refused(&dir, "init --domain example.com --project-name op", &[message, fix]);
+        refused(tmp.path(), &format!("-C {name} init --project-name op"), &[message, fix]);
     }
 }
 

@@ -138,3 +138,18 @@ fn help_examples_fit_an_80_column_terminal() {
         assert!(memop_lines > 0, "{args:?}: {examples}");
     }
 }
+
+#[test]
+fn init_next_to_an_unrelated_cargo_project_says_so() {
+    let scratch = tempfile::tempdir().unwrap();
+    std::fs::write(scratch.path().join("Cargo.toml"), "[package]\nname = \"theirs\"\n").unwrap();
+    let stderr = stderr_of(
+        memop()
+            .current_dir(scratch.path())
+            .args(["init", "--domain", "example.com", "--project-name", "demo"])
+            .assert()
+            .code(1),
+    );
+    assert!(stderr.contains("holds a Cargo project (Cargo.toml) but no memop PROJECT file"), "{stderr}");
+    assert!(!stderr.contains("memop create api"), "{stderr}");
+}

@@ -57,6 +57,13 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         bail!("{} is not a directory; pass -C with a directory (it is created when missing)", dir.display());
     }
     let found = PROJECT_MARKERS.iter().find(|f| dir.join(f).exists());
+    if let (Some(&"Cargo.toml"), false) = (found, args.force) {
+        bail!(
+            "{} holds a Cargo project (Cargo.toml) but no memop PROJECT file; run `memop init` in a \
+             new directory, or pass --force to write memop's files over it (Cargo.toml included)",
+            dir.display()
+        );
+    }
     if let (Some(found), false) = (found, args.force) {
         bail!(
             "{} already holds a project (found {found}); run `memop create api` to extend it, \
