@@ -1,0 +1,53 @@
+//! `version`, `completion` and the help texts.
+
+use super::*;
+
+#[test]
+fn version_prints_the_version() {
+    let tmp = scratch();
+    let expected = format!("memop {}\n", env!("CARGO_PKG_VERSION"));
+    memop(tmp.path(), "version").assert().success().stdout(expected.clone()).stderr("");
+    memop(tmp.path(), "--version").assert().success().stdout(expected);
+    assert!(snapshot(tmp.path()).is_empty());
+}
+
+#[test]
+fn completion_prints_a_script_for_each_shell() {
+    let tmp = scratch();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = memop(tmp.path(), &format!("completion {shell}")).assert().success();
+        let script = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        assert!(script.contains("memop"), "{shell} script does not mention memop");
+        assert!(script.contains("image-container-port"), "{shell} script lacks create api's flags");
+    }
+    memop(tmp.path(), "completion powershell")
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains("invalid value 'powershell' for '<SHELL>'"))
+        .stderr(predicate::str::contains("[possible values: bash, zsh, fish]"));
+    memop(tmp.path(), "completion").assert().code(2);
+    assert!(snapshot(tmp.path()).is_empty());
+}
+
+#[test]
+fn every_command_help_shows_an_example() {
+    let tmp = scratch();
+    let cases = [
+        ("--help", "\nExample:\n  mkdir memcached-operator && cd memcached-operator\n"),
+        ("help", "\nExample:\n"),
+        ("init --help", "\nExample:\n  mkdir memcached-operator"),
+        ("init --help", "memop -C memcached-operator init --domain example.com"),
+        ("create api --help", "\nExamples:\n  # The Memcached operator"),
+        (
+            "create api --help",
+            "memop create api --group web --kind Nginx \\\n      --image nginxinc/nginx-unprivileged:1.27",
+        ),
+        ("help create api", "\nExamples:\n"),
+        ("completion --help", "\nExample:\n  memop completion bash"),
+    ];
+    for (line, example) in cases {
+        memop(tmp.path(), line).assert().success().stdout(predicate::str::contains(example));
+    }
+    memop(tmp.path(), "").assert().code(2).stderr(predicate::str::contains("Usage: memop"));
+}

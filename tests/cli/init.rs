@@ -1,0 +1,159 @@
+//! `memop init`: its refusals, and initializing where files already are.
+
+use super::*;
+
+#[test]
+fn init_rejects_bad_domains_and_writes_nothing() {
+    let tmp = scratch();
+    let dir = tmp.path();
+    let fix = "(e.g. \"example.com\")";
+    let rfc = "must be a lowercase RFC 1123 subdomain";
+    let long_label = format!("{}.io", "a".repeat(64));
+    let long_domain = vec!["a".repeat(63); 4].join(".");
+    #[rustfmt::skip]
+    let cases: &[(&str, &[&str])] = &[
+        ("Example.com", &["invalid --domain \"Example.com\": a domain", rfc, fix]),
+        ("''", &["invalid --domain \"\": a domain cannot be empty", fix]),
+        ("example.com.", &["invalid --domain \"example.com.\"", rfc, fix]),
+        ("example-", &["invalid --domain \"example-\"", "ending with a letter or digit", fix]),
+        ("-example.com", &["invalid --domain \"-example.com\"", rfc, fix]),
+        ("my_domain.com", &["invalid --domain \"my_domain.com\"", rfc, fix]),
+        (&long_label, &["each '.'-separated label of a domain must be at most 63", "has 64", fix]),
+        (&long_domain, &["a domain must be at most 253 characters (it has 255)", fix]),
+    ];
+    for (domain, expected) in cases {
+        refused(dir, &format!("init --project-name op --domain={domain}"), expected);
+        assert!(snapshot(dir).is_empty(), "init --domain {domain} left files behind");
+    }
+}
+
+#[test]
+fn init_rejects_bad_project_names_and_writes_nothing() {
+    let tmp = scratch();
+    let dir = tmp.path();
+    let fix = "(e.g. \"memcached-operator\"); pass --project-name to choose another";
+    let long = "a".repeat(64);
+    #[rustfmt::skip]
+    let cases: &[(&str, &str)] = &[
+        ("My_Operator", "a project name must be a lowercase RFC 1123 label"),
+        ("1op", "starting with a letter"),
+        ("op-", "ending with a letter or digit"),
+        ("my.op", "a-z, 0-9 and '-'"),
+        ("", "a project name cannot be empty"),
+        ("type", "its crate name \"type\" is a Rust keyword"),
+        ("test", "its crate name \"test\" is reserved by Cargo or the standard library"),
+        (&long, "a project name must be at most 63 characters (it has 64)"),
+    ];
+    for (name, rule) in cases {
+        let quoted = format!("invalid project name \"{name}\": ");
+        let line = format!("init --domain example.com --project-name '{name}'");
+        refused(dir, &line, &[&quoted, rule, fix]);
+        assert!(snapshot(dir).is_empty(), "{line} left files behind");
+    }
+}
+
+#[test]
+fn init_rejects_a_directory_name_that_is_no_project_name() {
+    let tmp = scratch();
+    let bad = tmp.path().join("My_Operator");
+    fs::create_dir(&bad).unwrap();
+    let named = "invalid project name \"my_operator\" (the lowercased name of directory";
+    let fix = "pass --project-name to choose another";
+    // Run inside the directory, and pointed at it with -C.
+    refused(&bad, "init --domain example.com", &[named, "My_Operator", fix]);
+    refused(tmp.path(), "-C My_Operator init", &[named, fix]);
+    refused(tmp.path(), "-C My_Operator --dry-run init", &[named, fix]);
+    assert!(snapshot(&bad).is_empty());
+    // -C to a missing directory: refused before the directory is created.
+    refused(tmp.path(), "-C Bad_Name/sub_dir init", &["\"sub_dir\"", fix]);
+    refused(tmp.path(), "-C new-op init --domain Bad", &["invalid --domain \"Bad\""]);
+    assert!(!tmp.path().join("Bad_Name").exists());
+    assert!(!tmp.path().join("new-op").exists());
+}
+
+#[test]
+fn init_refuses_to_reinitialize_a_project() {
+    let (_tmp, dir) = project(&[]);
+    let fix = "run `memop create api` to extend it, or pass --force to initialize over it";
+    refused(&dir, "init --domain example.com", &["already holds a project (found PROJECT)", fix]);
+    refused(&dir, "init --domain other.io --project-name other", &["(found PROJECT)", fix]);
+    refused(&dir, "--dry-run init --domain example.com", &["(found PROJECT)", fix]);
+
+    // Any one of the project's files is enough to refuse.
+    let tmp = scratch();
+    let cargo = "holds a Cargo project (Cargo.toml) but no memop PROJECT file";
+    let main = "already holds a project (found src/main.rs)";
+    for (name, marker, message, fix) in
+        [("cargo", "Cargo.toml", cargo, "pass --force"), ("main", "src/main.rs", main, fix)]
+    {
+        let dir = tmp.path().join(name);
+        fs::create_dir_all(dir.join(marker).parent().unwrap()).unwrap();
+        fs::write(dir.join(marker), "# mine\n").unwrap();
+        refused(&dir, "init --domain example.com --project-name op", &[message, fix]);
+        refused(tmp.path(), &format!("-C {name} init --project-name op"), &[message, fix]);
+    }
+}
+
+#[test]
+fn init_refuses_a_regular_file_as_its_directory() {
+    let tmp = scratch();
+    fs::write(tmp.path().join("notes.txt"), "mine\n").unwrap();
+    let expected = ["notes.txt is not a directory", "pass -C with a directory"];
+    refused(tmp.path(), "-C notes.txt init --project-name op", &expected);
+    refused(tmp.path(), "-C notes.txt --dry-run init --project-name op", &expected);
+    assert_eq!(read(tmp.path(), "notes.txt"), "mine\n");
+}
+
+#[test]
+fn init_keeps_the_users_files_and_says_so() {
+    let tmp = scratch();
+    let dir = tmp.path().join("memcached-operator");
+    fs::create_dir(&dir).unwrap();
+    fs::write(dir.join("README.md"), "# My operator\n").unwrap();
+    fs::write(dir.join("notes.txt"), "mine\n").unwrap();
+    let out = ok(&dir, "init --domain example.com");
+    let warnings = "warning: the directory is not empty (README.md, notes.txt); memop keeps files \
+                    it would otherwise write, but initializing in an empty directory is safer\n\
+                    warning: kept your README.md; memop's version was not written\n";
+    assert_eq!(out.stderr, warnings);
+    assert_eq!(read(&dir, "README.md"), "# My operator\n");
+    assert_eq!(read(&dir, "notes.txt"), "mine\n");
+    assert!(out.stdout.contains("  create  ./PROJECT\n"), "{}", out.stdout);
+    assert!(!out.stdout.contains("README.md"), "{}", out.stdout);
+    let next = "Next: define a resource with:\n  $ memop create api --group cache --kind Memcached\n";
+    assert!(out.stdout.ends_with(next), "{}", out.stdout);
+    assert!(read(&dir, "PROJECT").contains("projectName: memcached-operator\n"));
+    assert!(read(&dir, "Cargo.toml").contains("name = \"memcached-operator\""));
+}
+
+#[test]
+fn init_force_reinitializes_a_project() {
+    let (_tmp, dir) = project(&[]);
+    let pristine = snapshot(&dir);
+    fs::write(dir.join("notes.txt"), "mine\n").unwrap();
+    append(&dir, "src/main.rs", "// my note\n");
+    let out = ok(&dir, "init --domain example.com --force");
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    assert!(out.stdout.starts_with("  update  ./src/main.rs\n"), "{}", out.stdout);
+    assert_eq!(read(&dir, "notes.txt"), "mine\n");
+    let mut after = snapshot(&dir);
+    after.remove(Path::new("notes.txt"));
+    assert_eq!(changed(&pristine, &after), Vec::<PathBuf>::new());
+    // Again, with nothing left to change.
+    let out = ok(&dir, "init --domain example.com --force");
+    assert!(out.stdout.starts_with("Nothing to do: "), "{}", out.stdout);
+}
+
+#[test]
+fn init_creates_the_directory_given_with_c() {
+    let tmp = scratch();
+    let out = ok(tmp.path(), "-C a/new-op init --domain example.com --owner 'The Ops'");
+    assert!(out.stdout.contains("  create  a/new-op/PROJECT\n"), "{}", out.stdout);
+    let dir = tmp.path().join("a/new-op");
+    let project = read(&dir, "PROJECT");
+    assert!(project.contains("projectName: new-op\n"), "{project}");
+    assert!(project.contains("crateName: new_op\n"), "{project}");
+    assert!(project.contains("owner: The Ops\n"), "{project}");
+    // SOURCE_DATE_EPOCH sets the license year.
+    assert!(read(&dir, "src/main.rs").starts_with("// Copyright 2026 The Ops.\n"));
+}
