@@ -21,8 +21,10 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use tempfile::TempDir;
 
-/// A fixed clock (2026-11-18) for reproducible output such as license years.
-const SOURCE_DATE_EPOCH: &str = "1795000000";
+#[path = "../common/mod.rs"]
+mod common;
+
+use common::SOURCE_DATE_EPOCH;
 
 /// The Memcached preset, as the README creates it.
 const MEMCACHED: &str = "--group cache --kind Memcached";
