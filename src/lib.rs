@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub mod commands;
 pub mod names;
 pub mod project;
+pub mod resource;
 pub mod scaffold;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::names::{Domain, Group, Kind, Plural};
 use crate::project::Project;
+use crate::resource::ApiNames;
 
 /// The Rust release the generated Dockerfile and CI build with.
 pub const RUST_VERSION: &str = "1.95";
@@ -33,16 +33,11 @@ pub struct ProjectContext {
 
 impl ProjectContext {
     pub fn new(project: &Project) -> Result<Self> {
-        let domain = Domain::parse(&project.domain)?;
         let mut rules = Vec::new();
-        for resource in project.resources.iter().filter(|r| r.controller) {
-            let kind = Kind::parse(&resource.kind)?;
-            let plural = match &resource.plural {
-                Some(p) => p.clone(),
-                None => Plural::for_kind(&kind)?.to_string(),
-            };
-            let group = Group::parse(&resource.group, &domain)?.qualified(&domain);
-            rules.extend(rules_of(&group, &plural, resource.operand.is_some()));
+        for (api, resource) in ApiNames::all(project)?.iter().zip(&project.resources) {
+            if resource.controller {
+                rules.extend(rules_of(&api.qualified_group, api.plural.as_str(), resource.operand.is_some()));
+            }
         }
         Ok(Self {
             project_name: project.project_name.clone(),

@@ -9,6 +9,7 @@ use super::context::ProjectContext;
 use super::{Global, finish};
 use crate::names::{ContainerCommand, ContainerPort, Group, Image, Kind, Plural, RunAsUser, Version};
 use crate::project::{self, Api, Operand, Project, Resource};
+use crate::resource::ApiNames;
 use crate::scaffold::{self, IfExists, Plan, Templates};
 
 /// Scaffold a Kubernetes API: its Rust types, CRD, sample and controller
@@ -128,13 +129,13 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let dir = &global.dir;
     let mut project = Project::load(dir)?;
     let domain = crate::names::Domain::parse(&project.domain)?;
-    let group = Group::parse(&args.group, &domain)?;
-    let version = Version::parse(&args.version)?;
     let kind = Kind::parse(&args.kind)?;
     let plural = match &args.plural {
         Some(p) => Plural::parse(p)?,
         None => Plural::for_kind(&kind)?,
     };
+    let api = ApiNames::new(Group::parse(&args.group, &domain)?, Version::parse(&args.version)?, kind, plural, &domain);
+    let (group, version, kind, plural) = (&api.group, &api.version, &api.kind, &api.plural);
     if !args.resource && !args.controller {
         bail!("--resource=false and --controller=false leave nothing to scaffold; drop one of them");
     }
@@ -149,8 +150,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     }
     let existing = project.find(group.as_str(), version.as_str(), kind.as_str()).cloned();
     let gvk = format!("{}/{}, Kind={}", group.as_str(), version, kind);
-    check_conflicts(&project, &args, &kind, &plural, existing.as_ref(), &gvk)?;
-    let operand = operand_for(&args, &kind, existing.as_ref())?;
+    check_conflicts(&project, &args, &api, existing.as_ref(), &gvk)?;
+    let operand = operand_for(&args, kind, existing.as_ref())?;
     let api_namespaced = match (&existing, args.resource) {
         (Some(Resource { api: Some(api), .. }), false) => api.namespaced,
         _ => args.namespaced,
@@ -186,7 +187,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         group: group.to_string(),
         kind: kind.to_string(),
         operand: operand.clone(),
-        plural: (!plural.is_regular_for(&kind)).then(|| plural.to_string()),
+        plural: (!plural.is_regular_for(kind)).then(|| plural.to_string()),
         version: version.to_string(),
     });
 
@@ -207,15 +208,15 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         kind: kind.to_string(),
         plural: plural.to_string(),
         singular: kind.lower(),
-        short_name: short_name(&project, &group, &kind),
+        short_name: short_name(&project, &api)?,
         kind_snake: kind.snake(),
         kind_kebab: kind.kebab(),
         kind_screaming: kind.screaming(),
-        qualified_group: group.qualified(&domain),
-        group_module: group.module_name(),
-        crd_file: format!("{}_{}", group.qualified(&domain), plural),
-        sample_file: format!("{}_{}_{}", group.as_str(), version, kind.lower()),
-        role_prefix: format!("{}_{}", group.module_name(), kind.snake()),
+        qualified_group: api.qualified_group.clone(),
+        group_module: api.group_module(),
+        crd_file: api.crd_file(),
+        sample_file: api.sample_file(),
+        role_prefix: api.role_prefix(),
         api_namespaced,
         port_name: kind.port_name(),
         operand: operand.clone(),
@@ -232,7 +233,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let own = if args.force { IfExists::Overwrite } else { IfExists::Error };
     // Before the controller's fragments: an existing entry updated in place is then found.
     if let (Some(operand), true) = (&operand, args.controller) {
-        set_image_env(&mut plan, &kind, &operand.image)?;
+        set_image_env(&mut plan, kind, &operand.image)?;
     }
     if args.resource {
         scaffold::render_root(&templates, "resource", &ctx, &mut plan, own)?;
@@ -291,11 +292,11 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
 fn check_conflicts(
     project: &Project,
     args: &Args,
-    kind: &Kind,
-    plural: &Plural,
+    api: &ApiNames,
     existing: Option<&Resource>,
     gvk: &str,
 ) -> Result<()> {
+    let kind = &api.kind;
     match existing {
         Some(r) if args.resource && r.api.is_some() && !args.force => bail!(
             "API resource {gvk} already exists; pass --force to regenerate its own files \
@@ -312,10 +313,11 @@ fn check_conflicts(
         ),
         _ => {}
     }
-    for other in project.resources.iter().filter(|r| r.group == args.group && r.kind != kind.as_str()) {
-        let Ok(other_kind) = Kind::parse(&other.kind) else { continue };
-        let other_plural = other.plural.clone().or_else(|| Plural::for_kind(&other_kind).ok().map(|p| p.to_string()));
-        if other_kind.snake() == kind.snake() {
+    let others = ApiNames::all(project)?;
+    let others = others.iter().zip(&project.resources).filter(|(o, _)| !o.is(&args.group, &args.version, &args.kind));
+    for (other, resource) in others {
+        let (same_group, same_kind) = (other.group == api.group, other.kind == api.kind);
+        if same_group && !same_kind && other.kind.snake() == kind.snake() {
             bail!(
                 "{kind} and the existing kind {} of group {} would share the module and file name {}; \
                  choose another kind name",
@@ -325,10 +327,8 @@ fn check_conflicts(
             );
         }
         // The API module of one version re-exports each kind with its Spec and Status types.
-        let same_version = other.version == args.version;
-        let (a, b) = (kind.as_str(), other.kind.as_str());
-        let shadows = |x: &str, y: &str| x == format!("{y}Spec") || x == format!("{y}Status");
-        if same_version && (shadows(a, b) || shadows(b, a)) {
+        let shadows = |x: &Kind, y: &Kind| x.as_str() == format!("{y}Spec") || x.as_str() == format!("{y}Status");
+        if same_group && other.version == api.version && (shadows(kind, &other.kind) || shadows(&other.kind, kind)) {
             bail!(
                 "{kind} and the existing kind {} of {}/{} would clash: the types of one are named \
                  like the Spec or Status type of the other; choose another kind name",
@@ -337,17 +337,24 @@ fn check_conflicts(
                 other.version
             );
         }
-        if other_plural.as_deref() == Some(plural.as_str()) {
+        if same_group && !same_kind && other.plural == api.plural {
             bail!(
-                "{kind} would have the plural {plural}, which the existing kind {} of group {} already has; \
+                "{kind} would have the plural {}, which the existing kind {} of group {} already has; \
                  choose another kind, or another plural with --plural",
+                api.plural,
                 other.kind,
                 other.group
             );
         }
-    }
-    for other in project.resources.iter().filter(|r| r.controller && r.group != args.group) {
-        if args.controller && Kind::parse(&other.kind).is_ok_and(|k| k.snake() == kind.snake()) {
+        if same_group && same_kind {
+            bail!(
+                "{kind} already exists in {}/{}; memop cannot add a second version of a kind yet \
+                 (that needs a multi-version CRD and conversion); use another kind name",
+                other.group,
+                other.version
+            );
+        }
+        if !same_group && args.controller && resource.controller && other.kind.snake() == kind.snake() {
             bail!(
                 "a controller for kind {} already exists (group {}), and controller modules are named \
                  after the kind ({}); use another kind name, or pass --controller=false",
@@ -356,50 +363,25 @@ fn check_conflicts(
                 kind.snake()
             );
         }
-    }
-    // Different APIs whose files would have the same names: the group's module
-    // (`a-b` and `a.b` are both `a_b`), or the RBAC helper roles (`<group>_<kind>`).
-    let group_module = args.group.replace(['-', '.'], "_");
-    let role_prefix = format!("{group_module}_{}", kind.snake());
-    for other in project.resources.iter().filter(|r| !(r.group == args.group && r.kind == kind.as_str())) {
-        let other_module = other.group.replace(['-', '.'], "_");
-        if other.group != args.group && other_module == group_module {
+        // Different APIs whose files would have the same names: the group's module
+        // (`a-b` and `a.b` are both `a_b`), or the RBAC helper roles (`<group>_<kind>`).
+        if !same_group && other.group_module() == api.group_module() {
             bail!(
-                "group {} would share the Rust module src/api/{group_module}/ with the existing group {}; \
+                "group {} would share the Rust module src/api/{}/ with the existing group {}; \
                  choose another group name",
-                args.group,
+                api.group,
+                api.group_module(),
                 other.group
             );
         }
-        let other_prefix = Kind::parse(&other.kind).ok().map(|k| format!("{other_module}_{}", k.snake()));
-        if other_prefix.as_deref() == Some(role_prefix.as_str()) {
+        if !(same_group && same_kind) && other.role_prefix() == api.role_prefix() {
             bail!(
                 "{kind} of group {} and the existing kind {} of group {} would share the files \
-                 config/rbac/{role_prefix}_*_role.yaml; choose another kind or group name",
-                args.group,
+                 config/rbac/{}_*_role.yaml; choose another kind or group name",
+                api.group,
                 other.kind,
-                other.group
-            );
-        }
-    }
-    let same_kind = project
-        .resources
-        .iter()
-        .filter(|r| r.kind == kind.as_str() && !(r.group == args.group && r.version == args.version));
-    for other in same_kind {
-        if other.group == args.group {
-            bail!(
-                "{kind} already exists in {}/{}; memop cannot add a second version of a kind yet \
-                 (that needs a multi-version CRD and conversion); use another kind name",
                 other.group,
-                other.version
-            );
-        }
-        if args.controller && other.controller {
-            bail!(
-                "a controller for kind {kind} already exists (group {}), and controller modules are named \
-                 after the kind; use another kind name, or pass --controller=false",
-                other.group
+                api.role_prefix()
             );
         }
     }
@@ -420,15 +402,14 @@ fn read_in(dir: &std::path::Path, path: &str) -> Result<Option<String>> {
 
 /// The CRD short name of `kind`, unless another kind of its group already has it: the API
 /// server would refuse to serve the second CRD (`ShortNamesConflict`).
-fn short_name(project: &Project, group: &Group, kind: &Kind) -> Option<String> {
-    let short = kind.short_name()?;
-    let taken = project
-        .resources
+fn short_name(project: &Project, api: &ApiNames) -> Result<Option<String>> {
+    let Some(short) = api.kind.short_name() else { return Ok(None) };
+    let others = ApiNames::all(project)?;
+    let taken = others
         .iter()
-        .filter(|r| r.group == group.as_str() && r.kind != kind.as_str())
-        .filter_map(|r| Kind::parse(&r.kind).ok()?.short_name())
-        .any(|other| other == short);
-    (!taken).then_some(short)
+        .filter(|o| o.group == api.group && o.kind != api.kind)
+        .any(|o| o.kind.short_name().as_deref() == Some(short.as_str()));
+    Ok((!taken).then_some(short))
 }
 
 /// The operand a controller deploys: `--image` wins, then the kind's preset, then none (skeleton).
