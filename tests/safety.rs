@@ -265,7 +265,9 @@ fn apis_that_would_share_files_are_refused_up_front() {
 fn short_names_stay_unique_within_a_group() {
     let (_scratch, dir, _outside) = project();
     create_api(&dir, &["--group", "cache", "--kind", "Backup", "--controller=false"]).success();
-    create_api(&dir, &["--group", "cache", "--kind", "Bucket", "--controller=false"]).success();
+    let assert = create_api(&dir, &["--group", "cache", "--kind", "Bucket", "--controller=false"]).success();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(stderr.contains("Bucket gets no CRD short name: bc is another kind's"), "{stderr}");
     let backup = fs::read_to_string(dir.join("src/api/cache/v1alpha1/backup.rs")).unwrap();
     let bucket = fs::read_to_string(dir.join("src/api/cache/v1alpha1/bucket.rs")).unwrap();
     assert!(backup.contains("shortname = \"bc\""), "{backup}");

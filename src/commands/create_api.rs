@@ -201,6 +201,13 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if let (Some(text), true) = (&current_role, role_is_ours) {
         project_ctx.keep_rules_of(text);
     }
+    let short = short_name(&project, &api)?;
+    if let (None, Some(wanted)) = (&short, kind.short_name()) {
+        eprintln!(
+            "note: {kind} gets no CRD short name: {wanted} is another kind's in group {group}, and two \
+             CRDs with one short name are not both served"
+        );
+    }
     let ctx = ApiContext {
         project: project_ctx,
         group: group.to_string(),
@@ -208,7 +215,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         kind: kind.to_string(),
         plural: plural.to_string(),
         singular: kind.lower(),
-        short_name: short_name(&project, &api)?,
+        short_name: short,
         kind_snake: kind.snake(),
         kind_kebab: kind.kebab(),
         kind_screaming: kind.screaming(),
