@@ -264,7 +264,7 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
         .as_ref()
         .and_then(|d| d.spec.as_ref()?.replicas)
         .filter(|&replicas| replicas != size);
-    let key = format!("{namespace}/{name}");
+    let key = applied_key(object);
     let current = if observed.as_ref().is_some_and(|d| {
         in_sync(
             d,
@@ -303,8 +303,7 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
                     (Some(_), None) => ("update", condition::UPDATE_FAILED),
                 };
                 let message = format!("Failed to {verb} the Deployment {name}: ({err})");
-                conditions.set(condition::AVAILABLE, false, reason, message.clone());
-                conditions.set(condition::DEGRADED, true, reason, message);
+                conditions.failing(reason, message);
                 if let Err(status_err) = write_status(object, &status, ctx).await {
                     tracing::warn!(%name, error = %status_err, "could not record the failure in the status");
                 }
@@ -324,18 +323,7 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
         }
         Rollout::Failed(why) => {
             let message = format!("Deployment {name} failed to roll out: {why}");
-            conditions.set(
-                condition::AVAILABLE,
-                false,
-                condition::ROLLOUT_FAILED,
-                message.clone(),
-            );
-            conditions.set(
-                condition::DEGRADED,
-                true,
-                condition::ROLLOUT_FAILED,
-                message,
-            );
+            conditions.failing(condition::ROLLOUT_FAILED, message);
         }
         Rollout::InProgress => {
             let status = current.as_ref().and_then(|d| d.status.as_ref());
@@ -364,9 +352,8 @@ async fn stuck(
     message: String,
 ) -> Result<Action> {
     tracing::error!(name = %object.name_any(), "{message}");
-    let mut conditions = Conditions::new(&mut status.conditions, object.metadata.generation);
-    conditions.set(condition::AVAILABLE, false, reason, message.clone());
-    conditions.set(condition::DEGRADED, true, reason, message.clone());
+    Conditions::new(&mut status.conditions, object.metadata.generation)
+        .failing(reason, message.clone());
     write_status(object, status, ctx).await?;
     publish(ctx, object, EventType::Warning, reason, message.clone()).await;
     Err(Error::Invalid(message))
@@ -402,7 +389,18 @@ async fn cleanup(object: &Memcached, ctx: &Context) -> Result<Action> {
         message,
     );
     write_status(object, &status, ctx).await?;
+    // Its Deployment goes with it: forget what it looked like.
+    ctx.applied
+        .lock()
+        .expect("applied lock")
+        .remove(&applied_key(object));
     Ok(Action::await_change())
+}
+
+/// The key of `object`'s Deployment in [`Context::applied`].
+fn applied_key(object: &Memcached) -> String {
+    let namespace = object.namespace().unwrap_or_default();
+    format!("{namespace}/{}", deployment_name(object))
 }
 
 /// Writes the conditions this controller owns through the status subresource, unless they are

@@ -235,6 +235,13 @@ impl<'a> Conditions<'a> {
             None => self.list.push(condition),
         }
     }
+
+    /// Reports a failure: not [`condition::AVAILABLE`], and [`condition::DEGRADED`], both with
+    /// `reason` and `message`.
+    pub fn failing(&mut self, reason: &str, message: String) {
+        self.set(condition::AVAILABLE, false, reason, message.clone());
+        self.set(condition::DEGRADED, true, reason, message);
+    }
 }
 
 /// The conditions of `list` whose type is one of `types`: what a controller puts in its status

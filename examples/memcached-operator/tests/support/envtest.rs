@@ -33,7 +33,7 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, Once, OnceLock};
+use std::sync::{Once, OnceLock};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
@@ -68,7 +68,7 @@ pub struct ControlPlane {
     /// Whether kube-controller-manager runs its garbage collector.
     pub garbage_collection: bool,
     /// Its end of the reaper's pipe: dropped (at exit), the reaper stops everything.
-    _reaper: Mutex<ChildStdin>,
+    _reaper: ChildStdin,
 }
 
 impl ControlPlane {
@@ -124,7 +124,7 @@ impl ControlPlane {
         let dir = std::env::temp_dir().join(format!("envtest-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         let mut reaper = Reaper::start(&dir)?;
-        Certificates::write(&dir).map_err(|e| format!("certificates: {e}"))?;
+        write_certificates(&dir).map_err(|e| format!("certificates: {e}"))?;
 
         let (client_port, peer_port) = (free_port()?, free_port()?);
         let etcd_url = format!("http://127.0.0.1:{client_port}");
@@ -186,18 +186,12 @@ impl ControlPlane {
             ]),
         )?;
         reaper.watch(&apiserver_child)?;
-        let plane = ControlPlane {
-            dir: dir.clone(),
-            url,
-            garbage_collection: controller_manager.is_some(),
-            _reaper: Mutex::new(reaper.stdin),
-        };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
         runtime.block_on(async {
-            let admin = plane.admin().await;
+            let admin = admin_client(&dir, "default").await;
             let deadline = Instant::now() + START_TIMEOUT;
             let mut apiserver_child = apiserver_child;
             loop {
@@ -223,6 +217,7 @@ impl ControlPlane {
             install_crds(&admin).await
         })?;
         // After the CRDs: its garbage collector then watches the custom kinds from the start.
+        let garbage_collection = controller_manager.is_some();
         if let Some(binary) = controller_manager {
             let child = spawn(
                 &dir,
@@ -235,31 +230,14 @@ impl ControlPlane {
                     "--use-service-account-credentials=false".into(),
                 ]),
             )?;
-            plane
-                ._reaper
-                .lock()
-                .unwrap()
-                .write_all(format!("{}\n", child.id()).as_bytes())
-                .map_err(|e| e.to_string())?;
+            reaper.watch(&child)?;
         }
-        Ok(plane)
-    }
-
-    /// A client in `system:masters`: RBAC does not apply to it.
-    pub async fn admin(&self) -> Client {
-        self.client(&self.dir.join("admin.kubeconfig")).await
-    }
-
-    async fn client(&self, kubeconfig: &Path) -> Client {
-        Client::try_from(self.config(kubeconfig).await).expect("a client")
-    }
-
-    /// The client configuration of a kubeconfig file the harness wrote.
-    pub async fn config(&self, kubeconfig: &Path) -> Config {
-        let kubeconfig = Kubeconfig::read_from(kubeconfig).expect("a kubeconfig");
-        Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .expect("a client configuration")
+        Ok(ControlPlane {
+            dir,
+            url,
+            garbage_collection,
+            _reaper: reaper.stdin,
+        })
     }
 
     /// Writes a kubeconfig for `token` into the control plane's directory and returns its path.
@@ -313,7 +291,7 @@ impl TestEnv {
         let plane = ControlPlane::shared()?;
         static NEXT: AtomicUsize = AtomicUsize::new(1);
         let namespace = format!("test-{}", NEXT.fetch_add(1, Ordering::Relaxed));
-        let admin = plane.admin().await;
+        let admin = admin_client(&plane.dir, &namespace).await;
         let object =
             serde_json::from_value(serde_json::json!({ "metadata": { "name": namespace } }))
                 .expect("a namespace");
@@ -326,16 +304,10 @@ impl TestEnv {
         let token = token(&accounts, &service_account).await;
         let kubeconfig = plane.kubeconfig_for_token(&namespace, &token, &namespace);
         let requests = RequestLog::default();
-        let config = plane.config(&kubeconfig).await;
-        let operator = kube::client::ClientBuilder::try_from(config)
+        let operator = kube::client::ClientBuilder::try_from(config(&kubeconfig).await)
             .expect("a client")
             .with_layer(&requests)
             .build();
-        let admin = {
-            let mut config = plane.config(&plane.dir.join("admin.kubeconfig")).await;
-            config.default_namespace = namespace.clone();
-            Client::try_from(config).expect("a client")
-        };
         Some(Self {
             namespace,
             admin,
@@ -419,6 +391,21 @@ macro_rules! scenarios {
             )*
         }
     };
+}
+
+/// A client in `system:masters` (RBAC does not apply to it), with `namespace` as its default.
+async fn admin_client(dir: &Path, namespace: &str) -> Client {
+    let mut config = config(&dir.join("admin.kubeconfig")).await;
+    config.default_namespace = namespace.to_string();
+    Client::try_from(config).expect("a client")
+}
+
+/// The client configuration of a kubeconfig file the harness wrote.
+async fn config(kubeconfig: &Path) -> Config {
+    let kubeconfig = Kubeconfig::read_from(kubeconfig).expect("a kubeconfig");
+    Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("a client configuration")
 }
 
 /// Creates every CRD of `config/crd/bases` and waits until each is established: a CRD the real
@@ -649,44 +636,40 @@ impl Reaper {
     }
 }
 
-/// The certificates of the control plane, written to its directory: one CA that signs the
+/// Writes the certificates of the control plane to its directory: one CA that signs the
 /// serving certificate and the admin's client certificate, and the ServiceAccount signing key.
-struct Certificates;
+fn write_certificates(dir: &Path) -> Result<(), rcgen::Error> {
+    let write = |file: &str, text: String| {
+        std::fs::write(dir.join(file), text).expect("writing a certificate")
+    };
+    let mut ca = CertificateParams::new(Vec::<String>::new())?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "envtest-ca");
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate()?)?;
+    write("ca.crt", ca.pem());
 
-impl Certificates {
-    fn write(dir: &Path) -> Result<(), rcgen::Error> {
-        let write = |file: &str, text: String| {
-            std::fs::write(dir.join(file), text).expect("writing a certificate")
-        };
-        let mut ca = CertificateParams::new(Vec::<String>::new())?;
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.distinguished_name.push(DnType::CommonName, "envtest-ca");
-        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate()?)?;
-        write("ca.crt", ca.pem());
+    let key = KeyPair::generate()?;
+    let mut serving =
+        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])?;
+    serving
+        .distinguished_name
+        .push(DnType::CommonName, "localhost");
+    write("apiserver.crt", serving.signed_by(&key, &ca)?.pem());
+    write("apiserver.key", key.serialize_pem());
 
-        let key = KeyPair::generate()?;
-        let mut serving =
-            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])?;
-        serving
-            .distinguished_name
-            .push(DnType::CommonName, "localhost");
-        write("apiserver.crt", serving.signed_by(&key, &ca)?.pem());
-        write("apiserver.key", key.serialize_pem());
+    let key = KeyPair::generate()?;
+    let mut admin = CertificateParams::new(Vec::<String>::new())?;
+    admin.distinguished_name.push(DnType::CommonName, "admin");
+    admin
+        .distinguished_name
+        .push(DnType::OrganizationName, "system:masters");
+    write("admin.crt", admin.signed_by(&key, &ca)?.pem());
+    write("admin.key", key.serialize_pem());
 
-        let key = KeyPair::generate()?;
-        let mut admin = CertificateParams::new(Vec::<String>::new())?;
-        admin.distinguished_name.push(DnType::CommonName, "admin");
-        admin
-            .distinguished_name
-            .push(DnType::OrganizationName, "system:masters");
-        write("admin.crt", admin.signed_by(&key, &ca)?.pem());
-        write("admin.key", key.serialize_pem());
-
-        let key = KeyPair::generate()?;
-        write("sa.key", key.serialize_pem());
-        write("sa.pub", key.public_key_pem());
-        Ok(())
-    }
+    let key = KeyPair::generate()?;
+    write("sa.key", key.serialize_pem());
+    write("sa.pub", key.public_key_pem());
+    Ok(())
 }
 
 fn write_kubeconfig(path: &Path, url: &str, ca: &Path, user: &str, namespace: &str) {
