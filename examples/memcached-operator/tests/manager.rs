@@ -15,7 +15,7 @@
 //! The manager binary end to end on the real control plane (skipped without
 //! `KUBEBUILDER_ASSETS`): started as `make run` would start it, but with the kubeconfig of the
 //! operator's own ServiceAccount and leader election on. It must answer its probes, serve
-//! metrics, reconcile the samples of `config/samples`, hold the Lease, and on SIGTERM exit
+//! metrics over HTTPS to metrics readers only, reconcile the samples of `config/samples`, hold the Lease, and on SIGTERM exit
 //! within the pod's grace period, releasing the Lease for the next leader. It must also stop at
 //! once when another replica takes the Lease, fail visibly when its caches cannot sync, stop on
 //! SIGTERM even then, and not let idle connections tie up its probes.
@@ -35,6 +35,7 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use support::envtest::{apply, free_port, http_get};
+use support::https::{Trust, https_get};
 use support::{Backend, TestEnv};
 
 /// The manager's lease holder identity (in a pod, the pod's name).
@@ -52,6 +53,9 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
     };
     let _one = ONE_AT_A_TIME.lock().await;
     let manager = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
+    let reader = env
+        .service_account_token("scraper", Some("metrics-reader"))
+        .await;
     eventually("/healthz", || async {
         manager.status("/healthz") == Some(200)
     })
@@ -60,7 +64,11 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
         manager.status("/readyz") == Some(200)
     })
     .await;
-    assert_eq!(holder(&env).await.as_deref(), Some(IDENTITY));
+    // (A standby is ready too: /readyz does not wait for the Lease.)
+    eventually("the Lease held", || async {
+        holder(&env).await.as_deref() == Some(IDENTITY)
+    })
+    .await;
     // Written as a field manager of this replica's own, so that two standbys racing for a free
     // Lease cannot both win.
     let lease = Api::<Lease>::namespaced(env.admin.clone(), &env.namespace);
@@ -83,7 +91,7 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
     let kinds: std::collections::BTreeSet<_> =
         samples.iter().filter_map(|s| s["kind"].as_str()).collect();
     eventually("a successful reconcile of every sample's kind", || async {
-        manager.reconciled_controllers() >= kinds.len()
+        manager.reconciled_controllers(&reader).await >= kinds.len()
     })
     .await;
 
@@ -151,6 +159,20 @@ async fn a_manager_whose_caches_cannot_sync_fails_visibly_and_stops_on_sigterm()
         Some(503),
         "not ready before its caches sync"
     );
+    // Without the rights of config/rbac/metrics_auth_role.yaml, the manager cannot review
+    // even a metrics reader's token.
+    let reader = env
+        .service_account_token("scraper", Some("metrics-reader"))
+        .await;
+    eventually("the metrics endpoint", || async {
+        manager.scrape(None).await.is_ok()
+    })
+    .await;
+    assert_eq!(
+        manager.scrape(Some(&reader)).await,
+        Ok((500, "Authentication failed\n".to_string())),
+        "the TokenReview is forbidden"
+    );
     let (exited, took) = manager.terminate().await;
     println!("stopped {took:?} after SIGTERM, caches never synced");
     assert!(exited.success(), "{exited}");
@@ -196,6 +218,119 @@ async fn idle_connections_neither_starve_the_probes_nor_stay_open() {
         assert!(read.is_ok(), "closed by the server: {read:?}");
     }
     manager.terminate().await;
+}
+
+#[tokio::test]
+async fn metrics_are_served_over_https_to_metrics_readers_only() {
+    let Some(env) = TestEnv::real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let manager = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
+    let reader = env
+        .service_account_token("scraper", Some("metrics-reader"))
+        .await;
+    let stranger = env.service_account_token("stranger", None).await;
+    eventually("the Lease held", || async {
+        holder(&env).await.as_deref() == Some(IDENTITY)
+    })
+    .await;
+
+    assert_eq!(
+        manager.scrape(None).await,
+        Ok((401, "Unauthorized\n".to_string()))
+    );
+    assert_eq!(
+        manager.scrape(Some("not-a-token")).await,
+        Ok((401, "Unauthorized\n".to_string()))
+    );
+    let denied = format!(
+        "Authorization denied for user system:serviceaccount:{}:stranger\n",
+        env.namespace
+    );
+    assert_eq!(manager.scrape(Some(&stranger)).await, Ok((403, denied)));
+    assert!(
+        http_get(manager.metrics, "/metrics").is_none_or(|(status, _)| status == 400),
+        "no metrics over plain HTTP"
+    );
+
+    let (status, metrics) = manager.scrape(Some(&reader)).await.unwrap();
+    assert_eq!(status, 200, "{metrics}");
+    // (The reconcile counts show once something is reconciled: the first test reads them.)
+    let families = [
+        "controller_runtime_max_concurrent_reconciles",
+        "controller_runtime_active_workers",
+        "workqueue_unfinished_work_seconds",
+        "workqueue_longest_running_processor_seconds",
+        "workqueue_retries_total",
+        "rest_client_requests_total",
+        "leader_election_master_status",
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "process_start_time_seconds",
+    ];
+    let exported = |family: &str| metrics.lines().any(|line| line.starts_with(family));
+    let missing: Vec<_> = families.iter().filter(|f| !exported(f)).collect();
+    let controllers = !samples(&env.namespace).is_empty();
+    // Without an API, only the manager's own families are there.
+    let missing: Vec<_> = missing
+        .into_iter()
+        .filter(|f| {
+            controllers || !f.starts_with("controller_runtime_") && !f.starts_with("workqueue_")
+        })
+        .collect();
+    assert!(missing.is_empty(), "missing {missing:?} in\n{metrics}");
+    let leader = format!(
+        r#"leader_election_master_status{}name="{LEASE}"{} 1"#,
+        '{', '}'
+    );
+    assert!(metrics.lines().any(|line| line == leader), "{metrics}");
+    // The manager's own requests to the API server, the reviews included.
+    assert!(
+        metrics
+            .lines()
+            .any(|line| line.starts_with(r#"rest_client_requests_total{code="201",method="POST""#)),
+        "{metrics}"
+    );
+    manager.terminate().await;
+}
+
+#[tokio::test]
+async fn metrics_are_served_with_the_certificate_of_metrics_cert_path() {
+    let Some(env) = TestEnv::real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    // A CA, and a certificate for localhost it signed, as cert-manager would mount them.
+    let dir = std::env::temp_dir().join(format!("metrics-certs-{}", env.namespace));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = rcgen::CertifiedIssuer::self_signed(ca, rcgen::KeyPair::generate().unwrap()).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let serving = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(dir.join("ca.crt"), ca.pem()).unwrap();
+    std::fs::write(
+        dir.join("tls.crt"),
+        serving.signed_by(&key, &ca).unwrap().pem(),
+    )
+    .unwrap();
+    std::fs::write(dir.join("tls.key"), key.serialize_pem()).unwrap();
+
+    let cert_path = format!("--metrics-cert-path={}", dir.display());
+    let manager = Manager::start(&env, &kubeconfig(&env), &[&cert_path]);
+    let reader = env
+        .service_account_token("scraper", Some("metrics-reader"))
+        .await;
+    let ca = dir.join("ca.crt");
+    let scrape = || https_get(manager.metrics, "/metrics", Some(&reader), Trust::Ca(&ca));
+    eventually("a verified scrape", || async {
+        matches!(scrape().await, Ok((200, _)))
+    })
+    .await;
+    manager.terminate().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The manager's Lease (`--leader-election-id`).
@@ -249,9 +384,14 @@ impl Manager {
         http_get(self.probes, path).map(|(status, _)| status)
     }
 
+    /// `GET /metrics` with `token`, accepting the manager's self-signed certificate.
+    async fn scrape(&self, token: Option<&str>) -> Result<(u16, String), String> {
+        https_get(self.metrics, "/metrics", token, Trust::Anything).await
+    }
+
     /// How many controllers have reconciled an object successfully, from `/metrics`.
-    fn reconciled_controllers(&self) -> usize {
-        let Some((_, metrics)) = http_get(self.metrics, "/metrics") else {
+    async fn reconciled_controllers(&self, token: &str) -> usize {
+        let Ok((200, metrics)) = self.scrape(Some(token)).await else {
             return 0;
         };
         metrics

@@ -62,6 +62,9 @@ pub struct Instruments {
 
 impl Instruments {
     pub fn new(controller: &'static str, shared: &Shared) -> Self {
+        shared
+            .metrics
+            .controller(controller, shared.max_concurrent_reconciles);
         Self {
             controller,
             metrics: shared.metrics.clone(),
@@ -89,6 +92,7 @@ impl Instruments {
             generation = object.meta().generation.unwrap_or_default(),
         );
         let started = Instant::now();
+        let _work = self.metrics.start(self.controller);
         let result = tokio::time::timeout(self.timeout, reconcile)
             .instrument(span)
             .await
@@ -104,6 +108,7 @@ impl Instruments {
     /// When to retry a failed reconcile of `object`: after its exponential backoff.
     pub fn retry<K: Resource<DynamicType = ()>>(&self, object: &K, error: &Error) -> Action {
         tracing::warn!(controller = self.controller, name = %object.name_any(), %error, "reconcile failed; will retry");
+        self.metrics.retried(self.controller);
         self.backoff.failed(&ObjectRef::from_obj(object))
     }
 }

@@ -15,6 +15,7 @@
 //! The manager's command line, with kubebuilder's flag names so its manifests and habits apply.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -23,9 +24,29 @@ use clap::ArgAction;
 #[derive(Debug, Clone, clap::Parser)]
 #[command(version, about = "The memcached-operator operator manager")]
 pub struct Flags {
-    /// Address the metrics endpoint binds to, e.g. ":8080"; "0" disables it
+    /// Address the metrics endpoint binds to, e.g. ":8443" (config/default sets it); "0"
+    /// disables it
     #[arg(long, default_value = "0")]
     pub metrics_bind_address: String,
+
+    /// Serve metrics over HTTPS, only to callers the API server authenticates and allows
+    /// `get` on /metrics (the metrics-reader ClusterRole); "false" serves plain HTTP to anyone
+    /// who can reach the port, e.g. for `make run`
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = true, default_missing_value = "true")]
+    pub metrics_secure: bool,
+
+    /// Directory holding the metrics certificate and key (e.g. a cert-manager Secret), read
+    /// again when they change; without it the manager makes a self-signed certificate
+    #[arg(long)]
+    pub metrics_cert_path: Option<PathBuf>,
+
+    /// File name of the metrics certificate in --metrics-cert-path
+    #[arg(long, default_value = "tls.crt")]
+    pub metrics_cert_name: String,
+
+    /// File name of the metrics certificate's key in --metrics-cert-path
+    #[arg(long, default_value = "tls.key")]
+    pub metrics_cert_key: String,
 
     /// Address the /healthz and /readyz probes bind to; "0" disables them
     #[arg(long, default_value = ":8081")]

@@ -12,10 +12,11 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-//! A small HTTP server for the probe and metrics endpoints, HTTP/1.1 only unless
-//! `--enable-http2` (axum's own `serve` cannot turn HTTP/2 off). A client must send its request
-//! headers within [`HEADER_READ_TIMEOUT`], and at most [`MAX_CONNECTIONS`] are open at once, so
-//! that idle or slow connections can neither pin memory nor starve the probes.
+//! A small HTTP server for the probe and metrics endpoints, over TLS when given an acceptor,
+//! HTTP/1.1 only unless `--enable-http2` (axum's own `serve` can do neither). A client must
+//! finish its TLS handshake and send its request headers within [`HEADER_READ_TIMEOUT`] each,
+//! and at most [`MAX_CONNECTIONS`] are open at once, so that idle or slow connections can
+//! neither pin memory nor starve the probes.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -26,8 +27,10 @@ use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
 
 use super::Shutdown;
 
@@ -37,11 +40,13 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// Connections open at once per endpoint; more are closed as they arrive.
 pub const MAX_CONNECTIONS: usize = 1024;
 
-/// Binds `addr` now (so a port clash fails the start) and serves `router` until shutdown.
+/// Binds `addr` now (so a port clash fails the start) and serves `router` until shutdown,
+/// over TLS when `tls` is given.
 pub async fn spawn(
     what: &'static str,
     addr: SocketAddr,
     router: Router,
+    tls: Option<TlsAcceptor>,
     http2: bool,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
@@ -53,7 +58,7 @@ pub async fn spawn(
         bound => bound,
     };
     let listener = listener.with_context(|| format!("binding the {what} endpoint to {addr}"))?;
-    tracing::info!(%addr, "serving {what}");
+    tracing::info!(%addr, secure = tls.is_some(), "serving {what}");
     let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     tokio::spawn(async move {
         loop {
@@ -77,24 +82,37 @@ pub async fn spawn(
                 continue;
             };
             let service = TowerToHyperService::new(router.clone());
+            let tls = tls.clone();
             tokio::spawn(async move {
                 let _permit = permit;
-                let mut builder = Builder::new(TokioExecutor::new());
-                builder
-                    .http1()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(HEADER_READ_TIMEOUT);
-                if !http2 {
-                    builder = builder.http1_only();
-                }
-                if let Err(err) = builder
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await
-                {
-                    tracing::debug!(error = %err, "{what} connection closed with an error");
+                let Some(tls) = tls else {
+                    return serve(what, stream, service, http2).await;
+                };
+                match tokio::time::timeout(HEADER_READ_TIMEOUT, tls.accept(stream)).await {
+                    Ok(Ok(stream)) => serve(what, stream, service, http2).await,
+                    Ok(Err(err)) => tracing::debug!(error = %err, "{what} TLS handshake failed"),
+                    Err(_) => tracing::debug!("{what} TLS handshake timed out"),
                 }
             });
         }
     });
     Ok(())
+}
+
+/// Serves one connection until the client closes it.
+async fn serve<I>(what: &str, io: I, service: TowerToHyperService<Router>, http2: bool)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    if !http2 {
+        builder = builder.http1_only();
+    }
+    if let Err(err) = builder.serve_connection(TokioIo::new(io), service).await {
+        tracing::debug!(error = %err, "{what} connection closed with an error");
+    }
 }

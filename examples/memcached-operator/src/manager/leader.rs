@@ -47,6 +47,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// The Lease's name (`--leader-election-id`).
+    pub fn lease_name(&self) -> &str {
+        &self.lease_name
+    }
+
     pub fn from_flags(flags: &Flags) -> Self {
         // In a pod, POD_NAME (set from the downward API in config/manager) or else HOSTNAME is
         // the pod's name: unique per replica, which is what a lease holder identity must be.

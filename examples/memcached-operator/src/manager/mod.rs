@@ -16,6 +16,7 @@
 //! manager does for Go operators: the health and metrics endpoints, leader election, and a
 //! graceful shutdown on SIGTERM/SIGINT.
 
+mod auth;
 mod flags;
 mod health;
 mod http;
@@ -23,6 +24,7 @@ mod leader;
 mod metrics;
 mod shutdown;
 pub mod telemetry;
+mod tls;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -109,13 +111,24 @@ pub struct Manager {
 impl Manager {
     /// Connects to the cluster and starts the health and metrics endpoints.
     pub async fn start(flags: &Flags) -> anyhow::Result<Self> {
-        let client = Client::try_default()
+        let metrics = Arc::new(Metrics::default());
+        let config = kube::Config::infer()
             .await
             .context("connecting to Kubernetes: set KUBECONFIG, or run in a cluster")?;
+        let host = config
+            .cluster_url
+            .authority()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let client = kube::client::ClientBuilder::try_from(config)
+            .context("configuring the Kubernetes client")?
+            .with_layer(&metrics.count_requests(host))
+            .build();
         let mut shared = Shared::new(
             client,
             flags.watch_namespace.clone().filter(|ns| !ns.is_empty()),
         );
+        shared.metrics = metrics;
         shared.max_concurrent_reconciles = flags.max_concurrent_reconciles;
         match &shared.watch_namespace {
             Some(ns) => tracing::info!(namespace = %ns, "watching one namespace"),
@@ -128,21 +141,14 @@ impl Manager {
                 "health probes",
                 addr,
                 probes,
+                None,
                 flags.enable_http2,
                 shared.shutdown.clone(),
             )
             .await?;
         }
         if let Some(addr) = flags::parse_bind_address(&flags.metrics_bind_address)? {
-            let router = metrics::router(shared.metrics.clone());
-            http::spawn(
-                "metrics",
-                addr,
-                router,
-                flags.enable_http2,
-                shared.shutdown.clone(),
-            )
-            .await?;
+            serve_metrics(flags, addr, &shared).await?;
         }
         let leader_election = flags
             .leader_elect
@@ -171,12 +177,16 @@ impl Manager {
         let lease = match &self.leader_election {
             Some(config) => {
                 self.shared.readiness.set_standby(true);
+                self.shared.metrics.leading(config.lease_name(), false);
                 let lease =
                     leader::acquire(self.shared.client.clone(), config, &self.shared.shutdown)
                         .await?;
                 self.shared.readiness.set_standby(false);
                 match lease {
-                    Some(lease) => Some(lease),
+                    Some(lease) => {
+                        self.shared.metrics.leading(config.lease_name(), true);
+                        Some(lease)
+                    }
                     // Shut down while waiting to lead: nothing ran, nothing to stop.
                     None => return Ok(()),
                 }
@@ -231,11 +241,70 @@ impl Manager {
                 Ok(())
             })
         };
-        if let Some(lease) = lease {
+        if let (Some(lease), Some(config)) = (lease, &self.leader_election) {
             lease.release().await;
+            self.shared.metrics.leading(config.lease_name(), false);
         }
         outcome.and(rest)
     }
+}
+
+/// Serves `/metrics` on `addr`: over HTTPS to the callers the API server authenticates and
+/// authorizes (see [`auth`]), unless `--metrics-secure=false`.
+async fn serve_metrics(
+    flags: &Flags,
+    addr: std::net::SocketAddr,
+    shared: &Shared,
+) -> anyhow::Result<()> {
+    let router = metrics::router(shared.metrics.clone());
+    if !flags.metrics_secure {
+        tracing::warn!(
+            "serving metrics over plain HTTP to anyone who can reach {addr} (--metrics-secure=false)"
+        );
+        return http::spawn(
+            "metrics",
+            addr,
+            router,
+            None,
+            flags.enable_http2,
+            shared.shutdown.clone(),
+        )
+        .await;
+    }
+    let certificate = match &flags.metrics_cert_path {
+        Some(dir) => {
+            let certificate = tls::Certificate::from_files(
+                dir,
+                &flags.metrics_cert_name,
+                &flags.metrics_cert_key,
+            )
+            .context("the metrics certificate (--metrics-cert-path)")?;
+            let certificate = Arc::new(certificate);
+            certificate.watch(shared.shutdown.clone());
+            certificate
+        }
+        None => {
+            tracing::info!(
+                "serving metrics with a self-signed certificate; for production, mount one with --metrics-cert-path (see config/default/cert_metrics_manager_patch.yaml)"
+            );
+            Arc::new(tls::Certificate::self_signed()?)
+        }
+    };
+    let authorizer = Arc::new(auth::Authorizer::new(shared.client.clone()));
+    let router = router.layer(axum::middleware::from_fn_with_state(
+        authorizer,
+        auth::Authorizer::require,
+    ));
+    let tls = certificate.acceptor(flags.enable_http2)?;
+    http::spawn(
+        "metrics",
+        addr,
+        router,
+        Some(tls),
+        flags.enable_http2,
+        shared.shutdown.clone(),
+    )
+    .await
 }
 
 /// Waits for every controller task; the first failure is the result.

@@ -323,6 +323,15 @@ impl TestEnv {
         let Backend::Real { plane, .. } = &self.backend else {
             panic!("only the real control plane authorizes requests")
         };
+        let token = self.service_account_token(name, None).await;
+        let file = format!("{}-{name}", self.namespace);
+        plane.kubeconfig_for_token(&file, &token, &self.namespace)
+    }
+
+    /// Creates ServiceAccount `name` in the test's namespace, bound to the project's
+    /// ClusterRole `cluster_role` of `config/rbac` if given (as installed for this test, with
+    /// its name prefix), and returns a token for it (real control plane only).
+    pub async fn service_account_token(&self, name: &str, cluster_role: Option<&str>) -> String {
         let accounts = Api::<ServiceAccount>::namespaced(self.admin.clone(), &self.namespace);
         let account = serde_json::from_value(serde_json::json!({ "metadata": { "name": name } }))
             .expect("a ServiceAccount");
@@ -330,9 +339,21 @@ impl TestEnv {
             .create(&PostParams::default(), &account)
             .await
             .expect("creating a ServiceAccount");
-        let token = token(&accounts, name).await;
-        let file = format!("{}-{name}", self.namespace);
-        plane.kubeconfig_for_token(&file, &token, &self.namespace)
+        if let Some(role) = cluster_role {
+            let binding = serde_json::json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": { "name": format!("{}-{name}-{role}", self.namespace) },
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": format!("{}-{role}", self.namespace),
+                },
+                "subjects": [{ "kind": "ServiceAccount", "name": name, "namespace": self.namespace }],
+            });
+            apply(&self.admin, &binding).await;
+        }
+        token(&accounts, name).await
     }
 
     pub fn is_real(&self) -> bool {

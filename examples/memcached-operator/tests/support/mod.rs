@@ -20,6 +20,7 @@
 
 pub mod apiserver;
 pub mod envtest;
+pub mod https;
 pub mod requests;
 pub mod workloads;
 

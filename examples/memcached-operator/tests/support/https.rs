@@ -1,0 +1,174 @@
+// Copyright 2026 The memcached-operator Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+//! An HTTPS client for the manager's metrics endpoint, as a scraper would be: with or without a
+//! bearer token, and either checking the server's certificate against a CA or, like a
+//! ServiceMonitor with `insecureSkipVerify` (the manager's self-signed certificate), not at all.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+/// How the client treats the server's certificate.
+pub enum Trust<'a> {
+    /// Accept any certificate.
+    Anything,
+    /// Only a certificate for `localhost` that the PEM CA at this path signed.
+    Ca(&'a Path),
+}
+
+/// `GET https://localhost:<port><path>` over HTTP/1.1 (with `token` as a bearer token): the
+/// status code and the body, or why there is none.
+pub async fn https_get(
+    port: u16,
+    path: &str,
+    token: Option<&str>,
+    trust: Trust<'_>,
+) -> Result<(u16, String), String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let config = match trust {
+        Trust::Anything => config
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+            .with_no_client_auth(),
+        Trust::Ca(ca) => {
+            let mut roots = RootCertStore::empty();
+            let ca =
+                CertificateDer::from_pem_file(ca).map_err(|e| format!("{}: {e}", ca.display()))?;
+            roots.add(ca).map_err(|e| e.to_string())?;
+            config.with_root_certificates(roots).with_no_client_auth()
+        }
+    };
+    let exchange = async {
+        let stream = TcpStream::connect(("127.0.0.1", port))
+            .await
+            .map_err(|e| e.to_string())?;
+        let name = ServerName::try_from("localhost").expect("a server name");
+        let mut stream = TlsConnector::from(Arc::new(config))
+            .connect(name, stream)
+            .await
+            .map_err(|e| format!("TLS handshake: {e}"))?;
+        let authorization = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\n{authorization}Connection: close\r\n\r\n"
+        );
+        stream
+            .write_all(request.as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut response = Vec::new();
+        // The server closes the connection after the response (`Connection: close`); a TLS
+        // peer that closes without close_notify still delivered everything before.
+        let _ = stream.read_to_end(&mut response).await;
+        let response = String::from_utf8_lossy(&response).into_owned();
+        let (head, body) = response
+            .split_once("\r\n\r\n")
+            .ok_or_else(|| format!("no HTTP response: {response:?}"))?;
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or("no status")?;
+        Ok((status, dechunk(head, body)))
+    };
+    tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .map_err(|_| "no answer within 10 s".to_string())?
+}
+
+/// The body of a response sent with `Transfer-Encoding: chunked`, joined.
+fn dechunk(head: &str, body: &str) -> String {
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return body.to_string();
+    }
+    let mut rest = body;
+    let mut joined = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || after.len() < size {
+            break;
+        }
+        joined.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+    joined
+}
+
+/// Accepts any server certificate, still checking that the handshake is signed by its key.
+#[derive(Debug)]
+struct AnyCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
