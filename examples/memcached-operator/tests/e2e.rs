@@ -17,12 +17,19 @@
 //! `cargo test --test e2e -- --ignored`. It uses the current kubeconfig context.
 //!
 //! Steps: deploy the manager (`make deploy IMG=…`), wait for it to be ready, apply the samples
-//! and wait for what they ask for, scrape the metrics endpoint, then clean up.
+//! and wait for what they ask for, scrape the metrics endpoint over HTTPS with a metrics
+//! reader's token, then clean up.
 
-use std::process::Command;
+mod support;
+
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use support::https::{Trust, https_get};
+
 const NAMESPACE: &str = "memcached-operator-system";
+/// Lets the manager's ServiceAccount read the metrics, for the scrape.
+const METRICS_BINDING: &str = "memcached-operator-metrics-binding";
 
 fn image() -> String {
     std::env::var("IMG").unwrap_or_else(|_| "example.com/memcached-operator:v0.0.1".to_string())
@@ -111,17 +118,43 @@ fn manager_deploys_and_reconciles_the_samples() {
             },
         );
     }
-    // Scrape the metrics endpoint through the API server's service proxy.
-    let metrics = run(
+    // Scrape the metrics endpoint as Prometheus would: over HTTPS, with the token of a
+    // ServiceAccount bound to the metrics-reader ClusterRole (the manager's own, as in
+    // kubebuilder's e2e test), here through a port-forward to the metrics Service.
+    run(
         "kubectl",
         &[
-            "get",
-            "--raw",
-            &format!(
-                "/api/v1/namespaces/{NAMESPACE}/services/http:memcached-operator-controller-manager-metrics-service:8080/proxy/metrics"
-            ),
+            "create",
+            "clusterrolebinding",
+            METRICS_BINDING,
+            "--clusterrole=memcached-operator-metrics-reader",
+            &format!("--serviceaccount={NAMESPACE}:memcached-operator-controller-manager"),
         ],
     );
+    let token = run(
+        "kubectl",
+        &[
+            "create",
+            "token",
+            "memcached-operator-controller-manager",
+            "-n",
+            NAMESPACE,
+        ],
+    );
+    let port = support::envtest::free_port().expect("a free port");
+    let _forward = PortForward::start(port);
+    let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");
+    let mut metrics = String::new();
+    eventually("the metrics endpoint", Duration::from_secs(60), || {
+        let scrape = https_get(port, "/metrics", Some(token.trim()), Trust::Anything);
+        match runtime.block_on(scrape) {
+            Ok((200, body)) => {
+                metrics = body;
+                true
+            }
+            _ => false,
+        }
+    });
     // With samples applied, each of their controllers has reconciled successfully at least once.
     let successes: Vec<&str> = metrics
         .lines()
@@ -142,11 +175,46 @@ fn manager_deploys_and_reconciles_the_samples() {
     drop(cleanup);
 }
 
+/// `kubectl port-forward` from `127.0.0.1:<port>` to the metrics Service, until dropped.
+struct PortForward(Child);
+
+impl PortForward {
+    fn start(port: u16) -> Self {
+        let child = Command::new("kubectl")
+            .args([
+                "port-forward",
+                "-n",
+                NAMESPACE,
+                "service/memcached-operator-controller-manager-metrics-service",
+                &format!("{port}:8443"),
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("running kubectl port-forward");
+        Self(child)
+    }
+}
+
+impl Drop for PortForward {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Undeploys even when an assertion failed.
 struct Cleanup;
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
+        let _ = Command::new("kubectl")
+            .args([
+                "delete",
+                "clusterrolebinding",
+                METRICS_BINDING,
+                "--ignore-not-found",
+            ])
+            .status();
         let _ = Command::new("kubectl")
             .args([
                 "delete",
