@@ -57,7 +57,11 @@ fn the_opt_in_sections_of_config_render_when_uncommented() {
         }
         std::fs::write(&path, format!("{head}{tail}")).unwrap();
     };
-    uncomment("default/kustomization.yaml", "resources:", &["- ../certmanager", "- ../prometheus", "- ../network-policy"]);
+    uncomment(
+        "default/kustomization.yaml",
+        "resources:",
+        &["- ../certmanager", "- ../prometheus", "- ../network-policy"],
+    );
     uncomment(
         "default/kustomization.yaml",
         "[METRICS-WITH-CERTS]",
@@ -67,7 +71,8 @@ fn the_opt_in_sections_of_config_render_when_uncommented() {
     let path = config.join("default/kustomization.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
     let at = text.find("#replacements:").expect("the cert-manager replacements");
-    let block: String = text[at..].lines().map(|line| format!("{}\n", line.strip_prefix('#').unwrap_or(line))).collect();
+    let block: String =
+        text[at..].lines().map(|line| format!("{}\n", line.strip_prefix('#').unwrap_or(line))).collect();
     std::fs::write(&path, format!("{}{block}", &text[..at])).unwrap();
     uncomment(
         "prometheus/kustomization.yaml",
