@@ -297,6 +297,28 @@ async fn metrics_are_served_over_https_to_metrics_readers_only() {
 }
 
 #[tokio::test]
+async fn metrics_are_served_over_plain_http_to_anyone_when_not_secure() {
+    let Some(env) = TestEnv::real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    // As for `make run RUN_ARGS="--metrics-bind-address=:8080 --metrics-secure=false"`.
+    let manager = Manager::start(&env, &kubeconfig(&env), &["--metrics-secure=false"]);
+    eventually("/healthz", || async {
+        manager.status("/healthz") == Some(200)
+    })
+    .await;
+    let metrics = http_get(manager.metrics, "/metrics");
+    assert!(
+        metrics.as_ref().is_some_and(
+            |(status, body)| *status == 200 && body.contains("process_cpu_seconds_total")
+        ),
+        "{metrics:?}"
+    );
+    manager.terminate().await;
+}
+
+#[tokio::test]
 async fn metrics_are_served_with_the_certificate_of_metrics_cert_path() {
     let Some(env) = TestEnv::real().await else {
         return;

@@ -58,7 +58,8 @@ pub struct Authorizer {
     /// By SHA-256 of the token, so that tokens are not kept in memory: the user each names, or
     /// `None` for a token the API server does not accept.
     users: Remembered<Option<UserInfo>>,
-    /// By user, groups, verb and path: whether the request is allowed.
+    /// By everything the SubjectAccessReview asks about (the user, its groups and extra
+    /// attributes, the verb and the path): whether the request is allowed.
     decisions: Remembered<bool>,
 }
 
@@ -119,7 +120,8 @@ impl Authorizer {
             .filter(|token| !token.is_empty())
             .ok_or(Refusal::Unauthenticated)?;
         let user = self.authenticate(token).await?;
-        let key = serde_json::json!([user.username, user.uid, user.groups, verb, path]).to_string();
+        let key = serde_json::json!([user.username, user.uid, user.groups, user.extra, verb, path])
+            .to_string();
         let allowed = match self.decisions.get(&key) {
             Some(allowed) => allowed,
             None => {

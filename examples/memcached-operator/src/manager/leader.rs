@@ -179,6 +179,13 @@ impl Lease {
         }
     }
 
+    /// Lets go of a lease that another replica holds now, without touching it: the watch task
+    /// is stopped first, since dropping its last receiver would make it release the lease,
+    /// clearing the new holder's claim.
+    pub fn abandon(self) {
+        self.task.abort();
+    }
+
     /// Gives the lease up, so a standby takes over without waiting for it to expire; a
     /// release that does not answer within [`RENEW_DEADLINE`] is given up (the lease then expires).
     pub async fn release(self) {

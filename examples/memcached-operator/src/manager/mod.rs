@@ -208,12 +208,11 @@ impl Manager {
             }
         };
         let shutdown = self.shared.shutdown.clone();
+        let mut lost_leadership = false;
         let outcome = tokio::select! {
             () = lost => {
-                // Another replica leads now: stop at once, without finishing what is in
-                // flight (as controller-runtime does), and do not touch the Lease.
-                running.abort_all();
-                return Err(anyhow::anyhow!("lost leadership; exiting so that another replica takes over"));
+                lost_leadership = true;
+                Ok(())
             }
             () = shutdown.wait() => Ok(()),
             why = self.shared.readiness.not_synced_within(self.cache_sync_timeout) => Err(anyhow::anyhow!(
@@ -224,6 +223,18 @@ impl Manager {
             // Controllers only end on shutdown, unless one fails.
             result = wait_all(&mut running), if !running.is_empty() => result,
         };
+        if lost_leadership {
+            // Another replica leads now: stop at once, without finishing what is in flight
+            // (as controller-runtime does), and do not touch the Lease.
+            running.abort_all();
+            if let Some(lease) = lease {
+                lease.abandon();
+            }
+            if let Some(config) = &self.leader_election {
+                self.shared.metrics.leading(config.lease_name(), false);
+            }
+            anyhow::bail!("lost leadership; exiting so that another replica takes over");
+        }
         // Whatever ended the run, stop everything else and give it a bounded time to finish.
         self.shared.shutdown.trigger();
         let rest = if let Some(why) = self.shared.readiness.check() {
