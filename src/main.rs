@@ -57,9 +57,7 @@ struct Ignored {
 #[derive(Debug, Subcommand)]
 enum Create {
     Api(commands::create_api::Args),
-    /// kubebuilder's `create webhook`, answered with what memop offers instead
-    #[command(hide = true)]
-    Webhook(Ignored),
+    Webhook(commands::create_webhook::Args),
 }
 
 fn main() -> ExitCode {
@@ -76,12 +74,8 @@ fn main() -> ExitCode {
         (Err(err), _) => Err(err),
         (Ok(_lock), Command::Init(args)) => commands::init::run(&global, args),
         (Ok(_lock), Command::Create(Create::Api(args))) => commands::create_api::run(&global, args),
+        (Ok(_lock), Command::Create(Create::Webhook(args))) => commands::create_webhook::run(&global, args),
         (Ok(_), Command::Version) => commands::say(&format!("memop {}\n", env!("CARGO_PKG_VERSION"))),
-        (Ok(_), Command::Create(Create::Webhook(_))) => Err(anyhow::anyhow!(
-            "memop has no `create webhook` yet (defaulting, validation and conversion webhooks are \
-             planned); `memop create api` scaffolds the types and the controller, and a webhook \
-             server can be added to src/manager/ by hand until then"
-        )),
         (Ok(_), Command::Edit(_)) => Err(anyhow::anyhow!(
             "memop has no `edit`: a memop project always supports several groups and keeps its \
              settings in PROJECT, Cargo.toml and config/; change them there"

@@ -53,6 +53,20 @@ pub struct Resource {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plural: Option<String>,
     pub version: String,
+    /// The kind's admission webhooks, when `create webhook` scaffolded some.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhooks: Option<Webhooks>,
+}
+
+/// The webhooks of a kind, as kubebuilder records them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Webhooks {
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub defaulting: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub validation: bool,
+    pub webhook_version: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,6 +180,7 @@ mod tests {
                 operand: None,
                 plural: None,
                 version: "v1alpha1".into(),
+                webhooks: None,
             }],
             version: "3".into(),
         }

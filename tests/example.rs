@@ -71,9 +71,11 @@ fn the_opt_in_sections_of_config_render_when_uncommented() {
     let path = config.join("default/kustomization.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
     let at = text.find("#replacements:").expect("the cert-manager replacements");
+    // Up to the blank line that ends it.
+    let end = text[at..].find("\n\n").map_or(text.len(), |n| at + n + 1);
     let block: String =
-        text[at..].lines().map(|line| format!("{}\n", line.strip_prefix('#').unwrap_or(line))).collect();
-    std::fs::write(&path, format!("{}{block}", &text[..at])).unwrap();
+        text[at..end].lines().map(|line| format!("{}\n", line.strip_prefix('#').unwrap_or(line))).collect();
+    std::fs::write(&path, format!("{}{block}{}", &text[..at], &text[end..])).unwrap();
     uncomment(
         "prometheus/kustomization.yaml",
         "[PROMETHEUS-WITH-CERTS]",

@@ -81,7 +81,17 @@ fn a_project_with_several_groups_and_kinds_builds_lints_and_passes_its_tests() {
             "65532",
         ],
     );
+    // Webhooks: both kinds on an operand kind, validation alone on a cluster-scoped skeleton kind.
+    let webhook = ["create", "webhook", "--group", "cache", "--kind", "Memcached", "--defaulting"];
+    common::run(&dir, &[&webhook[..], &["--programmatic-validation"]].concat());
+    common::run(
+        &dir,
+        &["create", "webhook", "--group", "batch", "--version", "v1", "--kind", "CronJob", "--programmatic-validation"],
+    );
     common::build_lint_and_test(&dir);
+    for test in ["memcached_webhook.rs", "cron_job_webhook.rs"] {
+        assert!(dir.join("tests").join(test).exists(), "{test}");
+    }
     // Every kind has its scenario tests, and the role merged the rules of all controllers.
     for test in ["memcached.rs", "redis.rs", "cron_job.rs", "health_check_policy.rs"] {
         assert!(dir.join("tests").join(test).exists(), "{test}");

@@ -124,3 +124,23 @@ fn namespaced_project() {
 fn license_none() {
     insta::assert_snapshot!(variant(&[&["init", "--domain", "example.com", "--license", "none"], MEMCACHED]));
 }
+
+#[test]
+fn memcached_webhooks() {
+    insta::assert_snapshot!(variant(&[
+        INIT,
+        MEMCACHED,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "cache",
+            "--version",
+            "v1alpha1",
+            "--kind",
+            "Memcached",
+            "--defaulting",
+            "--programmatic-validation"
+        ]
+    ]));
+}

@@ -191,6 +191,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         operand: operand.clone(),
         plural: (!plural.is_regular_for(kind)).then(|| plural.to_string()),
         version: version.to_string(),
+        webhooks: existing.as_ref().and_then(|r| r.webhooks.clone()),
     });
 
     // The manager role: generated from every controller's rules, keeping those an existing

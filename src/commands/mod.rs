@@ -4,6 +4,7 @@
 pub mod completion;
 pub mod context;
 pub mod create_api;
+pub mod create_webhook;
 pub mod init;
 pub mod lockfile;
 

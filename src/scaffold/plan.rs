@@ -400,27 +400,35 @@ fn contains_lines(text: &str, wanted: &[&str]) -> bool {
     // Without whitespace, and without the trailing commas rustfmt adds when it wraps a list.
     let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
     let unwrap = |s: String| s.replace(",}", "}").replace(",)", ")").replace(",]", "]");
-    let wanted = unwrap(squeeze(&wanted.concat()));
     // Line by line, each without its trailing `//` or `#` comment, so that a comment added at
-    // the end of an inserted line does not hide it.
-    let code: String = text
-        .lines()
-        .map(|line| {
-            let line = line.trim();
-            let attribute = line.starts_with("#[") || line.starts_with("#!");
-            if line.starts_with("//") || (line.starts_with('#') && !attribute) {
-                return String::new(); // a comment line, such as the marker itself
-            }
-            let comment = line.find(" //").or_else(|| line.find(" #")).unwrap_or(line.len());
-            squeeze(&line[..comment])
-        })
-        .collect();
-    unwrap(code).contains(&wanted)
+    // the end of an inserted line does not hide it (nor one the fragment has itself).
+    let code = |line: &str| {
+        let line = line.trim();
+        let attribute = line.starts_with("#[") || line.starts_with("#!");
+        if line.starts_with("//") || (line.starts_with('#') && !attribute) {
+            return String::new(); // a comment line, such as the marker itself
+        }
+        let comment = line.find(" //").or_else(|| line.find(" #")).unwrap_or(line.len());
+        squeeze(&line[..comment])
+    };
+    // A fragment's own last comma may be the one dropped before a closing bracket.
+    let wanted: String = wanted.iter().map(|line| code(line)).collect();
+    let wanted = unwrap(wanted).trim_end_matches(',').to_string();
+    let text: String = text.lines().map(code).collect();
+    unwrap(text).contains(&wanted)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fragment_ending_with_a_comma_is_found_before_a_closing_brace() {
+        let text =
+            "struct Flags {\n    #[command(flatten)]\n    pub webhook: Webhook,\n    // +memop:scaffold:flags\n}\n";
+        assert!(contains_lines(text, &["#[command(flatten)]", "pub webhook: Webhook,"]));
+        assert!(!contains_lines(text, &["#[command(flatten)]", "pub other: Webhook,"]));
+    }
 
     fn plan_with(file: &str, contents: &str) -> (tempfile::TempDir, Plan) {
         let dir = tempfile::tempdir().unwrap();

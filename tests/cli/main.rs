@@ -12,6 +12,7 @@ mod info;
 mod init;
 mod rerun;
 mod several_apis;
+mod webhook;
 
 use std::collections::BTreeMap;
 use std::fs;

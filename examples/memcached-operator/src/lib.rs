@@ -25,3 +25,4 @@ pub mod controller;
 pub mod manager;
 pub mod manifests;
 pub mod rbac;
+// +memop:scaffold:modules

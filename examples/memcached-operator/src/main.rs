@@ -26,6 +26,7 @@ async fn main() -> anyhow::Result<()> {
     let flags = Flags::parse();
     manager::telemetry::init(flags.log_format)?;
     let mut manager = Manager::start(&flags).await?;
+    // +memop:scaffold:webhooks
     memcached_operator::controller::memcached::register(&mut manager);
     // +memop:scaffold:controllers
     manager.run().await

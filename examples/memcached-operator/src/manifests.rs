@@ -33,6 +33,7 @@ pub fn render() -> anyhow::Result<Vec<(PathBuf, String)>> {
         PathBuf::from("config/rbac/role.yaml"),
         crate::rbac::role_yaml(),
     ));
+    // +memop:scaffold:manifests
     Ok(files)
 }
 

@@ -392,6 +392,8 @@ impl Manager {
             .env("POD_NAME", IDENTITY)
             .env("POD_NAMESPACE", &env.namespace)
             .env("RUST_LOG", "info")
+            // No webhook certificate here: tests/*_webhook.rs test the webhooks (if any).
+            .env("ENABLE_WEBHOOKS", "false")
             .stdin(Stdio::null())
             .spawn()
             .expect("starting the manager");

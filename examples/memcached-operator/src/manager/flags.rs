@@ -91,6 +91,8 @@ pub struct Flags {
     /// Log format; the level comes from RUST_LOG (default "info")
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    // `memop create webhook` adds the webhook server's flags at the scaffold marker below.
+    // +memop:scaffold:flags
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

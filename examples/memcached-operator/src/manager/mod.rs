@@ -19,12 +19,12 @@
 mod auth;
 mod flags;
 mod health;
-mod http;
+pub mod http;
 mod leader;
 mod metrics;
 mod shutdown;
 pub mod telemetry;
-mod tls;
+pub mod tls;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -38,7 +38,7 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::task::JoinSet;
 
-pub use flags::{Flags, LogFormat};
+pub use flags::{Flags, LogFormat, parse_bind_address};
 pub use health::Readiness;
 pub use metrics::Metrics;
 pub use shutdown::Shutdown;
@@ -160,6 +160,11 @@ impl Manager {
             cache_sync_timeout: flags.cache_sync_timeout,
             graceful_shutdown_timeout: flags.graceful_shutdown_timeout,
         })
+    }
+
+    /// What the controllers (and the webhooks) share: the client, the shutdown signal, ...
+    pub fn shared(&self) -> &Shared {
+        &self.shared
     }
 
     /// Registers a controller; it starts when [`Manager::run`] does.
