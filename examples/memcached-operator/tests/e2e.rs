@@ -16,9 +16,9 @@
 //! default: `make test-e2e` creates a kind cluster, builds and loads the image, and runs it with
 //! `cargo test --test e2e -- --ignored`. It uses the current kubeconfig context.
 //!
-//! Steps: deploy the manager (`make deploy IMG=…`), wait for it to be ready, apply the samples
-//! and wait for what they ask for, scrape the metrics endpoint over HTTPS with a metrics
-//! reader's token, then clean up.
+//! Steps: install cert-manager if the project has webhooks, deploy the manager
+//! (`make deploy IMG=…`), wait for it to be ready, apply the samples and wait for what they ask
+//! for, scrape the metrics endpoint over HTTPS with a metrics reader's token, then clean up.
 
 mod support;
 
@@ -67,9 +67,37 @@ fn kubectl_ok(args: &[&str]) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// The cert-manager release that kubebuilder's e2e suite installs, for projects with webhooks
+/// (`memop create webhook`), whose certificate it issues. CERT_MANAGER_INSTALL_SKIP=true skips
+/// it (already installed).
+const CERT_MANAGER: &str =
+    "https://github.com/cert-manager/cert-manager/releases/download/v1.21.0/cert-manager.yaml";
+
+/// Installs cert-manager and waits for its webhook, as kubebuilder's e2e suite does.
+fn install_cert_manager() {
+    run("kubectl", &["apply", "-f", CERT_MANAGER]);
+    run(
+        "kubectl",
+        &[
+            "wait",
+            "deployment.apps/cert-manager-webhook",
+            "--for",
+            "condition=Available",
+            "--namespace",
+            "cert-manager",
+            "--timeout",
+            "5m",
+        ],
+    );
+}
+
 #[test]
 #[ignore = "needs a Kubernetes cluster: run `make test-e2e`"]
 fn manager_deploys_and_reconciles_the_samples() {
+    let webhooks = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/webhook");
+    if webhooks.exists() && std::env::var("CERT_MANAGER_INSTALL_SKIP").as_deref() != Ok("true") {
+        install_cert_manager();
+    }
     let img = format!("IMG={}", image());
     run("make", &["deploy", &img]);
     let cleanup = Cleanup;
