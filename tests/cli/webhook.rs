@@ -31,6 +31,7 @@ fn writes_the_kinds_webhooks_and_registers_them_once() {
     once(&dir, "config/default/kustomization.yaml", "- ../webhook\n");
     once(&dir, "config/default/kustomization.yaml", "- path: manager_webhook_patch.yaml");
     once(&dir, "config/certmanager/kustomization.yaml", "- certificate-webhook.yaml");
+    once(&dir, "config/network-policy/kustomization.yaml", "- allow-webhook-traffic.yaml");
     let manifests = read(&dir, "config/webhook/manifests.yaml");
     assert!(manifests.contains("name: mmemcached-v1alpha1.cache.example.com\n"), "{manifests}");
     assert!(manifests.contains("path: /validate-cache-example-com-v1alpha1-memcached\n"), "{manifests}");
