@@ -35,7 +35,7 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use support::envtest::{apply, free_port, http_get};
-use support::https::{Trust, https_get};
+use support::https::{Trust, https_get, write_serving_certificate};
 use support::{Backend, TestEnv};
 
 /// The manager's lease holder identity (in a pod, the pod's name).
@@ -254,8 +254,6 @@ async fn metrics_are_served_over_https_to_metrics_readers_only() {
         "no metrics over plain HTTP"
     );
 
-    let (status, metrics) = manager.scrape(Some(&reader)).await.unwrap();
-    assert_eq!(status, 200, "{metrics}");
     // (The reconcile counts show once something is reconciled: the first test reads them.)
     let families = [
         "controller_runtime_max_concurrent_reconciles",
@@ -270,17 +268,32 @@ async fn metrics_are_served_over_https_to_metrics_readers_only() {
         "process_open_fds",
         "process_start_time_seconds",
     ];
-    let exported = |family: &str| metrics.lines().any(|line| line.starts_with(family));
-    let missing: Vec<_> = families.iter().filter(|f| !exported(f)).collect();
     let controllers = !samples(&env.namespace).is_empty();
-    // Without an API, only the manager's own families are there.
-    let missing: Vec<_> = missing
-        .into_iter()
-        .filter(|f| {
-            controllers || !f.starts_with("controller_runtime_") && !f.starts_with("workqueue_")
-        })
-        .collect();
-    assert!(missing.is_empty(), "missing {missing:?} in\n{metrics}");
+    let missing = |metrics: &str| -> Vec<&str> {
+        families
+            .into_iter()
+            .filter(|f| !metrics.lines().any(|line| line.starts_with(f)))
+            // Without an API, only the manager's own families are there.
+            .filter(|f| {
+                controllers || !f.starts_with("controller_runtime_") && !f.starts_with("workqueue_")
+            })
+            .collect()
+    };
+    // The controllers declare their families as they start, just after the Lease is won.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let metrics = loop {
+        let (status, metrics) = manager.scrape(Some(&reader)).await.unwrap();
+        assert_eq!(status, 200, "{metrics}");
+        let missing = missing(&metrics);
+        if missing.is_empty() {
+            break metrics;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "missing {missing:?} in\n{metrics}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     let leader = format!(
         r#"leader_election_master_status{}name="{LEASE}"{} 1"#,
         '{', '}'
@@ -327,18 +340,7 @@ async fn metrics_are_served_with_the_certificate_of_metrics_cert_path() {
     // A CA, and a certificate for localhost it signed, as cert-manager would mount them.
     let dir = std::env::temp_dir().join(format!("metrics-certs-{}", env.namespace));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca = rcgen::CertifiedIssuer::self_signed(ca, rcgen::KeyPair::generate().unwrap()).unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let serving = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
-    std::fs::write(dir.join("ca.crt"), ca.pem()).unwrap();
-    std::fs::write(
-        dir.join("tls.crt"),
-        serving.signed_by(&key, &ca).unwrap().pem(),
-    )
-    .unwrap();
-    std::fs::write(dir.join("tls.key"), key.serialize_pem()).unwrap();
+    write_serving_certificate(&dir);
 
     let cert_path = format!("--metrics-cert-path={}", dir.display());
     let manager = Manager::start(&env, &kubeconfig(&env), &[&cert_path]);

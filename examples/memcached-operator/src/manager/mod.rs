@@ -162,7 +162,8 @@ impl Manager {
         })
     }
 
-    /// What the controllers (and the webhooks) share: the client, the shutdown signal, ...
+    /// What the controllers and the webhook server share: the client, the metrics, readiness,
+    /// the shutdown signal.
     pub fn shared(&self) -> &Shared {
         &self.shared
     }

@@ -94,7 +94,11 @@ impl Certificate {
             return Ok(false);
         };
         let (cert, key) = files.read()?;
-        if *files.loaded.read().expect("certificate lock") == (cert.clone(), key.clone()) {
+        let unchanged = {
+            let (loaded_cert, loaded_key) = &*files.loaded.read().expect("certificate lock");
+            *loaded_cert == cert && *loaded_key == key
+        };
+        if unchanged {
             return Ok(false);
         }
         let certified =

@@ -12,9 +12,10 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-//! An HTTPS client for the manager's metrics endpoint, as a scraper would be: with or without a
-//! bearer token, and either checking the server's certificate against a CA or, like a
-//! ServiceMonitor with `insecureSkipVerify` (the manager's self-signed certificate), not at all.
+//! HTTPS for the manager's endpoints in tests: a client, as a scraper would be (with or without
+//! a bearer token, and either checking the server's certificate against a CA or, like a
+//! ServiceMonitor with `insecureSkipVerify` for the manager's self-signed certificate, not at
+//! all), and serving certificates as cert-manager would mount them.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -35,6 +36,25 @@ pub enum Trust<'a> {
     Anything,
     /// Only a certificate for `localhost` that the PEM CA at this path signed.
     Ca(&'a Path),
+}
+
+/// Writes a new CA's certificate (`ca.crt`) and a certificate for `localhost` it signed, with
+/// its key (`tls.crt`, `tls.key`), to `dir`: the files of a cert-manager Secret. Returns the
+/// CA's PEM.
+pub fn write_serving_certificate(dir: &Path) -> String {
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = rcgen::CertifiedIssuer::self_signed(ca, rcgen::KeyPair::generate().unwrap()).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let serving = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(dir.join("ca.crt"), ca.pem()).unwrap();
+    std::fs::write(
+        dir.join("tls.crt"),
+        serving.signed_by(&key, &ca).unwrap().pem(),
+    )
+    .unwrap();
+    std::fs::write(dir.join("tls.key"), key.serialize_pem()).unwrap();
+    ca.pem()
 }
 
 /// `GET https://localhost:<port><path>` over HTTP/1.1 (with `token` as a bearer token): the
@@ -94,34 +114,11 @@ pub async fn https_get(
             .nth(1)
             .and_then(|s| s.parse().ok())
             .ok_or("no status")?;
-        Ok((status, dechunk(head, body)))
+        Ok((status, body.to_string()))
     };
     tokio::time::timeout(Duration::from_secs(10), exchange)
         .await
         .map_err(|_| "no answer within 10 s".to_string())?
-}
-
-/// The body of a response sent with `Transfer-Encoding: chunked`, joined.
-fn dechunk(head: &str, body: &str) -> String {
-    if !head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        return body.to_string();
-    }
-    let mut rest = body;
-    let mut joined = String::new();
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if size == 0 || after.len() < size {
-            break;
-        }
-        joined.push_str(&after[..size]);
-        rest = after[size..].trim_start_matches("\r\n");
-    }
-    joined
 }
 
 /// Accepts any server certificate, still checking that the handshake is signed by its key.
