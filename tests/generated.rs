@@ -140,7 +140,7 @@ fn a_verb_missing_from_rules_fails_the_real_control_plane_tests() {
     let deployments = rules.iter().find(|r| r["resources"][0] == "deployments").unwrap();
     assert!(!deployments["verbs"].as_sequence().unwrap().iter().any(|v| v == "create"), "{deployments:?}");
 
-    let output = std::process::Command::new("cargo")
+    let output = common::command(&dir, "cargo")
         .args([
             "test",
             "--locked",
@@ -148,8 +148,6 @@ fn a_verb_missing_from_rules_fails_the_real_control_plane_tests() {
             "memcached",
             "real_control_plane::create_makes_the_deployment_exactly_right",
         ])
-        .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", common::generated_target_dir())
         .env("ENVTEST_REQUIRED", "1")
         .output()
         .unwrap();

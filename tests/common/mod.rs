@@ -51,14 +51,24 @@ pub fn generated_target_dir() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/generated"))
 }
 
-/// Runs `program args` in `dir`; panics with its output when it fails.
-pub fn check(dir: &Path, program: &str, args: &[&str]) -> String {
-    let output = Command::new(program)
-        .args(args)
+/// `program` run in `dir` the way the tests build generated projects: in the shared target
+/// directory, without incremental compilation and with line tables as the only debug info. The
+/// projects are built once per run, so incremental caches and full debug info would only fill
+/// the disk (several GB between them; a CI run once died of `No space left on device`), while
+/// line tables keep panics' backtraces readable.
+pub fn command(dir: &Path, program: &str) -> Command {
+    let mut command = Command::new(program);
+    command
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", generated_target_dir())
-        .output()
-        .unwrap_or_else(|e| panic!("running {program}: {e}"));
+        .env("CARGO_INCREMENTAL", "0")
+        .env("CARGO_PROFILE_DEV_DEBUG", "line-tables-only");
+    command
+}
+
+/// Runs `program args` in `dir`; panics with its output when it fails.
+pub fn check(dir: &Path, program: &str, args: &[&str]) -> String {
+    let output = command(dir, program).args(args).output().unwrap_or_else(|e| panic!("running {program}: {e}"));
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "`{program} {}` failed in {}:\n{stdout}\n{stderr}", args.join(" "), dir.display());
