@@ -58,12 +58,17 @@ pub struct Resource {
     pub webhooks: Option<Webhooks>,
 }
 
-/// The webhooks of a kind, as kubebuilder records them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The webhooks of a kind, as kubebuilder records them (a conversion webhook on the hub version,
+/// with its spokes).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Webhooks {
     #[serde(default, skip_serializing_if = "is_false")]
+    pub conversion: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
     pub defaulting: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spoke: Vec<String>,
     #[serde(default, skip_serializing_if = "is_false")]
     pub validation: bool,
     pub webhook_version: String,

@@ -144,3 +144,15 @@ fn memcached_webhooks() {
         ]
     ]));
 }
+
+/// A second version of Memcached, stored from now on, and the conversion webhook between the
+/// two through the hub v1.
+#[test]
+fn memcached_versions() {
+    insta::assert_snapshot!(variant(&[
+        INIT,
+        MEMCACHED,
+        &["create", "api", "--group", "cache", "--version", "v1", "--kind", "Memcached", "--storage-version"],
+        &["create", "webhook", "--group", "cache", "--version", "v1", "--kind", "Memcached", "--conversion"]
+    ]));
+}

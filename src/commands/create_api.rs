@@ -1,7 +1,7 @@
 //! `memop create api`: a Kubernetes API (the Rust types of a custom resource and its CRD) and
 //! its controller, registered in the project at the scaffold markers.
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
 use clap::ArgAction;
 use serde::Serialize;
 
@@ -10,6 +10,7 @@ use super::{Global, finish};
 use crate::names::{ContainerCommand, ContainerPort, Group, Image, Kind, Plural, RunAsUser, Version};
 use crate::project::{self, Api, Operand, Project, Resource};
 use crate::resource::ApiNames;
+use super::crd;
 use crate::scaffold::{self, IfExists, Plan, Templates};
 
 /// Scaffold a Kubernetes API: its Rust types, CRD, sample and controller
@@ -20,7 +21,9 @@ use crate::scaffold::{self, IfExists, Plan, Templates};
     # A controller that deploys any image:\n  \
     memop create api --group web --kind Nginx \\\n      --image nginxinc/nginx-unprivileged:1.27 --image-container-port 8080\n\n  \
     # Types and a skeleton controller to fill in:\n  \
-    memop create api --group batch --version v1 --kind CronJob")]
+    memop create api --group batch --version v1 --kind CronJob\n\n  \
+    # A second version of Memcached, stored as v1 from now on (then: create webhook --conversion):\n  \
+    memop create api --group cache --version v1 --kind Memcached --storage-version")]
 pub struct Args {
     /// API group, without the domain: `cache` gives cache.<domain>
     #[arg(long)]
@@ -46,9 +49,20 @@ pub struct Args {
     #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_name = "true|false")]
     resource: bool,
 
-    /// Scaffold a controller for the kind
-    #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_name = "true|false")]
+    /// Scaffold a controller for the kind [default: true, but false for a new version of a kind
+    /// that has a controller: one controller reconciles a kind, in one of its versions]
+    #[arg(long = "controller", action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "true|false")]
+    controller_flag: Option<bool>,
+
+    /// `--controller`, resolved against the kind's other versions.
+    #[arg(skip)]
     controller: bool,
+
+    /// Store the kind in this version (kubebuilder's `+kubebuilder:storageversion`), for a kind
+    /// served in several versions. Without it, a new version of a kind is served, and the kind
+    /// stays stored as before
+    #[arg(long)]
+    storage_version: bool,
 
     /// Image the controller deploys (an operand controller, as kubebuilder's deploy-image plugin)
     #[arg(long, value_name = "IMG")]
@@ -120,7 +134,7 @@ struct ApiContext {
     operand: Option<Operand>,
 }
 
-pub fn run(global: &Global, args: Args) -> Result<()> {
+pub fn run(global: &Global, mut args: Args) -> Result<()> {
     if args.make.is_some() {
         eprintln!(
             "note: --make is kubebuilder's; memop never runs make after scaffolding (run `make manifests` yourself)"
@@ -130,14 +144,37 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut project = Project::load(dir)?;
     let domain = crate::names::Domain::parse(&project.domain)?;
     let kind = Kind::parse(&args.kind)?;
-    let plural = match &args.plural {
-        Some(p) => Plural::parse(p)?,
-        None => Plural::for_kind(&kind)?,
+    // The kind's other versions in this group, when this is a new version of an existing kind:
+    // they share one CRD (plural, scope) and one controller.
+    let siblings: Vec<Resource> = project
+        .resources
+        .iter()
+        .filter(|r| r.group == args.group && r.kind == kind.as_str() && r.version != args.version && r.api.is_some())
+        .cloned()
+        .collect();
+    let plural = match (&args.plural, siblings.first()) {
+        (Some(p), _) => Plural::parse(p)?,
+        (None, Some(sibling)) => ApiNames::of(sibling, &domain)?.plural,
+        (None, None) => Plural::for_kind(&kind)?,
+    };
+    let sibling_controller = siblings.iter().find(|r| r.controller);
+    args.controller = match (args.controller_flag, sibling_controller) {
+        (Some(true), Some(other)) if args.resource => bail!(
+            "{kind} already has a controller, for version {}; one controller reconciles a kind (the \
+             API server converts the other versions for it), so a new version gets none: drop \
+             --controller (or pass --controller=false)",
+            other.version
+        ),
+        (Some(controller), _) => controller,
+        (None, sibling) => sibling.is_none(),
     };
     let api = ApiNames::new(Group::parse(&args.group, &domain)?, Version::parse(&args.version)?, kind, plural, &domain);
     let (group, version, kind, plural) = (&api.group, &api.version, &api.kind, &api.plural);
     if !args.resource && !args.controller {
         bail!("--resource=false and --controller=false leave nothing to scaffold; drop one of them");
+    }
+    if !args.resource && args.storage_version {
+        bail!("--storage-version is about the kind's types, which --resource=false does not scaffold; drop one of them");
     }
 
     if RESERVED_SNAKE.contains(&kind.snake().as_str()) {
@@ -153,9 +190,18 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     // The project's other APIs, as they were before this one.
     let others = ApiNames::all(&project)?;
     check_conflicts(&project, &others, &args, &api, existing.as_ref(), &gvk)?;
-    let operand = operand_for(&args, kind, existing.as_ref())?;
-    let api_namespaced = match (&existing, args.resource) {
-        (Some(Resource { api: Some(api), .. }), false) => api.namespaced,
+    let operand = match siblings.first() {
+        Some(sibling) if existing.is_none() => {
+            version_refusals(&args, sibling, plural)?;
+            // The types of a new version start as a copy of the kind's: same fields, so that
+            // converting between the two loses nothing until you change them.
+            sibling.operand.clone()
+        }
+        _ => operand_for(&args, kind, existing.as_ref())?,
+    };
+    let api_namespaced = match (&existing, args.resource, siblings.first()) {
+        (Some(Resource { api: Some(api), .. }), false, _) => api.namespaced,
+        (_, _, Some(Resource { api: Some(api), .. })) => api.namespaced,
         _ => args.namespaced,
     };
     if operand.is_some() && args.controller && !api_namespaced {
@@ -245,11 +291,29 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if let (Some(operand), true) = (&operand, args.controller) {
         set_image_env(&mut plan, kind, &operand.image)?;
     }
-    if args.resource {
-        scaffold::render_root(&templates, "resource", &ctx, &mut plan, own)?;
+    if args.resource && siblings.is_empty() {
+        scaffold::render_root(&templates, "resource", &ctx, &mut plan, |_| own)?;
+    } else if args.resource {
+        // A version of a kind that has others: the kind's RBAC helper roles are there already,
+        // and its CRD gains this version.
+        let crd_file = format!("config/crd/bases/{}.yaml", api.crd_file());
+        let shared = |path: &str| {
+            if path == crd_file || path.starts_with(&format!("config/rbac/{}_", api.role_prefix())) {
+                IfExists::Skip
+            } else {
+                own
+            }
+        };
+        scaffold::render_root(&templates, "resource", &ctx, &mut plan, shared)?;
+        let storage = storage_version(&mut plan, &api, &crd_file, args.storage_version)?;
+        let rendered = templates.render("resource/config/crd/bases/__crd_file__.yaml.tera", &ctx)?;
+        let current = plan.read(std::path::Path::new(&crd_file))?.with_context(|| {
+            format!("{crd_file} is missing; run `make manifests` to write the CRD of {kind}, then run this command again")
+        })?;
+        plan.write(&crd_file, crd::add_version(&current, &rendered, &storage)?, IfExists::Overwrite)?;
     }
     if args.controller {
-        scaffold::render_root(&templates, root.trim_end_matches('/'), &ctx, &mut plan, own)?;
+        scaffold::render_root(&templates, root.trim_end_matches('/'), &ctx, &mut plan, |_| own)?;
     }
     let role = templates.render(ROLE, &ctx)?;
     let role_policy = if role_is_ours { IfExists::Overwrite } else { IfExists::Keep };
@@ -297,6 +361,74 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         ))?;
     }
     Ok(())
+}
+
+/// What a new version of an existing kind (`sibling` is one of its versions) cannot change: its
+/// versions share one CRD, so one plural and one scope, and one controller deploys its image.
+fn version_refusals(args: &Args, sibling: &Resource, plural: &Plural) -> Result<()> {
+    let (kind, version) = (&args.kind, &sibling.version);
+    let image_flags = [
+        ("--image", args.image.is_some()),
+        ("--image-container-port", args.image_container_port.is_some()),
+        ("--image-container-command", args.image_container_command.is_some()),
+        ("--run-as-user", args.run_as_user.is_some()),
+    ];
+    if let Some((flag, _)) = image_flags.iter().find(|(_, set)| *set) {
+        bail!(
+            "{flag}: {kind} exists in version {version}, and a new version of a kind gets no controller \
+             of its own, so no image; drop {flag} (the image is the controller's: \
+             memop create api --group {} --version {version} --kind {kind} --image IMG --force)",
+            args.group
+        );
+    }
+    let namespaced = sibling.api.as_ref().is_some_and(|a| a.namespaced);
+    if !args.namespaced && namespaced {
+        bail!(
+            "--namespaced=false: {kind} is namespaced in version {version}, and all versions of a kind \
+             share one CRD, so one scope; drop --namespaced=false"
+        );
+    }
+    if let Some(given) = &args.plural
+        && given != plural.as_str()
+    {
+        bail!(
+            "--plural {given}: {kind} has the plural {plural} in version {version}, and all versions of a \
+             kind share one CRD, so one plural; drop --plural"
+        );
+    }
+    Ok(())
+}
+
+/// The version a kind with several versions is stored as, from `STORAGE_VERSIONS` in
+/// src/api/mod.rs, which this plans to update: `this` version when `requested`
+/// (--storage-version), else the one the table names, else the one its CRD file stores.
+fn storage_version(plan: &mut Plan, api: &ApiNames, crd_file: &str, requested: bool) -> Result<String> {
+    const TABLE: &str = "src/api/mod.rs";
+    let crd_name = format!("{}.{}", api.plural, api.qualified_group);
+    let text = plan.read(std::path::Path::new(TABLE))?.with_context(|| format!("{TABLE} is missing"))?;
+    let entry_start = format!("(\"{crd_name}\", \"");
+    let entry = text.lines().find(|line| line.trim_start().starts_with(&entry_start));
+    let recorded = entry.and_then(|line| line.trim().strip_prefix(&entry_start)?.split('"').next());
+    let current = match recorded {
+        Some(version) => version.to_string(),
+        None => {
+            let crd = plan.read(std::path::Path::new(crd_file))?.unwrap_or_default();
+            crd::storage_version(&crd).with_context(|| {
+                format!("{crd_file} names no storage version of {}; run `make manifests`, then this command again", api.kind)
+            })?
+        }
+    };
+    let wanted = if requested { api.version.to_string() } else { current };
+    let line = format!("(\"{crd_name}\", \"{wanted}\"),");
+    match entry {
+        None => plan.insert(TABLE, "storage-versions", &line)?,
+        Some(old) if old.trim() != line => {
+            let updated = text.replacen(old.trim(), &line, 1);
+            plan.write(TABLE, updated, IfExists::Overwrite)?;
+        }
+        Some(_) => {}
+    }
+    Ok(wanted)
 }
 
 fn check_conflicts(
@@ -354,14 +486,6 @@ fn check_conflicts(
                 api.plural,
                 other.kind,
                 other.group
-            );
-        }
-        if same_group && same_kind {
-            bail!(
-                "{kind} already exists in {}/{}; memop cannot add a second version of a kind yet \
-                 (that needs a multi-version CRD and conversion); use another kind name",
-                other.group,
-                other.version
             );
         }
         if !same_group && args.controller && resource.controller && other.kind.snake() == kind.snake() {

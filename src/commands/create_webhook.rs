@@ -1,5 +1,6 @@
-//! `memop create webhook`: admission webhooks of an existing API (defaulting, validation), served
-//! by the manager over HTTPS and declared in `config/webhook/manifests.yaml`.
+//! `memop create webhook`: admission webhooks of an existing API (defaulting, validation),
+//! declared in `config/webhook/manifests.yaml`, and conversion webhooks between the versions of
+//! a kind, hub and spoke, all served by the manager over HTTPS.
 
 use anyhow::{Result, bail};
 use serde::Serialize;
@@ -7,7 +8,7 @@ use serde::Serialize;
 use super::context::ProjectContext;
 use super::{Global, finish};
 use crate::names::{Domain, Group, Kind, Version};
-use crate::project::{self, Project, Webhooks};
+use crate::project::{self, Project, Resource, Webhooks};
 use crate::resource::ApiNames;
 use crate::scaffold::{self, IfExists, Plan, Templates};
 
@@ -15,7 +16,9 @@ use crate::scaffold::{self, IfExists, Plan, Templates};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     # Defaulting and validating webhooks for the Memcached API:\n  \
-    memop create webhook --group cache --version v1alpha1 --kind Memcached \\\n      --defaulting --programmatic-validation")]
+    memop create webhook --group cache --version v1alpha1 --kind Memcached \\\n      --defaulting --programmatic-validation\n\n  \
+    # Conversion between the versions of Memcached, through the hub v1:\n  \
+    memop create webhook --group cache --version v1 --kind Memcached --conversion --spoke v1alpha1")]
 pub struct Args {
     /// API group of the kind, without the domain
     #[arg(long)]
@@ -37,11 +40,16 @@ pub struct Args {
     #[arg(long)]
     programmatic_validation: bool,
 
-    /// A conversion webhook between versions (not supported yet)
+    /// A conversion webhook between the versions of the kind, with --version as the hub
     #[arg(long)]
     conversion: bool,
 
-    /// Regenerate the kind's webhook module and test (your edits to them are lost)
+    /// The versions that convert to and from the hub, comma-separated [default: every other
+    /// version of the kind]
+    #[arg(long, value_delimiter = ',', requires = "conversion")]
+    spoke: Vec<String>,
+
+    /// Regenerate the kind's webhook module, conversions and tests (your edits to them are lost)
     #[arg(long)]
     force: bool,
 }
@@ -60,9 +68,15 @@ struct WebhookContext {
     qualified_group: String,
     group_module: String,
     sample_file: String,
+    /// `config/crd/patches/<crd_patch_file>.yaml`, the patch that turns on the conversion webhook.
+    crd_patch_file: String,
     api_namespaced: bool,
     defaulting: bool,
     validation: bool,
+    /// The kind's types are an operand kind's (`spec.size`), for the conversions.
+    operand: bool,
+    /// The spoke versions of a conversion webhook whose hub is `version`.
+    spokes: Vec<String>,
     mutate_path: String,
     validate_path: String,
     mutating_name: String,
@@ -114,14 +128,9 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let (group, version, kind) =
         (Group::parse(&args.group, &domain)?, Version::parse(&args.version)?, Kind::parse(&args.kind)?);
     let gvk = format!("{}/{}, Kind={}", group.as_str(), version, kind);
-    if args.conversion {
-        bail!(
-            "--conversion: memop cannot scaffold conversion webhooks yet (a kind has one version in a \
-             memop project); drop --conversion"
-        );
-    }
-    if !args.defaulting && !args.programmatic_validation {
-        bail!("no webhook to scaffold: pass --defaulting, --programmatic-validation, or both");
+    let admission = args.defaulting || args.programmatic_validation;
+    if !admission && !args.conversion {
+        bail!("no webhook to scaffold: pass --defaulting, --programmatic-validation, --conversion, or several");
     }
     let Some(existing) = project.find(group.as_str(), version.as_str(), kind.as_str()).cloned() else {
         bail!(
@@ -136,8 +145,9 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         );
     }
     let api = ApiNames::of(&existing, &domain)?;
-    if let (Some(webhooks), false) = (&existing.webhooks, args.force) {
-        let what = [(webhooks.defaulting, "defaulting"), (webhooks.validation, "validation")]
+    let recorded = existing.webhooks.clone().unwrap_or_default();
+    if admission && (recorded.defaulting || recorded.validation) && !args.force {
+        let what = [(recorded.defaulting, "defaulting"), (recorded.validation, "validation")]
             .iter()
             .filter(|(on, _)| *on)
             .map(|(_, name)| *name)
@@ -149,9 +159,20 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             kind.snake()
         );
     }
+    let spokes = if args.conversion { spokes(&project, &args, &kind, &recorded)? } else { Vec::new() };
     // Webhook modules and tests are named after the kind alone.
     for (other, resource) in ApiNames::all(&project)?.iter().zip(&project.resources) {
-        if resource.webhooks.is_some()
+        if args.conversion && other.group == group && other.kind.snake() == format!("{}_conversion", kind.snake()) {
+            bail!(
+                "{kind}'s conversions would be the module {}_conversion, which is the kind {}'s already; \
+                 rename one of the two kinds",
+                kind.snake(),
+                other.kind
+            );
+        }
+        let admits = resource.webhooks.as_ref().is_some_and(|w| w.defaulting || w.validation);
+        if admission
+            && admits
             && !other.is(&args.group, &args.version, &args.kind)
             && other.kind.snake() == kind.snake()
         {
@@ -165,11 +186,13 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         }
     }
 
-    let recorded = existing.webhooks.clone();
-    let defaulting = args.defaulting || recorded.as_ref().is_some_and(|w| w.defaulting);
-    let validation = args.programmatic_validation || recorded.as_ref().is_some_and(|w| w.validation);
+    let defaulting = args.defaulting || recorded.defaulting;
+    let validation = args.programmatic_validation || recorded.validation;
+    let conversion = args.conversion || recorded.conversion;
+    let spokes = if args.conversion { spokes } else { recorded.spoke.clone() };
     let mut resource = existing.clone();
-    resource.webhooks = Some(Webhooks { defaulting, validation, webhook_version: "v1".into() });
+    resource.webhooks =
+        Some(Webhooks { defaulting, validation, conversion, spoke: spokes.clone(), webhook_version: "v1".into() });
     project.upsert(resource);
 
     let spelling = Spelling::of(&api);
@@ -184,33 +207,115 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         qualified_group: api.qualified_group.clone(),
         group_module: api.group_module(),
         sample_file: api.sample_file(),
+        crd_patch_file: format!("webhook_in_{}", api.crd_file()),
         api_namespaced: existing.api.as_ref().is_some_and(|a| a.namespaced),
         defaulting,
         validation,
+        operand: existing.operand.is_some(),
+        spokes: spokes.clone(),
         mutate_path: spelling.mutate_path,
         validate_path: spelling.validate_path,
         mutating_name: spelling.mutating_name,
         validating_name: spelling.validating_name,
         webhook_configurations: configurations(&project)?,
     };
-    let ctx = tera::Context::from_serialize(&ctx)?;
+    let mut ctx = tera::Context::from_serialize(&ctx)?;
 
-    let templates = Templates::load(&["webhook/", "webhook-manifests/"])?;
+    let mut roots = vec!["webhook/", "webhook-manifests/"];
+    if admission {
+        roots.push("webhook-admission/");
+    }
+    if args.conversion {
+        roots.extend(["webhook-conversion/", "webhook-conversion-spoke/"]);
+    }
+    let templates = Templates::load(&roots)?;
     let mut plan = Plan::new(dir);
     let own = if args.force { IfExists::Overwrite } else { IfExists::Error };
-    scaffold::render_root(&templates, "webhook", &ctx, &mut plan, own)?;
+    // The webhook server and its config, which every kind's webhooks share: made by the first
+    // `create webhook`, kept (and said so) when you changed them since.
+    let shared = if args.force { IfExists::Overwrite } else { IfExists::Keep };
+    scaffold::render_root(&templates, "webhook", &ctx, &mut plan, |_| shared)?;
+    if admission {
+        scaffold::render_root(&templates, "webhook-admission", &ctx, &mut plan, |_| own)?;
+    }
+    if args.conversion {
+        scaffold::render_root(&templates, "webhook-conversion", &ctx, &mut plan, |_| own)?;
+        for spoke in &spokes {
+            let spoke_api = ApiNames::new(api.group.clone(), Version::parse(spoke)?, api.kind.clone(), api.plural.clone(), &domain);
+            ctx.insert("spoke", spoke);
+            ctx.insert("spoke_sample_file", &spoke_api.sample_file());
+            scaffold::render_root(&templates, "webhook-conversion-spoke", &ctx, &mut plan, |_| own)?;
+        }
+    }
     // Written as `make manifests` would write it, from every kind's webhooks.
-    scaffold::render_root(&templates, "webhook-manifests", &ctx, &mut plan, IfExists::Overwrite)?;
+    scaffold::render_root(&templates, "webhook-manifests", &ctx, &mut plan, |_| IfExists::Overwrite)?;
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
     let written = finish(global, plan)?;
     if written {
+        let mut next = Vec::new();
+        if admission {
+            next.push(format!("fill in src/webhook/{}.rs", kind.snake()));
+        }
+        for spoke in &spokes {
+            next.push(format!("map the fields of {spoke} in src/api/{}/{spoke}/{}_conversion.rs", api.group_module(), kind.snake()));
+        }
         super::say(&format!(
-            "\nNext: fill in src/webhook/{}.rs, then:\n  $ make manifests   # regenerate config/webhook/manifests.yaml from the code\n  $ make test\n\
+            "\nNext: {}, then:\n  $ make manifests   # regenerate config/webhook/manifests.yaml from the code\n  $ make test\n\
              Deploying needs cert-manager in the cluster: it issues the webhook server's certificate.\n",
-            kind.snake()
+            next.join(", and ")
         ))?;
     }
     Ok(())
+}
+
+/// The spoke versions of the conversion webhook whose hub is `--version`: `--spoke`, or every
+/// other version of the kind.
+fn spokes(project: &Project, args: &Args, kind: &Kind, recorded: &Webhooks) -> Result<Vec<String>> {
+    let (group, hub) = (&args.group, &args.version);
+    if recorded.conversion && !args.force {
+        bail!(
+            "{kind} {hub} already has a conversion webhook (spokes {}); pass --force to regenerate its \
+             conversions and test (your edits to them are lost)",
+            recorded.spoke.join(", ")
+        );
+    }
+    let others: Vec<&Resource> = project
+        .resources
+        .iter()
+        .filter(|r| &r.group == group && r.kind == kind.as_str() && &r.version != hub && r.api.is_some())
+        .collect();
+    if let Some(other) = others.iter().find(|r| r.webhooks.as_ref().is_some_and(|w| w.conversion)) {
+        bail!(
+            "{kind} already converts through the hub version {}, and a kind has one hub; add spokes to it: \
+             memop create webhook --group {group} --version {} --kind {kind} --conversion --spoke V1,V2 --force",
+            other.version,
+            other.version
+        );
+    }
+    let versions: Vec<String> = others.iter().map(|r| r.version.clone()).collect();
+    if versions.is_empty() {
+        bail!(
+            "{kind} is served in one version ({hub}), so a conversion webhook has nothing to convert; \
+             create another version first: memop create api --group {group} --version V --kind {kind}"
+        );
+    }
+    let mut spokes = if args.spoke.is_empty() { versions.clone() } else { args.spoke.clone() };
+    for spoke in &spokes {
+        Version::parse(spoke)?;
+        if spoke == hub {
+            bail!("invalid spoke version \"{spoke}\": it is the hub (--version); a spoke is another version of {kind}");
+        }
+        if !versions.contains(spoke) {
+            bail!(
+                "invalid spoke version \"{spoke}\": {kind} has no version {spoke} (it has {hub}, {}); create it \
+                 first: memop create api --group {group} --version {spoke} --kind {kind}",
+                versions.join(", ")
+            );
+        }
+    }
+    spokes.sort();
+    spokes.dedup();
+    Ok(spokes)
 }
 
 /// The webhook configurations of every kind with webhooks, their webhooks sorted by name (as

@@ -5,6 +5,7 @@ pub mod completion;
 pub mod context;
 pub mod create_api;
 pub mod create_webhook;
+mod crd;
 pub mod init;
 pub mod lockfile;
 

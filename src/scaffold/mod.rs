@@ -22,14 +22,14 @@ pub fn render_root(
     root: &str,
     ctx: &Context,
     plan: &mut Plan,
-    if_exists: IfExists,
+    if_exists: impl Fn(&str) -> IfExists,
 ) -> Result<()> {
     let entries = templates.entries(root, ctx)?;
     for entry in &entries {
         if let Entry::File { template, path, shared } = entry {
             let contents = templates.render(template, ctx)?;
             // A file several APIs extend is never rewritten: only its markers are.
-            let if_exists = if *shared { IfExists::Skip } else { if_exists };
+            let if_exists = if *shared { IfExists::Skip } else { if_exists(path) };
             plan.write(path, contents, if_exists)?;
             if templates.is_plain(template) {
                 plan.mark_formatted(path);

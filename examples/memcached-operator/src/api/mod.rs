@@ -21,13 +21,52 @@ pub mod cache;
 // +memop:scaffold:api-groups
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::core::crd::merge_crds;
 
-/// The CRD of every API of this project.
+/// The version each kind served in several versions is stored as, by CRD name: exactly one
+/// per kind, as kubebuilder's `+kubebuilder:storageversion` marks it. The API server writes
+/// every object of the kind in this version. Changing it later is a storage migration: objects
+/// stay stored in the old version until they are written again.
+const STORAGE_VERSIONS: &[(&str, &str)] = &[
+    // +memop:scaffold:storage-versions
+];
+
+/// The CRD of every API of this project: one per kind, serving each of its versions.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![
+    merge_versions(vec![
         <cache::v1alpha1::Memcached as kube::CustomResourceExt>::crd(),
         // +memop:scaffold:crds
-    ]
+    ])
+}
+
+/// Merges the CRDs of each kind's versions (kube derives one CRD per version) into one CRD per
+/// kind, stored as the version [`STORAGE_VERSIONS`] names, with its versions in order of name.
+fn merge_versions(versions: Vec<CustomResourceDefinition>) -> Vec<CustomResourceDefinition> {
+    let mut kinds: Vec<Vec<CustomResourceDefinition>> = Vec::new();
+    for crd in versions {
+        match kinds
+            .iter_mut()
+            .find(|kind| kind[0].metadata.name == crd.metadata.name)
+        {
+            Some(kind) => kind.push(crd),
+            None => kinds.push(vec![crd]),
+        }
+    }
+    kinds
+        .into_iter()
+        .map(|mut kind| {
+            if kind.len() == 1 {
+                return kind.remove(0);
+            }
+            let name = kind[0].metadata.name.clone().unwrap_or_default();
+            let Some((_, storage)) = STORAGE_VERSIONS.iter().find(|(crd, _)| *crd == name) else {
+                panic!("{name} is served in several versions: add the one it is stored as to STORAGE_VERSIONS");
+            };
+            let mut crd = merge_crds(kind, storage).unwrap_or_else(|e| panic!("the versions of {name} do not merge: {e}"));
+            crd.spec.versions.sort_by(|a, b| a.name.cmp(&b.name));
+            crd
+        })
+        .collect()
 }
 
 /// The schema of a `conditions` list, exactly as controller-gen writes it for Go's
