@@ -88,8 +88,30 @@ fn a_project_with_several_groups_and_kinds_builds_lints_and_passes_its_tests() {
         &dir,
         &["create", "webhook", "--group", "batch", "--version", "v1", "--kind", "CronJob", "--programmatic-validation"],
     );
+    // Second versions with conversion webhooks: Memcached stored as its new version, the hub;
+    // CronJob (cluster-scoped, skeleton types) still stored as v1, the hub, with v2 a spoke.
+    let memcached_v1 = ["--group", "cache", "--version", "v1", "--kind", "Memcached"];
+    common::run(&dir, &[&["create", "api"][..], &memcached_v1, &["--storage-version"]].concat());
+    common::run(&dir, &[&["create", "webhook"][..], &memcached_v1, &["--conversion"]].concat());
+    common::run(&dir, &["create", "api", "--group", "batch", "--version", "v2", "--kind", "CronJob"]);
+    common::run(
+        &dir,
+        &[
+            "create",
+            "webhook",
+            "--group",
+            "batch",
+            "--version",
+            "v1",
+            "--kind",
+            "CronJob",
+            "--conversion",
+            "--spoke",
+            "v2",
+        ],
+    );
     common::build_lint_and_test(&dir);
-    for test in ["memcached_webhook.rs", "cron_job_webhook.rs"] {
+    for test in ["memcached_webhook.rs", "cron_job_webhook.rs", "memcached_conversion.rs", "cron_job_conversion.rs"] {
         assert!(dir.join("tests").join(test).exists(), "{test}");
     }
     // Every kind has its scenario tests, and the role merged the rules of all controllers.

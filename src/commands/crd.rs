@@ -14,7 +14,8 @@ const VERSIONS: &str = "\n  versions:\n";
 pub fn add_version(current: &str, rendered: &str, storage: &str) -> Result<String> {
     let (head, mut blocks) = split(current)?;
     let (_, new) = split(rendered)?;
-    let [new] = <[String; 1]>::try_from(new).map_err(|_| anyhow::anyhow!("memop's CRD template has several versions"))?;
+    let [new] =
+        <[String; 1]>::try_from(new).map_err(|_| anyhow::anyhow!("memop's CRD template has several versions"))?;
     let name = version_name(&new).unwrap_or_default().to_string();
     blocks.retain(|block| version_name(block) != Some(name.as_str()));
     blocks.push(new);

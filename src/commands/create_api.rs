@@ -6,11 +6,11 @@ use clap::ArgAction;
 use serde::Serialize;
 
 use super::context::ProjectContext;
+use super::crd;
 use super::{Global, finish};
 use crate::names::{ContainerCommand, ContainerPort, Group, Image, Kind, Plural, RunAsUser, Version};
 use crate::project::{self, Api, Operand, Project, Resource};
 use crate::resource::ApiNames;
-use super::crd;
 use crate::scaffold::{self, IfExists, Plan, Templates};
 
 /// Scaffold a Kubernetes API: its Rust types, CRD, sample and controller
@@ -23,7 +23,7 @@ use crate::scaffold::{self, IfExists, Plan, Templates};
     # Types and a skeleton controller to fill in:\n  \
     memop create api --group batch --version v1 --kind CronJob\n\n  \
     # A second version of Memcached, stored as v1 from now on (then: create webhook --conversion):\n  \
-    memop create api --group cache --version v1 --kind Memcached --storage-version")]
+    memop create api --group cache --version v1 --kind Memcached \\\n      --storage-version")]
 pub struct Args {
     /// API group, without the domain: `cache` gives cache.<domain>
     #[arg(long)]
@@ -174,7 +174,9 @@ pub fn run(global: &Global, mut args: Args) -> Result<()> {
         bail!("--resource=false and --controller=false leave nothing to scaffold; drop one of them");
     }
     if !args.resource && args.storage_version {
-        bail!("--storage-version is about the kind's types, which --resource=false does not scaffold; drop one of them");
+        bail!(
+            "--storage-version is about the kind's types, which --resource=false does not scaffold; drop one of them"
+        );
     }
 
     if RESERVED_SNAKE.contains(&kind.snake().as_str()) {
@@ -192,7 +194,7 @@ pub fn run(global: &Global, mut args: Args) -> Result<()> {
     check_conflicts(&project, &others, &args, &api, existing.as_ref(), &gvk)?;
     let operand = match siblings.first() {
         Some(sibling) if existing.is_none() => {
-            version_refusals(&args, sibling, plural)?;
+            version_refusals(&args, sibling, &ApiNames::of(sibling, &domain)?.plural)?;
             // The types of a new version start as a copy of the kind's: same fields, so that
             // converting between the two loses nothing until you change them.
             sibling.operand.clone()
@@ -308,7 +310,9 @@ pub fn run(global: &Global, mut args: Args) -> Result<()> {
         let storage = storage_version(&mut plan, &api, &crd_file, args.storage_version)?;
         let rendered = templates.render("resource/config/crd/bases/__crd_file__.yaml.tera", &ctx)?;
         let current = plan.read(std::path::Path::new(&crd_file))?.with_context(|| {
-            format!("{crd_file} is missing; run `make manifests` to write the CRD of {kind}, then run this command again")
+            format!(
+                "{crd_file} is missing; run `make manifests` to write the CRD of {kind}, then run this command again"
+            )
         })?;
         plan.write(&crd_file, crd::add_version(&current, &rendered, &storage)?, IfExists::Overwrite)?;
     }
@@ -364,7 +368,8 @@ pub fn run(global: &Global, mut args: Args) -> Result<()> {
 }
 
 /// What a new version of an existing kind (`sibling` is one of its versions) cannot change: its
-/// versions share one CRD, so one plural and one scope, and one controller deploys its image.
+/// versions share one CRD, so one plural (`plural`, the sibling's) and one scope, and one
+/// controller deploys its image.
 fn version_refusals(args: &Args, sibling: &Resource, plural: &Plural) -> Result<()> {
     let (kind, version) = (&args.kind, &sibling.version);
     let image_flags = [
@@ -414,7 +419,10 @@ fn storage_version(plan: &mut Plan, api: &ApiNames, crd_file: &str, requested: b
         None => {
             let crd = plan.read(std::path::Path::new(crd_file))?.unwrap_or_default();
             crd::storage_version(&crd).with_context(|| {
-                format!("{crd_file} names no storage version of {}; run `make manifests`, then this command again", api.kind)
+                format!(
+                    "{crd_file} names no storage version of {}; run `make manifests`, then this command again",
+                    api.kind
+                )
             })?
         }
     };

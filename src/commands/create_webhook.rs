@@ -18,7 +18,7 @@ use crate::scaffold::{self, IfExists, Plan, Templates};
     # Defaulting and validating webhooks for the Memcached API:\n  \
     memop create webhook --group cache --version v1alpha1 --kind Memcached \\\n      --defaulting --programmatic-validation\n\n  \
     # Conversion between the versions of Memcached, through the hub v1:\n  \
-    memop create webhook --group cache --version v1 --kind Memcached --conversion --spoke v1alpha1")]
+    memop create webhook --group cache --version v1 --kind Memcached \\\n      --conversion --spoke v1alpha1")]
 pub struct Args {
     /// API group of the kind, without the domain
     #[arg(long)]
@@ -241,7 +241,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if args.conversion {
         scaffold::render_root(&templates, "webhook-conversion", &ctx, &mut plan, |_| own)?;
         for spoke in &spokes {
-            let spoke_api = ApiNames::new(api.group.clone(), Version::parse(spoke)?, api.kind.clone(), api.plural.clone(), &domain);
+            let spoke_api =
+                ApiNames::new(api.group.clone(), Version::parse(spoke)?, api.kind.clone(), api.plural.clone(), &domain);
             ctx.insert("spoke", spoke);
             ctx.insert("spoke_sample_file", &spoke_api.sample_file());
             scaffold::render_root(&templates, "webhook-conversion-spoke", &ctx, &mut plan, |_| own)?;
@@ -257,7 +258,11 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             next.push(format!("fill in src/webhook/{}.rs", kind.snake()));
         }
         for spoke in &spokes {
-            next.push(format!("map the fields of {spoke} in src/api/{}/{spoke}/{}_conversion.rs", api.group_module(), kind.snake()));
+            next.push(format!(
+                "map the fields of {spoke} in src/api/{}/{spoke}/{}_conversion.rs",
+                api.group_module(),
+                kind.snake()
+            ));
         }
         super::say(&format!(
             "\nNext: {}, then:\n  $ make manifests   # regenerate config/webhook/manifests.yaml from the code\n  $ make test\n\

@@ -3,9 +3,9 @@
 
 pub mod completion;
 pub mod context;
+mod crd;
 pub mod create_api;
 pub mod create_webhook;
-mod crd;
 pub mod init;
 pub mod lockfile;
 

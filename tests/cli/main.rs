@@ -12,6 +12,7 @@ mod info;
 mod init;
 mod rerun;
 mod several_apis;
+mod versions;
 mod webhook;
 
 use std::collections::BTreeMap;

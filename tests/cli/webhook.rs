@@ -56,8 +56,12 @@ fn refuses_what_it_cannot_scaffold_and_writes_nothing() {
         "create webhook --group cache --kind Redis --defaulting",
         &["cache/v1alpha1, Kind=Redis has no API", "memop create api --group cache --version v1alpha1 --kind Redis"],
     );
-    refused(&dir, WEBHOOK, &["no webhook to scaffold", "--defaulting, --programmatic-validation"]);
-    refused(&dir, &format!("{WEBHOOK} --conversion"), &["--conversion", "drop --conversion"]);
+    refused(&dir, WEBHOOK, &["no webhook to scaffold", "--defaulting, --programmatic-validation, --conversion"]);
+    refused(
+        &dir,
+        &format!("{WEBHOOK} --conversion"),
+        &["served in one version (v1alpha1)", "memop create api --group cache --version V --kind Memcached"],
+    );
     refused(&dir, "create webhook --group cache --kind 'Bad Kind' --defaulting", &["Bad Kind"]);
 
     ok(&dir, &format!("{WEBHOOK} --defaulting"));
