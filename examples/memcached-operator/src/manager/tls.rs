@@ -86,6 +86,22 @@ impl Certificate {
         })
     }
 
+    /// A PEM certificate chain and its PEM key, held in memory (e.g. read from a Secret), to be
+    /// swapped with [`Certificate::replace`].
+    pub fn from_pem(cert: &[u8], key: &[u8]) -> anyhow::Result<Self> {
+        Ok(Self {
+            current: RwLock::new(parse(cert, key)?),
+            files: None,
+        })
+    }
+
+    /// Serves `cert` (a PEM chain) and its PEM `key` from now on; a pair that does not parse,
+    /// or whose key does not match, leaves the current certificate in place.
+    pub fn replace(&self, cert: &[u8], key: &[u8]) -> anyhow::Result<()> {
+        *self.current.write().expect("certificate lock") = parse(cert, key)?;
+        Ok(())
+    }
+
     /// Reads the files again; serves their certificate from now on if they changed. Returns
     /// whether they did. A file being rewritten may not parse: then the last good certificate
     /// stays, and the next check tries again.
@@ -258,6 +274,24 @@ mod tests {
             format!("{broken:#}").contains("no certificate"),
             "{broken:#}"
         );
+    }
+
+    #[test]
+    fn a_certificate_in_memory_is_replaced_only_by_a_matching_pair() {
+        let first = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let key = first.signing_key.serialize_pem();
+        let certificate =
+            Certificate::from_pem(first.cert.pem().as_bytes(), key.as_bytes()).unwrap();
+        assert_eq!(served(&certificate), vec![first.cert.der().clone()]);
+        let second = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let mismatched = certificate.replace(second.cert.pem().as_bytes(), key.as_bytes());
+        assert!(format!("{:#}", mismatched.unwrap_err()).contains("does not match"));
+        assert_eq!(served(&certificate), vec![first.cert.der().clone()]);
+        let second_key = second.signing_key.serialize_pem();
+        certificate
+            .replace(second.cert.pem().as_bytes(), second_key.as_bytes())
+            .unwrap();
+        assert_eq!(served(&certificate), vec![second.cert.der().clone()]);
     }
 
     #[test]

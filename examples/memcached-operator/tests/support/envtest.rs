@@ -485,7 +485,7 @@ async fn install_rbac(admin: &Client, namespace: &str) -> String {
 }
 
 /// kustomize's `namePrefix` and `namespace` on one object: names, role references, subjects.
-fn rename(object: &mut Value, prefix: &str, namespace: &str) {
+pub fn rename(object: &mut Value, prefix: &str, namespace: &str) {
     let metadata = &mut object["metadata"];
     let name = metadata["name"].as_str().unwrap_or_default();
     metadata["name"] = format!("{prefix}{name}").into();
