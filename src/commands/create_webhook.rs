@@ -12,7 +12,7 @@ use crate::project::{self, Project, Resource, Webhooks};
 use crate::resource::ApiNames;
 use crate::scaffold::{self, IfExists, Plan, Templates};
 
-/// Scaffold admission webhooks for an existing API: defaulting and validation
+/// Scaffold webhooks for an existing API: defaulting, validation, conversion between versions
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     # Defaulting and validating webhooks for the Memcached API:\n  \
