@@ -266,7 +266,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         }
         super::say(&format!(
             "\nNext: {}, then:\n  $ make manifests   # regenerate config/webhook/manifests.yaml from the code\n  $ make test\n\
-             Deploying needs cert-manager in the cluster: it issues the webhook server's certificate.\n",
+             Deploying needs cert-manager in the cluster, which issues the webhook server's certificate, or the\n\
+             manager can keep its own: see [WEBHOOK-CERTS] in config/default/kustomization.yaml.\n",
             next.join(", and ")
         ))?;
     }
