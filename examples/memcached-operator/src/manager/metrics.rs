@@ -24,6 +24,10 @@
 //!   reconciles requeued with backoff);
 //! - the API client: `rest_client_requests_total{code, method, host}`;
 //! - leadership: `leader_election_master_status{name}`;
+//! - webhooks (with `memop create webhook`), by the path a webhook is served at:
+//!   `controller_runtime_webhook_requests_total{webhook, code}`,
+//!   `controller_runtime_webhook_requests_in_flight{webhook}` and
+//!   `controller_runtime_webhook_latency_seconds{webhook}`;
 //! - the process: `process_cpu_seconds_total`, `process_resident_memory_bytes`,
 //!   `process_open_fds`, `process_start_time_seconds` and the rest of Prometheus' standard set.
 //!
@@ -91,6 +95,17 @@ struct LeaseLabels {
     name: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WebhookLabels {
+    webhook: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WebhookCodeLabels {
+    webhook: String,
+    code: String,
+}
+
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)] // label values are lowercase, as controller-runtime's
 enum Outcome {
@@ -112,6 +127,9 @@ pub struct Metrics {
     in_flight: Arc<InFlight>,
     requests: Family<RequestLabels, Counter>,
     leader: Family<LeaseLabels, Gauge>,
+    webhook_requests: Family<WebhookCodeLabels, Counter>,
+    webhook_in_flight: Family<WebhookLabels, Gauge>,
+    webhook_latency: Histograms<WebhookLabels>,
 }
 
 impl Default for Metrics {
@@ -123,6 +141,12 @@ impl Default for Metrics {
         }
         fn work_buckets() -> Histogram {
             Histogram::new(exponential_buckets(1e-8, 10.0, 12))
+        }
+        // Prometheus' default buckets, which controller-runtime's webhook latency uses.
+        fn webhook_buckets() -> Histogram {
+            Histogram::new([
+                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+            ])
         }
         let mut metrics = Self {
             registry: Registry::default(),
@@ -136,6 +160,9 @@ impl Default for Metrics {
             in_flight: Arc::default(),
             requests: Family::default(),
             leader: Family::default(),
+            webhook_requests: Family::default(),
+            webhook_in_flight: Family::default(),
+            webhook_latency: Family::new_with_constructor(webhook_buckets),
         };
         let registry = &mut metrics.registry;
         registry.register(
@@ -182,6 +209,21 @@ impl Default for Metrics {
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
             metrics.leader.clone(),
+        );
+        registry.register(
+            "controller_runtime_webhook_requests",
+            "Total number of admission requests by HTTP status code.",
+            metrics.webhook_requests.clone(),
+        );
+        registry.register(
+            "controller_runtime_webhook_requests_in_flight",
+            "Current number of admission requests being served.",
+            metrics.webhook_in_flight.clone(),
+        );
+        registry.register(
+            "controller_runtime_webhook_latency_seconds",
+            "Histogram of the latency of processing admission requests",
+            metrics.webhook_latency.clone(),
         );
         registry.register_collector(Box::new(metrics.in_flight.clone()));
         registry.register_collector(Box::new(Process));
@@ -264,6 +306,20 @@ impl Metrics {
         }
     }
 
+    /// Starts one request to the webhook served at `path`: in flight until the returned
+    /// guard is dropped, counted and timed by [`WebhookRequest::answered`].
+    pub fn webhook(&self, path: &str) -> WebhookRequest<'_> {
+        let labels = WebhookLabels {
+            webhook: path.to_string(),
+        };
+        self.webhook_in_flight.get_or_create(&labels).inc();
+        WebhookRequest {
+            metrics: self,
+            labels,
+            started: Instant::now(),
+        }
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn encode(&self) -> String {
         let mut text = String::new();
@@ -297,6 +353,37 @@ impl Drop for Work<'_> {
             .work_duration
             .get_or_create(&QueueLabels::of(self.controller))
             .observe(self.started.elapsed().as_secs_f64());
+    }
+}
+
+/// One webhook request in progress (see [`Metrics::webhook`]).
+pub struct WebhookRequest<'a> {
+    metrics: &'a Metrics,
+    labels: WebhookLabels,
+    started: Instant,
+}
+
+impl WebhookRequest<'_> {
+    /// Records that the request was answered with the HTTP status `code`.
+    pub fn answered(self, code: u16) {
+        let labels = WebhookCodeLabels {
+            webhook: self.labels.webhook.clone(),
+            code: code.to_string(),
+        };
+        self.metrics.webhook_requests.get_or_create(&labels).inc();
+        self.metrics
+            .webhook_latency
+            .get_or_create(&self.labels)
+            .observe(self.started.elapsed().as_secs_f64());
+    }
+}
+
+impl Drop for WebhookRequest<'_> {
+    fn drop(&mut self) {
+        self.metrics
+            .webhook_in_flight
+            .get_or_create(&self.labels)
+            .dec();
     }
 }
 
@@ -583,6 +670,34 @@ mod tests {
         let work =
             r#"workqueue_work_duration_seconds_count{name="memcached",controller="memcached"}"#;
         assert_eq!(sample(&text, work), Some(2.0), "{text}");
+    }
+
+    #[test]
+    fn webhook_requests_are_counted_by_code_timed_and_in_flight_until_answered() {
+        let metrics = Metrics::default();
+        let path = "/validate-example";
+        let in_flight =
+            r#"controller_runtime_webhook_requests_in_flight{webhook="/validate-example"}"#;
+        let request = metrics.webhook(path);
+        assert_eq!(sample(&metrics.encode(), in_flight), Some(1.0));
+        request.answered(200);
+        metrics.webhook(path).answered(500);
+        // A request whose connection closed before an answer is in flight no more, uncounted.
+        drop(metrics.webhook(path));
+        let text = metrics.encode();
+        assert_eq!(sample(&text, in_flight), Some(0.0), "{text}");
+        let ok =
+            r#"controller_runtime_webhook_requests_total{webhook="/validate-example",code="200"}"#;
+        let failed =
+            r#"controller_runtime_webhook_requests_total{webhook="/validate-example",code="500"}"#;
+        assert_eq!(
+            (sample(&text, ok), sample(&text, failed)),
+            (Some(1.0), Some(1.0)),
+            "{text}"
+        );
+        let latency =
+            r#"controller_runtime_webhook_latency_seconds_count{webhook="/validate-example"}"#;
+        assert_eq!(sample(&text, latency), Some(2.0), "{text}");
     }
 
     #[test]
