@@ -230,6 +230,17 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     }
     let templates = Templates::load(&roots)?;
     let mut plan = Plan::new(dir);
+    // A webhook server scaffolded by an earlier memop lacks what the webhooks of this one use
+    // (conversions, certificates without cert-manager): refuse rather than write code that
+    // would not build.
+    const SERVER: &str = "src/webhook/mod.rs";
+    if plan.read(std::path::Path::new(SERVER))?.is_some_and(|text| !text.contains("+memop:scaffold:conversions")) {
+        bail!(
+            "{SERVER} was scaffolded by an earlier memop, without conversions and certificates without \
+             cert-manager; move it aside, run this command again so that memop writes the current one, \
+             then carry your changes over (src/webhook/<kind>.rs files are kept)"
+        );
+    }
     let own = if args.force { IfExists::Overwrite } else { IfExists::Error };
     // The webhook server and its config, which every kind's webhooks share: made by the first
     // `create webhook`, kept (and said so) when you changed them since.

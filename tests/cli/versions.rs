@@ -127,3 +127,20 @@ fn conversion_refusals_write_nothing() {
         &["already converts through the hub version v1", "a kind has one hub"],
     );
 }
+
+#[test]
+fn a_webhook_server_from_an_earlier_memop_is_refused_with_the_way_out() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    ok(&dir, "create webhook --group cache --kind Memcached --defaulting");
+    let server = read(&dir, "src/webhook/mod.rs");
+    let old = server.replace("        // +memop:scaffold:conversions\n", "");
+    assert_ne!(old, server);
+    fs::write(dir.join("src/webhook/mod.rs"), old).unwrap();
+    let before = snapshot(&dir);
+    refused(
+        &dir,
+        "create webhook --group cache --kind Memcached --programmatic-validation --force",
+        &["src/webhook/mod.rs was scaffolded by an earlier memop", "move it aside"],
+    );
+    assert!(snapshot(&dir) == before, "a refusal wrote something");
+}
