@@ -90,7 +90,7 @@ pub struct Args {
 }
 
 /// Kinds whose module would clash with a file of the generated `tests/` (`tests/<kind>.rs`).
-const RESERVED_SNAKE: &[&str] = &["support", "e2e", "manifests", "apiserver", "manager"];
+const RESERVED_SNAKE: &[&str] = &["support", "e2e", "manifests", "apiserver", "manager", "dashboards", "webhook_certs"];
 
 /// A kind memop knows how to deploy without being told the image.
 struct Preset {
@@ -186,6 +186,23 @@ pub fn run(global: &Global, mut args: Args) -> Result<()> {
             kind.snake(),
             kind.snake()
         );
+    }
+    // The files webhooks of other kinds have, named `<kind>_webhook` and `<kind>_conversion`.
+    for resource in &project.resources {
+        let webhooks = resource.webhooks.clone().unwrap_or_default();
+        let other = Kind::parse(&resource.kind)?.snake();
+        for (has, suffix) in
+            [(webhooks.defaulting || webhooks.validation, "webhook"), (webhooks.conversion, "conversion")]
+        {
+            if has && kind.snake() == format!("{other}_{suffix}") {
+                bail!(
+                    "invalid --kind \"{kind}\": its files would be named {}, as the {suffix} files of the kind {} \
+                     already are; choose another kind",
+                    kind.snake(),
+                    resource.kind
+                );
+            }
+        }
     }
     let existing = project.find(group.as_str(), version.as_str(), kind.as_str()).cloned();
     let gvk = format!("{}/{}, Kind={}", group.as_str(), version, kind);

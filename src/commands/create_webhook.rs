@@ -160,16 +160,28 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         );
     }
     let spokes = if args.conversion { spokes(&project, &args, &kind, &recorded)? } else { Vec::new() };
-    // Webhook modules and tests are named after the kind alone.
-    for (other, resource) in ApiNames::all(&project)?.iter().zip(&project.resources) {
-        if args.conversion && other.group == group && other.kind.snake() == format!("{}_conversion", kind.snake()) {
+    // Webhook modules and tests are named after the kind alone: `src/webhook/<kind>.rs` beside
+    // the server's own `certs.rs`, and `tests/<kind>_webhook.rs` and `<kind>_conversion.rs` (and
+    // `src/api/<group>/<spoke>/<kind>_conversion.rs`) beside other kinds' files.
+    if admission && kind.snake() == "certs" {
+        bail!(
+            "{kind}'s webhooks would be src/webhook/certs.rs, the webhook server's certificate code; \
+             memop names webhook modules after kinds, so {kind} cannot have admission webhooks"
+        );
+    }
+    let suffixes = [(admission, "webhook"), (args.conversion, "conversion")];
+    for (other, (wanted, suffix)) in ApiNames::all(&project)?.iter().flat_map(|o| suffixes.map(|s| (o, s))) {
+        if wanted && other.kind.snake() == format!("{}_{suffix}", kind.snake()) {
             bail!(
-                "{kind}'s conversions would be the module {}_conversion, which is the kind {}'s already; \
-                 rename one of the two kinds",
+                "{kind}'s {suffix} files would be named {}_{suffix}, as the files of the kind {} of group {} \
+                 already are; rename one of the two kinds",
                 kind.snake(),
-                other.kind
+                other.kind,
+                other.group.as_str()
             );
         }
+    }
+    for (other, resource) in ApiNames::all(&project)?.iter().zip(&project.resources) {
         let admits = resource.webhooks.as_ref().is_some_and(|w| w.defaulting || w.validation);
         if admission
             && admits

@@ -144,3 +144,28 @@ fn a_webhook_server_from_an_earlier_memop_is_refused_with_the_way_out() {
     );
     assert!(snapshot(&dir) == before, "a refusal wrote something");
 }
+
+#[test]
+fn kinds_named_like_webhook_files_are_refused() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    ok(&dir, V1);
+    ok(&dir, "create webhook --group cache --version v1 --kind Memcached --conversion");
+    ok(&dir, "create webhook --group cache --version v1alpha1 --kind Memcached --defaulting");
+    let before = snapshot(&dir);
+    for kind in ["MemcachedConversion", "MemcachedWebhook"] {
+        refused(&dir, &format!("create api --group other --kind {kind}"), &[kind, "choose another kind"]);
+    }
+    for kind in ["Dashboards", "WebhookCerts"] {
+        refused(&dir, &format!("create api --group other --kind {kind}"), &[kind, "would clash"]);
+    }
+    assert!(snapshot(&dir) == before, "a refusal wrote something");
+
+    // And the other way round: webhooks whose files another kind's already are.
+    ok(&dir, "create api --group store --kind Redis --controller=false");
+    ok(&dir, "create api --group store --kind RedisWebhook --controller=false");
+    ok(&dir, "create api --group store --kind Certs --controller=false");
+    let before = snapshot(&dir);
+    refused(&dir, "create webhook --group store --kind Redis --defaulting", &["redis_webhook", "RedisWebhook"]);
+    refused(&dir, "create webhook --group store --kind Certs --defaulting", &["src/webhook/certs.rs"]);
+    assert!(snapshot(&dir) == before, "a refusal wrote something");
+}
