@@ -153,6 +153,19 @@ impl Project {
         self.resources.iter().find(|r| r.group == group && r.version == version && r.kind == kind)
     }
 
+    /// The other versions of `group`'s `kind` that have types (`create api` without
+    /// `--resource=false`): with `version`, they are served by one CRD.
+    pub fn other_versions<'a>(
+        &'a self,
+        group: &'a str,
+        kind: &'a str,
+        version: &'a str,
+    ) -> impl Iterator<Item = &'a Resource> {
+        self.resources
+            .iter()
+            .filter(move |r| r.group == group && r.kind == kind && r.version != version && r.api.is_some())
+    }
+
     /// Adds `resource`, replacing an entry for the same group/version/kind.
     pub fn upsert(&mut self, resource: Resource) {
         let same = |r: &Resource| r.group == resource.group && r.version == resource.version && r.kind == resource.kind;

@@ -64,4 +64,15 @@ impl ApiNames {
     pub fn sample_file(&self) -> String {
         format!("{}_{}_{}", self.group.as_str(), self.version, self.kind.lower())
     }
+
+    /// The names of the files this kind's webhooks add beside other kinds' files:
+    /// `tests/<kind>_webhook.rs` with admission webhooks; `tests/<kind>_conversion.rs` and
+    /// `src/api/<group>/<spoke>/<kind>_conversion.rs` with conversion. No kind may be named so.
+    pub fn webhook_file_names(&self, admission: bool, conversion: bool) -> Vec<String> {
+        [(admission, "webhook"), (conversion, "conversion")]
+            .into_iter()
+            .filter(|(has, _)| *has)
+            .map(|(_, suffix)| format!("{}_{suffix}", self.kind.snake()))
+            .collect()
+    }
 }

@@ -146,12 +146,7 @@ pub fn run(global: &Global, mut args: Args) -> Result<()> {
     let kind = Kind::parse(&args.kind)?;
     // The kind's other versions in this group, when this is a new version of an existing kind:
     // they share one CRD (plural, scope) and one controller.
-    let siblings: Vec<Resource> = project
-        .resources
-        .iter()
-        .filter(|r| r.group == args.group && r.kind == kind.as_str() && r.version != args.version && r.api.is_some())
-        .cloned()
-        .collect();
+    let siblings: Vec<Resource> = project.other_versions(&args.group, kind.as_str(), &args.version).cloned().collect();
     let plural = match (&args.plural, siblings.first()) {
         (Some(p), _) => Plural::parse(p)?,
         (None, Some(sibling)) => ApiNames::of(sibling, &domain)?.plural,
@@ -186,23 +181,6 @@ pub fn run(global: &Global, mut args: Args) -> Result<()> {
             kind.snake(),
             kind.snake()
         );
-    }
-    // The files webhooks of other kinds have, named `<kind>_webhook` and `<kind>_conversion`.
-    for resource in &project.resources {
-        let webhooks = resource.webhooks.clone().unwrap_or_default();
-        let other = Kind::parse(&resource.kind)?.snake();
-        for (has, suffix) in
-            [(webhooks.defaulting || webhooks.validation, "webhook"), (webhooks.conversion, "conversion")]
-        {
-            if has && kind.snake() == format!("{other}_{suffix}") {
-                bail!(
-                    "invalid --kind \"{kind}\": its files would be named {}, as the {suffix} files of the kind {} \
-                     already are; choose another kind",
-                    kind.snake(),
-                    resource.kind
-                );
-            }
-        }
     }
     let existing = project.find(group.as_str(), version.as_str(), kind.as_str()).cloned();
     let gvk = format!("{}/{}, Kind={}", group.as_str(), version, kind);
@@ -483,6 +461,18 @@ fn check_conflicts(
     }
     let others = others.iter().zip(&project.resources).filter(|(o, _)| !o.is(&args.group, &args.version, &args.kind));
     for (other, resource) in others {
+        let webhooks = resource.webhooks.clone().unwrap_or_default();
+        if other
+            .webhook_file_names(webhooks.defaulting || webhooks.validation, webhooks.conversion)
+            .contains(&kind.snake())
+        {
+            bail!(
+                "invalid --kind \"{kind}\": its files would be named {}, as the webhook files of the kind {} \
+                 already are; choose another kind",
+                kind.snake(),
+                other.kind
+            );
+        }
         let (same_group, same_kind) = (other.group == api.group, other.kind == api.kind);
         if same_group && !same_kind && other.kind.snake() == kind.snake() {
             bail!(

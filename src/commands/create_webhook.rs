@@ -159,7 +159,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             kind.snake()
         );
     }
-    let spokes = if args.conversion { spokes(&project, &args, &kind, &recorded)? } else { Vec::new() };
+    let spokes = if args.conversion { spokes(&project, &args, &kind, &recorded)? } else { recorded.spoke.clone() };
     // Webhook modules and tests are named after the kind alone: `src/webhook/<kind>.rs` beside
     // the server's own `certs.rs`, and `tests/<kind>_webhook.rs` and `<kind>_conversion.rs` (and
     // `src/api/<group>/<spoke>/<kind>_conversion.rs`) beside other kinds' files.
@@ -169,19 +169,17 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
              memop names webhook modules after kinds, so {kind} cannot have admission webhooks"
         );
     }
-    let suffixes = [(admission, "webhook"), (args.conversion, "conversion")];
-    for (other, (wanted, suffix)) in ApiNames::all(&project)?.iter().flat_map(|o| suffixes.map(|s| (o, s))) {
-        if wanted && other.kind.snake() == format!("{}_{suffix}", kind.snake()) {
+    let file_names = api.webhook_file_names(admission, args.conversion);
+    for (other, resource) in ApiNames::all(&project)?.iter().zip(&project.resources) {
+        if file_names.contains(&other.kind.snake()) {
             bail!(
-                "{kind}'s {suffix} files would be named {}_{suffix}, as the files of the kind {} of group {} \
-                 already are; rename one of the two kinds",
-                kind.snake(),
+                "{kind}'s webhook files would be named {}, as the files of the kind {} of group {} already are; \
+                 rename one of the two kinds",
+                other.kind.snake(),
                 other.kind,
                 other.group.as_str()
             );
         }
-    }
-    for (other, resource) in ApiNames::all(&project)?.iter().zip(&project.resources) {
         let admits = resource.webhooks.as_ref().is_some_and(|w| w.defaulting || w.validation);
         if admission
             && admits
@@ -201,7 +199,6 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let defaulting = args.defaulting || recorded.defaulting;
     let validation = args.programmatic_validation || recorded.validation;
     let conversion = args.conversion || recorded.conversion;
-    let spokes = if args.conversion { spokes } else { recorded.spoke.clone() };
     let mut resource = existing.clone();
     resource.webhooks =
         Some(Webhooks { defaulting, validation, conversion, spoke: spokes.clone(), webhook_version: "v1".into() });
@@ -280,7 +277,9 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         if admission {
             next.push(format!("fill in src/webhook/{}.rs", kind.snake()));
         }
-        for spoke in &spokes {
+        // Only the spokes scaffolded now: an admission webhook on a hub does not touch them.
+        let scaffolded = if args.conversion { spokes.as_slice() } else { &[] };
+        for spoke in scaffolded {
             next.push(format!(
                 "map the fields of {spoke} in src/api/{}/{spoke}/{}_conversion.rs",
                 api.group_module(),
@@ -308,11 +307,7 @@ fn spokes(project: &Project, args: &Args, kind: &Kind, recorded: &Webhooks) -> R
             recorded.spoke.join(", ")
         );
     }
-    let others: Vec<&Resource> = project
-        .resources
-        .iter()
-        .filter(|r| &r.group == group && r.kind == kind.as_str() && &r.version != hub && r.api.is_some())
-        .collect();
+    let others: Vec<&Resource> = project.other_versions(group, kind.as_str(), hub).collect();
     if let Some(other) = others.iter().find(|r| r.webhooks.as_ref().is_some_and(|w| w.conversion)) {
         bail!(
             "{kind} already converts through the hub version {}, and a kind has one hub; add spokes to it: \

@@ -15,12 +15,15 @@
 //! HTTPS for the manager's endpoints in tests: a client, as a scraper would be (with or without
 //! a bearer token, and either checking the server's certificate against a CA or, like a
 //! ServiceMonitor with `insecureSkipVerify` for the manager's self-signed certificate, not at
-//! all), and serving certificates as cert-manager would mount them.
+//! all), serving certificates as cert-manager would mount them, and an HTTPS server with a
+//! test CA's certificate, as the API server calls webhooks.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use memcached_operator::manager::tls::Certificate;
+use memcached_operator::manager::{Shutdown, http};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
 use rustls::pki_types::pem::PemObject;
@@ -29,6 +32,8 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
+
+use super::envtest::free_port;
 
 /// How the client treats the server's certificate.
 pub enum Trust<'a> {
@@ -42,19 +47,37 @@ pub enum Trust<'a> {
 /// its key (`tls.crt`, `tls.key`), to `dir`: the files of a cert-manager Secret. Returns the
 /// CA's PEM.
 pub fn write_serving_certificate(dir: &Path) -> String {
+    let (ca, cert, key) = test_ca();
+    std::fs::write(dir.join("ca.crt"), &ca).unwrap();
+    std::fs::write(dir.join("tls.crt"), cert).unwrap();
+    std::fs::write(dir.join("tls.key"), key).unwrap();
+    ca
+}
+
+/// Serves `router` over HTTPS on a free loopback port until `shutdown`, with a certificate for
+/// `localhost` that a new test CA signed, as a webhook server the API server calls. Returns
+/// the port, and the CA's PEM to trust the server with.
+pub async fn serve_with_test_ca(router: axum::Router, shutdown: &Shutdown) -> (u16, String) {
+    let (ca, cert, key) = test_ca();
+    let certificate = Arc::new(Certificate::from_pem(cert.as_bytes(), key.as_bytes()).unwrap());
+    let port = free_port().unwrap();
+    let addr = ([127, 0, 0, 1], port).into();
+    let tls = certificate.acceptor(false).unwrap();
+    http::spawn("webhooks", addr, router, Some(tls), false, shutdown.clone())
+        .await
+        .unwrap();
+    (port, ca)
+}
+
+/// A new CA, and a certificate for `localhost` it signed: their PEMs, and the certificate's key.
+fn test_ca() -> (String, String, String) {
     let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     let ca = rcgen::CertifiedIssuer::self_signed(ca, rcgen::KeyPair::generate().unwrap()).unwrap();
     let key = rcgen::KeyPair::generate().unwrap();
     let serving = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
-    std::fs::write(dir.join("ca.crt"), ca.pem()).unwrap();
-    std::fs::write(
-        dir.join("tls.crt"),
-        serving.signed_by(&key, &ca).unwrap().pem(),
-    )
-    .unwrap();
-    std::fs::write(dir.join("tls.key"), key.serialize_pem()).unwrap();
-    ca.pem()
+    let cert = serving.signed_by(&key, &ca).unwrap().pem();
+    (ca.pem(), cert, key.serialize_pem())
 }
 
 /// `GET https://localhost:<port><path>` over HTTP/1.1 (with `token` as a bearer token): the
