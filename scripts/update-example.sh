@@ -11,4 +11,8 @@ mkdir -p examples/memcached-operator
 cd examples/memcached-operator
 "$memop" init --domain example.com >/dev/null
 "$memop" create api --group cache --kind Memcached >/dev/null
+# The example builds against memop's own crates/, not a second copy of them (tests/example.rs
+# checks that the link is all that differs from what memop generates).
+rm -rf vendor
+ln -s ../../crates vendor
 echo "rewrote examples/memcached-operator"

@@ -90,7 +90,7 @@ pub struct Args {
 }
 
 /// Kinds whose module would clash with a file of the generated `tests/` (`tests/<kind>.rs`).
-const RESERVED_SNAKE: &[&str] = &["support", "e2e", "manifests", "apiserver", "manager", "dashboards", "webhook_certs"];
+const RESERVED_SNAKE: &[&str] = &["e2e", "manifests", "webhook_certs"];
 
 /// A kind memop knows how to deploy without being told the image.
 struct Preset {

@@ -160,15 +160,9 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         );
     }
     let spokes = if args.conversion { spokes(&project, &args, &kind, &recorded)? } else { recorded.spoke.clone() };
-    // Webhook modules and tests are named after the kind alone: `src/webhook/<kind>.rs` beside
-    // the server's own `certs.rs`, and `tests/<kind>_webhook.rs` and `<kind>_conversion.rs` (and
-    // `src/api/<group>/<spoke>/<kind>_conversion.rs`) beside other kinds' files.
-    if admission && kind.snake() == "certs" {
-        bail!(
-            "{kind}'s webhooks would be src/webhook/certs.rs, the webhook server's certificate code; \
-             memop names webhook modules after kinds, so {kind} cannot have admission webhooks"
-        );
-    }
+    // Webhook modules and tests are named after the kind alone: `tests/<kind>_webhook.rs` and
+    // `<kind>_conversion.rs` (and `src/api/<group>/<spoke>/<kind>_conversion.rs`) beside other
+    // kinds' files.
     let file_names = api.webhook_file_names(admission, args.conversion);
     for (other, resource) in ApiNames::all(&project)?.iter().zip(&project.resources) {
         if file_names.contains(&other.kind.snake()) {
@@ -239,17 +233,6 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     }
     let templates = Templates::load(&roots)?;
     let mut plan = Plan::new(dir);
-    // A webhook server scaffolded by an earlier memop lacks what the webhooks of this one use
-    // (conversions, certificates without cert-manager): refuse rather than write code that
-    // would not build.
-    const SERVER: &str = "src/webhook/mod.rs";
-    if plan.read(std::path::Path::new(SERVER))?.is_some_and(|text| !text.contains("+memop:scaffold:conversions")) {
-        bail!(
-            "{SERVER} was scaffolded by an earlier memop, without conversions and certificates without \
-             cert-manager; move it aside, run this command again so that memop writes the current one, \
-             then carry your changes over (src/webhook/<kind>.rs files are kept)"
-        );
-    }
     let own = if args.force { IfExists::Overwrite } else { IfExists::Error };
     // The webhook server and its config, which every kind's webhooks share: made by the first
     // `create webhook`, kept (and said so) when you changed them since.

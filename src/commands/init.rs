@@ -105,6 +105,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     }
 
     let project = Project {
+        cli_version: env!("CARGO_PKG_VERSION").to_string(),
         crate_name: name.crate_name(),
         domain: domain.to_string(),
         layout: vec![project::LAYOUT.to_string()],
@@ -122,6 +123,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     // kubebuilder does; the project files themselves were refused above.
     let policy = if args.force { IfExists::Overwrite } else { IfExists::Keep };
     scaffold::render_root(&templates, "init", &ctx, &mut plan, |_| policy)?;
+    scaffold::vendor(&mut plan, policy)?;
     plan.write("Cargo.lock", super::lockfile::for_project(name.as_str()), policy)?;
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
 

@@ -5,9 +5,11 @@
 mod format;
 mod plan;
 mod templates;
+mod vendor;
 
 pub use plan::{Applied, IfExists, Plan};
 pub use templates::{Entry, Templates, dependency_crates};
+pub use vendor::{RUNTIME_CRATES, VENDOR, vendor};
 
 use anyhow::Result;
 use tera::Context;

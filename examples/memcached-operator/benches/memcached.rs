@@ -18,7 +18,7 @@
 //! and the writes of a steady-state pass (reconciling everything again once it is in sync; the
 //! target is zero). Set `OBJECTS` to change the count (default 1000).
 //!
-//! It runs on the in-memory API server of `tests/support`, or with `BACKEND=real` on the real
+//! It runs on the in-memory API server of `memop-test`, or with `BACKEND=real` on the real
 //! control plane of `KUBEBUILDER_ASSETS` (`make setup-envtest`), as the operator's
 //! ServiceAccount. Either way `Workloads` plays the deployment controller, reporting each
 //! Deployment's pods up as soon as its spec is written.
@@ -27,20 +27,17 @@
 //! machine. For the peak memory, run the binary under `/usr/bin/time -v`: with `BACKEND=real`
 //! that is the controller's alone, as the control plane runs in processes of its own.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, ListParams, PostParams};
-use support::TestEnv;
-use support::workloads::Workloads;
+use memop_test::TestEnv;
+use memop_test::workloads::Workloads;
 
 use memcached_operator::api::cache::v1alpha1::{Memcached, MemcachedSpec};
 use memcached_operator::controller::memcached::{self, Context, reconcile};
-use memcached_operator::manager::Shared;
+use memop_runtime::manager::Shared;
 
 /// The operand image, as `config/manager/manager.yaml` sets it.
 const IMAGE: &str = "memcached:1.6.26-alpine3.19";
@@ -58,7 +55,11 @@ async fn main() {
         _ => TestEnv::in_memory(),
     };
     let _pods = Workloads::start(env.admin.clone(), &env.namespace);
-    let shared = Shared::new(env.operator.clone(), Some(env.namespace.clone()));
+    let shared = Shared::new(
+        &memcached_operator::OPERATOR,
+        env.operator.clone(),
+        Some(env.namespace.clone()),
+    );
     let objects: Api<Memcached> = Api::namespaced(env.admin.clone(), &env.namespace);
     let deployments: Api<Deployment> = Api::namespaced(env.admin.clone(), &env.namespace);
     for i in 0..count {

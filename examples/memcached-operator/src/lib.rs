@@ -16,13 +16,19 @@
 //!
 //! - [`api`]: the custom resources, as Rust types; their CRDs are derived from them.
 //! - [`controller`]: one reconciler per API.
-//! - [`manager`]: what runs the controllers (flags, health, metrics, leader election, shutdown).
-//! - [`rbac`] and [`manifests`]: the RBAC rules the controllers need, and the YAML that
-//!   `make manifests` writes to `config/` from the code.
+//! - [`manifests`]: the YAML that `make manifests` writes to `config/` from the code.
+//!
+//! What runs the controllers (flags, probes, metrics, leader election, shutdown) is the
+//! `memop-runtime` crate, as controller-runtime is for a kubebuilder project.
 
 pub mod api;
 pub mod controller;
-pub mod manager;
 pub mod manifests;
-pub mod rbac;
 // +memop:scaffold:modules
+
+/// Who this operator is, for the manager: the name its events and leader election use, and
+/// the domain of its default Lease (`memcached-operator.example.com`).
+pub const OPERATOR: memop_runtime::Operator = memop_runtime::Operator {
+    name: "memcached-operator",
+    domain: "example.com",
+};

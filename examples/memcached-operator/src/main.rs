@@ -14,18 +14,26 @@
 
 //! The manager binary: parses flags, starts the manager, registers the controllers.
 //!
-//! `memop create api` registers each new controller at the scaffold marker below; keep the
-//! marker line where it is.
+//! `memop create api` registers each new controller at the scaffold markers below, and `memop
+//! create webhook` the webhook server; keep the marker lines where they are.
 
 use clap::Parser;
+use memop_runtime::manager::{self, Manager};
 
-use memcached_operator::manager::{self, Flags, Manager};
+/// The manager's command line: kubebuilder's flags, from the runtime.
+#[derive(Parser)]
+#[command(version, about = "The memcached-operator operator manager")]
+struct Cli {
+    #[command(flatten)]
+    manager: manager::Flags,
+    // +memop:scaffold:flags
+}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let flags = Flags::parse();
-    manager::telemetry::init(flags.log_format)?;
-    let mut manager = Manager::start(&flags).await?;
+    let cli = Cli::parse();
+    manager::telemetry::init(cli.manager.log_format)?;
+    let mut manager = Manager::start(&memcached_operator::OPERATOR, &cli.manager).await?;
     // +memop:scaffold:webhooks
     memcached_operator::controller::memcached::register(&mut manager);
     // +memop:scaffold:controllers

@@ -20,12 +20,10 @@
 //! (`make deploy IMG=…`), wait for it to be ready, apply the samples and wait for what they ask
 //! for, scrape the metrics endpoint over HTTPS with a metrics reader's token, then clean up.
 
-mod support;
-
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::https::{Trust, https_get};
+use memop_test::https::{Trust, https_get};
 
 const NAMESPACE: &str = "memcached-operator-system";
 /// Lets the manager's ServiceAccount read the metrics, for the scrape.
@@ -169,7 +167,7 @@ fn manager_deploys_and_reconciles_the_samples() {
             NAMESPACE,
         ],
     );
-    let port = support::envtest::free_port().expect("a free port");
+    let port = memop_test::envtest::free_port().expect("a free port");
     let _forward = PortForward::start(port);
     let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");
     let mut metrics = String::new();

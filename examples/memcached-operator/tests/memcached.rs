@@ -13,7 +13,7 @@
 // limitations under the License.
 
 //! Scenario tests of the Memcached controller, each run twice: against the in-memory API server
-//! of `tests/support` (`in_memory::*`, always) and against a real kube-apiserver and etcd
+//! of `memop-test` (`in_memory::*`, always) and against a real kube-apiserver and etcd
 //! (`real_control_plane::*`, when `KUBEBUILDER_ASSETS` is set: `make setup-envtest`). On the real
 //! control plane the controller runs as the project's own ServiceAccount and `config/rbac`, so a
 //! verb missing from `RULES` fails here as it would in a cluster.
@@ -22,8 +22,6 @@
 //! cluster converged to; `the_real_controller_loop_converges_and_shuts_down` runs the very `run`
 //! function `main.rs` registers. Neither back end runs a deployment controller or kubelets:
 //! [`roll_out`] reports a Deployment's pods up, as envtest users do.
-
-mod support;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -37,22 +35,22 @@ use kube::api::{
 };
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
+use memop_test::workloads::{Workloads, roll_out};
+use memop_test::{TestEnv, Verb};
 use serde_json::json;
-use support::workloads::{Workloads, roll_out};
-use support::{TestEnv, Verb};
 
 use memcached_operator::api::cache::v1alpha1::{Memcached, MemcachedSpec};
 use memcached_operator::controller::memcached::{
     self, Context, FINALIZER, IMAGE_ENV, RESYNC, desired_deployment, error_policy, reconcile,
 };
-use memcached_operator::controller::{APPLIED_HASH, Error};
-use memcached_operator::manager::Shared;
+use memop_runtime::controller::{APPLIED_HASH, Error};
+use memop_runtime::manager::Shared;
 
 const NAME: &str = "memcached-sample";
 /// The operand image, as `config/manager/manager.yaml` sets it in the manager's environment.
 const IMAGE: &str = "memcached:1.6.26-alpine3.19";
 
-scenarios!(
+memop_test::scenarios!(
     create_makes_the_deployment_exactly_right,
     available_waits_for_the_deployment_to_roll_out,
     a_size_change_converges,
@@ -89,7 +87,11 @@ struct Cluster {
 impl Cluster {
     fn new(env: TestEnv) -> Self {
         // The controller watches the test's namespace only: tests run side by side.
-        let shared = Shared::new(env.operator.clone(), Some(env.namespace.clone()));
+        let shared = Shared::new(
+            &memcached_operator::OPERATOR,
+            env.operator.clone(),
+            Some(env.namespace.clone()),
+        );
         let ctx = Arc::new(Context::with_image(&shared, Some(IMAGE.into())));
         let objects = Api::namespaced(env.admin.clone(), &env.namespace);
         let deployments = Api::namespaced(env.admin.clone(), &env.namespace);

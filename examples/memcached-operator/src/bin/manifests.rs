@@ -18,29 +18,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-fn main() -> anyhow::Result<ExitCode> {
-    let check = std::env::args().any(|a| a == "--check");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut stale = 0;
-    for (path, contents) in memcached_operator::manifests::render()? {
-        let target = root.join(&path);
-        if std::fs::read_to_string(&target).ok().as_deref() == Some(contents.as_str()) {
-            continue;
-        }
-        stale += 1;
-        if check {
-            eprintln!("stale: {}", path.display());
-        } else {
-            if let Some(dir) = target.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            std::fs::write(&target, contents)?;
-            println!("wrote {}", path.display());
-        }
-    }
-    if check && stale > 0 {
-        eprintln!("{stale} file(s) in config/ are stale: run `make manifests`");
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
+fn main() -> ExitCode {
+    memop_runtime::manifests::main(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        memcached_operator::manifests::render,
+    )
 }

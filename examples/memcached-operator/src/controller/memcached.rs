@@ -30,7 +30,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, PodSecurityContext, PodSpec, PodTemplateSpec,
@@ -38,20 +37,22 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::Controller;
+use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::finalizer::{self, finalizer};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 
-use super::{
-    Conditions, Error, Instruments, Result, Truth, condition, fingerprint, in_sync, label_value,
-    owned_conditions, stamp,
+use memop_runtime::controller::{
+    self, Conditions, Error, Instruments, Result, Truth, condition, fingerprint, in_sync,
+    label_value, owned_conditions, stamp,
 };
+use memop_runtime::manager::{Manager, Shared};
+use memop_runtime::rbac::Rule;
+
 use crate::api::cache::v1alpha1::{Memcached, MemcachedStatus};
-use crate::manager::{Manager, Shared};
-use crate::rbac::Rule;
 
 /// The controller's name in logs, metrics and readiness.
 pub const NAME: &str = "memcached";
@@ -153,30 +154,17 @@ pub async fn run_with(shared: Shared, ctx: Context) -> anyhow::Result<()> {
     let deployments: Api<Deployment> = shared.namespaced_api();
     let managed_by = format!("app.kubernetes.io/managed-by={MANAGED_BY}");
     let owned = watcher::Config::default().labels(&managed_by);
-    let shutdown = shared.shutdown.clone();
     let controller = Controller::new(objects, watcher::Config::default().any_semantic())
-        .with_config(shared.controller_config())
-        .owns(deployments, owned)
-        .graceful_shutdown_on(async move { shutdown.wait().await });
-    shared.readiness.track(NAME, controller.store());
-    tracing::info!(controller = NAME, "starting");
-    controller
-        .run(reconcile, error_policy, Arc::new(ctx))
-        .for_each(|result| async move {
-            match result {
-                Ok((object, _)) => tracing::debug!(%object, "reconciled"),
-                // error_policy has logged it already.
-                Err(controller::Error::ReconcilerFailed(..)) => {}
-                // A change of an object deleted meanwhile: nothing to do.
-                Err(controller::Error::ObjectNotFound(object)) => {
-                    tracing::debug!(%object, "gone before its reconcile")
-                }
-                Err(err) => tracing::warn!(error = %err, "controller error"),
-            }
-        })
-        .await;
-    tracing::info!(controller = NAME, "stopped");
-    Ok(())
+        .owns(deployments, owned);
+    controller::run(
+        NAME,
+        &shared,
+        controller,
+        reconcile,
+        error_policy,
+        Arc::new(ctx),
+    )
+    .await
 }
 
 /// Reconciles one Memcached (see [`Instruments::reconcile`] for what runs around it).

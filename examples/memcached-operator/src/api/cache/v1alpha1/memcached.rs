@@ -63,6 +63,6 @@ pub struct MemcachedStatus {
     /// whether it is fully functional, "Degraded" whether it failed to reach or keep its
     /// desired state (and, with reason "Finalizing", that it is being deleted).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "crate::api::conditions_schema")]
+    #[schemars(schema_with = "memop_runtime::manifests::conditions_schema")]
     pub conditions: Vec<Condition>,
 }

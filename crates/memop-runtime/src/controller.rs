@@ -1,0 +1,605 @@
+//! What every controller shares: the error type, [`run`] (kube's `Controller` driven until
+//! shutdown), what runs around every reconcile ([`Instruments`]: time limit, tracing span,
+//! metrics, retry backoff), status conditions, and the comparison that keeps reconciles free of
+//! needless writes ([`stamp`], [`in_sync`]).
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use futures::StreamExt;
+use kube::runtime::Controller;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::manager::{Metrics, Shared};
+
+/// Everything a reconcile can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("Kubernetes API request failed: {0}")]
+    /// A request to the API server failed.
+    Kube(#[from] kube::Error),
+    #[error("finalizer: {0}")]
+    /// Adding or removing the finalizer failed, or the cleanup it runs did.
+    Finalizer(#[source] Box<kube::runtime::finalizer::Error<Error>>),
+    #[error("{0}")]
+    /// The object cannot be reconciled as it is (a message for its status and the log).
+    Invalid(String),
+    #[error("the reconcile did not finish within {0:?}")]
+    /// The reconcile took longer than the reconcile timeout.
+    Timeout(Duration),
+}
+
+/// The result of a reconcile step.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Runs `controller` until the manager shuts down: with the manager's settings
+/// ([`Shared::controller_config`]), its readiness tracking the controller's cache, and its
+/// results logged. `reconcile` and `error_policy` are the controller's own; wrap the first in
+/// [`Instruments::reconcile`] and let the second call [`Instruments::retry`].
+///
+/// This is what a controller module's `run` calls once it has said what to watch:
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// # use k8s_openapi::api::core::v1::ConfigMap;
+/// # use kube::runtime::{controller::Action, watcher, Controller};
+/// # use memop_runtime::controller::{self, Error};
+/// # use memop_runtime::manager::Shared;
+/// async fn reconcile(_: Arc<ConfigMap>, _: Arc<()>) -> Result<Action, Error> {
+///     Ok(Action::await_change())
+/// }
+/// fn error_policy(_: Arc<ConfigMap>, _: &Error, _: Arc<()>) -> Action {
+///     Action::await_change()
+/// }
+/// async fn run(shared: Shared) -> anyhow::Result<()> {
+///     let watched = Controller::new(shared.namespaced_api::<ConfigMap>(), watcher::Config::default());
+///     controller::run("configmaps", &shared, watched, reconcile, error_policy, Arc::new(())).await
+/// }
+/// ```
+pub async fn run<K, Ctx, ReconcileFut>(
+    name: &'static str,
+    shared: &Shared,
+    controller: Controller<K>,
+    reconcile: impl FnMut(Arc<K>, Arc<Ctx>) -> ReconcileFut,
+    error_policy: impl Fn(Arc<K>, &Error, Arc<Ctx>) -> Action,
+    ctx: Arc<Ctx>,
+) -> anyhow::Result<()>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    ReconcileFut: Future<Output = Result<Action>> + Send + 'static,
+    Ctx: Send + Sync + 'static,
+{
+    let shutdown = shared.shutdown.clone();
+    let controller = controller
+        .with_config(shared.controller_config())
+        .graceful_shutdown_on(async move { shutdown.wait().await });
+    shared.readiness.track(name, controller.store());
+    tracing::info!(controller = name, "starting");
+    controller
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            match result {
+                Ok((object, _)) => tracing::debug!(%object, "reconciled"),
+                // error_policy has logged it already.
+                Err(kube::runtime::controller::Error::ReconcilerFailed(..)) => {}
+                // A change of an object deleted meanwhile: nothing to do.
+                Err(kube::runtime::controller::Error::ObjectNotFound(object)) => {
+                    tracing::debug!(%object, "gone before its reconcile")
+                }
+                Err(err) => tracing::warn!(error = %err, "controller error"),
+            }
+        })
+        .await;
+    tracing::info!(controller = name, "stopped");
+    Ok(())
+}
+
+/// What runs around every reconcile of a controller, so that its module holds only the logic
+/// of its kind: the time limit, a tracing span, the metrics, and the retry backoff.
+pub struct Instruments {
+    controller: &'static str,
+    metrics: Arc<Metrics>,
+    backoff: Backoff,
+    timeout: Duration,
+}
+
+impl Instruments {
+    /// The instruments of the controller `controller`, registered in the manager's metrics.
+    pub fn new(controller: &'static str, shared: &Shared) -> Self {
+        shared
+            .metrics
+            .controller(controller, shared.max_concurrent_reconciles);
+        Self {
+            controller,
+            metrics: shared.metrics.clone(),
+            backoff: Backoff::default(),
+            timeout: shared.reconcile_timeout,
+        }
+    }
+
+    /// Runs `reconcile` of `object` within the reconcile timeout ([`Shared::reconcile_timeout`]),
+    /// in a span with the object's name, namespace and generation, and counts it; a success
+    /// resets the object's backoff.
+    pub async fn reconcile<K>(
+        &self,
+        object: &K,
+        reconcile: impl Future<Output = Result<Action>>,
+    ) -> Result<Action>
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        let span = tracing::info_span!(
+            "reconcile",
+            controller = self.controller,
+            name = %object.name_any(),
+            namespace = object.namespace().unwrap_or_default(),
+            generation = object.meta().generation.unwrap_or_default(),
+        );
+        let started = Instant::now();
+        let _work = self.metrics.start(self.controller);
+        let result = tokio::time::timeout(self.timeout, reconcile)
+            .instrument(span)
+            .await
+            .unwrap_or(Err(Error::Timeout(self.timeout)));
+        self.metrics
+            .reconciled(self.controller, result.is_ok(), started.elapsed());
+        if result.is_ok() {
+            self.backoff.succeeded(&ObjectRef::from_obj(object));
+        }
+        result
+    }
+
+    /// When to retry a failed reconcile of `object`: after its exponential backoff.
+    pub fn retry<K: Resource<DynamicType = ()>>(&self, object: &K, error: &Error) -> Action {
+        tracing::warn!(controller = self.controller, name = %object.name_any(), %error, "reconcile failed; will retry");
+        self.metrics.retried(self.controller);
+        self.backoff.failed(&ObjectRef::from_obj(object))
+    }
+}
+
+/// Per-object exponential backoff for failed reconciles, as controller-runtime's default rate
+/// limiter: 5 ms doubling on each consecutive failure, at most 5 minutes; a success resets it.
+#[derive(Default)]
+pub struct Backoff {
+    /// Per object: consecutive failures, and when the last one happened.
+    failures: Mutex<HashMap<String, (u32, Instant)>>,
+}
+
+impl Backoff {
+    const BASE: Duration = Duration::from_millis(5);
+    const MAX: Duration = Duration::from_secs(300);
+    /// An object that still fails is retried at least every [`Self::MAX`]; an entry older than
+    /// twice that belongs to an object that went away, and is dropped.
+    const FORGET_AFTER: Duration = Duration::from_secs(600);
+
+    /// Records a failure of `key` and returns when to retry it.
+    pub fn failed<K: kube::Resource<DynamicType = ()>>(&self, key: &ObjectRef<K>) -> Action {
+        let now = Instant::now();
+        self.forget_stale(now);
+        let mut failures = self.failures.lock().expect("backoff lock");
+        let (count, last) = failures.entry(key.to_string()).or_insert((0, now));
+        let delay = Self::BASE
+            .saturating_mul(2u32.saturating_pow(*count))
+            .min(Self::MAX);
+        *count = count.saturating_add(1);
+        *last = now;
+        Action::requeue(delay)
+    }
+
+    /// Records a success of `key`: its next failure starts the backoff again.
+    pub fn succeeded<K: kube::Resource<DynamicType = ()>>(&self, key: &ObjectRef<K>) {
+        self.failures
+            .lock()
+            .expect("backoff lock")
+            .remove(&key.to_string());
+    }
+
+    /// Drops the entries whose last failure is [`Self::FORGET_AFTER`] older than `now`.
+    fn forget_stale(&self, now: Instant) {
+        let mut failures = self.failures.lock().expect("backoff lock");
+        failures.retain(|_, (_, last)| now.duration_since(*last) < Self::FORGET_AFTER);
+    }
+}
+
+/// The condition types and reasons the controllers report, in the vocabulary of kubebuilder's
+/// deploy-image controllers, so that users and tools read them the same way.
+pub mod condition {
+    /// The operand is up: its Deployment rolled out with every replica available.
+    pub const AVAILABLE: &str = "Available";
+    /// Something needs attention: a failed rollout, a configuration error, a deletion.
+    pub const DEGRADED: &str = "Degraded";
+
+    /// Being reconciled, or reconciled and in sync.
+    pub const RECONCILING: &str = "Reconciling";
+    /// The size changed and the Deployment is being scaled to it.
+    pub const RESIZING: &str = "Resizing";
+    /// The Deployment's pods are still starting.
+    pub const PROGRESSING: &str = "Progressing";
+    /// The object is being deleted and its finalizer runs.
+    pub const FINALIZING: &str = "Finalizing";
+    /// The Deployment did not roll out (`ProgressDeadlineExceeded`, `ReplicaFailure`).
+    pub const ROLLOUT_FAILED: &str = "RolloutFailed";
+    /// The operator's configuration is missing something (an image variable).
+    pub const MISCONFIGURED: &str = "Misconfigured";
+    /// A Deployment of that name exists and is controlled by something else.
+    pub const NOT_OWNED: &str = "DeploymentNotOwned";
+    /// Writing the Deployment failed.
+    pub const CREATE_FAILED: &str = "CreateFailed";
+    /// Updating the Deployment failed.
+    pub const UPDATE_FAILED: &str = "UpdateFailed";
+}
+
+/// The status of a condition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Truth {
+    /// The condition holds.
+    True,
+    /// The condition does not hold.
+    False,
+    /// Not known yet.
+    Unknown,
+}
+
+impl Truth {
+    /// As the API server spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::True => "True",
+            Self::False => "False",
+            Self::Unknown => "Unknown",
+        }
+    }
+}
+
+impl From<bool> for Truth {
+    fn from(value: bool) -> Self {
+        if value { Self::True } else { Self::False }
+    }
+}
+
+/// The status conditions of one object, being updated for one generation of its spec.
+pub struct Conditions<'a> {
+    list: &'a mut Vec<Condition>,
+    generation: Option<i64>,
+}
+
+impl<'a> Conditions<'a> {
+    /// The conditions `list` of an object at `generation` (its `metadata.generation`).
+    pub fn new(list: &'a mut Vec<Condition>, generation: Option<i64>) -> Self {
+        Self { list, generation }
+    }
+
+    /// Sets condition `type_`, keeping its `lastTransitionTime` unless its status changes (as
+    /// `meta.SetStatusCondition` does in Go), so that setting it again changes nothing.
+    pub fn set(&mut self, type_: &str, status: impl Into<Truth>, reason: &str, message: String) {
+        let status = status.into().as_str();
+        let last_transition_time = match self.list.iter().find(|c| c.type_ == type_) {
+            Some(existing) if existing.status == status => existing.last_transition_time.clone(),
+            // The API server keeps whole seconds; so do we, so that a re-read compares equal.
+            _ => Time(Timestamp::from_second(Timestamp::now().as_second()).unwrap_or_default()),
+        };
+        let condition = Condition {
+            type_: type_.to_string(),
+            status: status.to_string(),
+            reason: reason.to_string(),
+            message,
+            observed_generation: self.generation,
+            last_transition_time,
+        };
+        match self.list.iter_mut().find(|c| c.type_ == type_) {
+            Some(existing) => *existing = condition,
+            None => self.list.push(condition),
+        }
+    }
+
+    /// Reports a failure: not [`condition::AVAILABLE`], and [`condition::DEGRADED`], both with
+    /// `reason` and `message`.
+    pub fn failing(&mut self, reason: &str, message: String) {
+        self.set(condition::AVAILABLE, false, reason, message.clone());
+        self.set(condition::DEGRADED, true, reason, message);
+    }
+}
+
+/// The conditions of `list` whose type is one of `types`: what a controller puts in its status
+/// apply, so that it owns only its own conditions and leaves other writers' alone.
+pub fn owned_conditions(list: &[Condition], types: &[&str]) -> Vec<Condition> {
+    list.iter()
+        .filter(|c| types.contains(&c.type_.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// `value` as a label value (at most 63 characters of `[A-Za-z0-9._-]`, starting and ending
+/// with an alphanumeric one): itself when it is one; otherwise its valid characters, cut to 52,
+/// then `-` and 10 hex digits of a hash of the whole value, so that it stays unique and stable.
+pub fn label_value(value: &str) -> String {
+    let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    let edge = |c: char| !c.is_ascii_alphanumeric();
+    if value.len() <= 63 && value.chars().all(valid) && value.trim_matches(edge) == value {
+        return value.to_string();
+    }
+    let kept: String = value.chars().filter(|&c| valid(c)).take(52).collect();
+    let kept = kept.trim_matches(edge);
+    let hash = format!("{:010x}", fnv1a(value.as_bytes()) & 0xff_ffff_ffff);
+    if kept.is_empty() {
+        hash
+    } else {
+        format!("{kept}-{hash}")
+    }
+}
+
+/// The 64-bit FNV-1a hash: short, and the same in every build (label values and selectors
+/// derived from it must never change; std's hasher makes no such promise).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The annotation in which each applied object carries the hash of what was applied.
+pub const APPLIED_HASH: &str = "memop.rs/applied-hash";
+
+/// `object` with its [`APPLIED_HASH`] annotation: the hash of everything else in it.
+pub fn stamp<K: Resource + Serialize>(mut object: K) -> K {
+    let hash = hash(&serde_json::to_value(&object).unwrap_or_default());
+    object
+        .annotations_mut()
+        .insert(APPLIED_HASH.to_string(), hash);
+    object
+}
+
+/// Whether `observed` needs no apply of `desired` (both stamped with [`stamp`]), which keeps
+/// reconciles in steady state free of writes while still letting server-side apply prune:
+/// - a different hash means the desired object changed (say, a new operator version dropped a
+///   field): apply, and the API server removes what is no longer sent;
+/// - otherwise it is in sync if it [`contains`] every field we set, or if our fields look
+///   exactly as they did right after our last apply (`applied`, the [`fingerprint`] of its
+///   result), which is what an admission webhook that rewrites one of them leaves.
+pub fn in_sync<K: Resource + Serialize>(
+    observed: &K,
+    desired: &K,
+    applied: Option<&String>,
+) -> bool {
+    if observed.annotations().get(APPLIED_HASH) != desired.annotations().get(APPLIED_HASH) {
+        return false;
+    }
+    let observed = serde_json::to_value(observed).unwrap_or_default();
+    let wanted = serde_json::to_value(desired).unwrap_or_default();
+    contains(&observed, &wanted)
+        || applied.is_some_and(|seen| *seen == hash(&project(&observed, &wanted)))
+}
+
+/// The hash of the fields of `observed` that `desired` sets: compared by [`in_sync`].
+pub fn fingerprint<K: Serialize>(observed: &K, desired: &K) -> String {
+    let observed = serde_json::to_value(observed).unwrap_or_default();
+    let wanted = serde_json::to_value(desired).unwrap_or_default();
+    hash(&project(&observed, &wanted))
+}
+
+/// The parts of `observed` at the paths that `desired` sets (whole lists at list paths).
+fn project(observed: &Value, desired: &Value) -> Value {
+    match (observed, desired) {
+        (Value::Object(o), Value::Object(d)) => d
+            .iter()
+            .map(|(k, v)| (k.clone(), o.get(k).map_or(Value::Null, |ov| project(ov, v))))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        _ => observed.clone(),
+    }
+}
+
+/// A stable hash of a JSON value, as 16 hex digits.
+fn hash(value: &Value) -> String {
+    format!("{:016x}", fnv1a(value.to_string().as_bytes()))
+}
+
+/// True when every field set in `desired` has the same value in `observed`.
+///
+/// The API server fills in defaults (a container's `terminationMessagePath`, a port's
+/// `protocol`, …), so an object it returns never equals the one we sent; what matters is that
+/// everything we asked for is there.
+pub fn contains(observed: &Value, desired: &Value) -> bool {
+    match (observed, desired) {
+        (Value::Object(o), Value::Object(d)) => d
+            .iter()
+            .all(|(k, v)| o.get(k).is_some_and(|ov| contains(ov, v))),
+        // A list of objects is usually a map keyed by a field (containers by name, ports by
+        // number) that other field managers may add to: each wanted element must be there.
+        (Value::Array(o), Value::Array(d)) if d.iter().all(Value::is_object) => {
+            d.iter().all(|dv| o.iter().any(|ov| contains(ov, dv)))
+        }
+        // A list of scalars (a command, capabilities) is atomic: it must be equal.
+        (Value::Array(o), Value::Array(d)) => o == d,
+        _ => observed == desired,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use serde_json::json;
+
+    #[test]
+    fn contains_ignores_server_defaults_but_not_changes() {
+        let desired = json!({"spec": {"replicas": 2, "ports": [{"containerPort": 80}]}});
+        let observed = json!({"spec": {"replicas": 2, "ports": [{"containerPort": 80, "protocol": "TCP"}], "paused": false}});
+        assert!(contains(&observed, &desired));
+        let scaled = json!({"spec": {"replicas": 1, "ports": [{"containerPort": 80}]}});
+        assert!(!contains(&scaled, &desired));
+        let extra_port = json!({"spec": {"replicas": 2, "ports": [{"containerPort": 81}, {"containerPort": 80}]}});
+        assert!(
+            contains(&extra_port, &desired),
+            "another manager's port is not drift"
+        );
+        let command = json!({"command": ["memcached", "-v"]});
+        assert!(!contains(
+            &json!({"command": ["memcached", "-v", "-x"]}),
+            &command
+        ));
+    }
+
+    #[test]
+    fn label_values_are_valid_stable_and_distinct() {
+        assert_eq!(label_value("memcached-sample"), "memcached-sample");
+        let long = "a".repeat(253);
+        let value = label_value(&long);
+        assert_eq!(value.len(), 63);
+        assert_eq!(value, label_value(&long), "stable");
+        assert_ne!(value, label_value(&"a".repeat(252)), "distinct");
+        assert!(value.starts_with(&"a".repeat(52)));
+        for odd in ["_1.6", ".x", "-", "a/b", "1.6_"] {
+            let value = label_value(odd);
+            assert!(value.len() <= 63, "{value}");
+            assert!(
+                value.starts_with(|c: char| c.is_ascii_alphanumeric()),
+                "{value}"
+            );
+            assert!(
+                value.ends_with(|c: char| c.is_ascii_alphanumeric()),
+                "{value}"
+            );
+        }
+        assert_eq!(label_value("_1.6").split('-').next(), Some("1.6"));
+    }
+
+    #[test]
+    fn only_owned_conditions_are_kept() {
+        let condition = |type_: &str| Condition {
+            type_: type_.into(),
+            status: "True".into(),
+            reason: "R".into(),
+            message: String::new(),
+            observed_generation: None,
+            last_transition_time: Time(Timestamp::UNIX_EPOCH),
+        };
+        let list = [
+            condition("Available"),
+            condition("Backup"),
+            condition("Degraded"),
+        ];
+        let owned = owned_conditions(&list, &[condition::AVAILABLE, condition::DEGRADED]);
+        let types: Vec<_> = owned.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, ["Available", "Degraded"]);
+    }
+
+    #[test]
+    fn in_sync_until_the_desired_object_or_our_fields_change() {
+        let object = |data: serde_json::Value| -> ConfigMap {
+            serde_json::from_value(json!({ "metadata": { "name": "a" }, "data": data })).unwrap()
+        };
+        let desired = stamp(object(json!({ "size": "2" })));
+        // What the server returns: ours, plus what others (or defaults) added.
+        let mut observed = desired.clone();
+        observed
+            .data
+            .as_mut()
+            .unwrap()
+            .insert("other".into(), "x".into());
+        assert!(in_sync(&observed, &desired, None));
+
+        // A new desired object (one field dropped): the hash differs, so apply and prune.
+        let newer = stamp(object(json!({})));
+        assert!(!in_sync(&observed, &newer, None));
+
+        // Someone changed one of our fields: drift.
+        let mut drifted = observed.clone();
+        drifted
+            .data
+            .as_mut()
+            .unwrap()
+            .insert("size".into(), "5".into());
+        assert!(!in_sync(&drifted, &desired, None));
+        // ... unless that is how our own last apply came back (an admission webhook's rewrite).
+        let applied = fingerprint(&drifted, &desired);
+        assert!(in_sync(&drifted, &desired, Some(&applied)));
+        let mut again = drifted.clone();
+        again
+            .data
+            .as_mut()
+            .unwrap()
+            .insert("size".into(), "6".into());
+        assert!(!in_sync(&again, &desired, Some(&applied)));
+    }
+
+    #[test]
+    fn backoff_doubles_and_resets() {
+        let backoff = Backoff::default();
+        let key = ObjectRef::<ConfigMap>::new("a").within("ns");
+        assert_eq!(
+            backoff.failed(&key),
+            Action::requeue(Duration::from_millis(5))
+        );
+        assert_eq!(
+            backoff.failed(&key),
+            Action::requeue(Duration::from_millis(10))
+        );
+        for _ in 0..30 {
+            backoff.failed(&key);
+        }
+        assert_eq!(
+            backoff.failed(&key),
+            Action::requeue(Duration::from_secs(300))
+        );
+        backoff.succeeded(&key);
+        assert_eq!(
+            backoff.failed(&key),
+            Action::requeue(Duration::from_millis(5))
+        );
+    }
+
+    #[test]
+    fn backoff_forgets_objects_that_stopped_failing_long_ago() {
+        let backoff = Backoff::default();
+        let key = ObjectRef::<ConfigMap>::new("gone").within("ns");
+        backoff.failed(&key);
+        backoff.forget_stale(Instant::now() + Duration::from_secs(60));
+        assert_eq!(
+            backoff.failures.lock().unwrap().len(),
+            1,
+            "a recent failure stays"
+        );
+        // Later than any retry of a live object can come: the object is gone.
+        backoff.forget_stale(Instant::now() + Backoff::FORGET_AFTER);
+        assert!(backoff.failures.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn setting_a_condition_again_keeps_its_transition_time() {
+        let long_ago = Time(Timestamp::from_second(946_684_800).unwrap()); // 2000-01-01
+        let mut list = vec![Condition {
+            type_: "Available".into(),
+            status: "True".into(),
+            reason: "Reconciling".into(),
+            message: "ok".into(),
+            observed_generation: Some(1),
+            last_transition_time: long_ago.clone(),
+        }];
+        Conditions::new(&mut list, Some(2)).set("Available", true, "Reconciling", "still".into());
+        assert_eq!(list.len(), 1);
+        assert_eq!(
+            list[0].last_transition_time, long_ago,
+            "same status: time kept"
+        );
+        assert_eq!(list[0].message, "still");
+        assert_eq!(list[0].observed_generation, Some(2));
+        Conditions::new(&mut list, Some(2)).set("Available", false, "Failed", "down".into());
+        assert_ne!(
+            list[0].last_transition_time, long_ago,
+            "status changed: time moves"
+        );
+        Conditions::new(&mut list, Some(2)).set("Degraded", false, "Reconciling", "fine".into());
+        assert_eq!(list.len(), 2);
+    }
+}

@@ -1,0 +1,68 @@
+//! The runtime of operators scaffolded by [memop](https://github.com/memop-rs/memop): what
+//! controller-runtime is to a kubebuilder project, for kube-rs.
+//!
+//! A memop project holds its kinds (types, controllers, webhooks) and depends on this crate for
+//! everything around them:
+//!
+//! - [`manager`]: the manager that runs the controllers, with kubebuilder's flags, the
+//!   `/healthz` and `/readyz` probes, HTTPS metrics with controller-runtime's families behind
+//!   TokenReview and SubjectAccessReview, leader election, and a graceful shutdown;
+//! - [`controller`]: [`controller::run`], the instruments around each reconcile (time limit,
+//!   span, metrics, per-object backoff), status conditions and server-side-apply helpers;
+//! - [`rbac`] and [`manifests`]: the manager's role and the CRDs that `make manifests` writes;
+//! - [`webhook`]: the admission and conversion webhook server and its certificates.
+//!
+//! A project's manager binary is a few lines:
+//!
+//! ```no_run
+//! use clap::Parser;
+//! use memop_runtime::Operator;
+//! use memop_runtime::manager::{self, Manager};
+//!
+//! const OPERATOR: Operator = Operator { name: "memcached-operator", domain: "example.com" };
+//!
+//! #[derive(Parser)]
+//! #[command(version, about = "The memcached-operator operator manager")]
+//! struct Cli {
+//!     #[command(flatten)]
+//!     manager: manager::Flags,
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> anyhow::Result<()> {
+//!     let cli = Cli::parse();
+//!     manager::telemetry::init(cli.manager.log_format)?;
+//!     let mut manager = Manager::start(&OPERATOR, &cli.manager).await?;
+//!     // manager.register(NAME, run) for each controller
+//!     manager.run().await
+//! }
+//! ```
+//!
+//! The crate's version is memop's: a project made by memop 0.x.y depends on `=0.x.y`, and
+//! `memop update` moves it to the next one.
+
+#![warn(missing_docs)]
+
+pub mod controller;
+pub mod manager;
+pub mod manifests;
+pub mod rbac;
+pub mod webhook;
+
+/// Who an operator is: what the manager names itself by, at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Operator {
+    /// The project's name: the events' reporting controller, the fallback identity of a leader
+    /// election candidate, the prefix of `config/default`'s object names.
+    pub name: &'static str,
+    /// The project's domain (`memop init --domain`): the default leader election Lease is
+    /// `<name>.<domain>`, as kubebuilder names it.
+    pub domain: &'static str,
+}
+
+impl Operator {
+    /// The default name of the leader election Lease (`--leader-election-id`).
+    pub fn leader_election_id(&self) -> String {
+        format!("{}.{}", self.name, self.domain)
+    }
+}

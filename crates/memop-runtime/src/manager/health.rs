@@ -1,0 +1,156 @@
+//! The `/healthz` and `/readyz` probes.
+//!
+//! `/healthz` answers as long as the process serves requests. `/readyz` answers OK only once
+//! every controller has listed what it watches (its cache is synced), so a pod is not counted
+//! ready before it does its job. A replica waiting for leadership is ready too: it is healthy,
+//! and if standbys were never ready a rolling update would wait forever for the new pod, which
+//! cannot lead until the old one is gone.
+
+use std::collections::BTreeSet;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::routing::get;
+use kube::runtime::reflector::{Lookup, Store};
+
+/// How often a controller's cache is checked for its first sync.
+const POLL: Duration = Duration::from_millis(100);
+
+#[derive(Clone, Default)]
+/// Whether the manager is ready (`/readyz`): every controller's cache synced, and this replica
+/// either leading or standing by.
+pub struct Readiness {
+    state: Arc<Mutex<State>>,
+}
+
+#[derive(Default)]
+struct State {
+    standby: bool,
+    /// The manager has started its controllers.
+    started: bool,
+    /// Controllers that started but have not synced their cache yet.
+    syncing: BTreeSet<&'static str>,
+    /// Controllers that have synced.
+    synced: BTreeSet<&'static str>,
+}
+
+impl Readiness {
+    /// `None` when ready; otherwise why not.
+    pub fn check(&self) -> Option<String> {
+        let state = self.state.lock().expect("readiness lock");
+        if state.standby {
+            return None;
+        }
+        if !state.started {
+            return Some("controllers have not started yet".to_string());
+        }
+        if state.syncing.is_empty() {
+            return None;
+        }
+        let waiting: Vec<_> = state.syncing.iter().copied().collect();
+        Some(format!(
+            "waiting for controllers to sync: {}",
+            waiting.join(", ")
+        ))
+    }
+
+    /// Resolves, saying which controllers are still syncing, if they have not all synced
+    /// within `timeout`; never resolves once they have.
+    pub async fn not_synced_within(&self, timeout: Duration) -> String {
+        tokio::time::sleep(timeout).await;
+        match self.check() {
+            Some(why) => why,
+            None => std::future::pending().await,
+        }
+    }
+
+    pub(crate) fn set_standby(&self, standby: bool) {
+        self.state.lock().expect("readiness lock").standby = standby;
+    }
+
+    pub(crate) fn set_started(&self) {
+        self.state.lock().expect("readiness lock").started = true;
+    }
+
+    /// Records that controller `name` runs and is not ready until it has synced.
+    pub(crate) fn expect(&self, name: &'static str) {
+        let mut state = self.state.lock().expect("readiness lock");
+        state.started = true;
+        if !state.synced.contains(name) {
+            state.syncing.insert(name);
+        }
+    }
+
+    fn synced(&self, name: &'static str) {
+        let mut state = self.state.lock().expect("readiness lock");
+        state.syncing.remove(name);
+        state.synced.insert(name);
+    }
+
+    /// Marks controller `name` ready once `store` (its controller's cache) has synced.
+    pub fn track<K>(&self, name: &'static str, store: Store<K>)
+    where
+        K: Lookup + Clone + Send + Sync + 'static,
+        K::DynamicType: Eq + Hash + Clone + Send + Sync,
+    {
+        self.expect(name);
+        let readiness = self.clone();
+        tokio::spawn(async move {
+            // The Controller waits for the same store, and kube's readiness signal wakes only
+            // the last of several waiters: ask again every 100 ms instead of waiting to be woken.
+            loop {
+                let ready = tokio::time::timeout(POLL, store.wait_until_ready()).await;
+                match ready {
+                    Ok(Ok(())) => {
+                        tracing::info!(controller = name, "cache synced");
+                        readiness.synced(name);
+                        return;
+                    }
+                    // The controller stopped before it synced.
+                    Ok(Err(_)) => return,
+                    Err(_) => continue,
+                }
+            }
+        });
+    }
+}
+
+pub fn router(readiness: Readiness) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            get(move || {
+                let readiness = readiness.clone();
+                async move {
+                    match readiness.check() {
+                        None => (StatusCode::OK, "ok".to_string()),
+                        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
+                    }
+                }
+            }),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_only_when_every_controller_synced_or_standing_by() {
+        let readiness = Readiness::default();
+        assert!(readiness.check().unwrap().contains("not started"));
+        readiness.set_started();
+        assert_eq!(readiness.check(), None);
+        readiness.expect("memcached");
+        assert!(readiness.check().unwrap().contains("memcached"));
+        readiness.set_standby(true);
+        assert_eq!(readiness.check(), None);
+        readiness.set_standby(false);
+        readiness.synced("memcached");
+        assert_eq!(readiness.check(), None);
+    }
+}

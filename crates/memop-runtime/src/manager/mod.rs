@@ -1,0 +1,327 @@
+//! The manager runs the controllers and everything around them, like controller-runtime's
+//! manager does for Go operators: the health and metrics endpoints, leader election, and a
+//! graceful shutdown on SIGTERM/SIGINT.
+
+mod auth;
+mod flags;
+mod health;
+pub mod http;
+mod leader;
+mod metrics;
+mod shutdown;
+pub mod telemetry;
+pub mod tls;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use futures::future::BoxFuture;
+use kube::runtime::controller;
+use kube::runtime::events::Reporter;
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::task::JoinSet;
+
+use crate::Operator;
+
+pub use flags::{Flags, LogFormat, parse_bind_address};
+pub use health::Readiness;
+pub use metrics::Metrics;
+pub use shutdown::Shutdown;
+
+/// What every controller gets from the manager.
+#[derive(Clone)]
+pub struct Shared {
+    /// The client every controller and the webhook server use.
+    pub client: Client,
+    /// The only namespace the controllers watch, or `None` for all of them (`WATCH_NAMESPACE`).
+    pub watch_namespace: Option<String>,
+    /// The manager's metrics.
+    pub metrics: Arc<Metrics>,
+    /// What `/readyz` reports.
+    pub readiness: Readiness,
+    /// The signal every task of the manager stops on.
+    pub shutdown: Shutdown,
+    /// Who the events this operator records come from.
+    pub reporter: Reporter,
+    /// How many objects each controller reconciles at once (`--max-concurrent-reconciles`).
+    pub max_concurrent_reconciles: u16,
+    /// How long one reconcile may take, its API calls included: a call that hangs (on a
+    /// half-open connection, say) fails the reconcile instead of blocking its object for ever.
+    pub reconcile_timeout: Duration,
+}
+
+impl Shared {
+    /// Everything a controller of `operator` needs, around `client`, for tests and tools.
+    pub fn new(operator: &Operator, client: Client, watch_namespace: Option<String>) -> Self {
+        Self {
+            client,
+            watch_namespace,
+            metrics: Arc::new(Metrics::default()),
+            readiness: Readiness::default(),
+            shutdown: Shutdown::default(),
+            reporter: Reporter {
+                controller: operator.name.into(),
+                instance: std::env::var("POD_NAME").ok(),
+            },
+            max_concurrent_reconciles: 10,
+            reconcile_timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// The settings every controller runs with.
+    pub fn controller_config(&self) -> controller::Config {
+        controller::Config::default().concurrency(self.max_concurrent_reconciles)
+    }
+
+    /// The API of a namespaced kind, limited to the watched namespace when there is one.
+    pub fn namespaced_api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+        K: Clone + DeserializeOwned + std::fmt::Debug,
+    {
+        match &self.watch_namespace {
+            Some(ns) => Api::namespaced(self.client.clone(), ns),
+            None => Api::all(self.client.clone()),
+        }
+    }
+}
+
+type ControllerFn = Box<dyn FnOnce(Shared) -> BoxFuture<'static, anyhow::Result<()>> + Send>;
+
+/// A running manager with its registered controllers, which start once this replica leads.
+pub struct Manager {
+    shared: Shared,
+    leader_election: Option<leader::Config>,
+    controllers: Vec<(&'static str, ControllerFn)>,
+    cache_sync_timeout: Duration,
+    graceful_shutdown_timeout: Duration,
+}
+
+impl Manager {
+    /// Connects to the cluster and starts the health and metrics endpoints of `operator`.
+    pub async fn start(operator: &Operator, flags: &Flags) -> anyhow::Result<Self> {
+        let metrics = Arc::new(Metrics::default());
+        let config = kube::Config::infer()
+            .await
+            .context("connecting to Kubernetes: set KUBECONFIG, or run in a cluster")?;
+        let host = config
+            .cluster_url
+            .authority()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let client = kube::client::ClientBuilder::try_from(config)
+            .context("configuring the Kubernetes client")?
+            .with_layer(&metrics.count_requests(host))
+            .build();
+        let mut shared = Shared::new(
+            operator,
+            client,
+            flags.watch_namespace.clone().filter(|ns| !ns.is_empty()),
+        );
+        shared.metrics = metrics;
+        shared.max_concurrent_reconciles = flags.max_concurrent_reconciles;
+        match &shared.watch_namespace {
+            Some(ns) => tracing::info!(namespace = %ns, "watching one namespace"),
+            None => tracing::info!("watching all namespaces"),
+        }
+        shutdown::listen_for_signals(shared.shutdown.clone());
+        let probes = health::router(shared.readiness.clone());
+        if let Some(addr) = flags::parse_bind_address(&flags.health_probe_bind_address)? {
+            http::spawn(
+                "health probes",
+                addr,
+                probes,
+                None,
+                flags.enable_http2,
+                shared.shutdown.clone(),
+            )
+            .await?;
+        }
+        if let Some(addr) = flags::parse_bind_address(&flags.metrics_bind_address)? {
+            serve_metrics(flags, addr, &shared).await?;
+        }
+        let leader_election = flags
+            .leader_elect
+            .then(|| leader::Config::from_flags(operator, flags));
+        Ok(Self {
+            shared,
+            leader_election,
+            controllers: Vec::new(),
+            cache_sync_timeout: flags.cache_sync_timeout,
+            graceful_shutdown_timeout: flags.graceful_shutdown_timeout,
+        })
+    }
+
+    /// What the controllers and the webhook server share: the client, the metrics, readiness,
+    /// the shutdown signal.
+    pub fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// Registers a controller; it starts when [`Manager::run`] does.
+    pub fn register<F, Fut>(&mut self, name: &'static str, run: F)
+    where
+        F: FnOnce(Shared) -> Fut + Send + 'static,
+        Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+    {
+        self.controllers
+            .push((name, Box::new(move |shared| Box::pin(run(shared)))));
+    }
+
+    /// Runs the controllers until a shutdown signal, or until this replica loses leadership.
+    pub async fn run(&mut self) -> anyhow::Result<()> {
+        let lease = match &self.leader_election {
+            Some(config) => {
+                self.shared.readiness.set_standby(true);
+                self.shared.metrics.leading(config.lease_name(), false);
+                let lease =
+                    leader::acquire(self.shared.client.clone(), config, &self.shared.shutdown)
+                        .await?;
+                self.shared.readiness.set_standby(false);
+                match lease {
+                    Some(lease) => {
+                        self.shared.metrics.leading(config.lease_name(), true);
+                        Some(lease)
+                    }
+                    // Shut down while waiting to lead: nothing ran, nothing to stop.
+                    None => return Ok(()),
+                }
+            }
+            None => None,
+        };
+        let mut running = JoinSet::new();
+        for (name, run) in self.controllers.drain(..) {
+            self.shared.readiness.expect(name);
+            let shared = self.shared.clone();
+            running.spawn(async move { (name, run(shared).await) });
+        }
+        self.shared.readiness.set_started();
+        tracing::info!(controllers = running.len(), "started controllers");
+        let lost = async {
+            match &lease {
+                Some(lease) => lease.lost().await,
+                None => std::future::pending().await,
+            }
+        };
+        let shutdown = self.shared.shutdown.clone();
+        let mut lost_leadership = false;
+        let outcome = tokio::select! {
+            () = lost => {
+                lost_leadership = true;
+                Ok(())
+            }
+            () = shutdown.wait() => Ok(()),
+            why = self.shared.readiness.not_synced_within(self.cache_sync_timeout) => Err(anyhow::anyhow!(
+                "{why} after {:?}: check that the CRDs are installed (make install) and that the \
+                 manager's role allows list and watch (make manifests)",
+                self.cache_sync_timeout
+            )),
+            // Controllers only end on shutdown, unless one fails.
+            result = wait_all(&mut running), if !running.is_empty() => result,
+        };
+        if lost_leadership {
+            // Another replica leads now: stop at once, without finishing what is in flight
+            // (as controller-runtime does), and do not touch the Lease.
+            running.abort_all();
+            if let Some(lease) = lease {
+                lease.abandon();
+            }
+            if let Some(config) = &self.leader_election {
+                self.shared.metrics.leading(config.lease_name(), false);
+            }
+            anyhow::bail!("lost leadership; exiting so that another replica takes over");
+        }
+        // Whatever ended the run, stop everything else and give it a bounded time to finish.
+        self.shared.shutdown.trigger();
+        let rest = if let Some(why) = self.shared.readiness.check() {
+            // Nothing was reconciled yet, and kube's Controller only sees the signal once its
+            // cache has synced: stop at once.
+            tracing::info!(%why, "stopping controllers that never synced");
+            running.abort_all();
+            Ok(())
+        } else {
+            let drained =
+                tokio::time::timeout(self.graceful_shutdown_timeout, wait_all(&mut running));
+            drained.await.unwrap_or_else(|_| {
+                running.abort_all();
+                tracing::warn!(timeout = ?self.graceful_shutdown_timeout, "controllers did not stop in time; stopped them");
+                Ok(())
+            })
+        };
+        if let (Some(lease), Some(config)) = (lease, &self.leader_election) {
+            lease.release().await;
+            self.shared.metrics.leading(config.lease_name(), false);
+        }
+        outcome.and(rest)
+    }
+}
+
+/// Serves `/metrics` on `addr`: over HTTPS to the callers the API server authenticates and
+/// authorizes (see [`auth`]), unless `--metrics-secure=false`.
+async fn serve_metrics(
+    flags: &Flags,
+    addr: std::net::SocketAddr,
+    shared: &Shared,
+) -> anyhow::Result<()> {
+    let router = metrics::router(shared.metrics.clone());
+    if !flags.metrics_secure {
+        tracing::warn!(
+            "serving metrics over plain HTTP to anyone who can reach {addr} (--metrics-secure=false)"
+        );
+        return http::spawn(
+            "metrics",
+            addr,
+            router,
+            None,
+            flags.enable_http2,
+            shared.shutdown.clone(),
+        )
+        .await;
+    }
+    let certificate = match &flags.metrics_cert_path {
+        Some(dir) => {
+            let certificate = tls::Certificate::from_files(
+                dir,
+                &flags.metrics_cert_name,
+                &flags.metrics_cert_key,
+            )
+            .context("the metrics certificate (--metrics-cert-path)")?;
+            let certificate = Arc::new(certificate);
+            certificate.watch(shared.shutdown.clone());
+            certificate
+        }
+        None => {
+            tracing::info!(
+                "serving metrics with a self-signed certificate; for production, mount one with --metrics-cert-path (see config/default/cert_metrics_manager_patch.yaml)"
+            );
+            Arc::new(tls::Certificate::self_signed()?)
+        }
+    };
+    let authorizer = Arc::new(auth::Authorizer::new(shared.client.clone()));
+    let router = router.layer(axum::middleware::from_fn_with_state(
+        authorizer,
+        auth::Authorizer::require,
+    ));
+    let tls = certificate.acceptor(flags.enable_http2)?;
+    http::spawn(
+        "metrics",
+        addr,
+        router,
+        Some(tls),
+        flags.enable_http2,
+        shared.shutdown.clone(),
+    )
+    .await
+}
+
+/// Waits for every controller task; the first failure is the result.
+async fn wait_all(running: &mut JoinSet<(&'static str, anyhow::Result<()>)>) -> anyhow::Result<()> {
+    while let Some(joined) = running.join_next().await {
+        let (name, result) = joined.context("a controller task panicked")?;
+        result.with_context(|| format!("controller {name} failed"))?;
+    }
+    Ok(())
+}

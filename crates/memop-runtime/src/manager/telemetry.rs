@@ -1,0 +1,17 @@
+//! Structured logging with `tracing`: the level from `RUST_LOG` (default `info`), the format
+//! from `--log-format`.
+
+use tracing_subscriber::EnvFilter;
+
+use super::LogFormat;
+
+/// Starts logging to stderr in `format`, at the level `RUST_LOG` sets (default `info`).
+pub fn init(format: LogFormat) -> anyhow::Result<()> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let installed = match format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+    installed.map_err(|err| anyhow::anyhow!("installing the logger: {err}"))
+}

@@ -1,0 +1,696 @@
+//! A real Kubernetes control plane for tests, as controller-runtime's envtest starts it: etcd
+//! and kube-apiserver from `KUBEBUILDER_ASSETS` (`make setup-envtest`), on free loopback ports,
+//! with RBAC authorization on. When the assets also hold kube-controller-manager, it runs the
+//! garbage collector, so owner references cascade for real.
+//!
+//! One control plane serves a whole test binary ([`ControlPlane::shared`]); every test gets a
+//! namespace of its own ([`TestEnv::real`]) and, in it, the project's own `config/rbac` objects,
+//! installed as kustomize would install them. The operator's client authenticates as that
+//! ServiceAccount, so a verb missing from a controller's `RULES` fails with the 403 a cluster
+//! would give; the admin client (`system:masters`) is only for the test's setup and assertions.
+//!
+//! Without `KUBEBUILDER_ASSETS` these tests print one line and pass as skipped;
+//! `ENVTEST_REQUIRED=1` turns that into a failure. The processes stop, and their temp directory
+//! goes, when the test binary exits, however it exits: a small reaper shell holds the other end
+//! of a pipe and acts when it closes.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Once, OnceLock};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::core::GroupVersionKind;
+use kube::discovery::Scope;
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Client, Config};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+use serde_json::Value;
+
+use crate::apiserver::ApiServer;
+use super::requests::RequestLog;
+
+/// The directory with `etcd`, `kube-apiserver` (and optionally `kube-controller-manager`).
+pub const ASSETS_ENV: &str = "KUBEBUILDER_ASSETS";
+/// Set to `1` to fail, not skip, when [`ASSETS_ENV`] is unset.
+pub const REQUIRED_ENV: &str = "ENVTEST_REQUIRED";
+/// How long each process may take to come up (a cold kube-apiserver on 2 cores needs ~10 s).
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// Field manager of everything the harness applies.
+const FIELD_MANAGER: &str = "envtest";
+
+/// A running etcd + kube-apiserver (+ kube-controller-manager).
+pub struct ControlPlane {
+    dir: PathBuf,
+    /// `https://127.0.0.1:<port>`.
+    pub url: String,
+    /// Whether kube-controller-manager runs its garbage collector.
+    pub garbage_collection: bool,
+    /// Its end of the reaper's pipe: dropped (at exit), the reaper stops everything.
+    _reaper: ChildStdin,
+}
+
+impl ControlPlane {
+    /// The control plane of this test binary, started on first use; `None` when
+    /// [`ASSETS_ENV`] is unset (after saying so once, past the test output capture).
+    pub fn shared() -> Option<&'static ControlPlane> {
+        static PLANE: OnceLock<Option<Result<ControlPlane, String>>> = OnceLock::new();
+        let plane = PLANE.get_or_init(|| {
+            let assets = std::env::var_os(ASSETS_ENV).filter(|dir| !dir.is_empty())?;
+            // Starting blocks on a runtime of its own, and callers are inside Tokio already.
+            let assets = PathBuf::from(assets);
+            let started = std::thread::spawn(move || ControlPlane::start(&assets));
+            Some(
+                started
+                    .join()
+                    .unwrap_or_else(|_| Err("the start-up thread panicked".into())),
+            )
+        });
+        match plane {
+            Some(Ok(plane)) => Some(plane),
+            Some(Err(err)) => panic!("starting the control plane: {err}"),
+            None if std::env::var(REQUIRED_ENV).is_ok_and(|v| v == "1" || v == "true") => {
+                panic!("{REQUIRED_ENV} is set but {ASSETS_ENV} is not: run `make setup-envtest`")
+            }
+            None => {
+                static SAID: Once = Once::new();
+                SAID.call_once(|| {
+                    // Straight to stderr: libtest captures print!/eprint!, not this.
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "real-control-plane tests skipped: set {ASSETS_ENV} (`make setup-envtest` prints it)"
+                    );
+                });
+                None
+            }
+        }
+    }
+
+    fn start(assets: &Path) -> Result<ControlPlane, String> {
+        let binary = |name: &str| {
+            let path = assets.join(name);
+            path.is_file()
+                .then_some(path)
+                .ok_or_else(|| format!("{name} not found in {ASSETS_ENV}={}", assets.display()))
+        };
+        let (etcd, apiserver) = (binary("etcd")?, binary("kube-apiserver")?);
+        let controller_manager = binary("kube-controller-manager").ok();
+
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .subsec_nanos();
+        let dir = std::env::temp_dir().join(format!("envtest-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let mut reaper = Reaper::start(&dir)?;
+        write_certificates(&dir).map_err(|e| format!("certificates: {e}"))?;
+
+        let (client_port, peer_port) = (free_port()?, free_port()?);
+        let etcd_url = format!("http://127.0.0.1:{client_port}");
+        let etcd_child = spawn(
+            &dir,
+            "etcd",
+            Command::new(etcd).args([
+                format!("--data-dir={}", dir.join("etcd").display()),
+                format!("--listen-client-urls={etcd_url}"),
+                format!("--advertise-client-urls={etcd_url}"),
+                format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+                "--unsafe-no-fsync=true".into(),
+            ]),
+        )?;
+        reaper.watch(&etcd_child)?;
+        wait_for(&dir, "etcd", etcd_child, || {
+            http_get(client_port, "/health").is_some_and(|(status, _)| status == 200)
+        })?;
+
+        let port = free_port()?;
+        let url = format!("https://127.0.0.1:{port}");
+        let d = |file: &str| dir.join(file).display().to_string();
+        let admin = format!(
+            "client-certificate: {}\n    client-key: {}",
+            d("admin.crt"),
+            d("admin.key")
+        );
+        write_kubeconfig(
+            &dir.join("admin.kubeconfig"),
+            &url,
+            &dir.join("ca.crt"),
+            &admin,
+            "default",
+        );
+        let apiserver_child = spawn(
+            &dir,
+            "kube-apiserver",
+            Command::new(apiserver).args([
+                format!("--etcd-servers={etcd_url}"),
+                format!("--cert-dir={}", dir.display()),
+                format!("--tls-cert-file={}", d("apiserver.crt")),
+                format!("--tls-private-key-file={}", d("apiserver.key")),
+                format!("--secure-port={port}"),
+                "--bind-address=127.0.0.1".into(),
+                "--advertise-address=127.0.0.1".into(),
+                "--service-cluster-ip-range=10.0.0.0/24".into(),
+                "--allow-privileged=true".into(),
+                // No controller creates the `default` ServiceAccount, so its admission plugin
+                // would refuse pods. OwnerReferencesPermissionEnforcement is on, as in strict
+                // clusters: setting blockOwnerDeletion needs `update` on the owner's finalizers.
+                "--disable-admission-plugins=ServiceAccount".into(),
+                "--enable-admission-plugins=OwnerReferencesPermissionEnforcement".into(),
+                "--authorization-mode=RBAC".into(),
+                format!("--client-ca-file={}", d("ca.crt")),
+                format!("--service-account-issuer={url}/"),
+                format!("--service-account-key-file={}", d("sa.pub")),
+                format!("--service-account-signing-key-file={}", d("sa.key")),
+                "--endpoint-reconciler-type=none".into(),
+            ]),
+        )?;
+        reaper.watch(&apiserver_child)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        runtime.block_on(async {
+            let admin = admin_client(&dir, "default").await;
+            let deadline = Instant::now() + START_TIMEOUT;
+            let mut apiserver_child = apiserver_child;
+            loop {
+                // Ready once it serves the default namespace (created by its own bootstrap).
+                if Api::<Namespace>::all(admin.clone())
+                    .get("default")
+                    .await
+                    .is_ok()
+                {
+                    break;
+                }
+                if let Ok(Some(status)) = apiserver_child.try_wait() {
+                    return Err(exited(&dir, "kube-apiserver", status));
+                }
+                if Instant::now() > deadline {
+                    return Err(format!(
+                        "kube-apiserver not ready in {START_TIMEOUT:?}; {}",
+                        log_tail(&dir, "kube-apiserver")
+                    ));
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            install_crds(&admin).await
+        })?;
+        // After the CRDs: its garbage collector then watches the custom kinds from the start.
+        let garbage_collection = controller_manager.is_some();
+        if let Some(binary) = controller_manager {
+            let child = spawn(
+                &dir,
+                "kube-controller-manager",
+                Command::new(binary).args([
+                    format!("--kubeconfig={}", d("admin.kubeconfig")),
+                    "--controllers=garbage-collector-controller".into(),
+                    "--leader-elect=false".into(),
+                    "--secure-port=0".into(),
+                    "--use-service-account-credentials=false".into(),
+                ]),
+            )?;
+            reaper.watch(&child)?;
+        }
+        Ok(ControlPlane {
+            dir,
+            url,
+            garbage_collection,
+            _reaper: reaper.stdin,
+        })
+    }
+
+    /// Writes a kubeconfig for `token` into the control plane's directory and returns its path.
+    pub fn kubeconfig_for_token(&self, name: &str, token: &str, namespace: &str) -> PathBuf {
+        let path = self.dir.join(format!("{name}.kubeconfig"));
+        let user = format!("token: {token}");
+        write_kubeconfig(&path, &self.url, &self.dir.join("ca.crt"), &user, namespace);
+        path
+    }
+}
+
+/// What a test runs against: one namespace, an admin client for setup and assertions, and the
+/// operator's own client, whose requests are logged (and can be failed) by [`RequestLog`].
+pub struct TestEnv {
+    pub namespace: String,
+    /// Test setup and assertions; not logged.
+    pub admin: Client,
+    /// What the operator uses: on the real control plane, its ServiceAccount.
+    pub operator: Client,
+    pub requests: RequestLog,
+    pub backend: Backend,
+}
+
+pub enum Backend {
+    InMemory(ApiServer),
+    Real {
+        plane: &'static ControlPlane,
+        /// The kubeconfig of the operator's ServiceAccount, for a manager binary.
+        kubeconfig: PathBuf,
+    },
+}
+
+impl TestEnv {
+    /// The in-memory API server of `tests/support/apiserver.rs`.
+    pub fn in_memory() -> Self {
+        let server = ApiServer::new();
+        let requests = RequestLog::default();
+        let operator = server.client_with(&requests);
+        Self {
+            namespace: "default".into(),
+            admin: server.client(),
+            operator,
+            requests,
+            backend: Backend::InMemory(server),
+        }
+    }
+
+    /// A fresh namespace on the real control plane, with the project's RBAC installed for the
+    /// operator's ServiceAccount in it; `None` when the control plane is not available.
+    pub async fn real() -> Option<Self> {
+        let plane = ControlPlane::shared()?;
+        static NEXT: AtomicUsize = AtomicUsize::new(1);
+        let namespace = format!("test-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        let admin = admin_client(&plane.dir, &namespace).await;
+        let object =
+            serde_json::from_value(serde_json::json!({ "metadata": { "name": namespace } }))
+                .expect("a namespace");
+        Api::<Namespace>::all(admin.clone())
+            .create(&PostParams::default(), &object)
+            .await
+            .expect("creating the test namespace");
+        let service_account = install_rbac(&admin, &namespace).await;
+        let accounts = Api::<ServiceAccount>::namespaced(admin.clone(), &namespace);
+        let token = token(&accounts, &service_account).await;
+        let kubeconfig = plane.kubeconfig_for_token(&namespace, &token, &namespace);
+        let requests = RequestLog::default();
+        let operator = kube::client::ClientBuilder::try_from(config(&kubeconfig).await)
+            .expect("a client")
+            .with_layer(&requests)
+            .build();
+        Some(Self {
+            namespace,
+            admin,
+            operator,
+            requests,
+            backend: Backend::Real { plane, kubeconfig },
+        })
+    }
+
+    /// The kubeconfig of a ServiceAccount with no rights at all, in the test's namespace: a
+    /// manager running as it can watch nothing (real control plane only).
+    pub async fn kubeconfig_without_rights(&self, name: &str) -> PathBuf {
+        let Backend::Real { plane, .. } = &self.backend else {
+            panic!("only the real control plane authorizes requests")
+        };
+        let token = self.service_account_token(name, None).await;
+        let file = format!("{}-{name}", self.namespace);
+        plane.kubeconfig_for_token(&file, &token, &self.namespace)
+    }
+
+    /// Creates ServiceAccount `name` in the test's namespace, bound to the project's
+    /// ClusterRole `cluster_role` of `config/rbac` if given (as installed for this test, with
+    /// its name prefix), and returns a token for it (real control plane only).
+    pub async fn service_account_token(&self, name: &str, cluster_role: Option<&str>) -> String {
+        let accounts = Api::<ServiceAccount>::namespaced(self.admin.clone(), &self.namespace);
+        let account = serde_json::from_value(serde_json::json!({ "metadata": { "name": name } }))
+            .expect("a ServiceAccount");
+        accounts
+            .create(&PostParams::default(), &account)
+            .await
+            .expect("creating a ServiceAccount");
+        if let Some(role) = cluster_role {
+            let binding = serde_json::json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": { "name": format!("{}-{name}-{role}", self.namespace) },
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": format!("{}-{role}", self.namespace),
+                },
+                "subjects": [{ "kind": "ServiceAccount", "name": name, "namespace": self.namespace }],
+            });
+            apply(&self.admin, &binding).await;
+        }
+        token(&accounts, name).await
+    }
+
+    pub fn is_real(&self) -> bool {
+        matches!(self.backend, Backend::Real { .. })
+    }
+
+    /// Whether deleting an owner deletes what it owns (on the real control plane, only when
+    /// kube-controller-manager runs).
+    pub fn collects_garbage(&self) -> bool {
+        match &self.backend {
+            Backend::InMemory(_) => true,
+            Backend::Real { plane, .. } => plane.garbage_collection,
+        }
+    }
+}
+
+/// A token for ServiceAccount `name`, from the TokenRequest API, valid for an hour.
+async fn token(accounts: &Api<ServiceAccount>, name: &str) -> String {
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        },
+        ..TokenRequest::default()
+    };
+    accounts
+        .create_token_request(name, &PostParams::default(), &request)
+        .await
+        .expect("a token for a ServiceAccount")
+        .status
+        .expect("a token")
+        .token
+}
+
+/// Runs each listed scenario, an `async fn(TestEnv)`, as two tests: `in_memory::<name>` and
+/// `real_control_plane::<name>` (skipped without `KUBEBUILDER_ASSETS`).
+#[macro_export]
+macro_rules! scenarios {
+    ($($name:ident),* $(,)?) => {
+        mod in_memory {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name($crate::TestEnv::in_memory()).await
+                }
+            )*
+        }
+        mod real_control_plane {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    if let Some(env) = $crate::TestEnv::real().await {
+                        super::$name(env).await
+                    }
+                }
+            )*
+        }
+    };
+}
+
+/// A client in `system:masters` (RBAC does not apply to it), with `namespace` as its default.
+async fn admin_client(dir: &Path, namespace: &str) -> Client {
+    let mut config = config(&dir.join("admin.kubeconfig")).await;
+    config.default_namespace = namespace.to_string();
+    Client::try_from(config).expect("a client")
+}
+
+/// The client configuration of a kubeconfig file the harness wrote.
+async fn config(kubeconfig: &Path) -> Config {
+    let kubeconfig = Kubeconfig::read_from(kubeconfig).expect("a kubeconfig");
+    Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("a client configuration")
+}
+
+/// Creates every CRD of `config/crd/bases` and waits until each is established: a CRD the real
+/// server refuses fails here.
+async fn install_crds(admin: &Client) -> Result<(), String> {
+    let api = Api::<CustomResourceDefinition>::all(admin.clone());
+    let dir = project_dir().join("config/crd/bases");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(()); // a project without APIs yet
+    };
+    let mut names = Vec::new();
+    for entry in entries.flatten() {
+        let text = std::fs::read_to_string(entry.path()).map_err(|e| e.to_string())?;
+        let crd: CustomResourceDefinition = serde_saphyr::from_str(&text)
+            .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        api.patch(&name, &params, &Patch::Apply(&crd))
+            .await
+            .map_err(|e| format!("the API server refused {}: {e}", entry.path().display()))?;
+        names.push(name);
+    }
+    for name in names {
+        let established = await_condition(api.clone(), &name, conditions::is_crd_established());
+        tokio::time::timeout(Duration::from_secs(10), established)
+            .await
+            .map_err(|_| format!("CRD {name} not established in 10 s"))?
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Installs the objects `config/rbac/kustomization.yaml` lists for the operator running in
+/// `namespace`, renamed as kustomize's `namePrefix` and `namespace` would (so that tests do not
+/// share cluster-scoped objects), and returns the ServiceAccount's name.
+async fn install_rbac(admin: &Client, namespace: &str) -> String {
+    let dir = project_dir().join("config/rbac");
+    let kustomization: Value = serde_saphyr::from_str(&read(&dir.join("kustomization.yaml")))
+        .expect("config/rbac/kustomization.yaml");
+    let prefix = format!("{namespace}-");
+    let mut service_account = None;
+    let resources = kustomization["resources"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for file in resources.iter().filter_map(Value::as_str) {
+        let mut object: Value = serde_saphyr::from_str(&read(&dir.join(file)))
+            .unwrap_or_else(|e| panic!("config/rbac/{file}: {e}"));
+        rename(&mut object, &prefix, namespace);
+        if object["kind"] == "ServiceAccount" {
+            service_account = object["metadata"]["name"].as_str().map(str::to_string);
+        }
+        apply(admin, &object).await;
+    }
+    service_account.expect("config/rbac has a ServiceAccount")
+}
+
+/// kustomize's `namePrefix` and `namespace` on one object: names, role references, subjects.
+pub fn rename(object: &mut Value, prefix: &str, namespace: &str) {
+    let metadata = &mut object["metadata"];
+    let name = metadata["name"].as_str().unwrap_or_default();
+    metadata["name"] = format!("{prefix}{name}").into();
+    let namespaced = metadata.get("namespace").is_some()
+        || matches!(
+            object["kind"].as_str(),
+            Some("ServiceAccount" | "Role" | "RoleBinding")
+        );
+    if namespaced {
+        object["metadata"]["namespace"] = namespace.into();
+    }
+    if let Some(role) = object.get_mut("roleRef") {
+        let name = role["name"].as_str().unwrap_or_default();
+        role["name"] = format!("{prefix}{name}").into();
+    }
+    for subject in object
+        .get_mut("subjects")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        if subject["kind"] == "ServiceAccount" {
+            let name = subject["name"].as_str().unwrap_or_default();
+            subject["name"] = format!("{prefix}{name}").into();
+            subject["namespace"] = namespace.into();
+        }
+    }
+}
+
+/// Server-side applies any object, finding its resource through discovery; the namespace of a
+/// cluster-scoped object is ignored.
+pub async fn apply(admin: &Client, object: &Value) {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, object["kind"].as_str().unwrap_or_default());
+    let (resource, capabilities) = kube::discovery::pinned_kind(admin, &gvk)
+        .await
+        .unwrap_or_else(|e| panic!("discovering {gvk:?}: {e}"));
+    let namespace = object["metadata"]["namespace"].as_str();
+    let api: Api<DynamicObject> = match (&capabilities.scope, namespace) {
+        (Scope::Namespaced, Some(namespace)) => {
+            Api::namespaced_with(admin.clone(), namespace, &resource)
+        }
+        (Scope::Namespaced, None) => panic!("{} needs a namespace", gvk.kind),
+        (Scope::Cluster, _) => Api::all_with(admin.clone(), &resource),
+    };
+    let mut object = object.clone();
+    if capabilities.scope == Scope::Cluster
+        && let Some(metadata) = object["metadata"].as_object_mut()
+    {
+        metadata.remove("namespace");
+    }
+    let name = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&object),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("applying {} {name}: {e}", gvk.kind));
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+/// A port free on 127.0.0.1 now (the kernel picks it; the race with other processes is small).
+pub fn free_port() -> Result<u16, String> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// Starts `name`, its output going to `<dir>/<name>.log`.
+fn spawn(dir: &Path, name: &str, command: &mut Command) -> Result<Child, String> {
+    let log = std::fs::File::create(dir.join(format!("{name}.log"))).map_err(|e| e.to_string())?;
+    let err = log.try_clone().map_err(|e| e.to_string())?;
+    command
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("starting {name}: {e}"))
+}
+
+/// Polls `ready` until it holds, failing early when the process exits.
+fn wait_for(
+    dir: &Path,
+    name: &str,
+    mut child: Child,
+    mut ready: impl FnMut() -> bool,
+) -> Result<(), String> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    while !ready() {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(exited(dir, name, status));
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{name} not ready in {START_TIMEOUT:?}; {}",
+                log_tail(dir, name)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
+}
+
+fn exited(dir: &Path, name: &str, status: std::process::ExitStatus) -> String {
+    format!("{name} exited ({status}); {}", log_tail(dir, name))
+}
+
+fn log_tail(dir: &Path, name: &str) -> String {
+    let log = std::fs::read_to_string(dir.join(format!("{name}.log"))).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+    format!("the end of its log:\n{tail}")
+}
+
+/// `GET http://127.0.0.1:<port><path>` over plain HTTP/1.0: the status code and the body.
+pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, body.to_string()))
+}
+
+/// A shell that, when the test binary's end of its stdin closes (the binary exited, whichever
+/// way), stops the processes whose ids it was sent and deletes the control plane's directory.
+struct Reaper {
+    stdin: ChildStdin,
+}
+
+impl Reaper {
+    const SCRIPT: &'static str = r#"
+        pids=""
+        while read -r pid; do pids="$pids $pid"; done
+        kill -TERM $pids 2>/dev/null
+        for pid in $pids; do
+            n=0
+            while kill -0 "$pid" 2>/dev/null && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+            kill -KILL "$pid" 2>/dev/null
+        done
+        rm -rf "$1"
+    "#;
+
+    fn start(dir: &Path) -> Result<Self, String> {
+        let mut child = Command::new("sh")
+            .args(["-c", Self::SCRIPT, "reaper"])
+            .arg(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting the reaper shell: {e}"))?;
+        let stdin = child.stdin.take().expect("a piped stdin");
+        Ok(Self { stdin })
+    }
+
+    fn watch(&mut self, child: &Child) -> Result<(), String> {
+        writeln!(self.stdin, "{}", child.id()).map_err(|e| e.to_string())
+    }
+}
+
+/// Writes the certificates of the control plane to its directory: one CA that signs the
+/// serving certificate and the admin's client certificate, and the ServiceAccount signing key.
+fn write_certificates(dir: &Path) -> Result<(), rcgen::Error> {
+    let write = |file: &str, text: String| {
+        std::fs::write(dir.join(file), text).expect("writing a certificate")
+    };
+    let mut ca = CertificateParams::new(Vec::<String>::new())?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "envtest-ca");
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate()?)?;
+    write("ca.crt", ca.pem());
+
+    let key = KeyPair::generate()?;
+    let mut serving =
+        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])?;
+    serving
+        .distinguished_name
+        .push(DnType::CommonName, "localhost");
+    write("apiserver.crt", serving.signed_by(&key, &ca)?.pem());
+    write("apiserver.key", key.serialize_pem());
+
+    let key = KeyPair::generate()?;
+    let mut admin = CertificateParams::new(Vec::<String>::new())?;
+    admin.distinguished_name.push(DnType::CommonName, "admin");
+    admin
+        .distinguished_name
+        .push(DnType::OrganizationName, "system:masters");
+    write("admin.crt", admin.signed_by(&key, &ca)?.pem());
+    write("admin.key", key.serialize_pem());
+
+    let key = KeyPair::generate()?;
+    write("sa.key", key.serialize_pem());
+    write("sa.pub", key.public_key_pem());
+    Ok(())
+}
+
+fn write_kubeconfig(path: &Path, url: &str, ca: &Path, user: &str, namespace: &str) {
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {url}\n    certificate-authority: {ca}\nusers:\n- name: user\n  user:\n    {user}\ncontexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: user\n    namespace: {namespace}\ncurrent-context: envtest\n",
+        ca = ca.display()
+    );
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+}
+
+/// The directory of the project under test, whose `config/` the real control plane installs:
+/// `CARGO_MANIFEST_DIR`, which cargo sets for the tests it runs, or else the current directory.
+pub fn project_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
