@@ -100,8 +100,15 @@ fn webhook_certificates_render_with_cert_manager_or_without() {
     let mut expected: Vec<String> = configurations.iter().map(|k| name(named(&objects, k)[0]).to_string()).collect();
     expected.push(name(crd).to_string());
     assert_eq!(resource_names("ClusterRole"), expected);
-    // The manager's defaults for the Service and the configurations are the rendered names.
-    let flags = std::fs::read_to_string(dir.join("src/webhook/mod.rs")).unwrap();
-    assert!(flags.contains(&format!("default_value = \"{service}\"")), "--webhook-service");
-    assert!(flags.contains(&expected[..2].join(",")), "--webhook-configurations");
+    // The manager's defaults for the Service and the configurations (memop-runtime's, from the
+    // operator's name in src/lib.rs) are the rendered names.
+    let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    let operator = lib.split("name: \"").nth(1).and_then(|rest| rest.split('"').next()).expect("OPERATOR's name");
+    assert_eq!(format!("{operator}-webhook-service"), service, "--webhook-service");
+    let defaults = [format!("{operator}-mutating-webhook-configuration"), format!("{operator}-validating-webhook-configuration")];
+    assert_eq!(defaults[..], expected[..2], "--webhook-configurations");
+    let runtime = include_str!("../crates/memop-runtime/src/webhook/mod.rs");
+    for default in ["\"{name}-webhook-service\"", "\"{name}-mutating-webhook-configuration\"", "\"{name}-validating-webhook-configuration\""] {
+        assert!(runtime.contains(default), "memop-runtime's webhook flags default to {default}");
+    }
 }

@@ -26,7 +26,8 @@ fn create_api_refuses_a_corrupt_project_file() {
         ("not: [yaml\n".into(), &["caused by: "]),
         (format!("{good}bogus: 1\n"), &["caused by: unknown field `bogus`"]),
         (good.replace("version: '3'", "version: '2'"), &["PROJECT version \"2\" is not supported"]),
-        (good.replace("memop.rs/rust/v1", "go.kubebuilder.io/v4"), &["go.kubebuilder.io/v4"]),
+        (good.replace("memop.rs/rust/v2", "go.kubebuilder.io/v4"), &["go.kubebuilder.io/v4"]),
+        (good.replace("memop.rs/rust/v2", "memop.rs/rust/v1"), &["made by memop 0.1", "cargo install memop --version 0.1.0"]),
         (good.replace("domain: example.com\n", ""), &["missing field `domain`"]),
         (String::new(), &[]),
     ];
@@ -72,11 +73,10 @@ fn create_api_rejects_bad_groups_versions_and_kinds() {
         ("cache", "v1", "Type", &["(e.g. \"TypeConfig\")"]),
         // Kinds whose files would clash with the tests/ of every project (the message quotes
         // the kind oddly, see reserved_kind_error_quotes_the_kind_like_every_other_error).
-        ("cache", "v1", "Support", &["invalid --kind", "Support", "(tests/support.rs)"]),
-        ("cache", "v1", "Support", &["choose another kind (e.g. \"SupportConfig\")"]),
+        ("cache", "v1", "WebhookCerts", &["invalid --kind", "WebhookCerts", "(tests/webhook_certs.rs)"]),
+        ("cache", "v1", "WebhookCerts", &["choose another kind (e.g. \"WebhookCertsConfig\")"]),
         ("cache", "v1", "E2e", &["invalid --kind", "E2e", "(tests/e2e.rs)", "E2eConfig"]),
         ("cache", "v1", "Manifests", &["(tests/manifests.rs)", "ManifestsConfig"]),
-        ("cache", "v1", "Apiserver", &["(tests/apiserver.rs)", "ApiserverConfig"]),
         // flect's acronym quirk gives an invalid default plural: the fix is --plural.
         ("cache", "v1", "Dns", &["invalid --kind \"Dns\"", "\"dnsDNSes\"", "--plural dnses"]),
     ];

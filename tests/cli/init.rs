@@ -119,7 +119,7 @@ fn init_keeps_the_users_files_and_says_so() {
     assert_eq!(read(&dir, "README.md"), "# My operator\n");
     assert_eq!(read(&dir, "notes.txt"), "mine\n");
     assert!(out.stdout.contains("  create  ./PROJECT\n"), "{}", out.stdout);
-    assert!(!out.stdout.contains("README.md"), "{}", out.stdout);
+    assert!(!out.stdout.contains("./README.md"), "{}", out.stdout);
     let next = "Next: define a resource with:\n  $ memop create api --group cache --kind Memcached\n";
     assert!(out.stdout.ends_with(next), "{}", out.stdout);
     assert!(read(&dir, "PROJECT").contains("projectName: memcached-operator\n"));

@@ -80,9 +80,9 @@ fn force_turns_a_skeleton_into_an_operand_controller() {
 #[test]
 fn reserved_kind_error_quotes_the_kind_like_every_other_error() {
     let (_tmp, dir) = project(&[]);
-    let stderr = refused(&dir, "create api --group cache --kind Support", &[]);
-    assert!(stderr.starts_with("error: invalid --kind \"Support\": "), "{stderr}");
-    assert!(stderr.contains("(e.g. \"SupportConfig\")"), "{stderr}");
+    let stderr = refused(&dir, "create api --group cache --kind E2e", &[]);
+    assert!(stderr.starts_with("error: invalid --kind \"E2e\": "), "{stderr}");
+    assert!(stderr.contains("(e.g. \"E2eConfig\")"), "{stderr}");
 }
 
 #[test]

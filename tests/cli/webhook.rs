@@ -23,9 +23,9 @@ fn writes_the_kinds_webhooks_and_registers_them_once() {
         "{project}"
     );
 
-    once(&dir, "src/main.rs", "proj::webhook::serve(&flags.webhook, flags.enable_http2, manager.shared()).await?;");
+    once(&dir, "src/main.rs", "proj::webhook::serve(&cli.webhook, cli.manager.enable_http2, manager.shared()).await?;");
     once(&dir, "src/lib.rs", "pub mod webhook;");
-    once(&dir, "src/manager/flags.rs", "pub webhook: crate::webhook::Flags,");
+    once(&dir, "src/main.rs", "webhook: memop_runtime::webhook::Flags,");
     once(&dir, "src/webhook/mod.rs", "pub mod memcached;");
     once(&dir, "src/webhook/mod.rs", "let router = router.merge(memcached::routes());");
     once(&dir, "config/default/kustomization.yaml", "- ../webhook\n");

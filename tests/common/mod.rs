@@ -21,26 +21,36 @@ pub fn run(dir: &Path, args: &[&str]) {
     memop().current_dir(dir).args(args).assert().success();
 }
 
-/// Every file under `dir` (except `target/`), as relative path → contents.
+/// Every file under `dir` (except `target/`, and `vendor/`: memop's copies of its runtime
+/// crates, which [`vendor_tree`] reads), as relative path → contents.
 pub fn tree(dir: &Path) -> BTreeMap<PathBuf, String> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, String>) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.file_name().is_some_and(|n| n == "target") {
-                continue;
-            }
-            if path.is_dir() {
-                walk(root, &path, out);
-            } else {
-                let contents = std::fs::read_to_string(&path).unwrap_or_else(|_| "<binary>".into());
-                out.insert(path.strip_prefix(root).unwrap().to_path_buf(), contents);
-            }
-        }
-    }
     let mut out = BTreeMap::new();
     walk(dir, dir, &mut out);
+    out.retain(|path, _| !path.starts_with("vendor"));
     out
+}
+
+/// The files of `dir/vendor/`, as paths relative to `dir` → contents.
+pub fn vendor_tree(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    walk(dir, &dir.join("vendor"), &mut out);
+    out
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == "target") {
+            continue;
+        }
+        if path.is_dir() {
+            walk(root, &path, out);
+        } else {
+            let contents = std::fs::read_to_string(&path).unwrap_or_else(|_| "<binary>".into());
+            out.insert(path.strip_prefix(root).unwrap().to_path_buf(), contents);
+        }
+    }
 }
 
 /// The target directory shared by every generated project the tests build, so that the

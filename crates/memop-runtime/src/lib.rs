@@ -1,5 +1,5 @@
-//! The runtime of operators scaffolded by [memop](https://github.com/memop-rs/memop): what
-//! controller-runtime is to a kubebuilder project, for kube-rs.
+//! The runtime of operators scaffolded by memop: what controller-runtime is to a kubebuilder
+//! project, for kube-rs.
 //!
 //! A memop project holds its kinds (types, controllers, webhooks) and depends on this crate for
 //! everything around them:

@@ -200,7 +200,7 @@ impl ControlPlane {
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            install_crds(&admin).await
+            install_crds(&admin, &project_dir()).await
         })?;
         // After the CRDs: its garbage collector then watches the custom kinds from the start.
         let garbage_collection = controller_manager.is_some();
@@ -274,6 +274,14 @@ impl TestEnv {
     /// A fresh namespace on the real control plane, with the project's RBAC installed for the
     /// operator's ServiceAccount in it; `None` when the control plane is not available.
     pub async fn real() -> Option<Self> {
+        Self::real_for(&project_dir()).await
+    }
+
+    /// [`TestEnv::real`] for the project whose `config/` is in `project` rather than in
+    /// [`project_dir`] (a fixture of a crate's tests, say): its `config/rbac` is installed for
+    /// the operator's ServiceAccount, and its `config/crd/bases`, if any, on the shared control
+    /// plane.
+    pub async fn real_for(project: &Path) -> Option<Self> {
         let plane = ControlPlane::shared()?;
         static NEXT: AtomicUsize = AtomicUsize::new(1);
         let namespace = format!("test-{}", NEXT.fetch_add(1, Ordering::Relaxed));
@@ -285,7 +293,13 @@ impl TestEnv {
             .create(&PostParams::default(), &object)
             .await
             .expect("creating the test namespace");
-        let service_account = install_rbac(&admin, &namespace).await;
+        if project != project_dir() {
+            // The control plane installed those of project_dir() when it started.
+            install_crds(&admin, project)
+                .await
+                .unwrap_or_else(|err| panic!("installing the CRDs: {err}"));
+        }
+        let service_account = install_rbac(&admin, &namespace, project).await;
         let accounts = Api::<ServiceAccount>::namespaced(admin.clone(), &namespace);
         let token = token(&accounts, &service_account).await;
         let kubeconfig = plane.kubeconfig_for_token(&namespace, &token, &namespace);
@@ -415,11 +429,11 @@ async fn config(kubeconfig: &Path) -> Config {
         .expect("a client configuration")
 }
 
-/// Creates every CRD of `config/crd/bases` and waits until each is established: a CRD the real
-/// server refuses fails here.
-async fn install_crds(admin: &Client) -> Result<(), String> {
+/// Creates every CRD of `project`'s `config/crd/bases` and waits until each is established: a
+/// CRD the real server refuses fails here.
+async fn install_crds(admin: &Client, project: &Path) -> Result<(), String> {
     let api = Api::<CustomResourceDefinition>::all(admin.clone());
-    let dir = project_dir().join("config/crd/bases");
+    let dir = project.join("config/crd/bases");
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Ok(()); // a project without APIs yet
     };
@@ -445,11 +459,11 @@ async fn install_crds(admin: &Client) -> Result<(), String> {
     Ok(())
 }
 
-/// Installs the objects `config/rbac/kustomization.yaml` lists for the operator running in
-/// `namespace`, renamed as kustomize's `namePrefix` and `namespace` would (so that tests do not
-/// share cluster-scoped objects), and returns the ServiceAccount's name.
-async fn install_rbac(admin: &Client, namespace: &str) -> String {
-    let dir = project_dir().join("config/rbac");
+/// Installs the objects `project`'s `config/rbac/kustomization.yaml` lists for the operator
+/// running in `namespace`, renamed as kustomize's `namePrefix` and `namespace` would (so that
+/// tests do not share cluster-scoped objects), and returns the ServiceAccount's name.
+async fn install_rbac(admin: &Client, namespace: &str, project: &Path) -> String {
+    let dir = project.join("config/rbac");
     let kustomization: Value = serde_saphyr::from_str(&read(&dir.join("kustomization.yaml")))
         .expect("config/rbac/kustomization.yaml");
     let prefix = format!("{namespace}-");

@@ -1,5 +1,4 @@
-//! The test support of operators scaffolded by [memop](https://github.com/memop-rs/memop),
-//! a dev-dependency of every memop project:
+//! The test support of operators scaffolded by memop, a dev-dependency of every memop project:
 //!
 //! - [`apiserver`]: a stateful in-memory Kubernetes API server behind a real `kube::Client`
 //!   (create, get, list, watch, patch including server-side apply, delete, finalizers,

@@ -1,0 +1,138 @@
+//! The example's one controller, written as a memop project writes its controllers: it counts
+//! the keys of every ConfigMap labelled [`SELECTOR`], writes the count to its [`KEYS`]
+//! annotation, and records an Event ([`REASON`]) when the count changes.
+//!
+//! [`controller::run`] drives it with the manager's settings and readiness, and
+//! [`Instruments`] runs around each reconcile (time limit, span, the
+//! `controller_runtime_reconcile_*` metrics, per-object backoff); the module holds only what
+//! is particular to its kind.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::{Controller, watcher};
+use kube::{Client, Resource, ResourceExt};
+use memop_runtime::controller::{self, Error, Instruments, Result};
+use memop_runtime::manager::{Manager, Shared};
+use memop_runtime::rbac::Rule;
+use serde_json::json;
+
+/// The controller's name in logs, metrics and readiness.
+pub const NAME: &str = "configmaps";
+/// The ConfigMaps this controller reconciles; the watch is limited to them, so the manager
+/// does not cache every ConfigMap of the cluster.
+pub const SELECTOR: &str = "example.com/count-keys=true";
+/// The annotation with the number of keys (`data` and `binaryData`).
+pub const KEYS: &str = "example.com/keys";
+/// The reason of the Event recorded when the count changes.
+pub const REASON: &str = "KeysCounted";
+/// The field manager of the annotation.
+const FIELD_MANAGER: &str = "example-operator";
+
+/// Exactly the API access this controller uses: `tests/fixture/config/rbac/role.yaml` is
+/// generated from it ([`memop_runtime::rbac::role_yaml`]), as a project's `make manifests`
+/// generates its `config/rbac/role.yaml`.
+#[allow(dead_code)] // read by tests/manager.rs, as a project's manifests binary reads it
+pub const RULES: &[Rule] = &[
+    // Watch the ConfigMaps, and patch the annotation on.
+    Rule {
+        api_group: "",
+        resources: &["configmaps"],
+        verbs: &["list", "watch", "patch"],
+    },
+    // kube's Recorder writes events.k8s.io/v1 Events, patching them for repeats.
+    Rule {
+        api_group: "events.k8s.io",
+        resources: &["events"],
+        verbs: &["create", "patch"],
+    },
+];
+
+/// What [`reconcile`] works with.
+pub struct Context {
+    client: Client,
+    recorder: Recorder,
+    instruments: Instruments,
+}
+
+/// Registers the controller with the manager; `main` calls this.
+pub fn register(manager: &mut Manager) {
+    manager.register(NAME, run);
+}
+
+/// Runs the controller until shutdown: what the manager runs once this replica leads.
+pub async fn run(shared: Shared) -> anyhow::Result<()> {
+    let ctx = Context {
+        client: shared.client.clone(),
+        recorder: Recorder::new(shared.client.clone(), shared.reporter.clone()),
+        instruments: Instruments::new(NAME, &shared),
+    };
+    let configmaps: Api<ConfigMap> = shared.namespaced_api();
+    let watched = Controller::new(configmaps, watcher::Config::default().labels(SELECTOR));
+    controller::run(
+        NAME,
+        &shared,
+        watched,
+        reconcile,
+        error_policy,
+        Arc::new(ctx),
+    )
+    .await
+}
+
+/// Reconciles one ConfigMap, within the [`Instruments`].
+async fn reconcile(object: Arc<ConfigMap>, ctx: Arc<Context>) -> Result<Action> {
+    let counted = count_keys(&object, &ctx);
+    ctx.instruments.reconcile(object.as_ref(), counted).await
+}
+
+/// Retries a failed reconcile with a per-object exponential backoff.
+fn error_policy(object: Arc<ConfigMap>, error: &Error, ctx: Arc<Context>) -> Action {
+    ctx.instruments.retry(object.as_ref(), error)
+}
+
+/// Brings the [`KEYS`] annotation of `object` in line with its keys; writes nothing when it is.
+async fn count_keys(object: &ConfigMap, ctx: &Context) -> Result<Action> {
+    let keys = object.data.as_ref().map_or(0, BTreeMap::len)
+        + object.binary_data.as_ref().map_or(0, BTreeMap::len);
+    let count = keys.to_string();
+    if object.annotations().get(KEYS) == Some(&count) {
+        return Ok(Action::await_change());
+    }
+    let namespace = object.namespace().ok_or_else(|| {
+        Error::Invalid(format!("ConfigMap {} has no namespace", object.name_any()))
+    })?;
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
+    let patch = json!({ "metadata": { "annotations": { KEYS: count } } });
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    match api
+        .patch(&object.name_any(), &params, &Patch::Merge(&patch))
+        .await
+    {
+        // Deleted meanwhile: nothing left to count.
+        Err(kube::Error::Api(status)) if status.is_not_found() => {
+            return Ok(Action::await_change());
+        }
+        result => result?,
+    };
+    let event = Event {
+        type_: EventType::Normal,
+        reason: REASON.into(),
+        note: Some(format!("{keys} keys")),
+        action: "Annotate".into(),
+        secondary: None,
+    };
+    let mut reference = object.object_ref(&());
+    reference.resource_version = None;
+    if let Err(err) = ctx.recorder.publish(&event, &reference).await {
+        tracing::warn!(name = %object.name_any(), error = %err, "could not record an event");
+    }
+    Ok(Action::await_change())
+}

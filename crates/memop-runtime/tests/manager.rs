@@ -1,0 +1,654 @@
+//! The manager end to end on the real control plane (skipped without `KUBEBUILDER_ASSETS`):
+//! the example manager (`examples/manager/`) started as `make run` would start a project's,
+//! but with the kubeconfig of its own ServiceAccount, bound to the RBAC of
+//! `tests/fixture/config/rbac`, and leader election on. It must answer its probes, serve
+//! metrics over HTTPS to metrics readers only, reconcile with its controller, hold the Lease,
+//! and on SIGTERM exit within the pod's grace period, releasing the Lease for the next leader.
+//! It must also stop at once when another replica takes the Lease, fail visibly when its caches
+//! cannot sync, stop on SIGTERM even then, and not let idle connections tie up its probes.
+
+#[path = "../examples/manager/configmaps.rs"]
+#[allow(dead_code)] // the example's controller: here for its RULES and names
+mod configmaps;
+
+use std::io::Read;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use memop_runtime::rbac::{Scope, role_yaml};
+use memop_test::envtest::{apply, free_port, http_get};
+use memop_test::https::{Trust, https_get, write_serving_certificate};
+use memop_test::{Backend, TestEnv};
+use serde_json::{Value, json};
+
+/// The example's leader election Lease: `<name>.<domain>` of its `Operator`, the default of
+/// `--leader-election-id`.
+const LEASE: &str = "example-operator.example.com";
+/// The example's `Operator::name`: who its events are reported by.
+const OPERATOR_NAME: &str = "example-operator";
+/// The manager's lease holder identity (in a pod, the pod's name).
+const IDENTITY: &str = "manager-under-test";
+/// The manager pod's termination grace period (`terminationGracePeriodSeconds` of a project's
+/// `config/manager/manager.yaml`), which the default `--graceful-shutdown-timeout` (8 s) fits.
+const GRACE_PERIOD: Duration = Duration::from_secs(10);
+/// One manager at a time: a manager watching all namespaces would reconcile the objects of
+/// another test's namespace too.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+#[tokio::test]
+async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
+    let Some(env) = real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut manager = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
+    let reader = env
+        .service_account_token("scraper", Some("metrics-reader"))
+        .await;
+    eventually("/healthz", || async {
+        manager.probe("/healthz") == Some((200, "ok".into()))
+    })
+    .await;
+    eventually("/readyz", || async {
+        manager.probe("/readyz") == Some((200, "ok".into()))
+    })
+    .await;
+    // (A standby is ready too: /readyz does not wait for the Lease.)
+    eventually("the Lease held", || async {
+        holder(&env).await.as_deref() == Some(IDENTITY)
+    })
+    .await;
+    // Written as a field manager of this replica's own, so that two standbys racing for a free
+    // Lease cannot both win.
+    let lease = Api::<Lease>::namespaced(env.admin.clone(), &env.namespace);
+    let lease = lease.get(LEASE).await.unwrap();
+    let managers: Vec<_> = lease
+        .managed_fields()
+        .iter()
+        .filter_map(|f| f.manager.clone())
+        .collect();
+    assert!(
+        !managers.is_empty() && managers.iter().all(|m| m.ends_with(IDENTITY)),
+        "{managers:?}"
+    );
+
+    // The controller reconciles a ConfigMap it watches, as its ServiceAccount, and the
+    // manager counts the successful reconcile.
+    let (selector, value) = configmaps::SELECTOR.split_once('=').unwrap();
+    let sample = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": { "name": "sample", "namespace": env.namespace, "labels": { selector: value } },
+        "data": { "a": "1", "b": "2" },
+    });
+    apply(&env.admin, &sample).await;
+    let maps = Api::<ConfigMap>::namespaced(env.admin.clone(), &env.namespace);
+    eventually("the sample reconciled", || async {
+        let sample = maps.get("sample").await.unwrap();
+        sample
+            .annotations()
+            .get(configmaps::KEYS)
+            .map(String::as_str)
+            == Some("2")
+    })
+    .await;
+    eventually("a successful reconcile counted", || async {
+        manager.reconciles(&reader, "success").await >= 1
+    })
+    .await;
+    assert_eq!(manager.reconciles(&reader, "error").await, 0);
+    // Its event comes from the operator, as this replica.
+    let events = Api::<Event>::namespaced(env.admin.clone(), &env.namespace);
+    let counted = |e: &Event| {
+        e.reason.as_deref() == Some(configmaps::REASON)
+            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("sample")
+    };
+    eventually("the reconcile's event", || async {
+        let list = events.list(&ListParams::default()).await.unwrap();
+        list.items.iter().any(counted)
+    })
+    .await;
+    let list = events.list(&ListParams::default()).await.unwrap();
+    let event = list.items.iter().find(|e| counted(e)).unwrap();
+    assert_eq!(event.note.as_deref(), Some("2 keys"));
+    assert_eq!(event.reporting_controller.as_deref(), Some(OPERATOR_NAME));
+    assert_eq!(event.reporting_instance.as_deref(), Some(IDENTITY));
+
+    let (exited, took) = manager.terminate().await;
+    println!("stopped {took:?} after SIGTERM");
+    assert_eq!(exited.code(), Some(0), "{exited}\n{}", manager.log());
+    assert_ne!(
+        holder(&env).await.as_deref(),
+        Some(IDENTITY),
+        "the Lease was released"
+    );
+}
+
+#[tokio::test]
+async fn the_manager_stops_at_once_when_another_replica_takes_the_lease() {
+    let Some(env) = real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut manager = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
+    eventually("the Lease held", || async {
+        holder(&env).await.as_deref() == Some(IDENTITY)
+    })
+    .await;
+    // Another replica holds it now (as after a network partition that outlasted the lease).
+    let now = serde_json::to_value(MicroTime(Timestamp::now())).unwrap();
+    let usurper = json!({ "spec": { "holderIdentity": "another-replica", "renewTime": now, "acquireTime": now } });
+    Api::<Lease>::namespaced(env.admin.clone(), &env.namespace)
+        .patch(LEASE, &PatchParams::default(), &Patch::Merge(usurper))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let exited = manager.wait(Duration::from_secs(15)).await;
+    println!("exited {:?} after losing the lease", started.elapsed());
+    // Losing leadership is a failure: main returns the error, and the process exits with 1.
+    assert_eq!(exited.code(), Some(1), "{exited}\n{}", manager.log());
+    assert!(
+        manager
+            .log()
+            .contains("Error: lost leadership; exiting so that another replica takes over"),
+        "{}",
+        manager.log()
+    );
+    assert_eq!(
+        holder(&env).await.as_deref(),
+        Some("another-replica"),
+        "the Lease was left alone"
+    );
+}
+
+#[tokio::test]
+async fn a_manager_whose_caches_cannot_sync_fails_visibly_and_stops_on_sigterm() {
+    let Some(env) = real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    // A ServiceAccount with no rights: the controller can list nothing.
+    let nobody = env.kubeconfig_without_rights("nobody").await;
+
+    let mut manager = Manager::start(&env, &nobody, &["--cache-sync-timeout=5m"]);
+    eventually("/healthz", || async {
+        manager.probe("/healthz") == Some((200, "ok".into()))
+    })
+    .await;
+    let waiting = format!("waiting for controllers to sync: {}", configmaps::NAME);
+    assert_eq!(
+        manager.probe("/readyz"),
+        Some((503, waiting.clone())),
+        "not ready before its caches sync"
+    );
+    // Without the rights of config/rbac/metrics_auth_role.yaml, the manager cannot review
+    // even a metrics reader's token.
+    let reader = env
+        .service_account_token("scraper", Some("metrics-reader"))
+        .await;
+    eventually("the metrics endpoint", || async {
+        manager.scrape(None).await.is_ok()
+    })
+    .await;
+    assert_eq!(
+        manager.scrape(Some(&reader)).await,
+        Ok((500, "Authentication failed\n".to_string())),
+        "the TokenReview is forbidden"
+    );
+    let (exited, took) = manager.terminate().await;
+    println!("stopped {took:?} after SIGTERM, caches never synced");
+    assert_eq!(exited.code(), Some(0), "{exited}\n{}", manager.log());
+    // Well below the 8 s a drain may take: nothing was in flight.
+    assert!(took < Duration::from_secs(6), "nothing to drain: {took:?}");
+
+    let mut manager = Manager::start(&env, &nobody, &["--cache-sync-timeout=3s"]);
+    let exited = manager.wait(Duration::from_secs(10)).await;
+    assert_eq!(
+        exited.code(),
+        Some(1),
+        "a cache that never syncs fails the manager: {exited}\n{}",
+        manager.log()
+    );
+    assert!(
+        manager
+            .log()
+            .contains(&format!("Error: {waiting} after 3s")),
+        "{}",
+        manager.log()
+    );
+}
+
+#[tokio::test]
+async fn idle_connections_neither_starve_the_probes_nor_stay_open() {
+    let Some(env) = real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut manager = Manager::start(&env, &kubeconfig(&env), &[]);
+    eventually("/healthz", || async {
+        manager.probe("/healthz") == Some((200, "ok".into()))
+    })
+    .await;
+    // Connections that never send a request.
+    let mut idle: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect(("127.0.0.1", manager.probes)).unwrap())
+        .collect();
+    assert_eq!(
+        manager.probe("/healthz"),
+        Some((200, "ok".into())),
+        "the probes still answer"
+    );
+    // After the header read timeout the server closes them: a read sees the end.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    for stream in idle.iter_mut().take(10) {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut rest = Vec::new();
+        let read = stream.read_to_end(&mut rest);
+        assert!(read.is_ok(), "closed by the server: {read:?}");
+    }
+    manager.stop().await;
+}
+
+#[tokio::test]
+async fn metrics_are_served_over_https_to_metrics_readers_only() {
+    let Some(env) = real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut manager = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
+    let reader = env
+        .service_account_token("scraper", Some("metrics-reader"))
+        .await;
+    let stranger = env.service_account_token("stranger", None).await;
+    eventually("the Lease held", || async {
+        holder(&env).await.as_deref() == Some(IDENTITY)
+    })
+    .await;
+
+    assert_eq!(
+        manager.scrape(None).await,
+        Ok((401, "Unauthorized\n".to_string()))
+    );
+    assert_eq!(
+        manager.scrape(Some("not-a-token")).await,
+        Ok((401, "Unauthorized\n".to_string()))
+    );
+    let denied = format!(
+        "Authorization denied for user system:serviceaccount:{}:stranger\n",
+        env.namespace
+    );
+    assert_eq!(manager.scrape(Some(&stranger)).await, Ok((403, denied)));
+    assert!(
+        http_get(manager.metrics, "/metrics").is_none_or(|(status, _)| status == 400),
+        "no metrics over plain HTTP"
+    );
+
+    // (The reconcile counts show once something is reconciled: the first test reads them.)
+    let families = [
+        "controller_runtime_max_concurrent_reconciles",
+        "controller_runtime_active_workers",
+        "workqueue_unfinished_work_seconds",
+        "workqueue_longest_running_processor_seconds",
+        "workqueue_retries_total",
+        "rest_client_requests_total",
+        "leader_election_master_status",
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "process_start_time_seconds",
+    ];
+    let missing = |metrics: &str| -> Vec<&str> {
+        families
+            .into_iter()
+            .filter(|f| !metrics.lines().any(|line| line.starts_with(f)))
+            .collect()
+    };
+    // The controller declares its families as it starts, just after the Lease is won.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let metrics = loop {
+        let (status, metrics) = manager.scrape(Some(&reader)).await.unwrap();
+        assert_eq!(status, 200, "{metrics}");
+        let missing = missing(&metrics);
+        if missing.is_empty() {
+            break metrics;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "missing {missing:?} in\n{metrics}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let has = |line: String| {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no {line} in\n{metrics}"
+        );
+    };
+    has(format!(
+        r#"leader_election_master_status{{name="{LEASE}"}} 1"#
+    ));
+    // The default --max-concurrent-reconciles.
+    let name = configmaps::NAME;
+    has(format!(
+        r#"controller_runtime_max_concurrent_reconciles{{controller="{name}"}} 10"#
+    ));
+    // The manager's own requests to the API server, the reviews included.
+    assert!(
+        metrics
+            .lines()
+            .any(|line| line.starts_with(r#"rest_client_requests_total{code="201",method="POST""#)),
+        "{metrics}"
+    );
+    manager.stop().await;
+}
+
+#[tokio::test]
+async fn metrics_are_served_over_plain_http_to_anyone_when_not_secure() {
+    let Some(env) = real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    // As for `make run RUN_ARGS="--metrics-bind-address=:8080 --metrics-secure=false"`.
+    let mut manager = Manager::start(&env, &kubeconfig(&env), &["--metrics-secure=false"]);
+    eventually("/healthz", || async {
+        manager.probe("/healthz") == Some((200, "ok".into()))
+    })
+    .await;
+    let metrics = http_get(manager.metrics, "/metrics");
+    assert!(
+        metrics.as_ref().is_some_and(
+            |(status, body)| *status == 200 && body.contains("process_cpu_seconds_total")
+        ),
+        "{metrics:?}"
+    );
+    manager.stop().await;
+}
+
+#[tokio::test]
+async fn metrics_are_served_with_the_certificate_of_metrics_cert_path() {
+    let Some(env) = real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    // A CA, and a certificate for localhost it signed, as cert-manager would mount them.
+    let dir = std::env::temp_dir().join(format!("metrics-certs-{}", env.namespace));
+    std::fs::create_dir_all(&dir).unwrap();
+    write_serving_certificate(&dir);
+
+    let cert_path = format!("--metrics-cert-path={}", dir.display());
+    let mut manager = Manager::start(&env, &kubeconfig(&env), &[&cert_path]);
+    let reader = env
+        .service_account_token("scraper", Some("metrics-reader"))
+        .await;
+    let ca = dir.join("ca.crt");
+    let scrape = || https_get(manager.metrics, "/metrics", Some(&reader), Trust::Ca(&ca));
+    eventually("a verified scrape", || async {
+        matches!(scrape().await, Ok((200, body)) if body.contains("process_cpu_seconds_total"))
+    })
+    .await;
+    manager.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The fixture's role is what `make manifests` would generate from the example controller's
+/// `RULES`: the RBAC the tests above install is exactly what the controller declares.
+#[test]
+fn role_yaml_is_generated_from_the_rules() {
+    let path = fixture().join("config/rbac/role.yaml");
+    let fixture = std::fs::read_to_string(&path).unwrap();
+    // Only the leading comment differs: the fixture's says where it comes from.
+    let without_comments = |yaml: &str| -> String {
+        yaml.lines()
+            .filter(|line| !line.starts_with('#'))
+            .map(|line| format!("{line}\n"))
+            .collect()
+    };
+    let generated = role_yaml(Scope::Cluster, &[configmaps::RULES]);
+    assert_eq!(
+        without_comments(&fixture),
+        without_comments(&generated),
+        "{} is stale; write it again from examples/manager/configmaps.rs's RULES:\n{generated}",
+        path.display()
+    );
+}
+
+/// The project the tests install: a memop project's `config/` for the example manager.
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture")
+}
+
+/// A namespace of the real control plane with the fixture's RBAC; `None` without
+/// `KUBEBUILDER_ASSETS` (a failure with `ENVTEST_REQUIRED=1`).
+async fn real() -> Option<TestEnv> {
+    TestEnv::real_for(&fixture()).await
+}
+
+/// The manager's own ServiceAccount.
+fn kubeconfig(env: &TestEnv) -> PathBuf {
+    match &env.backend {
+        Backend::Real { kubeconfig, .. } => kubeconfig.clone(),
+        Backend::InMemory(_) => unreachable!("TestEnv::real_for is the real control plane"),
+    }
+}
+
+async fn holder(env: &TestEnv) -> Option<String> {
+    let leases: Api<Lease> = Api::namespaced(env.admin.clone(), &env.namespace);
+    let lease = leases.get_opt(LEASE).await.unwrap();
+    lease.and_then(|l| l.spec?.holder_identity)
+}
+
+/// The example manager binary, built (if it is not already) on first use.
+///
+/// `cargo test` builds the examples only when it builds every target: `cargo test --test
+/// manager` selects this test alone, so `examples/manager` next to this test binary may be
+/// missing, or left from an earlier build and older than the example's source (cargo's
+/// `CARGO_BIN_EXE_*` exists for a package's binaries, not its examples). So this asks cargo to
+/// build it, in this test's profile, which does nothing when it is up to date, and runs the
+/// executable cargo reports. The target directory is inherited as any cargo command inherits
+/// it (`CARGO_TARGET_DIR`, `.cargo/config.toml`); only a `--target-dir` given on `cargo test`'s
+/// command line is not, and then the example builds in the default one, which is slower but
+/// still right.
+fn manager_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+        let mut build = Command::new(cargo);
+        build
+            .args(["build", "--example", "manager", "--message-format=json"])
+            .arg("--manifest-path")
+            .arg(manifest);
+        // This binary is <target dir>/<profile dir>/deps/manager-<hash>; the dev and test
+        // profiles build into `debug`, any other into a directory of its name.
+        let test = std::env::current_exe().expect("the test binary's path");
+        let profile = test
+            .parent()
+            .and_then(Path::parent)
+            .and_then(Path::file_name);
+        if let Some(profile) = profile.and_then(|p| p.to_str()).filter(|p| *p != "debug") {
+            build.args(["--profile", profile]);
+        }
+        let output = build
+            .stdin(Stdio::null())
+            .output()
+            .expect("running cargo to build the example manager");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let messages: Vec<Value> = stdout
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect();
+        let rendered: String = messages
+            .iter()
+            .filter_map(|m| m["message"]["rendered"].as_str())
+            .collect();
+        assert!(
+            output.status.success(),
+            "building the example manager failed:\n{rendered}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let executable = messages
+            .iter()
+            .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "manager")
+            .filter(|m| m["target"]["kind"] == json!(["example"]))
+            .find_map(|m| m["executable"].as_str())
+            .expect("cargo reports the example's executable");
+        PathBuf::from(executable)
+    })
+}
+
+/// The manager binary, running; killed if the test ends first. Its output goes to a log file,
+/// printed when a test fails.
+struct Manager {
+    child: Child,
+    probes: u16,
+    metrics: u16,
+    log: PathBuf,
+}
+
+impl Manager {
+    fn start(env: &TestEnv, kubeconfig: &Path, args: &[&str]) -> Self {
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
+        let (probes, metrics) = (free_port().unwrap(), free_port().unwrap());
+        let log = std::env::temp_dir().join(format!(
+            "manager-{}-{}-{}.log",
+            std::process::id(),
+            env.namespace,
+            STARTED.fetch_add(1, Ordering::Relaxed)
+        ));
+        let output = std::fs::File::create(&log).expect("the manager's log file");
+        let child = Command::new(manager_binary())
+            .args(args)
+            .arg(format!("--health-probe-bind-address=127.0.0.1:{probes}"))
+            .arg(format!("--metrics-bind-address=127.0.0.1:{metrics}"))
+            .env("KUBECONFIG", kubeconfig)
+            // As the downward API sets them in a pod (config/manager/manager.yaml).
+            .env("POD_NAME", IDENTITY)
+            .env("POD_NAMESPACE", &env.namespace)
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .env_remove("WATCH_NAMESPACE")
+            .stdin(Stdio::null())
+            .stdout(output.try_clone().expect("the manager's log file"))
+            .stderr(output)
+            .spawn()
+            .expect("starting the manager");
+        Self {
+            child,
+            probes,
+            metrics,
+            log,
+        }
+    }
+
+    /// What the manager wrote so far.
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// `GET` of a probe: its status code and body.
+    fn probe(&self, path: &str) -> Option<(u16, String)> {
+        http_get(self.probes, path)
+    }
+
+    /// `GET /metrics` with `token`, accepting the manager's self-signed certificate.
+    async fn scrape(&self, token: Option<&str>) -> Result<(u16, String), String> {
+        https_get(self.metrics, "/metrics", token, Trust::Anything).await
+    }
+
+    /// How many reconciles of the example's controller ended with `result` (`success` or
+    /// `error`), from `/metrics`; 0 when it cannot tell.
+    async fn reconciles(&self, token: &str, result: &str) -> u64 {
+        let Ok((200, metrics)) = self.scrape(Some(token)).await else {
+            return 0;
+        };
+        let series = format!(
+            r#"controller_runtime_reconcile_total{{controller="{}",result="{result}"}} "#,
+            configmaps::NAME
+        );
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(&series))
+            .and_then(|count| count.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Waits for the manager to exit by itself, at most `limit`.
+    async fn wait(&mut self, limit: Duration) -> ExitStatus {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                started.elapsed() < limit,
+                "the manager still runs after {limit:?}:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Sends SIGTERM; returns how the manager exited, and how long that took (at most the
+    /// pod's grace period).
+    async fn terminate(&mut self) -> (ExitStatus, Duration) {
+        let sent = Instant::now();
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("sending SIGTERM");
+        assert!(killed.success(), "kill -TERM: {killed}");
+        let exited = self.wait(GRACE_PERIOD).await;
+        (exited, sent.elapsed())
+    }
+
+    /// [`Manager::terminate`], which must end in a clean exit.
+    async fn stop(&mut self) {
+        let (exited, took) = self.terminate().await;
+        assert_eq!(
+            exited.code(),
+            Some(0),
+            "{exited} {took:?} after SIGTERM:\n{}",
+            self.log()
+        );
+    }
+}
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            // Captured with the test's output, and shown as it fails.
+            println!("the manager's log:\n{}", self.log());
+        }
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let waited = tokio::time::timeout(Duration::from_secs(60), async {
+        while !check().await {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    waited
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
+}
