@@ -15,7 +15,10 @@ use futures::StreamExt;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
-use kube::{Resource, ResourceExt};
+use k8s_openapi::NamespaceResourceScope;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -103,6 +106,81 @@ where
         .await;
     tracing::info!(controller = name, "stopped");
     Ok(())
+}
+
+/// Writes `conditions`, of the types in `owned` (the ones this controller reports), into the
+/// status of `object`, unless they are what `current` (its status conditions as read) already
+/// holds: a server-side apply of the status subresource as `field_manager`, with only those
+/// types, so that other writers' conditions stay theirs (`conditions` is a list keyed by type).
+///
+/// An object deleted meanwhile is no error: there is nothing left to report on. Any other
+/// failure is one, a 404 from a missing status subresource included.
+pub async fn write_conditions<K>(
+    client: &Client,
+    object: &K,
+    field_manager: &str,
+    owned: &[&str],
+    current: &[Condition],
+    conditions: &[Condition],
+) -> Result<()>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
+    K: Clone + DeserializeOwned + Debug,
+{
+    let ours = owned_conditions(conditions, owned);
+    if owned_conditions(current, owned) == ours {
+        return Ok(());
+    }
+    let name = object.name_any();
+    let api: Api<K> = Api::namespaced(client.clone(), &object.namespace().unwrap_or_default());
+    let patch = Patch::Apply(serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": { "conditions": ours },
+    }));
+    let params = PatchParams::apply(field_manager).force();
+    match api.patch_status(&name, &params, &patch).await {
+        Ok(_) => Ok(()),
+        // The object itself is gone: the API server names it in the details. (A 404 without
+        // them means the status subresource or the version is not served.)
+        Err(kube::Error::Api(err))
+            if err.is_not_found() && err.details.as_ref().is_some_and(|d| d.name == name) =>
+        {
+            tracing::debug!(%name, "gone before its status was written");
+            Ok(())
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Records an event on `object` with `reason` and `note`, with kubebuilder's action names
+/// (`DeleteCR` for a `Deleting` warning, `Reconcile` otherwise). Events are informational: a
+/// failure is logged, not returned.
+pub async fn publish<K: Resource<DynamicType = ()>>(
+    recorder: &Recorder,
+    object: &K,
+    type_: EventType,
+    reason: &str,
+    note: String,
+) {
+    let action = match reason {
+        "Deleting" => "DeleteCR",
+        _ => "Reconcile",
+    };
+    let event = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: action.into(),
+        secondary: None,
+    };
+    // Without its resourceVersion, which every status write changes, the reference stays the
+    // same, so the Recorder turns repeats of an event into one series instead of new Events.
+    let mut reference = object.object_ref(&());
+    reference.resource_version = None;
+    if let Err(err) = recorder.publish(&event, &reference).await {
+        tracing::warn!(name = %object.name_any(), error = %err, "could not record an event");
+    }
 }
 
 /// What runs around every reconcile of a controller, so that its module holds only the logic

@@ -9,6 +9,7 @@
 //!   TokenReview and SubjectAccessReview, leader election, and a graceful shutdown;
 //! - [`controller`]: [`controller::run`], the instruments around each reconcile (time limit,
 //!   span, metrics, per-object backoff), status conditions and server-side-apply helpers;
+//! - [`operand`]: what a controller that keeps a Deployment running reads of it;
 //! - [`rbac`] and [`manifests`]: the manager's role and the CRDs that `make manifests` writes;
 //! - [`webhook`]: the admission and conversion webhook server and its certificates.
 //!
@@ -46,6 +47,7 @@
 pub mod controller;
 pub mod manager;
 pub mod manifests;
+pub mod operand;
 pub mod rbac;
 pub mod webhook;
 

@@ -39,17 +39,17 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{EventType, Recorder};
 use kube::runtime::finalizer::{self, finalizer};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
-use serde_json::json;
 
 use memop_runtime::controller::{
     self, Conditions, Error, Instruments, Result, Truth, condition, fingerprint, in_sync,
-    label_value, owned_conditions, stamp,
+    label_value, stamp,
 };
 use memop_runtime::manager::{Manager, Shared};
+use memop_runtime::operand::{Rollout, controlled_by, rollout};
 use memop_runtime::rbac::Rule;
 
 use crate::api::cache::v1alpha1::{Memcached, MemcachedStatus};
@@ -236,7 +236,7 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
     let observed = deployments.get_opt(&name).await?;
     // Never take over a Deployment that something else controls (as controller-runtime's
     // SetControllerReference refuses to): say so, and leave it alone.
-    if let Some(other) = observed.as_ref().filter(|d| !controlled_by(d, object)) {
+    if let Some(other) = observed.as_ref().filter(|d| !controlled_by(*d, object)) {
         let controller = other
             .owner_references()
             .iter()
@@ -280,7 +280,7 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
                     ),
                     (Some(_), None) => ("Updated", format!("Updated Deployment {name}")),
                 };
-                publish(ctx, object, EventType::Normal, reason, note).await;
+                controller::publish(&ctx.recorder, object, EventType::Normal, reason, note).await;
                 Some(applied)
             }
             Err(err) => {
@@ -343,7 +343,14 @@ async fn stuck(
     Conditions::new(&mut status.conditions, object.metadata.generation)
         .failing(reason, message.clone());
     write_status(object, status, ctx).await?;
-    publish(ctx, object, EventType::Warning, reason, message.clone()).await;
+    controller::publish(
+        &ctx.recorder,
+        object,
+        EventType::Warning,
+        reason,
+        message.clone(),
+    )
+    .await;
     Err(Error::Invalid(message))
 }
 
@@ -356,7 +363,7 @@ async fn cleanup(object: &Memcached, ctx: &Context) -> Result<Action> {
     let name = object.name_any();
     let namespace = object.namespace().unwrap_or_default();
     let note = format!("Custom Resource {name} is being deleted from the namespace {namespace}");
-    publish(ctx, object, EventType::Warning, "Deleting", note).await;
+    controller::publish(&ctx.recorder, object, EventType::Warning, "Deleting", note).await;
     let mut status = object.status.clone().unwrap_or_default();
     let generation = object.metadata.generation;
     let message = format!("Performing finalizer operations for the custom resource: {name}");
@@ -391,121 +398,29 @@ fn applied_key(object: &Memcached) -> String {
     format!("{namespace}/{}", deployment_name(object))
 }
 
-/// Writes the conditions this controller owns through the status subresource, unless they are
-/// what the object already has. An object deleted meanwhile is no error: there is nothing left
-/// to report on. Any other failure is one, a 404 from a missing status subresource included.
+/// Writes the conditions this controller owns into the status of `object`, unless they are
+/// what it already has (see [`controller::write_conditions`]).
 async fn write_status(object: &Memcached, status: &MemcachedStatus, ctx: &Context) -> Result<()> {
-    let ours = owned_conditions(&status.conditions, OWNED_CONDITIONS);
     let current = object
         .status
         .as_ref()
         .map(|s| s.conditions.as_slice())
         .unwrap_or_default();
-    if owned_conditions(current, OWNED_CONDITIONS) == ours {
-        return Ok(());
-    }
-    let name = object.name_any();
-    let api: Api<Memcached> =
-        Api::namespaced(ctx.client.clone(), &object.namespace().unwrap_or_default());
-    // Server-side apply as this controller's field manager, with only its own condition types:
-    // `conditions` is a list keyed by type, so others' conditions stay theirs.
-    let patch = Patch::Apply(json!({
-        "apiVersion": Memcached::api_version(&()),
-        "kind": Memcached::kind(&()),
-        "status": { "conditions": ours },
-    }));
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    match api.patch_status(&name, &params, &patch).await {
-        Ok(_) => Ok(()),
-        // The object itself is gone: the API server names it in the details. (A 404 without
-        // them means the status subresource or the version is not served.)
-        Err(kube::Error::Api(err))
-            if err.is_not_found() && err.details.as_ref().is_some_and(|d| d.name == name) =>
-        {
-            tracing::debug!(%name, "gone before its status was written");
-            Ok(())
-        }
-        Err(err) => Err(err.into()),
-    }
-}
-
-/// Records an event on `object`. Events are informational: a failure is logged, not returned.
-async fn publish(ctx: &Context, object: &Memcached, type_: EventType, reason: &str, note: String) {
-    // kubebuilder's action names: DeleteCR for the deletion warning, Reconcile otherwise.
-    let action = match reason {
-        "Deleting" => "DeleteCR",
-        _ => "Reconcile",
-    };
-    let event = Event {
-        type_,
-        reason: reason.into(),
-        note: Some(note),
-        action: action.into(),
-        secondary: None,
-    };
-    // Without its resourceVersion, which every status write changes, the reference stays the
-    // same, so the Recorder turns repeats of an event into one series instead of new Events.
-    let mut reference = object.object_ref(&());
-    reference.resource_version = None;
-    if let Err(err) = ctx.recorder.publish(&event, &reference).await {
-        tracing::warn!(name = %object.name_any(), error = %err, "could not record an event");
-    }
+    controller::write_conditions(
+        &ctx.client,
+        object,
+        FIELD_MANAGER,
+        OWNED_CONDITIONS,
+        current,
+        &status.conditions,
+    )
+    .await
 }
 
 /// The Deployment of `object`: named after it, or, for a name too long to be a label value
 /// (over 63 characters), after a shortened form with a hash that keeps it unique.
 pub fn deployment_name(object: &Memcached) -> String {
     label_value(&object.name_any())
-}
-
-/// Whether `deployment` has `object` as its controller (the owner reference we set).
-fn controlled_by(deployment: &Deployment, object: &Memcached) -> bool {
-    deployment
-        .owner_references()
-        .iter()
-        .any(|r| r.controller == Some(true) && Some(&r.uid) == object.metadata.uid.as_ref())
-}
-
-/// How a Deployment's rollout stands, read as `kubectl rollout status` reads it.
-#[derive(Debug, PartialEq)]
-enum Rollout {
-    /// Every replica runs the current spec and is available; no old one is left.
-    Complete,
-    /// Still rolling out (or not yet seen by the deployment controller).
-    InProgress,
-    /// It will not finish without help: the progress deadline passed, or pods cannot be made.
-    Failed(String),
-}
-
-fn rollout(deployment: &Deployment, size: i32) -> Rollout {
-    let Some(status) = deployment.status.as_ref() else {
-        return Rollout::InProgress;
-    };
-    let conditions = status.conditions.as_deref().unwrap_or_default();
-    let failure = conditions.iter().find(|c| {
-        (c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
-            || (c.type_ == "ReplicaFailure" && c.status == "True")
-    });
-    if let Some(failure) = failure {
-        let reason = failure
-            .reason
-            .clone()
-            .unwrap_or_else(|| failure.type_.clone());
-        return Rollout::Failed(match &failure.message {
-            Some(message) => format!("{reason}: {message}"),
-            None => reason,
-        });
-    }
-    let updated = status.updated_replicas.unwrap_or(0);
-    let complete = status.observed_generation >= deployment.metadata.generation
-        && updated >= size
-        && status.replicas.unwrap_or(0) <= updated
-        && status.available_replicas.unwrap_or(0) >= updated;
-    if complete {
-        Rollout::Complete
-    } else {
-        Rollout::InProgress
-    }
 }
 
 /// The labels of the operand's Deployment and pods; the selector uses the stable ones.
@@ -644,32 +559,5 @@ mod tests {
             );
             assert!(tag.ends_with(|c: char| c.is_ascii_alphanumeric()), "{tag}");
         }
-    }
-
-    #[test]
-    fn a_rollout_is_complete_only_when_every_new_replica_is_available() {
-        let deployment = |status: serde_json::Value| -> Deployment {
-            serde_json::from_value(json!({ "metadata": { "generation": 2 }, "status": status }))
-                .unwrap()
-        };
-        let done = json!({ "observedGeneration": 2, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2 });
-        assert_eq!(rollout(&deployment(done), 2), Rollout::Complete);
-        let unseen = json!({ "observedGeneration": 1, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2 });
-        assert_eq!(rollout(&deployment(unseen), 2), Rollout::InProgress);
-        // Old pods still serve while the new ReplicaSet's do not come up.
-        let rolling = json!({ "observedGeneration": 2, "replicas": 3, "updatedReplicas": 1, "availableReplicas": 2 });
-        assert_eq!(rollout(&deployment(rolling), 2), Rollout::InProgress);
-        let stuck = json!({ "observedGeneration": 2, "conditions": [{
-            "type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
-            "message": "ReplicaSet has timed out progressing." }] });
-        assert!(
-            matches!(rollout(&deployment(stuck), 2), Rollout::Failed(m) if m.contains("ProgressDeadlineExceeded"))
-        );
-        let quota = json!({ "observedGeneration": 2, "conditions": [{
-            "type": "ReplicaFailure", "status": "True", "reason": "FailedCreate" }] });
-        assert_eq!(
-            rollout(&deployment(quota), 2),
-            Rollout::Failed("FailedCreate".into())
-        );
     }
 }

@@ -1,0 +1,109 @@
+//! What a controller that keeps an operand running (a Deployment per object, as kubebuilder's
+//! deploy-image plugin scaffolds) reads of what it owns: whether it controls an object, and how
+//! a Deployment's rollout stands.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::{Resource, ResourceExt};
+
+/// Whether `owner` is the controller of `owned` (the owner reference a controller sets with
+/// `controller: true`, as controller-runtime's `SetControllerReference` does).
+pub fn controlled_by(owned: &impl Resource, owner: &impl Resource) -> bool {
+    let uid = owner.meta().uid.as_ref();
+    owned
+        .owner_references()
+        .iter()
+        .any(|r| r.controller == Some(true) && Some(&r.uid) == uid)
+}
+
+/// How a Deployment's rollout stands, read as `kubectl rollout status` reads it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Rollout {
+    /// Every replica runs the current spec and is available; no old one is left.
+    Complete,
+    /// Still rolling out (or not yet seen by the deployment controller).
+    InProgress,
+    /// It will not finish without help: the progress deadline passed, or pods cannot be made.
+    Failed(String),
+}
+
+/// The rollout of `deployment` towards `size` replicas.
+pub fn rollout(deployment: &Deployment, size: i32) -> Rollout {
+    let Some(status) = deployment.status.as_ref() else {
+        return Rollout::InProgress;
+    };
+    let conditions = status.conditions.as_deref().unwrap_or_default();
+    let failure = conditions.iter().find(|c| {
+        (c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
+            || (c.type_ == "ReplicaFailure" && c.status == "True")
+    });
+    if let Some(failure) = failure {
+        let reason = failure
+            .reason
+            .clone()
+            .unwrap_or_else(|| failure.type_.clone());
+        return Rollout::Failed(match &failure.message {
+            Some(message) => format!("{reason}: {message}"),
+            None => reason,
+        });
+    }
+    let updated = status.updated_replicas.unwrap_or(0);
+    let complete = status.observed_generation >= deployment.metadata.generation
+        && updated >= size
+        && status.replicas.unwrap_or(0) <= updated
+        && status.available_replicas.unwrap_or(0) >= updated;
+    if complete {
+        Rollout::Complete
+    } else {
+        Rollout::InProgress
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_rollout_is_complete_only_when_every_new_replica_is_available() {
+        let deployment = |status: serde_json::Value| -> Deployment {
+            serde_json::from_value(json!({ "metadata": { "generation": 2 }, "status": status }))
+                .unwrap()
+        };
+        let done = json!({ "observedGeneration": 2, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2 });
+        assert_eq!(rollout(&deployment(done), 2), Rollout::Complete);
+        let unseen = json!({ "observedGeneration": 1, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2 });
+        assert_eq!(rollout(&deployment(unseen), 2), Rollout::InProgress);
+        // Old pods still serve while the new ReplicaSet's do not come up.
+        let rolling = json!({ "observedGeneration": 2, "replicas": 3, "updatedReplicas": 1, "availableReplicas": 2 });
+        assert_eq!(rollout(&deployment(rolling), 2), Rollout::InProgress);
+        let stuck = json!({ "observedGeneration": 2, "conditions": [{
+            "type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+            "message": "ReplicaSet has timed out progressing." }] });
+        assert!(
+            matches!(rollout(&deployment(stuck), 2), Rollout::Failed(m) if m.contains("ProgressDeadlineExceeded"))
+        );
+        let quota = json!({ "observedGeneration": 2, "conditions": [{
+            "type": "ReplicaFailure", "status": "True", "reason": "FailedCreate" }] });
+        assert_eq!(
+            rollout(&deployment(quota), 2),
+            Rollout::Failed("FailedCreate".into())
+        );
+    }
+
+    #[test]
+    fn only_the_controller_reference_counts() {
+        let owner: ConfigMap =
+            serde_json::from_value(json!({ "metadata": { "name": "a", "uid": "u1" } })).unwrap();
+        let owned = |controller: bool, uid: &str| -> Deployment {
+            serde_json::from_value(json!({ "metadata": { "ownerReferences": [{
+                "apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": uid,
+                "controller": controller }] } }))
+            .unwrap()
+        };
+        assert!(controlled_by(&owned(true, "u1"), &owner));
+        assert!(!controlled_by(&owned(false, "u1"), &owner));
+        assert!(!controlled_by(&owned(true, "u2"), &owner));
+    }
+}
