@@ -105,10 +105,15 @@ fn webhook_certificates_render_with_cert_manager_or_without() {
     let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
     let operator = lib.split("name: \"").nth(1).and_then(|rest| rest.split('"').next()).expect("OPERATOR's name");
     assert_eq!(format!("{operator}-webhook-service"), service, "--webhook-service");
-    let defaults = [format!("{operator}-mutating-webhook-configuration"), format!("{operator}-validating-webhook-configuration")];
+    let defaults =
+        [format!("{operator}-mutating-webhook-configuration"), format!("{operator}-validating-webhook-configuration")];
     assert_eq!(defaults[..], expected[..2], "--webhook-configurations");
     let runtime = include_str!("../crates/memop-runtime/src/webhook/mod.rs");
-    for default in ["\"{name}-webhook-service\"", "\"{name}-mutating-webhook-configuration\"", "\"{name}-validating-webhook-configuration\""] {
+    for default in [
+        "\"{name}-webhook-service\"",
+        "\"{name}-mutating-webhook-configuration\"",
+        "\"{name}-validating-webhook-configuration\"",
+    ] {
         assert!(runtime.contains(default), "memop-runtime's webhook flags default to {default}");
     }
 }

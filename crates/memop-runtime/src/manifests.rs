@@ -180,7 +180,8 @@ mod tests {
 
     #[test]
     fn a_check_writes_nothing_and_counts_the_stale_files() {
-        let dir = std::env::temp_dir().join(format!("memop-runtime-manifests-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("memop-runtime-manifests-{}", std::process::id()));
         let files = || {
             Ok(vec![
                 (PathBuf::from("config/a.yaml"), "a\n".to_string()),
@@ -190,7 +191,10 @@ mod tests {
         assert_eq!(write(&dir, files, true).unwrap(), 2);
         assert!(!dir.join("config/a.yaml").exists());
         assert_eq!(write(&dir, files, false).unwrap(), 0);
-        assert_eq!(std::fs::read_to_string(dir.join("config/b.yaml")).unwrap(), "b\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("config/b.yaml")).unwrap(),
+            "b\n"
+        );
         assert_eq!(write(&dir, files, true).unwrap(), 0);
         std::fs::write(dir.join("config/a.yaml"), "edited\n").unwrap();
         assert_eq!(write(&dir, files, true).unwrap(), 1);

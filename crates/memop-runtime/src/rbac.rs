@@ -182,8 +182,14 @@ mod tests {
         }];
         let yaml = role_yaml(Scope::Namespace, &[A, B]);
         assert!(yaml.contains("kind: Role\n"), "{yaml}");
-        assert!(yaml.ends_with("  resources:\n  - deployments\n  verbs:\n  - get\n  - list\n"), "{yaml}");
+        assert!(
+            yaml.ends_with("  resources:\n  - deployments\n  verbs:\n  - get\n  - list\n"),
+            "{yaml}"
+        );
         let empty = role_yaml(Scope::Cluster, &[]);
-        assert!(empty.contains("kind: ClusterRole\n") && empty.ends_with("rules: []\n"), "{empty}");
+        assert!(
+            empty.contains("kind: ClusterRole\n") && empty.ends_with("rules: []\n"),
+            "{empty}"
+        );
     }
 }

@@ -457,10 +457,11 @@ async fn holder(env: &TestEnv) -> Option<String> {
 /// missing, or left from an earlier build and older than the example's source (cargo's
 /// `CARGO_BIN_EXE_*` exists for a package's binaries, not its examples). So this asks cargo to
 /// build it, in this test's profile, which does nothing when it is up to date, and runs the
-/// executable cargo reports. The target directory is inherited as any cargo command inherits
-/// it (`CARGO_TARGET_DIR`, `.cargo/config.toml`); only a `--target-dir` given on `cargo test`'s
-/// command line is not, and then the example builds in the default one, which is slower but
-/// still right.
+/// executable cargo reports (cargo releases its build lock before it runs the tests, so this
+/// nested build does not wait for the one that started it). The target directory is inherited
+/// as any cargo command inherits it (`CARGO_TARGET_DIR`, `.cargo/config.toml`); only a
+/// `--target-dir` given on `cargo test`'s command line is not, and then the example builds in
+/// the default one, which is slower but still right.
 fn manager_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {

@@ -34,8 +34,8 @@ use kube::{Client, Config};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use serde_json::Value;
 
-use crate::apiserver::ApiServer;
 use super::requests::RequestLog;
+use crate::apiserver::ApiServer;
 
 /// The directory with `etcd`, `kube-apiserver` (and optionally `kube-controller-manager`).
 pub const ASSETS_ENV: &str = "KUBEBUILDER_ASSETS";

@@ -46,7 +46,7 @@ pub struct Request {
     pub resource: String,
     pub namespace: Option<String>,
     pub name: Option<String>,
-    /// The HTTP code returned when [`ApiServer::fail_next`] made this request fail.
+    /// The HTTP code returned when [`ApiServer::fail_next`](crate::ApiServer::fail_next) made this request fail.
     pub injected_failure: Option<u16>,
 }
 

@@ -22,8 +22,8 @@ use kube::{
         watcher,
     },
 };
-use serde_json::{Value, json};
 use memop_test::{ApiServer, Verb};
+use serde_json::{Value, json};
 use tokio::{
     sync::{mpsc, oneshot},
     time::timeout,

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{EventType, Recorder};
 use kube::runtime::{Controller, watcher};
-use kube::{Client, Resource, ResourceExt};
+use kube::{Client, ResourceExt};
 use memop_runtime::controller::{self, Error, Instruments, Result};
 use memop_runtime::manager::{Manager, Shared};
 use memop_runtime::rbac::Rule;
@@ -122,17 +122,7 @@ async fn count_keys(object: &ConfigMap, ctx: &Context) -> Result<Action> {
         }
         result => result?,
     };
-    let event = Event {
-        type_: EventType::Normal,
-        reason: REASON.into(),
-        note: Some(format!("{keys} keys")),
-        action: "Annotate".into(),
-        secondary: None,
-    };
-    let mut reference = object.object_ref(&());
-    reference.resource_version = None;
-    if let Err(err) = ctx.recorder.publish(&event, &reference).await {
-        tracing::warn!(name = %object.name_any(), error = %err, "could not record an event");
-    }
+    let note = format!("{keys} keys");
+    controller::publish(&ctx.recorder, object, EventType::Normal, REASON, note).await;
     Ok(Action::await_change())
 }

@@ -51,7 +51,7 @@ pub struct Flags {
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
     pub leader_elect: bool,
 
-    /// Name of the leader election Lease [default: <project>.<domain>]
+    /// Name of the leader election Lease [default: {operator name}.{domain}]
     #[arg(long)]
     pub leader_election_id: Option<String>,
 

@@ -296,7 +296,7 @@ impl Metrics {
     }
 
     /// Starts one request to the webhook served at `path`: in flight until the returned
-    /// guard is dropped, counted and timed by [`WebhookRequest::answered`].
+    /// guard is dropped, counted and timed by `WebhookRequest::answered`.
     pub fn webhook(&self, path: &str) -> WebhookRequest<'_> {
         let labels = WebhookLabels {
             webhook: path.to_string(),

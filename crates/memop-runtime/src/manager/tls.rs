@@ -110,7 +110,7 @@ impl Certificate {
         Ok(true)
     }
 
-    /// Checks the files for changes every [`RELOAD_EVERY`] until shutdown.
+    /// Checks the files for changes every 10 seconds until shutdown.
     pub fn watch(self: &Arc<Self>, shutdown: Shutdown) {
         if self.files.is_none() {
             return;

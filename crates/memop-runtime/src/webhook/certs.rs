@@ -67,7 +67,7 @@ struct Pem {
 
 impl SelfManaged {
     /// Makes sure the Secret holds a certificate not due for renewal and that the API server
-    /// trusts it, and returns it, served; then checks again every [`CHECK_EVERY`] until
+    /// trusts it, and returns it, served; then checks again every minute until
     /// shutdown.
     pub async fn start(self, shutdown: Shutdown) -> anyhow::Result<Arc<Certificate>> {
         let pem = self.ensure().await?;

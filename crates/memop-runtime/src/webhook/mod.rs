@@ -24,18 +24,18 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
 use clap::ArgAction;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Resource;
 use kube::core::DynamicObject;
 use kube::core::Status;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::manager::tls::Certificate;
 use crate::Operator;
+use crate::manager::tls::Certificate;
 use crate::manager::{Metrics, Shared, http, parse_bind_address};
 
 pub mod certs;
@@ -74,12 +74,13 @@ pub struct Flags {
     pub webhook_cert_secret: Option<String>,
 
     /// With --webhook-cert-secret: the webhook Service, whose DNS names the certificate is for
-    /// [default: <project>-webhook-service]
+    /// [default: {operator name}-webhook-service]
     #[arg(long, value_name = "NAME")]
     pub webhook_service: Option<String>,
 
     /// With --webhook-cert-secret: the webhook configurations to write the CA into [default:
-    /// <project>-mutating-webhook-configuration,<project>-validating-webhook-configuration]
+    /// {operator name}-mutating-webhook-configuration,{operator
+    /// name}-validating-webhook-configuration]
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub webhook_configurations: Option<Vec<String>>,
 }
@@ -335,7 +336,10 @@ fn encode<K: Serialize>(object: &K) -> Result<Value, String> {
 
 /// The names of the CRDs among `crds` whose kinds `conversions` converts: their conversion
 /// webhook is served here, so `--webhook-cert-secret` writes its CA into them.
-pub fn conversion_crds(conversions: &[Conversion], crds: Vec<CustomResourceDefinition>) -> Vec<String> {
+pub fn conversion_crds(
+    conversions: &[Conversion],
+    crds: Vec<CustomResourceDefinition>,
+) -> Vec<String> {
     crds.into_iter()
         .filter(|crd| {
             conversions.iter().any(|c| {
