@@ -95,14 +95,35 @@ pub fn finish(global: &Global, mut plan: Plan) -> Result<bool> {
     let root = plan.root().to_path_buf();
     let applied = plan.apply()?;
     let mut report = String::new();
+    // memop's copies of its runtime crates are one line each: they are not files to read.
+    let mut vendored: std::collections::BTreeMap<PathBuf, usize> = Default::default();
     for path in &applied.created {
-        report.push_str(&format!("  create  {}\n", root.join(path).display()));
+        match vendored_crate(path) {
+            Some(krate) => *vendored.entry(krate).or_default() += 1,
+            None => report.push_str(&format!("  create  {}\n", root.join(path).display())),
+        }
+    }
+    for (krate, files) in vendored {
+        let name = krate.file_name().unwrap_or_default().to_string_lossy();
+        report.push_str(&format!(
+            "  create  {}/ ({files} files: memop's copy of {name}, not for editing)\n",
+            root.join(&krate).display()
+        ));
     }
     for path in &applied.updated {
         report.push_str(&format!("  update  {}\n", root.join(path).display()));
     }
     say(&report)?;
     Ok(true)
+}
+
+/// `vendor/<crate>` for a path inside it.
+fn vendored_crate(path: &Path) -> Option<PathBuf> {
+    let mut parts = path.components();
+    let vendor = parts.next()?;
+    let krate = parts.next()?;
+    (vendor.as_os_str() == crate::scaffold::VENDOR && parts.next().is_some())
+        .then(|| Path::new(vendor.as_os_str()).join(krate.as_os_str()))
 }
 
 /// The year for license headers: `SOURCE_DATE_EPOCH` when set (reproducible output), else now.

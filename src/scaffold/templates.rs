@@ -199,7 +199,7 @@ mod tests {
     #[test]
     fn the_dependencies_of_generated_projects_are_known() {
         let crates = dependency_crates();
-        for name in ["kube", "tokio", "serde", "anyhow", "k8s_openapi", "rcgen", "tower"] {
+        for name in ["kube", "tokio", "serde", "anyhow", "k8s_openapi", "memop_runtime", "memop_test"] {
             assert!(crates.contains(&name.to_string()), "{name} in {crates:?}");
         }
     }
@@ -300,12 +300,12 @@ mod tests {
             Some((Some("_partials/h".into()), "fn main() {}\n"))
         );
         assert_eq!(split_plain("{{ kind }}"), None);
-        let templates = Templates::load(&["init/tests/support/"]).unwrap();
+        let templates = Templates::load(&["init/src/controller/"]).unwrap();
         let mut ctx = Context::new();
         for (k, v) in [("license", "apache2"), ("year", "2026"), ("owner", ""), ("project_name", "p")] {
             ctx.insert(k, v);
         }
-        let text = templates.render("init/tests/support/mod.rs.tera", &ctx).unwrap();
+        let text = templates.render("init/src/controller/mod.rs.tera", &ctx).unwrap();
         assert!(text.starts_with("// Copyright 2026 The p Authors."), "{text}");
     }
 
@@ -330,6 +330,6 @@ mod tests {
             assert!(out.status.success(), "{name} is not rustfmt-clean:\n{}", String::from_utf8_lossy(&out.stdout));
             checked += 1;
         }
-        assert!(checked >= 3, "checked {checked} plain Rust templates");
+        assert!(checked >= 2, "checked {checked} plain Rust templates");
     }
 }

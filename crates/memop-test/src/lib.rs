@@ -21,6 +21,7 @@
 //! }
 //!
 //! memop_test::scenarios!(a_scenario);
+//! # fn main() {}
 //! ```
 
 pub mod apiserver;
