@@ -76,6 +76,7 @@ pub struct ApiServer {
 }
 
 impl ApiServer {
+    /// An API server holding no objects yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -128,6 +129,7 @@ impl ApiServer {
         self.log.writes(resource)
     }
 
+    /// Forgets the requests logged so far.
     pub fn clear_requests(&self) {
         self.log.clear();
     }

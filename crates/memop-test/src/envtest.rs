@@ -238,18 +238,25 @@ impl ControlPlane {
 /// What a test runs against: one namespace, an admin client for setup and assertions, and the
 /// operator's own client, whose requests are logged (and can be failed) by [`RequestLog`].
 pub struct TestEnv {
+    /// The test's own namespace: a fresh one on the real control plane.
     pub namespace: String,
     /// Test setup and assertions; not logged.
     pub admin: Client,
     /// What the operator uses: on the real control plane, its ServiceAccount.
     pub operator: Client,
+    /// Every request of [`TestEnv::operator`], with the failures to inject into them.
     pub requests: RequestLog,
+    /// Which API server the test runs on.
     pub backend: Backend,
 }
 
+/// The API server a [`TestEnv`] runs on.
 pub enum Backend {
+    /// The in-memory API server (always available).
     InMemory(ApiServer),
+    /// The real control plane of `KUBEBUILDER_ASSETS`.
     Real {
+        /// The control plane, shared by the tests of one test binary.
         plane: &'static ControlPlane,
         /// The kubeconfig of the operator's ServiceAccount, for a manager binary.
         kubeconfig: PathBuf,
@@ -257,7 +264,7 @@ pub enum Backend {
 }
 
 impl TestEnv {
-    /// The in-memory API server of `tests/support/apiserver.rs`.
+    /// A test environment on the in-memory API server ([`ApiServer`]).
     pub fn in_memory() -> Self {
         let server = ApiServer::new();
         let requests = RequestLog::default();
@@ -356,6 +363,7 @@ impl TestEnv {
         token(&accounts, name).await
     }
 
+    /// Whether this is the real control plane.
     pub fn is_real(&self) -> bool {
         matches!(self.backend, Backend::Real { .. })
     }

@@ -24,6 +24,8 @@
 //! # fn main() {}
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod apiserver;
 pub mod envtest;
 pub mod https;

@@ -19,12 +19,19 @@ type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
 /// The API verbs the log distinguishes, for the request log and fault injection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verb {
+    /// Reading one object.
     Get,
+    /// Listing objects.
     List,
+    /// Watching objects (a list with `watch=true`).
     Watch,
+    /// Creating an object (POST).
     Create,
+    /// Replacing an object (PUT).
     Update,
+    /// Patching an object, server-side apply included.
     Patch,
+    /// Deleting an object.
     Delete,
 }
 
@@ -41,10 +48,13 @@ impl Verb {
 /// One entry of the request log.
 #[derive(Clone, Debug)]
 pub struct Request {
+    /// What the request did.
     pub verb: Verb,
     /// The plural from the URL (`"deployments"`), with `"/status"` appended for the subresource.
     pub resource: String,
+    /// The namespace from the URL, if any.
     pub namespace: Option<String>,
+    /// The object's name from the URL; none for lists, watches and creations.
     pub name: Option<String>,
     /// The HTTP code returned when [`ApiServer::fail_next`](crate::ApiServer::fail_next) made this request fail.
     pub injected_failure: Option<u16>,
@@ -119,6 +129,7 @@ impl RequestLog {
             .count()
     }
 
+    /// Forgets the requests logged so far.
     pub fn clear(&self) {
         self.lock().log.clear();
     }

@@ -54,6 +54,8 @@ fn rolled_out(deployment: &Deployment) -> bool {
 pub struct Workloads(tokio::task::JoinHandle<()>);
 
 impl Workloads {
+    /// Starts playing the deployment controller for the Deployments of `namespace`, writing
+    /// their status with `admin`.
     pub fn start(admin: Client, namespace: &str) -> Self {
         let deployments: Api<Deployment> = Api::namespaced(admin, namespace);
         let task = tokio::spawn(async move {
