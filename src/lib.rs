@@ -12,6 +12,7 @@ pub mod names;
 pub mod project;
 pub mod resource;
 pub mod scaffold;
+pub mod sum;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 

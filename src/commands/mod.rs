@@ -77,6 +77,7 @@ pub fn say(text: &str) -> Result<()> {
 /// Returns whether anything was written, so the caller can tailor its closing hint.
 pub fn finish(global: &Global, mut plan: Plan) -> Result<bool> {
     plan.format_rust();
+    record(&mut plan)?;
     // The last moment to stop: after it, the plan is written whole.
     if crate::interrupted() {
         bail!("interrupted; nothing was written");
@@ -115,6 +116,22 @@ pub fn finish(global: &Global, mut plan: Plan) -> Result<bool> {
     }
     say(&report)?;
     Ok(true)
+}
+
+/// Adds to the plan `PROJECT.sum` with the blob id of every file the plan writes, so that a
+/// later update knows what memop wrote (see [`crate::sum`]).
+fn record(plan: &mut Plan) -> Result<()> {
+    if plan.is_empty() {
+        return Ok(());
+    }
+    let path = Path::new(crate::sum::FILE);
+    let mut sum = crate::sum::Sum::parse(plan.read(path)?.as_deref())?;
+    let written: Vec<(PathBuf, String)> =
+        plan.planned().filter(|(p, _)| *p != path).map(|(p, text)| (p.to_path_buf(), text.to_string())).collect();
+    for (file, text) in &written {
+        sum.wrote(file, text);
+    }
+    plan.write(path, sum.render(env!("CARGO_PKG_VERSION")), crate::scaffold::IfExists::Overwrite)
 }
 
 /// `vendor/<crate>` for a path inside it.

@@ -134,7 +134,8 @@ impl Plan {
                 Ok(meta) if meta.file_type().is_symlink() => {
                     let shown = at.strip_prefix(&self.root).unwrap_or(&at);
                     bail!(
-                        "{} is a symbolic link, and memop does not follow links, so that it never                          writes outside the project; replace it with the real {} (or remove it) and                          run the command again",
+                        "{} is a symbolic link, and memop does not follow links, so that it never writes outside \
+                         the project; replace it with the real {} (or remove it) and run the command again",
                         shown.display(),
                         if at.as_path() == self.root.join(path) { "file" } else { "directory" }
                     );
@@ -229,6 +230,13 @@ impl Plan {
                 self.changes.remove(&path);
             }
         }
+    }
+
+    /// Every file the plan creates or changes, with the contents it will have.
+    pub fn planned(&self) -> impl Iterator<Item = (&Path, &str)> {
+        self.changes.iter().map(|(path, change)| match change {
+            Change::Create { contents } | Change::Update { new: contents, .. } => (path.as_path(), contents.as_str()),
+        })
     }
 
     /// True when applying would change nothing.

@@ -12,6 +12,7 @@ mod info;
 mod init;
 mod rerun;
 mod several_apis;
+mod sum;
 mod versions;
 mod webhook;
 

@@ -87,7 +87,7 @@ fn force_regenerates_the_webhook_module_with_the_types_it_had() {
     let touched = changed(&before, &snapshot(&dir));
     let expected =
         // (tests/memcached_webhook.rs is rewritten the same: it tests whichever webhooks there are.)
-        ["PROJECT", "config/webhook/manifests.yaml", "src/webhook/memcached.rs"];
+        ["PROJECT", "PROJECT.sum", "config/webhook/manifests.yaml", "src/webhook/memcached.rs"];
     assert_eq!(touched, expected.map(PathBuf::from));
     let module = read(&dir, "src/webhook/memcached.rs");
     assert!(module.contains("pub fn default(") && module.contains("pub fn validate("), "both types:\n{module}");
