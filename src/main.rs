@@ -35,6 +35,7 @@ enum Command {
     /// Scaffold a new part of the project (`create api`)
     #[command(subcommand, after_help = "Example:\n  memop create api --group cache --kind Memcached")]
     Create(Create),
+    Update(commands::update::Args),
     /// Print memop's version
     Version,
     Completion(commands::completion::Args),
@@ -65,7 +66,8 @@ fn main() -> ExitCode {
     memop::catch_interrupts();
     let global = commands::Global { dir: cli.dir.unwrap_or_else(|| PathBuf::from(".")), dry_run: cli.dry_run };
     // Commands that change a project hold its lock while they read, plan and write.
-    let changes_the_project = matches!(cli.command, Command::Init(_) | Command::Create(_)) && !global.dry_run;
+    let changes_the_project =
+        matches!(cli.command, Command::Init(_) | Command::Create(_) | Command::Update(_)) && !global.dry_run;
     let lock = match changes_the_project {
         true => commands::Lock::take(&global.dir),
         false => Ok(None),
@@ -75,14 +77,16 @@ fn main() -> ExitCode {
         (Ok(_lock), Command::Init(args)) => commands::init::run(&global, args),
         (Ok(_lock), Command::Create(Create::Api(args))) => commands::create_api::run(&global, args),
         (Ok(_lock), Command::Create(Create::Webhook(args))) => commands::create_webhook::run(&global, args),
+        (Ok(_lock), Command::Update(args)) => commands::update::run(&global, args),
         (Ok(_), Command::Version) => commands::say(&format!("memop {}\n", env!("CARGO_PKG_VERSION"))),
         (Ok(_), Command::Edit(_)) => Err(anyhow::anyhow!(
             "memop has no `edit`: a memop project always supports several groups and keeps its \
              settings in PROJECT, Cargo.toml and config/; change them there"
         )),
         (Ok(_), Command::Alpha(_)) => Err(anyhow::anyhow!(
-            "memop has no `alpha` commands; to move a project to a newer memop, run `memop init` \
-             in a new directory and copy your code over"
+            "memop has no `alpha` commands: for `alpha update`, run `memop update` (it moves the \
+             project to this memop's runtime); for `alpha generate`, run `memop init` in a new \
+             directory and copy your code over"
         )),
         (Ok(_), Command::Completion(args)) => commands::completion::run::<Cli>(args),
     };

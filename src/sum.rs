@@ -67,6 +67,11 @@ impl Sum {
         self.files.get(path).map(String::as_str)
     }
 
+    /// Every recorded path.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.files.keys().map(String::as_str)
+    }
+
     /// The record's text, as written by memop `version`.
     pub fn render(&self, version: &str) -> String {
         let mut out = format!("{HEADER}memop {version}\n");

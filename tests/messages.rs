@@ -14,9 +14,10 @@ fn stderr_of(assert: assert_cmd::assert::Assert) -> String {
 #[test]
 fn kubebuilder_commands_memop_lacks_are_answered_with_what_it_offers() {
     let scratch = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 2] = [
+    let cases: [(&[&str], &str); 3] = [
         (&["edit", "--multigroup=true"], "always supports several groups"),
-        (&["alpha", "generate"], "run `memop init` in a new directory"),
+        (&["alpha", "generate"], "for `alpha generate`, run `memop init` in a new directory"),
+        (&["alpha", "update"], "for `alpha update`, run `memop update`"),
     ];
     for (args, expected) in cases {
         let stderr = stderr_of(memop().current_dir(scratch.path()).args(args).assert().code(1));

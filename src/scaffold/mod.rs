@@ -9,7 +9,7 @@ mod vendor;
 
 pub use plan::{Applied, IfExists, Plan};
 pub use templates::{Entry, Templates, dependency_crates};
-pub use vendor::{RUNTIME_CRATES, VENDOR, vendor};
+pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
 use anyhow::Result;
 use tera::Context;

@@ -13,6 +13,7 @@ mod init;
 mod rerun;
 mod several_apis;
 mod sum;
+mod update;
 mod versions;
 mod webhook;
 

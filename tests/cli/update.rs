@@ -1,0 +1,142 @@
+//! `memop update`: the project's copies of the runtime crates, their pins and PROJECT move to
+//! this memop; an edit memop did not make is never lost.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::*;
+
+/// Runs git in `dir`, asserting success.
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .expect("git on PATH");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A Memcached project as an older memop (0.1.9) would have left it: other vendored text (which
+/// PROJECT.sum records as memop's), older pins, an older cliVersion; committed.
+fn older_project() -> (TempDir, PathBuf) {
+    let (tmp, dir) = project(&[MEMCACHED]);
+    let replace = |path: &str, from: &str, to: &str| {
+        let text = read(&dir, path);
+        assert!(text.contains(from), "{path} has no {from:?}");
+        fs::write(dir.join(path), text.replace(from, to)).unwrap();
+    };
+    let version = env!("CARGO_PKG_VERSION");
+    replace("Cargo.toml", &format!("\"={version}\""), "\"=0.1.9\"");
+    replace("PROJECT", &format!("cliVersion: {version}"), "cliVersion: 0.1.9");
+    replace(
+        "Cargo.lock",
+        &format!("name = \"memop-runtime\"\nversion = \"{version}\""),
+        "name = \"memop-runtime\"\nversion = \"0.1.9\"",
+    );
+    let old = format!("{}// as memop 0.1.9 vendored it\n", read(&dir, "vendor/memop-runtime/src/rbac.rs"));
+    fs::write(dir.join("vendor/memop-runtime/src/rbac.rs"), &old).unwrap();
+    fs::write(dir.join("vendor/memop-test/src/gone.rs"), "// a file memop 0.1.9 vendored\n").unwrap();
+    let sum = read(&dir, "PROJECT.sum");
+    let line = sum.lines().find(|l| l.starts_with("vendor/memop-runtime/src/rbac.rs ")).unwrap();
+    let recorded = format!("vendor/memop-runtime/src/rbac.rs {}", blob_id(&old));
+    let gone = format!("\nvendor/memop-test/src/gone.rs {}", blob_id("// a file memop 0.1.9 vendored\n"));
+    fs::write(dir.join("PROJECT.sum"), format!("{}{gone}\n", sum.replace(line, &recorded).trim_end())).unwrap();
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by memop 0.1.9"]);
+    (tmp, dir)
+}
+
+/// `git hash-object`'s id of `text`.
+fn blob_id(text: &str) -> String {
+    let mut child = Command::new("git")
+        .args(["hash-object", "--stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("git on PATH");
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_fresh_project_is_up_to_date() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    let before = snapshot(&dir);
+    let out = ok(&dir, "update");
+    assert!(out.stdout.starts_with("Nothing to do"), "{}", out.stdout);
+    assert_unchanged(&dir, &before, "update of a fresh project");
+}
+
+#[test]
+fn an_update_moves_the_runtime_and_keeps_every_other_file() {
+    let (_tmp, dir) = older_project();
+    append(&dir, "src/controller/memcached.rs", "// my edit\n");
+    append(&dir, "Makefile", "\nmine:\n\techo mine\n");
+    git(&dir, &["commit", "-qam", "my edits"]);
+    let before = snapshot(&dir);
+
+    let out = ok(&dir, "update");
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(out.stdout.contains(&format!("Updated from memop 0.1.9 to memop {version}'s runtime")), "{}", out.stdout);
+    assert!(out.stdout.contains("git rm vendor/memop-test/src/gone.rs"), "{}", out.stdout);
+    let touched = changed(&before, &snapshot(&dir));
+    let expected = ["Cargo.lock", "Cargo.toml", "PROJECT", "PROJECT.sum", "vendor/memop-runtime/src/rbac.rs"];
+    assert_eq!(touched, expected.map(PathBuf::from), "the old vendored file, and its pins and records");
+    assert!(read(&dir, "Cargo.toml").contains(&format!("memop-runtime = \"={version}\"\n")));
+    assert!(read(&dir, "Cargo.toml").contains(&format!("memop-test = \"={version}\"\n")));
+    assert!(read(&dir, "Cargo.lock").contains(&format!("name = \"memop-runtime\"\nversion = \"{version}\"")));
+    assert!(read(&dir, "PROJECT").contains(&format!("cliVersion: {version}\n")));
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates");
+    let rbac = read(&dir, "vendor/memop-runtime/src/rbac.rs");
+    assert_eq!(rbac.split_once('\n').unwrap().1, fs::read_to_string(crates.join("memop-runtime/src/rbac.rs")).unwrap());
+    assert!(read(&dir, "src/controller/memcached.rs").ends_with("// my edit\n"));
+    assert!(read(&dir, "Makefile").ends_with("\techo mine\n"));
+    assert!(read(&dir, "PROJECT.sum").contains(&format!("vendor/memop-runtime/src/rbac.rs {}\n", blob_id(&rbac))));
+
+    // Once committed, a second update has nothing to do.
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "memop update"]);
+    assert!(ok(&dir, "update").stdout.starts_with("Nothing to do"));
+}
+
+#[test]
+fn an_edited_vendored_file_is_refused_unless_forced() {
+    let (_tmp, dir) = older_project();
+    append(&dir, "vendor/memop-runtime/src/lib.rs", "// patched by hand\n");
+    git(&dir, &["commit", "-qam", "a patch of the runtime"]);
+    let before = snapshot(&dir);
+    refused(
+        &dir,
+        "update",
+        &["vendor/memop-runtime/src/lib.rs changed since memop wrote it", "git checkout -- vendor", "--force"],
+    );
+    assert_unchanged(&dir, &before, "a refused update");
+    ok(&dir, "update --force");
+    assert!(!read(&dir, "vendor/memop-runtime/src/lib.rs").contains("patched by hand"));
+}
+
+#[test]
+fn uncommitted_changes_are_refused_unless_allowed_and_a_dry_run_writes_nothing() {
+    let (_tmp, dir) = older_project();
+    append(&dir, "src/lib.rs", "// not committed\n");
+    let before = snapshot(&dir);
+    refused(&dir, "update", &["uncommitted changes (src/lib.rs)", "--allow-dirty"]);
+    let out = ok(&dir, "--dry-run update");
+    assert!(out.stdout.contains("-memop-runtime = \"=0.1.9\""), "{}", out.stdout);
+    assert_unchanged(&dir, &before, "a dry run");
+    ok(&dir, "update --allow-dirty");
+    assert!(read(&dir, "src/lib.rs").ends_with("// not committed\n"));
+}
+
+#[test]
+fn a_project_of_memop_0_1_is_refused_with_the_way_out() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    let project = read(&dir, "PROJECT").replace("memop.rs/rust/v2", "memop.rs/rust/v1");
+    fs::write(dir.join("PROJECT"), project).unwrap();
+    let before = snapshot(&dir);
+    refused(&dir, "update", &["made by memop 0.1"]);
+    assert_unchanged(&dir, &before, "a refused update");
+}
