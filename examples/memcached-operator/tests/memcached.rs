@@ -56,7 +56,7 @@ memop_test::scenarios!(
     a_size_change_converges,
     a_stuck_rollout_is_reported_degraded,
     available_is_not_claimed_while_new_pods_fail,
-    an_unset_image_is_reported_as_misconfigured,
+    an_empty_image_is_reported_as_misconfigured,
     a_deployment_controlled_by_something_else_is_left_alone,
     a_missing_status_subresource_is_an_error,
     any_valid_name_and_image_tag_work,
@@ -354,9 +354,10 @@ async fn available_is_not_claimed_while_new_pods_fail(env: TestEnv) {
     assert_eq!(condition(&object, "Available").unwrap().status, "False");
 }
 
-async fn an_unset_image_is_reported_as_misconfigured(env: TestEnv) {
+async fn an_empty_image_is_reported_as_misconfigured(env: TestEnv) {
     let cluster = Cluster::new(env);
-    let ctx = Arc::new(Context::with_image(&cluster.shared, None));
+    // As `MEMCACHED_IMAGE=` in the manager's environment would give it.
+    let ctx = Arc::new(Context::with_image(&cluster.shared, Some(String::new())));
     cluster.create(1).await;
     reconcile(Arc::new(cluster.object().await), ctx.clone())
         .await

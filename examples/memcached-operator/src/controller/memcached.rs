@@ -58,9 +58,12 @@ use crate::api::cache::v1alpha1::{Memcached, MemcachedStatus};
 pub const NAME: &str = "memcached";
 /// Added to every Memcached, so that its deletion waits for [`cleanup`].
 pub const FINALIZER: &str = "cache.example.com/finalizer";
-/// The environment variable with the operand image (set in `config/manager/manager.yaml`;
-/// without it, objects report `Degraded` with reason `Misconfigured`).
+/// The environment variable that names the operand image (`config/manager/manager.yaml` sets
+/// it); set but empty, objects report `Degraded` with reason `Misconfigured`.
 pub const IMAGE_ENV: &str = "MEMCACHED_IMAGE";
+/// The operand image when [`IMAGE_ENV`] is not set, as for `make run`: the one `memop create
+/// api` was given (PROJECT records it, and `config/manager/manager.yaml` sets the same).
+pub const DEFAULT_IMAGE: &str = "memcached:1.6.26-alpine3.19";
 /// The port the operand's container listens on.
 pub const CONTAINER_PORT: i32 = 11211;
 /// The field manager of everything this controller applies.
@@ -113,16 +116,17 @@ pub struct Context {
     client: Client,
     recorder: Recorder,
     instruments: Instruments,
-    /// The operand image, from [`IMAGE_ENV`]; without it nothing can be deployed.
+    /// The operand image ([`operand_image`]); without it nothing can be deployed.
     image: Option<String>,
     /// Per Deployment, what our fields looked like right after our last apply (see [`in_sync`]).
     applied: Mutex<HashMap<String, String>>,
 }
 
 impl Context {
-    /// The context of the manager: the operand image comes from [`IMAGE_ENV`].
+    /// The context of the manager: the operand image comes from [`IMAGE_ENV`], or else is
+    /// [`DEFAULT_IMAGE`].
     pub fn new(shared: &Shared) -> Self {
-        Self::with_image(shared, std::env::var(IMAGE_ENV).ok())
+        Self::with_image(shared, Some(operand_image(std::env::var(IMAGE_ENV).ok())))
     }
 
     /// A context with the operand image given (`None` or empty: not configured).
@@ -135,6 +139,12 @@ impl Context {
             applied: Mutex::default(),
         }
     }
+}
+
+/// The operand image, given the value of [`IMAGE_ENV`]: that value when set (empty means not
+/// configured), else [`DEFAULT_IMAGE`].
+pub fn operand_image(env: Option<String>) -> String {
+    env.unwrap_or_else(|| DEFAULT_IMAGE.to_string())
 }
 
 /// Registers the controller with the manager; `main.rs` calls this.
@@ -227,7 +237,7 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
 
     let Some(image) = ctx.image.as_deref() else {
         let message = format!(
-            "The operand image is not configured: set the {IMAGE_ENV} environment variable of the manager (config/manager/manager.yaml sets it)"
+            "The operand image is not configured: {IMAGE_ENV} is set but empty; set it to an image in the manager's environment (config/manager/manager.yaml), or unset it to deploy {DEFAULT_IMAGE}"
         );
         return stuck(object, ctx, &mut status, condition::MISCONFIGURED, message).await;
     };
@@ -547,6 +557,15 @@ mod tests {
         );
         assert_eq!(image_tag("registry:5000/team/app"), "latest");
         assert_eq!(image_tag("app:v1@sha256:abc"), "v1");
+    }
+
+    #[test]
+    fn the_image_is_the_environments_else_the_default() {
+        assert_eq!(operand_image(None), DEFAULT_IMAGE);
+        let image = "registry.example.com/cache:2";
+        assert_eq!(operand_image(Some(image.into())), image);
+        // Set but empty is a mistake to report, not a reason to guess.
+        assert_eq!(operand_image(Some(String::new())), "");
     }
 
     #[test]
