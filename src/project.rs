@@ -38,6 +38,9 @@ pub struct Project {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub owner: String,
     pub project_name: String,
+    /// The project's repository (`init --repo`), kubebuilder's `repo` (there a Go module path).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub repo: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<Resource>,
     pub version: String,
@@ -158,6 +161,9 @@ impl Project {
             );
         }
         crate::names::check_owner(&project.owner)?;
+        if !project.repo.is_empty() && crate::names::repository(&project.repo)? != project.repo {
+            bail!("repo {:?} must be a URL, as `init --repo` writes it", project.repo);
+        }
         Ok(project)
     }
 
@@ -206,6 +212,7 @@ mod tests {
             namespaced: false,
             owner: String::new(),
             project_name: "memcached-operator".into(),
+            repo: String::new(),
             resources: vec![Resource {
                 api: Some(Api { crd_version: "v1".into(), namespaced: true }),
                 controller: true,

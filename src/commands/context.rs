@@ -18,6 +18,8 @@ pub struct ProjectContext {
     pub crate_name: String,
     pub domain: String,
     pub owner: String,
+    /// Cargo.toml's `repository`, or empty.
+    pub repo: String,
     pub license: String,
     pub year: i64,
     pub namespaced: bool,
@@ -44,6 +46,7 @@ impl ProjectContext {
             crate_name: project.crate_name.clone(),
             domain: project.domain.clone(),
             owner: project.owner.clone(),
+            repo: project.repo.clone(),
             license: project.license.clone(),
             year: super::current_year(),
             namespaced: project.namespaced,

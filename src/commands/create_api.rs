@@ -84,6 +84,11 @@ pub struct Args {
     #[arg(long)]
     force: bool,
 
+    /// kubebuilder's plugins (deploy-image/v1-alpha, ...): memop has one layout with their parts
+    /// built in, and says what it does for each
+    #[arg(long, value_delimiter = ',', value_name = "PLUGINS")]
+    plugins: Vec<String>,
+
     /// kubebuilder's `--make`: accepted, and ignored with a note
     #[arg(long, hide = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_parser = clap::value_parser!(bool))]
     make: Option<bool>,
@@ -135,6 +140,10 @@ struct ApiContext {
 }
 
 pub fn run(global: &Global, mut args: Args) -> Result<()> {
+    let command = super::plugins::Command::CreateApi { image: args.image.is_some() };
+    for note in super::plugins::answer(command, &args.plugins)? {
+        eprintln!("note: {note}");
+    }
     if args.make.is_some() {
         eprintln!(
             "note: --make is kubebuilder's; memop never runs make after scaffolding (run `make manifests` yourself)"

@@ -39,15 +39,29 @@ pub struct Args {
     /// Initialize even if the directory already holds a project (overwrites memop's files)
     #[arg(long)]
     force: bool,
+
+    /// The project's repository, for Cargo.toml (kubebuilder's Go module path, e.g.
+    /// github.com/example/memcached-operator, or a URL)
+    #[arg(long, value_name = "URL")]
+    repo: Option<String>,
+
+    /// kubebuilder's plugins (go/v4, grafana/v1-alpha, ...): memop has one layout with their
+    /// parts built in, and says what it does for each
+    #[arg(long, value_delimiter = ',', value_name = "PLUGINS")]
+    plugins: Vec<String>,
 }
 
 /// Files whose presence means the directory already holds a project.
 const PROJECT_MARKERS: &[&str] = &[project::FILE, "Cargo.toml", "src/main.rs"];
 
 pub fn run(global: &Global, args: Args) -> Result<()> {
+    for note in super::plugins::answer(super::plugins::Command::Init, &args.plugins)? {
+        eprintln!("note: {note}");
+    }
     let dir = &global.dir;
     let domain = Domain::parse(&args.domain)?;
     crate::names::check_owner(&args.owner)?;
+    let repo = args.repo.as_deref().map(crate::names::repository).transpose()?.unwrap_or_default();
     let name = match &args.project_name {
         Some(n) => ProjectName::parse(n)?,
         // Absolute, so that `.` still has a name.
@@ -113,6 +127,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         namespaced: args.namespaced,
         owner: args.owner,
         project_name: name.to_string(),
+        repo,
         resources: Vec::new(),
         version: "3".to_string(),
     };

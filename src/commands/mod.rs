@@ -8,6 +8,7 @@ pub mod create_api;
 pub mod create_webhook;
 pub mod init;
 pub mod lockfile;
+pub mod plugins;
 pub mod update;
 
 use std::path::{Path, PathBuf};

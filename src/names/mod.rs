@@ -24,7 +24,7 @@ use std::str::FromStr;
 use anyhow::{Result, anyhow};
 
 pub use kubernetes::{Domain, Group, Kind, Plural, ProjectName, Version};
-pub use operand::{ContainerCommand, ContainerPort, Image, RunAsUser, check_owner};
+pub use operand::{ContainerCommand, ContainerPort, Image, RunAsUser, check_owner, repository};
 
 /// Longest RFC 1123 / RFC 1035 label (a namespace, a label value, one part of a DNS name).
 const LABEL_MAX: usize = 63;
@@ -496,6 +496,18 @@ mod tests {
         assert!(check_owner("").is_ok());
         for bad in ["ACME\ncompile_error!(\"x\");", "a\tb", "\u{1b}[31m"] {
             assert!(err(check_owner(bad)).contains("one line of text"), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn repositories_are_urls() {
+        assert_eq!(repository("github.com/example/op").unwrap(), "https://github.com/example/op");
+        assert_eq!(
+            repository("https://gitlab.example.com/team/op.git").unwrap(),
+            "https://gitlab.example.com/team/op.git"
+        );
+        for bad in ["", "github.com/a b", "github.com/\"x\"", "ftp://x/y", "https://", "a\nb", "github.com/\u{202e}x"] {
+            assert!(err(repository(bad)).contains("a repository is a URL"), "{bad:?}");
         }
     }
 

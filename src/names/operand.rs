@@ -127,6 +127,26 @@ pub fn check_owner(owner: &str) -> Result<()> {
     Ok(())
 }
 
+/// The project's repository (`init --repo`), as Cargo.toml's `repository` URL: kubebuilder's Go
+/// module path (`github.com/example/memcached-operator`) gets `https://` in front; a URL is kept.
+/// It goes into a TOML string, so it is held to the characters of a URL.
+pub fn repository(repo: &str) -> Result<String> {
+    let url = if repo.contains("://") { repo.to_string() } else { format!("https://{repo}") };
+    let (scheme, rest) = url.split_once("://").unwrap_or_default();
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "-._~:/?#[]@!$&'()*+,;=%".contains(c);
+    let host = rest.split('/').next().unwrap_or_default();
+    if !matches!(scheme, "https" | "http" | "ssh" | "git") || host.is_empty() || !rest.chars().all(allowed) {
+        return Err(invalid(
+            "--repo",
+            repo,
+            "a repository is a URL (https://, http://, ssh:// or git://) or a Go-style module path, \
+             of URL characters only",
+            "\"github.com/example/memcached-operator\"",
+        ));
+    }
+    Ok(url)
+}
+
 impl RunAsUser {
     /// The largest user ID Kubernetes accepts (`IsValidUserID`).
     const MAX: i64 = 2_147_483_647;

@@ -157,3 +157,40 @@ fn init_creates_the_directory_given_with_c() {
     // SOURCE_DATE_EPOCH sets the license year.
     assert!(read(&dir, "src/main.rs").starts_with("// Copyright 2026 The Ops.\n"));
 }
+
+#[test]
+fn repo_goes_into_cargo_toml_and_project() {
+    let tmp = scratch();
+    let dir = tmp.path().join("memcached-operator");
+    fs::create_dir(&dir).unwrap();
+    ok(&dir, "init --domain example.com --repo github.com/example/memcached-operator");
+    let manifest = read(&dir, "Cargo.toml");
+    assert!(manifest.contains("\nrepository = \"https://github.com/example/memcached-operator\"\n"), "{manifest}");
+    assert!(read(&dir, "PROJECT").contains("\nrepo: https://github.com/example/memcached-operator\n"));
+    // PROJECT is read back with the same rule.
+    ok(&dir, "create api --group cache --kind Memcached");
+
+    let other = tmp.path().join("other");
+    fs::create_dir(&other).unwrap();
+    refused(&other, "init --domain example.com --repo 'github.com/a\"b'", &["invalid --repo", "a repository is a URL"]);
+    assert!(fs::read_dir(&other).unwrap().next().is_none(), "a refusal wrote something");
+}
+
+#[test]
+fn kubebuilders_plugins_are_answered_with_what_memop_does() {
+    let tmp = scratch();
+    let dir = tmp.path().join("memcached-operator");
+    fs::create_dir(&dir).unwrap();
+    let out = ok(&dir, "init --domain example.com --plugins go/v4,grafana.kubebuilder.io/v1-alpha");
+    assert!(out.stderr.contains("note: --plugins go/v4: memop always scaffolds its one layout"), "{}", out.stderr);
+    assert!(out.stderr.contains("grafana/ dashboards"), "{}", out.stderr);
+    let before = snapshot(&dir);
+    refused(&dir, "create api --group cache --kind Memcached --plugins helm/v2-alpha", &["no Helm chart yet"]);
+    refused(&dir, "create api --group cache --kind Memcached --plugins deploy-image/v1-alpha", &["--image"]);
+    assert_unchanged(&dir, &before, "refused plugins");
+    let out = ok(
+        &dir,
+        "create api --group cache --kind Memcached --image memcached:1.6 --image-container-port 11211 --plugins deploy-image/v1-alpha",
+    );
+    assert!(out.stderr.contains("memop's operand controller"), "{}", out.stderr);
+}

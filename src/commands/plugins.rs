@@ -1,0 +1,84 @@
+//! kubebuilder's `--plugins`, answered with what memop does: memop has one layout, with the
+//! parts kubebuilder adds by plugin built in, so a plugin is either what memop does anyway
+//! (accepted, with a note saying so) or something it has not (refused, saying what instead).
+
+use anyhow::{Result, bail};
+
+/// Where a plugin is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Init,
+    CreateApi { image: bool },
+}
+
+/// The notes for `plugins` given to `command`, or the refusal of one memop cannot honour.
+pub fn answer(command: Command, plugins: &[String]) -> Result<Vec<String>> {
+    let mut notes = Vec::new();
+    for plugin in plugins.iter().map(|p| p.trim()).filter(|p| !p.is_empty()) {
+        // `deploy-image/v1-alpha` or its full key `deploy-image.go.kubebuilder.io/v1-alpha`.
+        let name = plugin.split('/').next().unwrap_or(plugin);
+        let name = name.trim_end_matches(".go.kubebuilder.io").trim_end_matches(".kubebuilder.io");
+        match (name, command) {
+            ("go" | "base" | "kustomize" | "kustomize.common", _) => notes.push(format!(
+                "--plugins {plugin}: memop always scaffolds its one layout (Rust, with kustomize's config/), \
+                 which follows go/v4's"
+            )),
+            ("deploy-image", Command::CreateApi { image: true }) => notes.push(format!(
+                "--plugins {plugin}: a kind with --image gets memop's operand controller, which is \
+                 deploy-image's; the plugin is not needed"
+            )),
+            ("deploy-image", Command::CreateApi { image: false }) => bail!(
+                "--plugins {plugin} deploys an image: give it with --image (and --image-container-port, \
+                 --image-container-command, --run-as-user), as kubebuilder's deploy-image takes them; \
+                 memop needs no plugin for it"
+            ),
+            ("deploy-image", Command::Init) => bail!(
+                "--plugins {plugin} belongs to `create api`: run `memop create api --image IMG ...` for \
+                 the kind that deploys it"
+            ),
+            ("grafana", _) => notes.push(format!(
+                "--plugins {plugin}: every memop project has grafana/ dashboards of the manager's \
+                 metrics already"
+            )),
+            ("helm", _) => bail!(
+                "--plugins {plugin}: memop has no Helm chart yet; deploy with kustomize (`make deploy`), \
+                 or `make build-installer` for one YAML file (dist/install.yaml)"
+            ),
+            _ => bail!(
+                "--plugins {plugin} is not a plugin memop knows; memop answers kubebuilder's go/v4, \
+                 deploy-image/v1-alpha, grafana/v1-alpha and helm/v2-alpha (it has one layout, with \
+                 their parts built in), so leave --plugins out"
+            ),
+        }
+    }
+    Ok(notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plugins(list: &[&str]) -> Vec<String> {
+        list.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn what_memop_does_anyway_is_accepted_with_a_note() {
+        let notes =
+            answer(Command::Init, &plugins(&["go.kubebuilder.io/v4", "grafana.kubebuilder.io/v1-alpha"])).unwrap();
+        assert_eq!(notes.len(), 2);
+        assert!(notes[0].contains("follows go/v4's") && notes[1].contains("grafana/ dashboards"), "{notes:?}");
+        let image = Command::CreateApi { image: true };
+        assert!(answer(image, &plugins(&["deploy-image/v1-alpha"])).unwrap()[0].contains("operand controller"));
+        assert!(answer(Command::Init, &[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn what_memop_cannot_honour_is_refused_with_what_to_do() {
+        let refused = |command, plugin: &str| answer(command, &plugins(&[plugin])).unwrap_err().to_string();
+        assert!(refused(Command::Init, "helm/v2-alpha").contains("make build-installer"));
+        assert!(refused(Command::CreateApi { image: false }, "deploy-image/v1-alpha").contains("--image"));
+        assert!(refused(Command::Init, "deploy-image/v1-alpha").contains("memop create api --image"));
+        assert!(refused(Command::Init, "kotlin/v1").contains("leave --plugins out"));
+    }
+}
