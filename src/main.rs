@@ -32,11 +32,12 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Init(commands::init::Args),
-    /// Scaffold a new part of the project (`create api`)
+    /// Scaffold a new part of the project (`create api`, `create webhook`)
     #[command(subcommand, after_help = "Example:\n  memop create api --group cache --kind Memcached")]
     Create(Create),
     Update(commands::update::Args),
-    /// Print memop's version
+    /// Print memop's version, the commit it was built from, and the Kubernetes, kube and runtime
+    /// versions of the projects it generates
     Version,
     Completion(commands::completion::Args),
     /// kubebuilder's `edit`, answered with what memop offers instead
@@ -78,7 +79,7 @@ fn main() -> ExitCode {
         (Ok(_lock), Command::Create(Create::Api(args))) => commands::create_api::run(&global, args),
         (Ok(_lock), Command::Create(Create::Webhook(args))) => commands::create_webhook::run(&global, args),
         (Ok(_lock), Command::Update(args)) => commands::update::run(&global, args),
-        (Ok(_), Command::Version) => commands::say(&format!("memop {}\n", env!("CARGO_PKG_VERSION"))),
+        (Ok(_), Command::Version) => commands::say(&commands::version::text()),
         (Ok(_), Command::Edit(_)) => Err(anyhow::anyhow!(
             "memop has no `edit`: a memop project always supports several groups and keeps its \
              settings in PROJECT, Cargo.toml and config/; change them there"

@@ -10,6 +10,7 @@ pub mod init;
 pub mod lockfile;
 pub mod plugins;
 pub mod update;
+pub mod version;
 
 use std::path::{Path, PathBuf};
 

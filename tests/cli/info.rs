@@ -6,9 +6,32 @@ use super::*;
 fn version_prints_the_version() {
     let tmp = scratch();
     let expected = format!("memop {}\n", env!("CARGO_PKG_VERSION"));
-    memop(tmp.path(), "version").assert().success().stdout(expected.clone()).stderr("");
+    let out = memop(tmp.path(), "version").assert().success().stderr("");
+    let report = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(report.starts_with(&expected), "{report}");
+    for line in [
+        "\n  commit:      ",
+        "\n  kubernetes:  1.33 (k8s-openapi ",
+        "\n  kube:        5.",
+        "\n  runtime:     memop-runtime ",
+    ] {
+        assert!(report.contains(line), "{line:?} in {report}");
+    }
     memop(tmp.path(), "--version").assert().success().stdout(expected);
     assert!(snapshot(tmp.path()).is_empty());
+}
+
+#[test]
+fn usage_errors_exit_with_2_and_refusals_with_1_as_cli_md_says() {
+    let tmp = scratch();
+    let usage = memop(tmp.path(), "init --bogus").assert().code(2);
+    let stderr = String::from_utf8(usage.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("unexpected argument '--bogus'") && stderr.contains("Usage: memop init"), "{stderr}");
+    memop(tmp.path(), "frobnicate").assert().code(2);
+    memop(tmp.path(), "init --domain Example..com").assert().code(1);
+    assert!(snapshot(tmp.path()).is_empty());
+    let cli = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cli.md")).unwrap();
+    assert!(cli.contains("exit with status 1") && cli.contains("exit with status 2"), "docs/cli.md documents both");
 }
 
 #[test]
