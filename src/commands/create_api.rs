@@ -193,6 +193,18 @@ pub fn run(global: &Global, mut args: Args) -> Result<()> {
     }
     let existing = project.find(group.as_str(), version.as_str(), kind.as_str()).cloned();
     let gvk = format!("{}/{}, Kind={}", group.as_str(), version, kind);
+    // --force regenerates an API's files; another plural would be another CRD beside the first.
+    if let Some(recorded) = existing.as_ref().filter(|_| args.force) {
+        let served = ApiNames::of(recorded, &domain)?.plural;
+        if served.as_str() != plural.as_str() {
+            bail!(
+                "--plural {plural}: {gvk} is served as {served} (its CRD is {served}.{}), and --force \
+                 regenerates its files, it does not rename it: another plural would be a second CRD for \
+                 the same kind. Drop --plural (or pass --plural {served})",
+                api.qualified_group
+            );
+        }
+    }
     // The project's other APIs, as they were before this one.
     let others = ApiNames::all(&project)?;
     check_conflicts(&project, &others, &args, &api, existing.as_ref(), &gvk)?;

@@ -78,6 +78,15 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             dir.display()
         );
     }
+    // A project with APIs: --force would refuse too (below), so do not suggest it.
+    let apis = Project::load(dir).map(|p| p.resources.len()).unwrap_or(0);
+    if let (Some(found), false, true) = (found, args.force, apis > 0) {
+        bail!(
+            "{} already holds a project with {apis} API(s) (found {found}); run `memop create api` to \
+             extend it, or `memop update` to move it to this memop's runtime",
+            dir.display()
+        );
+    }
     if let (Some(found), false) = (found, args.force) {
         bail!(
             "{} already holds a project (found {found}); run `memop create api` to extend it, \

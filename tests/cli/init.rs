@@ -79,6 +79,11 @@ fn init_refuses_to_reinitialize_a_project() {
     refused(&dir, "init --domain other.io --project-name other", &["(found PROJECT)", fix]);
     refused(&dir, "--dry-run init --domain example.com", &["(found PROJECT)", fix]);
 
+    // With APIs, --force would refuse too: the message does not send the user there.
+    let (_tmp, with_apis) = project(&[MEMCACHED]);
+    let stderr = refused(&with_apis, "init --domain example.com", &["with 1 API(s)", "memop update"]);
+    assert!(!stderr.contains("--force"), "{stderr}");
+
     // Any one of the project's files is enough to refuse.
     let tmp = scratch();
     let cargo = "holds a Cargo project (Cargo.toml) but no memop PROJECT file";

@@ -165,3 +165,17 @@ fn an_operand_controller_needs_operand_types() {
         &["the existing Foo types have no spec.size", "--kind Foo --image IMG --force"],
     );
 }
+
+#[test]
+fn force_with_another_plural_is_refused_rather_than_a_second_crd() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    let before = snapshot(&dir);
+    refused(
+        &dir,
+        &format!("create api {MEMCACHED} --plural mcs --force"),
+        &["--plural mcs", "served as memcacheds", "memcacheds.cache.example.com", "Drop --plural"],
+    );
+    assert_unchanged(&dir, &before, "a refused --force");
+    ok(&dir, &format!("create api {MEMCACHED} --plural memcacheds --force"));
+    assert!(!dir.join("config/crd/bases/cache.example.com_mcs.yaml").exists());
+}
