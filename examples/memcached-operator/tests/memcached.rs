@@ -752,6 +752,10 @@ async fn the_real_controller_loop_converges_and_shuts_down(env: TestEnv) {
 
 /// The CRD's schema, as the real API server enforces it (the in-memory one does not validate).
 #[tokio::test]
+#[cfg_attr(
+    not(envtest),
+    ignore = "needs the real control plane: `make setup-envtest`, or KUBEBUILDER_ASSETS (ENVTEST_REQUIRED=1 fails without it)"
+)]
 async fn the_crd_refuses_invalid_objects() {
     let Some(env) = TestEnv::real().await else {
         return;
@@ -786,6 +790,10 @@ async fn the_crd_refuses_invalid_objects() {
 /// of the operator applied goes at the next reconcile. (Real control plane only: the in-memory
 /// server's apply is a merge patch, without field ownership.)
 #[tokio::test]
+#[cfg_attr(
+    not(envtest),
+    ignore = "needs the real control plane: `make setup-envtest`, or KUBEBUILDER_ASSETS (ENVTEST_REQUIRED=1 fails without it)"
+)]
 async fn a_field_no_longer_desired_is_pruned() {
     let Some(env) = TestEnv::real().await else {
         return;
@@ -824,6 +832,10 @@ async fn a_field_no_longer_desired_is_pruned() {
 /// its status writes, and stays that writer's to remove. (Real control plane only: the
 /// in-memory server replaces lists whole.)
 #[tokio::test]
+#[cfg_attr(
+    not(envtest),
+    ignore = "needs the real control plane: `make setup-envtest`, or KUBEBUILDER_ASSETS (ENVTEST_REQUIRED=1 fails without it)"
+)]
 async fn another_writers_condition_stays_theirs() {
     let Some(env) = TestEnv::real().await else {
         return;
