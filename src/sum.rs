@@ -2,10 +2,10 @@
 //!
 //! Beside `PROJECT` (what the project holds) it records, for every file a command wrote, the
 //! git object id of the exact text memop left there (after formatting, markers filled in). A
-//! file whose id still matches is unedited; for one that differs, the recorded id names the
-//! base of a three-way merge, which `git cat-file -p <id>` reads back from the user's
-//! repository once the file was committed. That is what `memop update` needs to carry a user's
-//! edits over to memop's new version of a file, as go.sum records what the go tool fetched.
+//! file whose id still matches is unedited, which is how `memop update` tells a vendored file it
+//! may replace from one the user changed; where the file was committed as memop wrote it,
+//! `git cat-file -p <id>` also reads memop's text back, the base a three-way merge would need.
+//! (go.sum records, in the same spirit, what the go tool fetched.)
 //!
 //! The format is one `<path> <id>` line per file, sorted by path, below a header and the memop
 //! version that last wrote it; paths in a project never hold spaces (memop names them).

@@ -78,8 +78,9 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             dir.display()
         );
     }
+    let loaded = Project::load(dir);
     // A project with APIs: --force would refuse too (below), so do not suggest it.
-    let apis = Project::load(dir).map(|p| p.resources.len()).unwrap_or(0);
+    let apis = loaded.as_ref().map_or(0, |p| p.resources.len());
     if let (Some(found), false, true) = (found, args.force, apis > 0) {
         bail!(
             "{} already holds a project with {apis} API(s) (found {found}); run `memop create api` to \
@@ -96,7 +97,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     }
     // Even --force does not drop APIs: their files would stay, unregistered and unbuilt. A
     // PROJECT that does not load might list some: refuse rather than guess.
-    let existing = match Project::load(dir) {
+    let existing = match loaded {
         Err(err) if dir.join(project::FILE).exists() => {
             return Err(err.context(
                 "init --force cannot tell which APIs the existing PROJECT file lists, and would \

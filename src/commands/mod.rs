@@ -129,9 +129,7 @@ fn record(plan: &mut Plan) -> Result<()> {
     }
     let path = Path::new(crate::sum::FILE);
     let mut sum = crate::sum::Sum::parse(plan.read(path)?.as_deref())?;
-    let written: Vec<(PathBuf, String)> =
-        plan.planned().filter(|(p, _)| *p != path).map(|(p, text)| (p.to_path_buf(), text.to_string())).collect();
-    for (file, text) in &written {
+    for (file, text) in plan.planned().filter(|(p, _)| *p != path) {
         sum.wrote(file, text);
     }
     plan.write(path, sum.render(env!("CARGO_PKG_VERSION")), crate::scaffold::IfExists::Overwrite)

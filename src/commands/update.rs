@@ -14,7 +14,7 @@ use anyhow::{Context as _, Result, bail};
 
 use super::{Global, finish};
 use crate::project::{self, Project};
-use crate::scaffold::{self, IfExists, Plan};
+use crate::scaffold::{self, IfExists, Plan, RUNTIME_CRATES};
 use crate::sum::{self, Sum};
 
 /// Update the project to this memop's runtime: vendor/, the versions Cargo.toml pins, PROJECT
@@ -31,9 +31,6 @@ pub struct Args {
     force: bool,
 }
 
-/// The dependencies on the runtime crates, as `memop init` writes them in `Cargo.toml`.
-const PINS: &[&str] = &["memop-runtime", "memop-test"];
-
 pub fn run(global: &Global, args: Args) -> Result<()> {
     let dir = &global.dir;
     let mut project = Project::load(dir)?;
@@ -43,9 +40,16 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let version = env!("CARGO_PKG_VERSION");
     let mut plan = Plan::new(dir);
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
+    let shipped = scaffold::vendored_files();
+    // What an earlier memop vendored and this one does not: no module names it any more.
+    let vendor = format!("{}/", scaffold::VENDOR);
+    let dropped: Vec<&str> = record
+        .paths()
+        .filter(|path| path.starts_with(&vendor) && !shipped.iter().any(|(s, _)| s == path))
+        .filter(|path| dir.join(path).is_file())
+        .collect();
     let mut edited = Vec::new();
-    for (path, text) in scaffold::vendored_files() {
-        let path = format!("{}/{path}", scaffold::VENDOR);
+    for (path, text) in shipped {
         let unedited = match plan.read(Path::new(&path))? {
             Some(current) if current == text => continue,
             Some(current) => record.get(&path) == Some(sum::blob_id(&current).as_str()),
@@ -59,14 +63,6 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         plan.write(&path, text, IfExists::Overwrite)?;
         plan.mark_formatted(&path);
     }
-    // What an earlier memop vendored and this one does not: no module names it any more.
-    let shipped: Vec<String> =
-        scaffold::vendored_files().into_iter().map(|(path, _)| format!("{}/{path}", scaffold::VENDOR)).collect();
-    let dropped: Vec<&str> = record
-        .paths()
-        .filter(|path| path.starts_with(&format!("{}/", scaffold::VENDOR)) && !shipped.iter().any(|s| s == path))
-        .filter(|path| dir.join(path).is_file())
-        .collect();
     if !edited.is_empty() {
         bail!(
             "{} changed since memop wrote {}: vendor/ is memop's copy of the runtime crates, and an \
@@ -128,7 +124,7 @@ fn pin(manifest: &str, version: &str) -> Result<String> {
     let mut out = String::with_capacity(manifest.len());
     let mut found = Vec::new();
     for line in manifest.split_inclusive('\n') {
-        let pinned = PINS.iter().find_map(|name| {
+        let pinned = RUNTIME_CRATES.iter().find_map(|name| {
             let rest = line.strip_prefix(name)?.trim_start().strip_prefix('=')?.trim();
             rest.starts_with("\"=").then_some(name)
         });
@@ -140,7 +136,7 @@ fn pin(manifest: &str, version: &str) -> Result<String> {
             None => out.push_str(line),
         }
     }
-    for name in PINS {
+    for name in RUNTIME_CRATES {
         if !found.contains(name) {
             bail!(
                 "Cargo.toml has no line `{name} = \"=<version>\"`, which memop pins the runtime with; \
@@ -157,7 +153,8 @@ fn lock_versions(lock: &str, version: &str) -> String {
     let blocks: Vec<String> = lock
         .split("\n\n")
         .map(|block| {
-            let vendored = PINS.iter().any(|name| block.contains(&format!("[[package]]\nname = \"{name}\"\n")));
+            let vendored =
+                RUNTIME_CRATES.iter().any(|name| block.contains(&format!("[[package]]\nname = \"{name}\"\n")));
             if !vendored || block.contains("\nsource = ") {
                 return block.to_string();
             }
