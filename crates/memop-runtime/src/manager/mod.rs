@@ -89,6 +89,9 @@ impl Shared {
     }
 }
 
+/// How long each cleanup at shutdown may take.
+const CLEANUP_TIMEOUT: Duration = Duration::from_secs(10);
+
 type ControllerFn = Box<dyn FnOnce(Shared) -> BoxFuture<'static, anyhow::Result<()>> + Send>;
 
 /// A running manager with its registered controllers, which start once this replica leads.
@@ -171,8 +174,16 @@ impl Manager {
             .push((name, Box::new(move |shared| Box::pin(run(shared)))));
     }
 
-    /// Runs the controllers until a shutdown signal, or until this replica loses leadership.
+    /// Runs the controllers until a shutdown signal, or until this replica loses leadership;
+    /// then what was deferred at shutdown ([`Shutdown::defer`]).
     pub async fn run(&mut self) -> anyhow::Result<()> {
+        let outcome = self.run_controllers().await;
+        self.shared.shutdown.trigger();
+        self.shared.shutdown.run_deferred(CLEANUP_TIMEOUT).await;
+        outcome
+    }
+
+    async fn run_controllers(&mut self) -> anyhow::Result<()> {
         let lease = match &self.leader_election {
             Some(config) => {
                 self.shared.readiness.set_standby(true);

@@ -58,10 +58,10 @@ pub struct SelfManaged {
 /// A certificate, its key, and the CA bundle that clients trust it with, as the Secret holds
 /// them (PEM).
 #[derive(Debug, Clone)]
-struct Pem {
-    ca: String,
-    cert: String,
-    key: String,
+pub(super) struct Pem {
+    pub(super) ca: String,
+    pub(super) cert: String,
+    pub(super) key: String,
     not_after: Option<Timestamp>,
 }
 
@@ -270,9 +270,13 @@ fn read(secret: &Secret) -> Option<Pem> {
     })
 }
 
-/// A new CA and a certificate it signs for `dns_names`, both valid for [`VALIDITY`]; the CA
-/// bundle is the new CA, then `previous_ca`.
-fn make(ca_name: &str, dns_names: &[String], previous_ca: Option<String>) -> anyhow::Result<Pem> {
+/// A new CA and a certificate it signs for `dns_names` (IP addresses too), both valid for
+/// [`VALIDITY`]; the CA bundle is the new CA, then `previous_ca`.
+pub(super) fn make(
+    ca_name: &str,
+    dns_names: &[String],
+    previous_ca: Option<String>,
+) -> anyhow::Result<Pem> {
     // Certificates are valid from the start of a day (UTC) to the start of another.
     let (today, expiry) = {
         let today = Timestamp::now().to_zoned(TimeZone::UTC).date();

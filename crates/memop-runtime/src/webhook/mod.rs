@@ -39,13 +39,13 @@ use crate::manager::tls::Certificate;
 use crate::manager::{Metrics, Shared, http, parse_bind_address};
 
 pub mod certs;
+mod local;
 
 /// The webhook server's flags, part of the manager's.
 #[derive(Debug, Clone, clap::Args)]
 #[group(id = "webhook")]
 pub struct Flags {
-    /// Serve the admission webhooks; ENABLE_WEBHOOKS=false turns them off, e.g. for `make run`
-    /// (the API server then cannot reach them anyway)
+    /// Serve the webhooks; ENABLE_WEBHOOKS=false turns them off
     #[arg(long, env = "ENABLE_WEBHOOKS", action = ArgAction::Set, num_args = 0..=1, default_value_t = true, default_missing_value = "true")]
     pub enable_webhooks: bool,
 
@@ -67,6 +67,18 @@ pub struct Flags {
     #[arg(long, default_value = "tls.key")]
     pub webhook_cert_key: String,
 
+    /// Local development (`make run`): serve the webhooks on this machine, where the API server
+    /// reaches them at this URL (https://HOST:PORT), with a certificate made for HOST at start.
+    /// The manager points its CRDs' conversion and two webhook configurations of its own
+    /// ({operator name}-local-mutating, -validating) at the URL, and undoes both when it stops
+    #[arg(
+        long,
+        env = "WEBHOOK_URL",
+        value_name = "URL",
+        conflicts_with = "webhook_cert_secret"
+    )]
+    pub webhook_url: Option<String>,
+
     /// Keep the webhook server's certificate in this Secret of the manager's namespace, without
     /// cert-manager: made, written into the webhook configurations and CRDs, and renewed by the
     /// manager (config/webhook-certs). Instead of --webhook-cert-path
@@ -87,7 +99,9 @@ pub struct Flags {
 
 /// Starts the webhook server of `operator` (unless --enable-webhooks=false) with `routes`, and
 /// the certificate of --webhook-cert-path or --webhook-cert-secret (which also trusts it in the
-/// CRDs named `conversion_crds`); HTTP/2 only with `http2` (--enable-http2).
+/// CRDs named `conversion_crds`); HTTP/2 only with `http2` (--enable-http2). With --webhook-url
+/// it serves on this machine instead, and points the API server at it: the conversion of
+/// `conversion_crds`, and `webhooks` (what `config/webhook/manifests.yaml` declares).
 pub async fn serve(
     operator: &Operator,
     flags: &Flags,
@@ -95,6 +109,7 @@ pub async fn serve(
     shared: &Shared,
     routes: Router,
     conversion_crds: Vec<String>,
+    webhooks: &[Webhook],
 ) -> anyhow::Result<()> {
     if !flags.enable_webhooks {
         tracing::info!("webhooks disabled (ENABLE_WEBHOOKS=false)");
@@ -103,8 +118,12 @@ pub async fn serve(
     let Some(addr) = parse_bind_address(&flags.webhook_bind_address)? else {
         return Ok(());
     };
-    let certificate = match &flags.webhook_cert_secret {
-        Some(secret) => {
+    let local = (flags.webhook_url.as_deref())
+        .map(|url| local::Local::new(operator, url))
+        .transpose()?;
+    let certificate = match (&local, &flags.webhook_cert_secret) {
+        (Some(local), _) => local.certificate()?,
+        (None, Some(secret)) => {
             let namespace = shared.client.default_namespace().to_string();
             let name = operator.name;
             let service = (flags.webhook_service.clone())
@@ -125,13 +144,13 @@ pub async fn serve(
                 namespace,
                 secret: secret.clone(),
                 configurations,
-                crds: conversion_crds,
+                crds: conversion_crds.clone(),
             }
             .start(shared.shutdown.clone())
             .await
             .context("managing the webhook certificate (--webhook-cert-secret)")?
         }
-        None => {
+        (None, None) => {
             let certificate = Certificate::from_files(
                 &flags.webhook_cert_path,
                 &flags.webhook_cert_name,
@@ -139,8 +158,8 @@ pub async fn serve(
             )
             .context(
                 "the webhook server's certificate: deploy with cert-manager (the [CERTMANAGER] sections of \
-                 config/default/kustomization.yaml) or with config/webhook-certs, pass --webhook-cert-path, or \
-                 run with ENABLE_WEBHOOKS=false",
+                 config/default/kustomization.yaml) or with config/webhook-certs, pass --webhook-cert-path; on \
+                 your machine, pass --webhook-url (make run does) or run with ENABLE_WEBHOOKS=false",
             )?;
             let certificate = Arc::new(certificate);
             certificate.watch(shared.shutdown.clone());
@@ -157,7 +176,12 @@ pub async fn serve(
         http2,
         shared.shutdown.clone(),
     )
-    .await
+    .await?;
+    // Only once it serves: the API server calls the webhooks as soon as it is pointed at them.
+    if let Some(local) = local {
+        local.point(shared, webhooks, &conversion_crds).await?;
+    }
+    Ok(())
 }
 
 /// Where the API server sends objects to convert, for every kind with a conversion webhook

@@ -1,0 +1,349 @@
+//! `make run`'s webhooks (`--webhook-url`): a manager on a developer's machine serves its
+//! webhooks there and points the API server at them for as long as it runs, so that the local
+//! loop works after `memop create webhook`, conversion included. In a cluster the API server
+//! calls the manager through its webhook Service, with a certificate cert-manager issues or
+//! `--webhook-cert-secret` keeps; neither reaches a process outside the cluster.
+//!
+//! At start the manager makes a CA and a certificate for the URL's host, in memory, and then
+//! - points the conversion of each CRD it converts at `<url>/convert`, with that CA;
+//! - applies its admission webhooks as two configurations of its own,
+//!   `<name>-local-mutating` and `<name>-local-validating`, calling `<url><path>`.
+//!
+//! At shutdown it puts each CRD's conversion back as it found it (what `make install` applied)
+//! and deletes those configurations. A manager killed before it could leaves them; `make run`
+//! again replaces them, and `make uninstall` deletes them.
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ValidatingWebhook,
+    ValidatingWebhookConfiguration, WebhookClientConfig,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::{Client, Resource};
+use serde_json::{Value, json};
+
+use super::{CONVERT_PATH, Webhook, certs};
+use crate::Operator;
+use crate::manager::Shared;
+use crate::manager::tls::Certificate;
+
+/// The webhooks of `operator`, served at `url` on this machine.
+pub(super) struct Local {
+    name: String,
+    /// `https://host:port`, without a trailing slash.
+    url: String,
+    pem: certs::Pem,
+}
+
+impl Local {
+    /// Checks `url` (`https://HOST:PORT`, the address the API server reaches this machine at)
+    /// and makes a CA and a certificate for its host.
+    pub(super) fn new(operator: &Operator, url: &str) -> anyhow::Result<Self> {
+        let host = host_of(url)?;
+        let pem = certs::make(
+            &format!("{}-local-webhook-ca", operator.name),
+            &[host],
+            None,
+        )?;
+        Ok(Self {
+            name: operator.name.to_string(),
+            url: url.trim_end_matches('/').to_string(),
+            pem,
+        })
+    }
+
+    /// The certificate to serve.
+    pub(super) fn certificate(&self) -> anyhow::Result<Arc<Certificate>> {
+        let certificate = Certificate::from_pem(self.pem.cert.as_bytes(), self.pem.key.as_bytes())?;
+        Ok(Arc::new(certificate))
+    }
+
+    /// The names of the two webhook configurations this manager applies.
+    pub(super) fn configuration_names(name: &str) -> [String; 2] {
+        [
+            format!("{name}-local-mutating"),
+            format!("{name}-local-validating"),
+        ]
+    }
+
+    /// Points the CRDs named `crds` and the admission `webhooks` at this machine, and defers
+    /// undoing it to the manager's shutdown.
+    pub(super) async fn point(
+        &self,
+        shared: &Shared,
+        webhooks: &[Webhook],
+        crds: &[String],
+    ) -> anyhow::Result<()> {
+        let bundle = ByteString(self.pem.ca.as_bytes().to_vec());
+        let manager = format!("{}-local-webhooks", self.name);
+        let [mutating_name, validating_name] = Self::configuration_names(&self.name);
+        let client_config = |webhook: &Webhook| WebhookClientConfig {
+            url: Some(format!("{}{}", self.url, webhook.path)),
+            ca_bundle: Some(bundle.clone()),
+            service: None,
+        };
+        let mutating = MutatingWebhookConfiguration {
+            metadata: named(&mutating_name),
+            webhooks: Some(
+                (webhooks.iter().filter(|webhook| webhook.mutating))
+                    .map(|webhook| MutatingWebhook {
+                        name: webhook.name.into(),
+                        admission_review_versions: vec!["v1".into()],
+                        client_config: client_config(webhook),
+                        failure_policy: Some("Fail".into()),
+                        rules: Some(rules(webhook)),
+                        side_effects: "None".into(),
+                        ..MutatingWebhook::default()
+                    })
+                    .collect(),
+            ),
+        };
+        let validating = ValidatingWebhookConfiguration {
+            metadata: named(&validating_name),
+            webhooks: Some(
+                (webhooks.iter().filter(|webhook| !webhook.mutating))
+                    .map(|webhook| ValidatingWebhook {
+                        name: webhook.name.into(),
+                        admission_review_versions: vec!["v1".into()],
+                        client_config: client_config(webhook),
+                        failure_policy: Some("Fail".into()),
+                        rules: Some(rules(webhook)),
+                        side_effects: "None".into(),
+                        ..ValidatingWebhook::default()
+                    })
+                    .collect(),
+            ),
+        };
+        let client = &shared.client;
+        apply_or_delete(client, &manager, mutating).await?;
+        apply_or_delete(client, &manager, validating).await?;
+        {
+            let client = client.clone();
+            shared.shutdown.defer(async move {
+                for (kind, result) in [
+                    (
+                        "mutating",
+                        delete::<MutatingWebhookConfiguration>(&client, &mutating_name).await,
+                    ),
+                    (
+                        "validating",
+                        delete::<ValidatingWebhookConfiguration>(&client, &validating_name).await,
+                    ),
+                ] {
+                    if let Err(error) = result {
+                        tracing::warn!(
+                            error = format!("{error:#}"),
+                            "could not delete the local {kind} webhook configuration"
+                        );
+                    }
+                }
+            });
+        }
+
+        let api = Api::<CustomResourceDefinition>::all(client.clone());
+        for name in crds {
+            let crd = api.get(name).await.with_context(|| {
+                format!("reading the CRD {name}, whose conversion this manager serves: install the CRDs first (make install)")
+            })?;
+            let restore = restoring(serde_json::to_value(&crd.spec.conversion)?);
+            let local = json!({ "spec": { "conversion": {
+                "strategy": "Webhook",
+                "webhook": {
+                    "conversionReviewVersions": ["v1"],
+                    "clientConfig": {
+                        "service": null,
+                        "url": format!("{}{CONVERT_PATH}", self.url),
+                        "caBundle": bundle,
+                    },
+                },
+            } } });
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&local))
+                .await
+                .with_context(|| {
+                    format!("pointing the conversion of the CRD {name} at {}", self.url)
+                })?;
+            let (api, name) = (api.clone(), name.clone());
+            shared.shutdown.defer(async move {
+                let restore = json!({ "spec": { "conversion": restore } });
+                match api.patch(&name, &PatchParams::default(), &Patch::Merge(&restore)).await {
+                    Ok(_) => tracing::info!(crd = name, "restored the CRD's conversion"),
+                    Err(error) => tracing::warn!(crd = name, %error, "could not restore the CRD's conversion; make install restores it"),
+                }
+            });
+        }
+        tracing::info!(
+            url = self.url,
+            crds = ?crds,
+            "serving the webhooks on this machine (--webhook-url): the API server calls them there until the manager stops"
+        );
+        Ok(())
+    }
+}
+
+/// The host of `url`, which must be `https://HOST:PORT` with no path.
+fn host_of(url: &str) -> anyhow::Result<String> {
+    let refuse = |why: &str| {
+        anyhow::anyhow!(
+            "--webhook-url {url:?} {why}: give https://HOST:PORT, where HOST is the address the API server reaches this machine at (127.0.0.1 for an API server on this machine; kind's network gateway, e.g. 172.18.0.1, for a kind cluster) and PORT the one of --webhook-bind-address"
+        )
+    };
+    let uri: http::Uri = url.parse().map_err(|_| refuse("is not a URL"))?;
+    if uri.scheme_str() != Some("https") {
+        return Err(refuse(
+            "is not https (the API server calls webhooks over TLS only)",
+        ));
+    }
+    if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
+        return Err(refuse("has a path (each webhook's path is added to it)"));
+    }
+    let host = uri.host().ok_or_else(|| refuse("has no host"))?;
+    // An IPv6 address is written in brackets in a URL, and without them in a certificate.
+    Ok(host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string())
+}
+
+/// What puts back `conversion` (a CRD's `spec.conversion`, as read) with a merge patch: the
+/// fields the local conversion sets and `conversion` lacks are removed.
+fn restoring(mut conversion: Value) -> Value {
+    if conversion.is_null() {
+        return json!({ "strategy": "None", "webhook": null });
+    }
+    if conversion["webhook"].is_null() {
+        conversion["webhook"] = Value::Null;
+        return conversion;
+    }
+    let client_config = &mut conversion["webhook"]["clientConfig"];
+    for field in ["url", "service", "caBundle"] {
+        if client_config.get(field).is_none() {
+            client_config[field] = Value::Null;
+        }
+    }
+    conversion
+}
+
+fn named(name: &str) -> kube::api::ObjectMeta {
+    kube::api::ObjectMeta {
+        name: Some(name.into()),
+        ..Default::default()
+    }
+}
+
+fn rules(webhook: &Webhook) -> Vec<RuleWithOperations> {
+    vec![RuleWithOperations {
+        api_groups: Some(vec![webhook.group.into()]),
+        api_versions: Some(vec![webhook.version.into()]),
+        operations: Some(webhook.operations.iter().map(|op| op.to_string()).collect()),
+        resources: Some(vec![webhook.resource.into()]),
+        scope: None,
+    }]
+}
+
+/// Server-side applies `configuration` as `manager`, or deletes it when it has no webhooks
+/// (the API server refuses nothing, and a configuration left from an earlier run must go).
+async fn apply_or_delete<K>(client: &Client, manager: &str, configuration: K) -> anyhow::Result<()>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>,
+    K: Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: HasWebhooks,
+{
+    let name = configuration.meta().name.clone().unwrap_or_default();
+    if configuration.is_empty() {
+        return delete::<K>(client, &name).await;
+    }
+    Api::<K>::all(client.clone())
+        .patch(
+            &name,
+            &PatchParams::apply(manager).force(),
+            &Patch::Apply(&configuration),
+        )
+        .await
+        .with_context(|| format!("applying the webhook configuration {name}"))?;
+    Ok(())
+}
+
+async fn delete<K>(client: &Client, name: &str) -> anyhow::Result<()>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>,
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match Api::<K>::all(client.clone())
+        .delete(name, &DeleteParams::default())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(error) => {
+            Err(error).with_context(|| format!("deleting the webhook configuration {name}"))
+        }
+    }
+}
+
+/// A webhook configuration, mutating or validating.
+trait HasWebhooks {
+    fn is_empty(&self) -> bool;
+}
+
+impl HasWebhooks for MutatingWebhookConfiguration {
+    fn is_empty(&self) -> bool {
+        self.webhooks.as_ref().is_none_or(Vec::is_empty)
+    }
+}
+
+impl HasWebhooks for ValidatingWebhookConfiguration {
+    fn is_empty(&self) -> bool {
+        self.webhooks.as_ref().is_none_or(Vec::is_empty)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_url_must_be_https_to_a_host_without_a_path() {
+        assert_eq!(host_of("https://127.0.0.1:9443").unwrap(), "127.0.0.1");
+        assert_eq!(host_of("https://172.18.0.1:9443/").unwrap(), "172.18.0.1");
+        assert_eq!(host_of("https://[::1]:9443").unwrap(), "::1");
+        assert_eq!(
+            host_of("https://host.docker.internal:9443").unwrap(),
+            "host.docker.internal"
+        );
+        for (url, why) in [
+            ("http://127.0.0.1:9443", "is not https"),
+            ("https://127.0.0.1:9443/webhooks", "has a path"),
+            ("127.0.0.1:9443", "is not https"),
+            ("https://", "is not a URL"),
+        ] {
+            let error = host_of(url).unwrap_err().to_string();
+            assert!(error.contains(why), "{url}: {error}");
+            assert!(error.contains("give https://HOST:PORT"), "{error}");
+        }
+    }
+
+    #[test]
+    fn restoring_removes_what_the_local_conversion_added() {
+        // What `make install` applies: a Service, no CA.
+        let installed = json!({
+            "strategy": "Webhook",
+            "webhook": {
+                "conversionReviewVersions": ["v1"],
+                "clientConfig": { "service": { "name": "webhook-service", "namespace": "system", "path": "/convert" } },
+            },
+        });
+        let mut restored = json!({ "strategy": "Webhook", "webhook": { "clientConfig": {
+            "url": "https://127.0.0.1:9443/convert", "caBundle": "Q0E=" } } });
+        json_patch::merge(&mut restored, &restoring(installed.clone()));
+        assert_eq!(restored, installed);
+
+        // A CRD without a conversion webhook gets none back.
+        let mut restored = json!({ "strategy": "Webhook", "webhook": { "clientConfig": { "url": "https://127.0.0.1:9443/convert" } } });
+        json_patch::merge(&mut restored, &restoring(Value::Null));
+        assert_eq!(restored, json!({ "strategy": "None" }));
+    }
+}

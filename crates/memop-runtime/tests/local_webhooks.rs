@@ -1,0 +1,283 @@
+//! `make run`'s webhooks (`--webhook-url`) on the real control plane (skipped without
+//! `KUBEBUILDER_ASSETS`): a CRD installed as `make install` installs a converted kind (its
+//! conversion pointing at the in-cluster webhook Service, no CA), and a webhook server started
+//! with `--webhook-url` on this machine. The API server must then convert through it and call
+//! its mutating webhook; at shutdown the CRD's conversion is as it was, and the webhook
+//! configurations are gone.
+
+use std::time::Duration;
+
+use axum::Router;
+use clap::Parser;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, PostParams};
+use kube::{CustomResourceExt, ResourceExt};
+use memop_runtime::Operator;
+use memop_runtime::manager::Shared;
+use memop_runtime::webhook::{self, CONVERT_PATH, Conversion, Webhook};
+use memop_test::TestEnv;
+use memop_test::envtest::free_port;
+use serde_json::json;
+
+const OPERATOR: Operator = Operator {
+    name: "local-operator",
+    domain: "example.com",
+};
+const CRD: &str = "gadgets.local.example.com";
+
+/// Two versions of a kind, whose field `size` became `replicas`: v1 is stored and is the hub.
+mod v1 {
+    #[derive(
+        kube::CustomResource,
+        serde::Serialize,
+        serde::Deserialize,
+        schemars::JsonSchema,
+        Clone,
+        Debug,
+    )]
+    #[kube(
+        group = "local.example.com",
+        version = "v1",
+        kind = "Gadget",
+        namespaced
+    )]
+    pub struct GadgetSpec {
+        pub replicas: i32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub defaulted: Option<String>,
+    }
+}
+
+mod v1beta1 {
+    #[derive(
+        kube::CustomResource,
+        serde::Serialize,
+        serde::Deserialize,
+        schemars::JsonSchema,
+        Clone,
+        Debug,
+    )]
+    #[kube(
+        group = "local.example.com",
+        version = "v1beta1",
+        kind = "Gadget",
+        namespaced
+    )]
+    pub struct GadgetSpec {
+        pub size: i32,
+    }
+
+    impl From<Gadget> for super::v1::Gadget {
+        fn from(spoke: Gadget) -> Self {
+            let spec = super::v1::GadgetSpec {
+                replicas: spoke.spec.size,
+                defaulted: None,
+            };
+            Self {
+                metadata: spoke.metadata,
+                spec,
+            }
+        }
+    }
+
+    impl From<super::v1::Gadget> for Gadget {
+        fn from(hub: super::v1::Gadget) -> Self {
+            let spec = GadgetSpec {
+                size: hub.spec.replicas,
+            };
+            Self {
+                metadata: hub.metadata,
+                spec,
+            }
+        }
+    }
+}
+
+fn default(gadget: &mut v1::Gadget) {
+    gadget.spec.defaulted = Some("by the local webhook".into());
+}
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    webhook: webhook::Flags,
+}
+
+#[tokio::test]
+async fn make_runs_webhooks_are_served_on_this_machine_and_undone_at_shutdown() {
+    let Some(env) =
+        TestEnv::real_for(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture"))
+            .await
+    else {
+        return;
+    };
+    let crds = Api::<CustomResourceDefinition>::all(env.admin.clone());
+    let mut crd = memop_runtime::manifests::merge_versions(
+        vec![v1::Gadget::crd(), v1beta1::Gadget::crd()],
+        &[(CRD, "v1")],
+    )
+    .remove(0);
+    // What `make install` applies after `memop create webhook --conversion`.
+    let installed = json!({
+        "strategy": "Webhook",
+        "webhook": {
+            "conversionReviewVersions": ["v1"],
+            "clientConfig": { "service": { "name": "webhook-service", "namespace": "system", "path": CONVERT_PATH } },
+        },
+    });
+    crd.spec.conversion = Some(serde_json::from_value(installed).unwrap());
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    wait_established(&crds).await;
+    // As stored, with the API server's defaults (the Service's port).
+    let installed = serde_json::to_value(crds.get(CRD).await.unwrap().spec.conversion).unwrap();
+
+    let port = free_port().unwrap();
+    let url = format!("https://127.0.0.1:{port}");
+    let cli = Cli::parse_from([
+        "manager",
+        "--webhook-url",
+        &url,
+        "--webhook-bind-address",
+        &format!("127.0.0.1:{port}"),
+    ]);
+    let shared = Shared::new(&OPERATOR, env.admin.clone(), None);
+    let routes = Router::new()
+        .route(
+            CONVERT_PATH,
+            webhook::converting(vec![Conversion::between::<v1::Gadget, v1beta1::Gadget>()]),
+        )
+        .route("/mutate-gadget", webhook::defaulting(default));
+    let webhooks = [Webhook {
+        mutating: true,
+        name: "mgadget-v1.local.example.com",
+        path: "/mutate-gadget",
+        group: "local.example.com",
+        version: "v1",
+        resource: "gadgets",
+        operations: &["CREATE", "UPDATE"],
+    }];
+    webhook::serve(
+        &OPERATOR,
+        &cli.webhook,
+        false,
+        &shared,
+        routes,
+        vec![CRD.into()],
+        &webhooks,
+    )
+    .await
+    .unwrap();
+
+    // Written in the hub, defaulted by the local webhook. The API server loads new webhook
+    // configurations asynchronously, so a first write may miss it: write new objects until one
+    // is defaulted.
+    let spokes = Api::<v1beta1::Gadget>::namespaced(env.admin.clone(), &env.namespace);
+    let hubs = Api::<v1::Gadget>::namespaced(env.admin.clone(), &env.namespace);
+    let mut last = String::new();
+    let mut defaulted = false;
+    for attempt in 0..100 {
+        let spec = v1::GadgetSpec {
+            replicas: 1,
+            defaulted: None,
+        };
+        let hub = v1::Gadget::new(&format!("gadget-{attempt}"), spec);
+        match hubs.create(&PostParams::default(), &hub).await {
+            Ok(created) if created.spec.defaulted.is_some() => {
+                defaulted = true;
+                break;
+            }
+            Ok(_) => last = "created, not defaulted".into(),
+            Err(error) => last = error.to_string(),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        defaulted,
+        "the API server never called the local mutating webhook: {last}"
+    );
+    // Written in the spoke, stored in the hub, read in both: converted by the From impls.
+    let spoke = v1beta1::Gadget::new("spoke", v1beta1::GadgetSpec { size: 2 });
+    spokes.create(&PostParams::default(), &spoke).await.unwrap();
+    assert_eq!(hubs.get("spoke").await.unwrap().spec.replicas, 2);
+    assert_eq!(spokes.get("spoke").await.unwrap().spec.size, 2);
+    let pointed = crds
+        .get(CRD)
+        .await
+        .unwrap()
+        .spec
+        .conversion
+        .unwrap()
+        .webhook
+        .unwrap();
+    let client_config = pointed.client_config.unwrap();
+    assert_eq!(
+        client_config.url.as_deref(),
+        Some(format!("{url}{CONVERT_PATH}").as_str())
+    );
+    assert!(client_config.ca_bundle.is_some() && client_config.service.is_none());
+
+    shared.shutdown.trigger();
+    shared.shutdown.run_deferred(Duration::from_secs(10)).await;
+    let restored = serde_json::to_value(crds.get(CRD).await.unwrap().spec.conversion).unwrap();
+    assert_eq!(
+        restored, installed,
+        "the CRD's conversion as make install applied it"
+    );
+    let mutating = Api::<MutatingWebhookConfiguration>::all(env.admin.clone());
+    let validating = Api::<ValidatingWebhookConfiguration>::all(env.admin.clone());
+    assert!(
+        mutating
+            .get_opt("local-operator-local-mutating")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        validating
+            .get_opt("local-operator-local-validating")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_bad_webhook_url_is_refused_with_the_form_it_takes() {
+    let env = TestEnv::in_memory();
+    let shared = Shared::new(&OPERATOR, env.admin.clone(), None);
+    let cli = Cli::parse_from(["manager", "--webhook-url", "http://127.0.0.1:9443"]);
+    let error = webhook::serve(
+        &OPERATOR,
+        &cli.webhook,
+        false,
+        &shared,
+        Router::new(),
+        vec![],
+        &[],
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("is not https") && error.contains("https://HOST:PORT"),
+        "{error}"
+    );
+}
+
+async fn wait_established(crds: &Api<CustomResourceDefinition>) {
+    for _ in 0..100 {
+        let crd = crds.get(CRD).await.unwrap();
+        let established = (crd.status.and_then(|status| status.conditions))
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True");
+        if established {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{CRD} never became established");
+}
