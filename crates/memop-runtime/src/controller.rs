@@ -100,7 +100,16 @@ where
                 Err(kube::runtime::controller::Error::ObjectNotFound(object)) => {
                     tracing::debug!(%object, "gone before its reconcile")
                 }
-                Err(err) => tracing::warn!(error = %err, "controller error"),
+                // The API server failed a list or watch: the cache stays behind (and the
+                // manager unready) until it succeeds. Said at each retry, so that a cause the
+                // controller cannot fix (a conversion webhook nobody serves, a missing CRD or
+                // role) is in the log, not only a quiet controller.
+                Err(kube::runtime::controller::Error::QueueError(err)) => tracing::warn!(
+                    controller = name,
+                    error = %err,
+                    "cannot list or watch; retrying"
+                ),
+                Err(err) => tracing::warn!(controller = name, error = %err, "controller error"),
             }
         })
         .await;

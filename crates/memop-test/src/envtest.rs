@@ -226,6 +226,12 @@ impl ControlPlane {
         })
     }
 
+    /// The kubeconfig of a cluster admin (`system:masters`), namespace `default`: what `kubectl`
+    /// and `make run` use on a developer's machine.
+    pub fn admin_kubeconfig(&self) -> PathBuf {
+        self.dir.join("admin.kubeconfig")
+    }
+
     /// Writes a kubeconfig for `token` into the control plane's directory and returns its path.
     pub fn kubeconfig_for_token(&self, name: &str, token: &str, namespace: &str) -> PathBuf {
         let path = self.dir.join(format!("{name}.kubeconfig"));

@@ -1,0 +1,326 @@
+//! docs/getting-started.md, followed word for word: every command of its `sh` blocks, in order,
+//! as a new user types them, with the outcomes the text promises.
+//!
+//! - `memop` commands run in a fresh `memcached-operator` directory; each must succeed, and
+//!   every line of the `text` block that follows it (the output the tutorial shows, `…` for
+//!   what it leaves out) must be in what it printed.
+//! - `make manifests`, `make install` and `make run` run in the project, and `kubectl` commands
+//!   against a real kube-apiserver + etcd (`KUBEBUILDER_ASSETS`) as a cluster admin, as on a
+//!   developer's machine; `make run` keeps running in the background, as in the tutorial's
+//!   second terminal. A `kubectl` command is retried until it succeeds (within a deadline), as
+//!   a user waits for the controller. When memop commands have changed the project since
+//!   `make run` started, the next `kubectl` command first gets what the tutorial says to do then
+//!   (`make install`, a new `make run`): after `create webhook --conversion`, this is the local
+//!   loop with the conversion served from this machine.
+//! - At the end `make run` is stopped with Ctrl-C (SIGINT), and must have put the CRD's
+//!   conversion back and deleted its webhook configurations.
+//!
+//! What this machine cannot run is skipped, and listed: kind, docker, `make deploy` and
+//! `make undeploy` (no nodes), the metrics port-forward, `cargo install` (the test runs the
+//! memop it built), `git` (the project is not a repository), and `make test`, `cargo test`,
+//! `make setup-envtest`, `cargo bench` and `make test-e2e` (the generated projects' own tests
+//! run in tests/generated.rs).
+
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use memop_test::ControlPlane;
+
+/// The tutorial's commands: each `sh` block's lines (continuations joined, comments dropped),
+/// with the `text` block that follows the block, if any.
+fn commands(markdown: &str) -> Vec<(String, Option<String>)> {
+    let mut commands: Vec<(String, Option<String>)> = Vec::new();
+    let mut lines = markdown.lines();
+    let mut last_block_was_sh = false;
+    while let Some(line) = lines.next() {
+        let fence = line.trim_start();
+        if !fence.starts_with("```") {
+            if !line.trim().is_empty() {
+                last_block_was_sh = false;
+            }
+            continue;
+        }
+        let language = fence.trim_start_matches('`');
+        let body: Vec<&str> = lines.by_ref().take_while(|l| !l.trim_start().starts_with("```")).collect();
+        match language {
+            "sh" => {
+                let mut joined = String::new();
+                for line in body {
+                    let line = match line.find(" #") {
+                        Some(at) => &line[..at],
+                        None => line,
+                    };
+                    joined.push_str(line.trim_end().trim_end_matches('\\'));
+                    if line.trim_end().ends_with('\\') {
+                        joined.push(' ');
+                        continue;
+                    }
+                    let command = joined.split_whitespace().collect::<Vec<_>>().join(" ");
+                    if !command.is_empty() {
+                        commands.push((command, None));
+                    }
+                    joined.clear();
+                }
+                last_block_was_sh = true;
+            }
+            "text" if last_block_was_sh => {
+                if let Some(last) = commands.last_mut() {
+                    last.1 = Some(body.join("\n"));
+                }
+                last_block_was_sh = false;
+            }
+            _ => last_block_was_sh = false,
+        }
+    }
+    commands
+}
+
+/// What this test does with a command of the tutorial.
+#[derive(Debug, PartialEq)]
+enum Step {
+    Memop,
+    /// A make target or kubectl command run in the project (needs the control plane unless
+    /// `make manifests`).
+    Project,
+    MakeRun,
+    /// Not runnable here, with the reason.
+    Skipped(&'static str),
+}
+
+fn step(command: &str) -> Step {
+    let skipped = [
+        ("cargo install", "the test runs the memop it built"),
+        ("mkdir memcached-operator", "the test makes the directory"),
+        ("kind ", "no container engine here"),
+        ("make docker-", "no container engine here"),
+        ("make deploy", "no nodes here to run the manager's pod"),
+        ("make undeploy", "no nodes here to run the manager's pod"),
+        ("kubectl -n memcached-operator-system", "the deployed manager: no nodes here"),
+        ("kubectl create clusterrolebinding", "the deployed manager's metrics: no nodes here"),
+        ("curl ", "the deployed manager's metrics: no nodes here"),
+        ("make test-e2e", "a kind cluster"),
+        ("make test", "the generated projects' tests run in tests/generated.rs"),
+        ("make setup-envtest", "downloads; KUBEBUILDER_ASSETS is given instead"),
+        ("cargo bench", "a benchmark, not an outcome"),
+        ("cargo test", "the generated projects' tests run in tests/generated.rs"),
+        ("git ", "the tutorial's project is not a git repository"),
+    ];
+    if let Some((_, why)) = skipped.iter().find(|(prefix, _)| command.starts_with(prefix)) {
+        return Step::Skipped(why);
+    }
+    if command.ends_with(" -w") {
+        return Step::Skipped("watches until interrupted");
+    }
+    if command.starts_with("memop ") {
+        Step::Memop
+    } else if command == "make run" {
+        Step::MakeRun
+    } else if command.starts_with("make ") || command.starts_with("kubectl ") {
+        Step::Project
+    } else {
+        panic!("the tutorial has a command this test does not know what to do with: {command}")
+    }
+}
+
+#[test]
+fn the_tutorial_s_commands_work_as_written() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tutorial = std::fs::read_to_string(root.join("docs/getting-started.md")).unwrap();
+    let commands = commands(&tutorial);
+    assert!(commands.len() > 20, "{commands:?}");
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("memcached-operator");
+    std::fs::create_dir(&dir).unwrap();
+    let plane = ControlPlane::shared();
+    if plane.is_none() {
+        eprintln!(
+            "tutorial: its make and kubectl steps skipped: set KUBEBUILDER_ASSETS (scripts/envtest/build.sh prints it)"
+        );
+    }
+    let mut session =
+        Session { dir: dir.clone(), kubeconfig: plane.map(ControlPlane::admin_kubeconfig), run: None, changed: false };
+    let mut skipped = Vec::new();
+    for (command, shown) in &commands {
+        match step(command) {
+            Step::Skipped(why) => skipped.push(format!("{command}  ({why})")),
+            Step::Memop => {
+                let output = session.sh(command, None);
+                if let Some(shown) = shown {
+                    for line in shown.lines().map(str::trim).filter(|l| !l.is_empty() && *l != "…" && *l != "...") {
+                        assert!(
+                            output.contains(line),
+                            "`{command}` did not print the tutorial's line {line:?}:\n{output}"
+                        );
+                    }
+                }
+                session.changed = true;
+            }
+            Step::Project if command == "make manifests" => {
+                let output = session.sh(command, None);
+                assert!(!output.contains("wrote "), "`make manifests` right after memop changed config/:\n{output}");
+            }
+            Step::Project | Step::MakeRun if session.kubeconfig.is_none() => {
+                skipped.push(format!("{command}  (no KUBEBUILDER_ASSETS)"))
+            }
+            Step::Project if command == "make install" => {
+                session.sh(command, None);
+            }
+            Step::MakeRun => session.start_make_run(),
+            Step::Project => {
+                if session.changed && session.run.is_some() {
+                    // The tutorial's "after make install and make run" at this step.
+                    let output = session.sh("make install", None);
+                    if dir.join("config/crd/patches").exists() {
+                        assert!(output.contains("make run points them at this machine"), "{output}");
+                    }
+                    session.start_make_run();
+                }
+                session.sh(command, Some(Duration::from_secs(120)));
+            }
+        }
+    }
+    assert!(session.run.is_some(), "the tutorial never ran `make run`");
+    session.stop_make_run_and_check_its_cleanup();
+    eprintln!("tutorial: skipped, as this machine cannot run them:\n  {}", skipped.join("\n  "));
+}
+
+/// The user's shell in the project: its environment, and the `make run` of its second terminal.
+struct Session {
+    dir: PathBuf,
+    /// The cluster admin's kubeconfig, when the control plane is available.
+    kubeconfig: Option<PathBuf>,
+    /// `make run`, and the file its output goes to.
+    run: Option<(Child, PathBuf)>,
+    /// Whether memop changed the project since `make run` started.
+    changed: bool,
+}
+
+impl Session {
+    fn command(&self, command: &str) -> Command {
+        let mut sh = common::command(&self.dir, "sh");
+        sh.args(["-c", command]);
+        let memop = assert_cmd::cargo::cargo_bin("memop");
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut paths = vec![memop.parent().unwrap().to_path_buf()];
+        paths.extend(std::env::split_paths(&path));
+        sh.env("PATH", std::env::join_paths(paths).unwrap());
+        if let Some(kubeconfig) = &self.kubeconfig {
+            sh.env("KUBECONFIG", kubeconfig);
+        }
+        sh
+    }
+
+    /// Runs `command` until it succeeds (once, without `retry_for`); returns its output.
+    fn sh(&self, command: &str, retry_for: Option<Duration>) -> String {
+        let deadline = Instant::now() + retry_for.unwrap_or_default();
+        loop {
+            let output = self.command(command).output().unwrap();
+            let text =
+                format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+            if output.status.success() {
+                return text;
+            }
+            if Instant::now() >= deadline {
+                panic!("`{command}` failed in {}:\n{text}\n{}", self.dir.display(), self.make_run_log());
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+
+    /// Starts `make run` (stopping one that runs), on free ports, and waits until it is ready.
+    fn start_make_run(&mut self) {
+        if self.run.is_some() {
+            self.stop_make_run_and_check_its_cleanup();
+        }
+        let free = || memop_test::envtest::free_port().unwrap();
+        let probes = free();
+        let mut args = format!("--health-probe-bind-address=127.0.0.1:{probes}");
+        let mut command = format!("exec make run");
+        if self.dir.join("src/webhook").exists() {
+            let webhooks = free();
+            // What the Makefile gives it: no kind network here, so an API server on this machine.
+            let dry_run = self.sh("make -n run", None);
+            assert!(dry_run.contains("WEBHOOK_URL=https://127.0.0.1:9443"), "{dry_run}");
+            args.push_str(&format!(" --webhook-bind-address=127.0.0.1:{webhooks}"));
+            command.push_str(&format!(" WEBHOOK_URL=https://127.0.0.1:{webhooks}"));
+        }
+        let log = self.dir.join("target-make-run.log");
+        let file = std::fs::File::create(&log).unwrap();
+        let mut make = self.command(&format!("{command} RUN_ARGS='{args}'"));
+        make.stdout(file.try_clone().unwrap()).stderr(file).stdin(Stdio::null());
+        std::os::unix::process::CommandExt::process_group(&mut make, 0);
+        let child = make.spawn().unwrap();
+        self.run = Some((child, log));
+        self.changed = false;
+        // Its first build compiles the project: minutes on a cold target directory.
+        let deadline = Instant::now() + Duration::from_secs(1200);
+        loop {
+            if let Some((child, _)) = &mut self.run
+                && let Some(status) = child.try_wait().unwrap()
+            {
+                panic!("`make run` exited with {status}:\n{}", self.make_run_log());
+            }
+            if memop_test::envtest::http_get(probes, "/readyz").is_some_and(|(status, _)| status == 200) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "`make run` never became ready:\n{}", self.make_run_log());
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
+    /// Stops `make run` with Ctrl-C, as the tutorial does, and checks that it put back what it
+    /// changed in the cluster for its webhooks.
+    fn stop_make_run_and_check_its_cleanup(&mut self) {
+        let (mut child, _) = self.run.take().expect("make run runs");
+        let group = format!("-{}", child.id());
+        Command::new("kill").args(["-INT", "--", &group]).status().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "`make run` did not stop on Ctrl-C");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let log = std::fs::read_to_string(self.dir.join("target-make-run.log")).unwrap();
+        if !self.dir.join("src/webhook").exists() {
+            return;
+        }
+        assert!(log.contains("serving the webhooks on this machine"), "{log}");
+        let conversion = self.sh(
+            "kubectl get crd memcacheds.cache.example.com -o jsonpath='{.spec.conversion.webhook.clientConfig}'",
+            None,
+        );
+        if self.dir.join("config/crd/patches").exists() {
+            assert!(conversion.contains("\"service\"") && !conversion.contains("\"url\""), "{conversion}");
+        }
+        let left = self.sh("kubectl get mutatingwebhookconfigurations,validatingwebhookconfigurations -o name", None);
+        assert!(!left.contains("-local-"), "make run left its webhook configurations: {left}");
+    }
+
+    fn make_run_log(&self) -> String {
+        let mut log = String::new();
+        if let Some((_, path)) = &self.run
+            && let Ok(mut file) = std::fs::File::open(path)
+        {
+            let _ = file.read_to_string(&mut log);
+        }
+        format!("make run's output:\n{log}")
+    }
+}
+
+#[test]
+fn the_tutorial_s_commands_are_read_as_a_user_types_them() {
+    let markdown = "Run:\n\n```sh\nmemop create webhook --group cache \\\n  --defaulting   # a comment\nmake run\n```\n\n```text\n  create  ./a\n…\n```\n\n```rust\nfn main() {}\n```\n";
+    assert_eq!(
+        commands(markdown),
+        [
+            ("memop create webhook --group cache --defaulting".to_string(), None),
+            ("make run".to_string(), Some("  create  ./a\n…".to_string())),
+        ]
+    );
+    assert_eq!(step("kubectl get deployment memcached-sample -w"), Step::Skipped("watches until interrupted"));
+    assert_eq!(step("make run"), Step::MakeRun);
+    assert_eq!(step("memop init --domain example.com"), Step::Memop);
+}
