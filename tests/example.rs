@@ -7,13 +7,33 @@ mod common;
 
 use std::path::Path;
 
+/// The memop commands of the README's first command line, which installs memop from the
+/// checkout and then runs them with `-C memcached-operator`; each as its arguments after `-C`.
+fn readme_memop_commands() -> Vec<Vec<String>> {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let block = readme.split("```sh\n").nth(1).expect("the README starts with an sh block");
+    let line = block.lines().find(|l| !l.starts_with('#')).expect("the first command line");
+    let mut parts = line.split(" && ");
+    assert_eq!(parts.next(), Some("cargo install --locked --path ."), "the README's first command installs memop: {line}");
+    let commands: Vec<Vec<String>> = parts
+        .map(|command| {
+            let args = command.strip_prefix("memop -C memcached-operator ");
+            let args = args.unwrap_or_else(|| panic!("not a memop command in memcached-operator: {command}"));
+            args.split_whitespace().map(String::from).collect()
+        })
+        .collect();
+    assert!(commands.len() >= 2, "{line}");
+    commands
+}
+
 #[test]
 fn the_example_is_what_the_readme_commands_generate() {
     let scratch = tempfile::tempdir().unwrap();
     let fresh = scratch.path().join("memcached-operator");
     std::fs::create_dir(&fresh).unwrap();
-    common::run(&fresh, &["init", "--domain", "example.com"]);
-    common::run(&fresh, &["create", "api", "--group", "cache", "--kind", "Memcached"]);
+    for args in readme_memop_commands() {
+        common::run(&fresh, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    }
 
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/memcached-operator");
     let link = std::fs::read_link(example.join("vendor")).expect("examples/memcached-operator/vendor is a link");
