@@ -14,7 +14,11 @@ fn readme_memop_commands() -> Vec<Vec<String>> {
     let block = readme.split("```sh\n").nth(1).expect("the README starts with an sh block");
     let line = block.lines().find(|l| !l.starts_with('#')).expect("the first command line");
     let mut parts = line.split(" && ");
-    assert_eq!(parts.next(), Some("cargo install --locked --path ."), "the README's first command installs memop: {line}");
+    assert_eq!(
+        parts.next(),
+        Some("cargo install --locked --path ."),
+        "the README's first command installs memop: {line}"
+    );
     let commands: Vec<Vec<String>> = parts
         .map(|command| {
             let args = command.strip_prefix("memop -C memcached-operator ");

@@ -188,13 +188,22 @@ fn the_tutorial_s_commands_work_as_written() {
     eprintln!("tutorial: skipped, as this machine cannot run them:\n  {}", skipped.join("\n  "));
 }
 
+/// A `make run` in the background.
+struct MakeRun {
+    child: Child,
+    /// Where its output goes.
+    log: PathBuf,
+    /// Whether the project had webhooks when it started.
+    webhooks: bool,
+}
+
 /// The user's shell in the project: its environment, and the `make run` of its second terminal.
 struct Session {
     dir: PathBuf,
     /// The cluster admin's kubeconfig, when the control plane is available.
     kubeconfig: Option<PathBuf>,
-    /// `make run`, and the file its output goes to.
-    run: Option<(Child, PathBuf)>,
+    /// `make run`, while it runs.
+    run: Option<MakeRun>,
     /// Whether memop changed the project since `make run` started.
     changed: bool,
 }
@@ -239,8 +248,9 @@ impl Session {
         let free = || memop_test::envtest::free_port().unwrap();
         let probes = free();
         let mut args = format!("--health-probe-bind-address=127.0.0.1:{probes}");
-        let mut command = format!("exec make run");
-        if self.dir.join("src/webhook").exists() {
+        let mut command = "exec make run".to_string();
+        let webhooks = self.dir.join("src/webhook").exists();
+        if webhooks {
             let webhooks = free();
             // What the Makefile gives it: no kind network here, so an API server on this machine.
             let dry_run = self.sh("make -n run", None);
@@ -254,13 +264,13 @@ impl Session {
         make.stdout(file.try_clone().unwrap()).stderr(file).stdin(Stdio::null());
         std::os::unix::process::CommandExt::process_group(&mut make, 0);
         let child = make.spawn().unwrap();
-        self.run = Some((child, log));
+        self.run = Some(MakeRun { child, log, webhooks });
         self.changed = false;
         // Its first build compiles the project: minutes on a cold target directory.
         let deadline = Instant::now() + Duration::from_secs(1200);
         loop {
-            if let Some((child, _)) = &mut self.run
-                && let Some(status) = child.try_wait().unwrap()
+            if let Some(run) = &mut self.run
+                && let Some(status) = run.child.try_wait().unwrap()
             {
                 panic!("`make run` exited with {status}:\n{}", self.make_run_log());
             }
@@ -275,16 +285,16 @@ impl Session {
     /// Stops `make run` with Ctrl-C, as the tutorial does, and checks that it put back what it
     /// changed in the cluster for its webhooks.
     fn stop_make_run_and_check_its_cleanup(&mut self) {
-        let (mut child, _) = self.run.take().expect("make run runs");
-        let group = format!("-{}", child.id());
+        let mut run = self.run.take().expect("make run runs");
+        let group = format!("-{}", run.child.id());
         Command::new("kill").args(["-INT", "--", &group]).status().unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
-        while child.try_wait().unwrap().is_none() {
+        while run.child.try_wait().unwrap().is_none() {
             assert!(Instant::now() < deadline, "`make run` did not stop on Ctrl-C");
             std::thread::sleep(Duration::from_millis(200));
         }
-        let log = std::fs::read_to_string(self.dir.join("target-make-run.log")).unwrap();
-        if !self.dir.join("src/webhook").exists() {
+        let log = std::fs::read_to_string(&run.log).unwrap();
+        if !run.webhooks {
             return;
         }
         assert!(log.contains("serving the webhooks on this machine"), "{log}");
@@ -301,8 +311,8 @@ impl Session {
 
     fn make_run_log(&self) -> String {
         let mut log = String::new();
-        if let Some((_, path)) = &self.run
-            && let Ok(mut file) = std::fs::File::open(path)
+        if let Some(run) = &self.run
+            && let Ok(mut file) = std::fs::File::open(&run.log)
         {
             let _ = file.read_to_string(&mut log);
         }
