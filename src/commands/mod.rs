@@ -79,7 +79,7 @@ pub fn say(text: &str) -> Result<()> {
 ///
 /// Returns whether anything was written, so the caller can tailor its closing hint.
 pub fn finish(global: &Global, mut plan: Plan) -> Result<bool> {
-    plan.format_rust();
+    plan.format_rust()?;
     record(&mut plan)?;
     // The last moment to stop: after it, the plan is written whole.
     if crate::interrupted() {

@@ -80,6 +80,16 @@ impl ProjectName {
                 "its crate name {crate_name:?} is the name of a crate the generated project \
                  depends on, so `use {crate_name}::…` would be ambiguous"
             )
+        } else if crate::scaffold::generated_names().contains(&crate_name) {
+            format!(
+                "the generated project already uses {crate_name:?} as a name (a binary of its own, or a module \
+                 its tests import under that name), so the crate's own name would clash with it"
+            )
+        } else if crate::scaffold::locked_packages().contains(&s.to_string()) {
+            format!(
+                "{s:?} is a package in the Cargo.lock memop ships with the project (a dependency of a \
+                 dependency), so `cargo build --locked` could not resolve the project's own package"
+            )
         } else {
             return Ok(Self(s.to_string()));
         };
@@ -109,6 +119,13 @@ impl Group {
             "a group must start with a letter, because it becomes a Rust module name".to_string()
         } else if RUST_KEYWORDS.contains(&module.as_str()) {
             format!("its Rust module name {module:?} is a keyword; choose another group")
+        } else if ["std", "core", "alloc", "proc_macro"].contains(&module.as_str())
+            || crate::scaffold::dependency_crates().contains(&module)
+        {
+            format!(
+                "its Rust module name {module:?} is the name of a crate the generated code uses \
+                 (`{module}::…` in src/api would then mean the module); choose another group"
+            )
         } else {
             return Ok(Self(s.to_string()));
         };
@@ -205,6 +222,13 @@ impl Kind {
             (rule.to_string(), rename.as_str())
         } else if RUST_KEYWORDS.contains(&snake.as_str()) {
             let rule = format!("its Rust module name {snake:?} is a keyword; choose another kind");
+            (rule, rename.as_str())
+        } else if RUST_KEYWORDS.contains(&s.to_lowercase().as_str()) {
+            let rule = format!(
+                "its lowercase spelling {:?} is a Rust keyword, and the generated code names variables \
+                 after the kind that way; choose another kind",
+                s.to_lowercase()
+            );
             (rule, rename.as_str())
         } else if ["std", "core", "alloc", "proc_macro"].contains(&snake.as_str())
             || crate::scaffold::dependency_crates().contains(&snake)

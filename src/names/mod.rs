@@ -39,6 +39,37 @@ const RUST_KEYWORDS: &[&str] = &[
     "box", "do", "final", "gen", "macro", "override", "priv", "try", "typeof", "unsized", "virtual", "yield",
 ];
 
+/// Whether `c` must not reach a generated file: a control character (a newline, a tab, …) or an
+/// invisible format character (Unicode category Cf: bidi controls, zero-width joiners, a byte
+/// order mark, …), which would make the file read differently from what it holds.
+pub fn is_hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{00AD}'
+                | '\u{0600}'..='\u{0605}'
+                | '\u{061C}'
+                | '\u{06DD}'
+                | '\u{070F}'
+                | '\u{0890}'..='\u{0891}'
+                | '\u{08E2}'
+                | '\u{180E}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{2066}'..='\u{206F}'
+                | '\u{FEFF}'
+                | '\u{FFF9}'..='\u{FFFB}'
+                | '\u{110BD}'
+                | '\u{110CD}'
+                | '\u{13430}'..='\u{1343F}'
+                | '\u{1BCA0}'..='\u{1BCA3}'
+                | '\u{1D173}'..='\u{1D17A}'
+                | '\u{E0001}'
+                | '\u{E0020}'..='\u{E007F}'
+        )
+}
+
 /// Crate names Cargo rejects (`test`, its build directories) or that shadow a sysroot crate.
 const RESERVED_CRATES: &[&str] =
     &["test", "build", "deps", "examples", "incremental", "std", "core", "alloc", "proc_macro"];

@@ -18,8 +18,8 @@ impl Image {
     pub fn parse(s: &str) -> Result<Self> {
         let rule = if s.is_empty() {
             "an image cannot be empty"
-        } else if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            "an image cannot contain whitespace"
+        } else if s.chars().any(|c| c.is_whitespace() || super::is_hidden(c)) {
+            "an image cannot contain whitespace or invisible characters"
         } else if let Err(rule) = Self::check_reference(s) {
             rule
         } else {
@@ -116,11 +116,12 @@ pub struct RunAsUser(i64);
 /// `--owner`: goes into the license header of every generated file, so one line of printable
 /// text.
 pub fn check_owner(owner: &str) -> Result<()> {
-    if owner.chars().any(char::is_control) {
+    if owner.chars().any(super::is_hidden) {
         return Err(invalid(
             "--owner",
             owner,
-            "an owner must be one line of text, without control characters (a newline, a tab, …)",
+            "an owner must be one line of text, without control or invisible formatting characters (a newline, a \
+             tab, a bidi control, a zero-width joiner, …)",
             "\"The Memcached Authors\"",
         ));
     }
@@ -194,8 +195,12 @@ impl ContainerCommand {
             "a command cannot be empty".to_string()
         } else if let Some(i) = args.iter().position(String::is_empty) {
             format!("a command is comma-separated arguments, none empty, and argument {} is empty", i + 1)
-        } else if let Some(i) = args.iter().position(|a| a.chars().any(char::is_control)) {
-            format!("argument {} contains a control character (a newline, a tab, …)", i + 1)
+        } else if let Some(i) = args.iter().position(|a| a.chars().any(super::is_hidden)) {
+            format!(
+                "argument {} contains a control or invisible formatting character (a newline, a tab, a bidi \
+                 control, a zero-width joiner, …)",
+                i + 1
+            )
         } else {
             return Ok(Self(args));
         };

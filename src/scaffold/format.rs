@@ -12,7 +12,20 @@ use std::process::Command;
 
 use anyhow::{Context as _, Result, bail};
 
-/// Formats `files` (path, contents) in place. Errors when rustfmt is missing or fails.
+/// rustfmt could not parse a file the plan writes: the project would not compile.
+#[derive(Debug)]
+pub struct Unparsable(pub String);
+
+impl std::fmt::Display for Unparsable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "rustfmt cannot parse the Rust this command would write:\n{}", self.0)
+    }
+}
+
+impl std::error::Error for Unparsable {}
+
+/// Formats `files` (path, contents) in place. Errors when rustfmt is missing, and with
+/// [`Unparsable`] when it cannot parse one of them.
 pub fn rustfmt(files: &mut [(PathBuf, String)], project: &Path) -> Result<()> {
     if files.is_empty() {
         return Ok(());
@@ -63,7 +76,12 @@ fn format_in(scratch: &Path, files: &mut [(PathBuf, String)], project: &Path) ->
             }
             Ok(())
         }
-        Ok(out) => Err(anyhow::anyhow!("rustfmt failed: {}", String::from_utf8_lossy(&out.stderr).trim())),
+        Ok(out) => {
+            // rustfmt names the scratch copies: name the project's files instead.
+            let scratch_prefix = format!("{}/", scratch.display());
+            let stderr = String::from_utf8_lossy(&out.stderr).replace(&scratch_prefix, "");
+            Err(Unparsable(stderr.trim().to_string()).into())
+        }
         Err(e) => Err(e).context("running rustfmt"),
     };
     // Put the real paths back, formatted or not.

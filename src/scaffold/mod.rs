@@ -8,7 +8,7 @@ mod templates;
 mod vendor;
 
 pub use plan::{Applied, IfExists, Plan};
-pub use templates::{Entry, Templates, dependency_crates};
+pub use templates::{Entry, Templates, dependency_crates, generated_names, locked_packages};
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
 use anyhow::Result;

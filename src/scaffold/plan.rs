@@ -198,9 +198,10 @@ impl Plan {
         self.write(path, out, IfExists::Overwrite)
     }
 
-    /// Runs rustfmt over every Rust file the plan writes, but those marked formatted. Without rustfmt (or when it fails,
-    /// say on a file the user broke) the files stay as rendered and a note says so.
-    pub fn format_rust(&mut self) {
+    /// Runs rustfmt over every Rust file the plan writes, but those marked formatted. Without rustfmt the files stay
+    /// as rendered and a note says so. A file rustfmt cannot parse fails the command, before anything is written: the
+    /// project would not compile.
+    pub fn format_rust(&mut self) -> anyhow::Result<()> {
         let mut files: Vec<(PathBuf, String)> = self
             .changes
             .iter()
@@ -211,8 +212,15 @@ impl Plan {
             })
             .collect();
         if let Err(err) = super::format::rustfmt(&mut files, &self.root) {
+            if let Some(unparsable) = err.downcast_ref::<super::format::Unparsable>() {
+                anyhow::bail!(
+                    "{unparsable}\nnothing was written. If the file it names is one you edited, fix it and rerun; \
+                     otherwise memop generated invalid Rust from a name you gave (a group, kind or project name that \
+                     is Rust syntax where it lands): choose another, and please report it"
+                );
+            }
             self.notes.push(format!("{err:#}; run `cargo fmt` in the project"));
-            return;
+            return Ok(());
         }
         for (path, formatted) in files {
             let unchanged = match self.changes.get_mut(&path) {
@@ -230,6 +238,7 @@ impl Plan {
                 self.changes.remove(&path);
             }
         }
+        Ok(())
     }
 
     /// Every file the plan creates or changes, with the contents it will have.

@@ -134,6 +134,81 @@ pub fn dependency_crates() -> Vec<String> {
     crates
 }
 
+/// The lowercase names the generated code brings into scope itself: its binaries
+/// (`src/bin/<name>.rs`) and every module a template imports (`use x::y::name;`, `use … as
+/// name;`, `use x::{self, …}`). A project's crate named like one would make `use <crate>::…`
+/// ambiguous beside the import, or clash with the binary: a project may not be named like one.
+pub fn generated_names() -> Vec<String> {
+    let mut sources = Vec::new();
+    collect(&TEMPLATES, &mut sources);
+    let mut names = Vec::new();
+    let mut add = |name: &str| {
+        let name = name.trim();
+        let is_module = name.starts_with(|c: char| c.is_ascii_lowercase())
+            && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if is_module && !matches!(name, "self" | "super" | "crate") && !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    };
+    for (path, template) in &sources {
+        // Tera's expressions stand for the project's own names: not names of the templates.
+        let mut text = String::with_capacity(template.len());
+        let mut rest = *template;
+        while let Some(start) = ["{{", "{%", "{#"].iter().filter_map(|open| rest.find(open)).min() {
+            text.push_str(&rest[..start]);
+            let close = match &rest[start..start + 2] {
+                "{{" => "}}",
+                "{%" => "%}",
+                _ => "#}",
+            };
+            let end = rest[start..].find(close).map_or(rest.len(), |at| start + at + 2);
+            text.push_str("Tera");
+            rest = &rest[end..];
+        }
+        text.push_str(rest);
+        if let Some(bin) = path.strip_prefix("init/src/bin/").and_then(|name| name.strip_suffix(".rs.tera")) {
+            add(bin);
+        }
+        let statements = text.split(';').filter_map(|chunk| {
+            // The statement starts on a line of its own, after any comments before it.
+            let at = chunk.lines().position(|line| line.trim_start().starts_with("use "))?;
+            let statement: Vec<&str> = chunk.lines().skip(at).collect();
+            Some(statement.join(" ").trim_start().trim_start_matches("use ").to_string())
+        });
+        for statement in statements {
+            // `a::b::{c, d as e, f::{self, g}}`: every imported item's last segment or alias.
+            let statement = statement.replace(['{', '}'], ",");
+            let mut parent = "";
+            for item in statement.split(',') {
+                let item = item.trim();
+                let name = match item.rsplit_once(" as ") {
+                    Some((_, alias)) => alias,
+                    None => {
+                        let last = item.rsplit("::").next().unwrap_or_default();
+                        if last == "self" { parent } else { last }
+                    }
+                };
+                add(name);
+                if let Some((before, _)) = item.rsplit_once("::") {
+                    parent = before.rsplit("::").next().unwrap_or_default();
+                }
+            }
+        }
+    }
+    names
+}
+
+/// The packages of the `Cargo.lock` memop ships with every project (`templates/_lock`): a project's
+/// own package named like one would not resolve with `--locked`.
+pub fn locked_packages() -> Vec<String> {
+    let lock = TEMPLATES.get_file("_lock/Cargo.lock").and_then(|f| f.contents_utf8()).unwrap_or_default();
+    lock.lines()
+        .filter_map(|line| line.strip_prefix("name = \""))
+        .filter_map(|rest| rest.strip_suffix('"'))
+        .map(String::from)
+        .collect()
+}
+
 fn collect(dir: &'static Dir<'static>, out: &mut Vec<(String, &'static str)>) {
     for file in dir.files() {
         let name = file.path().to_string_lossy().replace('\\', "/");
@@ -195,6 +270,21 @@ fn chain(err: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_names_a_project_cannot_take_come_from_the_templates() {
+        let names = generated_names();
+        // The manifests binary, the hub alias of the conversion tests, the webhook module the
+        // webhook tests import, and the api module.
+        for name in ["manifests", "hub", "webhook", "api"] {
+            assert!(names.iter().any(|n| n == name), "{name} missing from {names:?}");
+        }
+        for name in ["self", "memcached_operator", "Duration", ""] {
+            assert!(!names.iter().any(|n| n == name), "{name} in {names:?}");
+        }
+        let packages = locked_packages();
+        assert!(packages.iter().any(|p| p == "log") && packages.iter().any(|p| p == "tokio-util"), "{packages:?}");
+    }
 
     #[test]
     fn the_dependencies_of_generated_projects_are_known() {

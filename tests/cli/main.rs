@@ -8,6 +8,7 @@
 
 mod create_api;
 mod dry_run;
+mod hostile;
 mod info;
 mod init;
 mod rerun;

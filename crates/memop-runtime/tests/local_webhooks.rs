@@ -13,8 +13,8 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, PostParams};
 use kube::CustomResourceExt;
+use kube::api::{Api, PostParams};
 use memop_runtime::Operator;
 use memop_runtime::manager::Shared;
 use memop_runtime::webhook::{self, CONVERT_PATH, Conversion, Webhook};
