@@ -155,7 +155,7 @@ fn control_characters_in_a_container_command_are_refused() {
     )
     .failure();
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
-    assert!(stderr.contains("argument 3 contains a control character"), "{stderr}");
+    assert!(stderr.contains("argument 3 contains a control or invisible formatting character"), "{stderr}");
 }
 
 #[test]

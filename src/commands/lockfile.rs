@@ -7,7 +7,7 @@
 /// The lock, recorded for the example project.
 const LOCK: &str = include_str!("../../templates/_lock/Cargo.lock");
 /// The name of the example project's own package in [`LOCK`].
-const EXAMPLE: &str = "memcached-operator";
+pub(crate) const EXAMPLE: &str = "memcached-operator";
 
 /// The lock for a project whose package is named `name`.
 ///

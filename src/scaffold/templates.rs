@@ -198,13 +198,15 @@ pub fn generated_names() -> Vec<String> {
     names
 }
 
-/// The packages of the `Cargo.lock` memop ships with every project (`templates/_lock`): a project's
-/// own package named like one would not resolve with `--locked`.
+/// The packages of the `Cargo.lock` memop ships with every project (`templates/_lock`), but its
+/// own (the example's, which memop renames to the project's): a project's package named like one
+/// would not resolve with `--locked`.
 pub fn locked_packages() -> Vec<String> {
     let lock = TEMPLATES.get_file("_lock/Cargo.lock").and_then(|f| f.contents_utf8()).unwrap_or_default();
     lock.lines()
         .filter_map(|line| line.strip_prefix("name = \""))
         .filter_map(|rest| rest.strip_suffix('"'))
+        .filter(|name| *name != crate::commands::lockfile::EXAMPLE)
         .map(String::from)
         .collect()
 }
@@ -284,6 +286,8 @@ mod tests {
         }
         let packages = locked_packages();
         assert!(packages.iter().any(|p| p == "log") && packages.iter().any(|p| p == "tokio-util"), "{packages:?}");
+        // The lock's own package becomes the project's.
+        assert!(!packages.iter().any(|p| p == "memcached-operator"), "{packages:?}");
     }
 
     #[test]
