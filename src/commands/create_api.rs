@@ -495,6 +495,18 @@ fn check_conflicts(
             );
         }
         let (same_group, same_kind) = (other.group == api.group, other.kind == api.kind);
+        // The CRD's singular name and the webhook paths are the kind in lowercase: kinds that
+        // differ only in case would share them (the API server refuses the second CRD, and the
+        // manager's webhook router panics on the duplicate path).
+        if same_group && !same_kind && other.kind.lower() == kind.lower() {
+            bail!(
+                "{kind} and the existing kind {} of group {} differ only in case, but Kubernetes spells a kind's \
+                 singular name and its webhook paths in lowercase ({}), so they would share them; choose another kind",
+                other.kind,
+                other.group,
+                kind.lower()
+            );
+        }
         if same_group && !same_kind && other.kind.snake() == kind.snake() {
             bail!(
                 "{kind} and the existing kind {} of group {} would share the module and file name {}; \

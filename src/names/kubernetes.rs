@@ -24,11 +24,27 @@ impl Domain {
             "a domain cannot be empty".to_string()
         } else if let Some(rule) = subdomain_problem(s, "a domain") {
             rule
+        } else if let Some(rule) = protected_group(s) {
+            rule
         } else {
             return Ok(Self(s.to_string()));
         };
         Err(invalid("--domain", s, rule, "\"example.com\""))
     }
+}
+
+/// Why the API server refuses a CRD in `group` without an approval, if it does: `k8s.io`,
+/// `kubernetes.io` and their subdomains belong to the Kubernetes project, and a CRD there needs an
+/// `api-approved.kubernetes.io` annotation linking the API review that approved it.
+fn protected_group(group: &str) -> Option<String> {
+    let protected = ["k8s.io", "kubernetes.io"]
+        .into_iter()
+        .find(|community| group == *community || group.ends_with(&format!(".{community}")))?;
+    Some(format!(
+        "API groups under {protected} belong to the Kubernetes project: the API server refuses a CRD in \
+         {group:?} without an approved API review (the api-approved.kubernetes.io annotation); use a domain of \
+         your own"
+    ))
 }
 
 /// The project name: the Cargo package and binary, the `<name>-system` namespace, the `<name>-`
@@ -37,6 +53,12 @@ impl Domain {
 /// Rust keyword or a name Cargo reserves once `-` becomes `_`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ProjectName(pub(super) String);
+
+/// The longest name config/ derives from the project's: the metrics Service, after the
+/// `<project>-` name prefix (tests/cli/hostile.rs renders every object to keep this the longest).
+const METRICS_SERVICE: &str = "-controller-manager-metrics-service";
+/// The longest project name whose derived object names fit their limits.
+pub const PROJECT_NAME_MAX: usize = LABEL_MAX - METRICS_SERVICE.len();
 
 impl ProjectName {
     /// Validates `--project-name`.
@@ -69,8 +91,13 @@ impl ProjectName {
             "a project name must be a lowercase RFC 1123 label that is also a crate name: a-z, 0-9 \
              and '-', starting with a letter and ending with a letter or digit"
                 .to_string()
-        } else if s.len() > LABEL_MAX {
-            format!("a project name must be at most {LABEL_MAX} characters (it has {})", s.len())
+        } else if s.len() > PROJECT_NAME_MAX {
+            format!(
+                "a project name must be at most {PROJECT_NAME_MAX} characters (it has {}), because it prefixes the \
+                 names of the objects in config/, and the longest, the Service {s}{METRICS_SERVICE}, must be a \
+                 DNS label of at most {LABEL_MAX}",
+                s.len()
+            )
         } else if RUST_KEYWORDS.contains(&crate_name.as_str()) {
             format!("its crate name {crate_name:?} is a Rust keyword")
         } else if RESERVED_CRATES.contains(&crate_name.as_str()) {
@@ -114,6 +141,8 @@ impl Group {
         let rule = if s.is_empty() {
             "a group cannot be empty".to_string()
         } else if let Some(rule) = subdomain_problem(&qualified, &format!("{qualified:?}")) {
+            rule
+        } else if let Some(rule) = protected_group(&qualified) {
             rule
         } else if !s.starts_with(|c: char| c.is_ascii_lowercase()) {
             "a group must start with a letter, because it becomes a Rust module name".to_string()

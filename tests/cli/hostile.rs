@@ -84,3 +84,69 @@ fn rust_that_rustfmt_cannot_parse_fails_the_command_and_writes_nothing() {
     assert!(!err.contains("memop-fmt-"), "names the scratch copy instead of the project's file: {err}");
     assert!(!dir.join("src/controller/nginx.rs").exists());
 }
+
+#[test]
+fn a_project_name_whose_object_names_would_not_fit_is_refused_and_the_longest_allowed_fits() {
+    let tmp = scratch();
+    let longest = "a".repeat(28);
+    let too_long = "a".repeat(29);
+    refused(
+        tmp.path(),
+        &format!("init --domain example.com --project-name {too_long}"),
+        &["a project name must be at most 28 characters (it has 29)", "controller-manager-metrics-service"],
+    );
+    assert!(snapshot(tmp.path()).is_empty());
+    // With every optional part that derives names (an API, webhooks), all names fit their limits.
+    let dir = tmp.path().join(&longest);
+    fs::create_dir(&dir).unwrap();
+    ok(&dir, "init --domain example.com");
+    ok(&dir, "create api --group cache --kind Memcached");
+    ok(&dir, "create webhook --group cache --version v1alpha1 --kind Memcached --defaulting --programmatic-validation");
+    let rendered = common::check(&dir, "kubectl", &["kustomize", "config/default"]);
+    let mut kind = "";
+    let mut names = 0;
+    for line in rendered.lines() {
+        if let Some(k) = line.strip_prefix("kind: ") {
+            kind = k;
+        } else if let Some(name) = line.strip_prefix("  name: ") {
+            names += 1;
+            // DNS labels: Services and Namespaces; everything else here is a subdomain.
+            let limit = if matches!(kind, "Service" | "Namespace") { 63 } else { 253 };
+            assert!(name.len() <= limit, "{kind} {name} is {} characters, over {limit}", name.len());
+        }
+    }
+    assert!(names > 10, "{rendered}");
+    assert!(rendered.contains(&format!("name: {longest}-controller-manager-metrics-service")));
+}
+
+#[test]
+fn groups_of_the_kubernetes_project_and_kinds_that_differ_only_in_case_are_refused() {
+    let tmp = scratch();
+    for domain in ["k8s.io", "x.kubernetes.io"] {
+        refused(
+            tmp.path(),
+            &format!("init --project-name op --domain {domain}"),
+            &[&format!("invalid --domain \"{domain}\""), "belong to the Kubernetes project", "api-approved"],
+        );
+    }
+    let (_tmp, dir) = scratch_project("io");
+    refused(&dir, "create api --group k8s --kind Foo", &["invalid --group \"k8s\"", "belong to the Kubernetes project"]);
+    ok(&dir, "create api --group x-k8s --kind Foo --controller=false");
+
+    let (_tmp, dir) = project(&["--group cache --kind FooBar --controller=false"]);
+    for line in [
+        "create api --group cache --kind Foobar --controller=false",
+        "create api --group cache --kind Foobar --plural foobarz --force --controller=false",
+    ] {
+        refused(&dir, line, &["Foobar and the existing kind FooBar of group cache differ only in case", "foobar"]);
+    }
+}
+
+/// A project initialized with `--domain domain` in `proj/` of a scratch directory.
+fn scratch_project(domain: &str) -> (TempDir, PathBuf) {
+    let tmp = scratch();
+    let dir = tmp.path().join("proj");
+    fs::create_dir(&dir).unwrap();
+    ok(&dir, &format!("init --domain {domain}"));
+    (tmp, dir)
+}

@@ -42,7 +42,7 @@ fn init_rejects_bad_project_names_and_writes_nothing() {
         ("", "a project name cannot be empty"),
         ("type", "its crate name \"type\" is a Rust keyword"),
         ("test", "its crate name \"test\" is reserved by Cargo or the standard library"),
-        (&long, "a project name must be at most 63 characters (it has 64)"),
+        (&long, "a project name must be at most 28 characters (it has 64)"),
     ];
     for (name, rule) in cases {
         let quoted = format!("invalid project name \"{name}\": ");
