@@ -130,7 +130,11 @@ fn groups_of_the_kubernetes_project_and_kinds_that_differ_only_in_case_are_refus
         );
     }
     let (_tmp, dir) = scratch_project("io");
-    refused(&dir, "create api --group k8s --kind Foo", &["invalid --group \"k8s\"", "belong to the Kubernetes project"]);
+    refused(
+        &dir,
+        "create api --group k8s --kind Foo",
+        &["invalid --group \"k8s\"", "belong to the Kubernetes project"],
+    );
     ok(&dir, "create api --group x-k8s --kind Foo --controller=false");
 
     let (_tmp, dir) = project(&["--group cache --kind FooBar --controller=false"]);
