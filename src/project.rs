@@ -3,7 +3,7 @@
 //! Same role and shape as kubebuilder's `PROJECT` (version 3): keys in alphabetical order,
 //! optional fields left out, a header comment on top.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
@@ -104,6 +104,13 @@ pub struct Operand {
 
 fn is_false(b: &bool) -> bool {
     !b
+}
+
+/// The project `dir` is in, as cargo and git find their root: `dir` itself when it has a PROJECT
+/// file, else its nearest ancestor that has one; `None` when none has.
+pub fn find_root(dir: &Path) -> Option<PathBuf> {
+    let absolute = std::path::absolute(dir).ok()?;
+    absolute.ancestors().find(|d| d.join(FILE).is_file()).map(Path::to_path_buf)
 }
 
 impl Project {

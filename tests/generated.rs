@@ -93,6 +93,8 @@ fn a_project_with_several_groups_and_kinds_builds_lints_and_passes_its_tests() {
     let memcached_v1 = ["--group", "cache", "--version", "v1", "--kind", "Memcached"];
     common::run(&dir, &[&["create", "api"][..], &memcached_v1, &["--storage-version"]].concat());
     common::run(&dir, &[&["create", "webhook"][..], &memcached_v1, &["--conversion"]].concat());
+    // A version added after the conversion webhook joins it as a spoke.
+    common::run(&dir, &["create", "api", "--group", "cache", "--version", "v2", "--kind", "Memcached"]);
     common::run(&dir, &["create", "api", "--group", "batch", "--version", "v2", "--kind", "CronJob"]);
     common::run(
         &dir,

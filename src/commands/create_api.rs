@@ -297,6 +297,8 @@ pub fn run(global: &Global, mut args: Args) -> Result<()> {
         operand: operand.clone(),
     };
     let ctx = tera::Context::from_serialize(&ctx)?;
+    // What the user should know about what this command did, said after its file list.
+    let mut notes: Vec<String> = Vec::new();
 
     // The manager role is rendered by init's template, from every API's rules.
     const ROLE: &str = "init/config/rbac/role.yaml.tera";
@@ -331,6 +333,7 @@ pub fn run(global: &Global, mut args: Args) -> Result<()> {
             )
         })?;
         plan.write(&crd_file, crd::add_version(&current, &rendered, &storage)?, IfExists::Overwrite)?;
+        notes.extend(join_conversion(&mut project, &mut plan, &ctx, &api)?);
     }
     if args.controller {
         scaffold::render_root(&templates, root.trim_end_matches('/'), &ctx, &mut plan, |_| own)?;
@@ -367,6 +370,9 @@ pub fn run(global: &Global, mut args: Args) -> Result<()> {
     if !global.dry_run {
         super::say(&summary)?;
     }
+    for note in &notes {
+        eprintln!("note: {note}");
+    }
     if written {
         let types = format!("src/api/{}/{}/{}.rs", group.module_name(), version, kind.snake());
         let next = match (args.resource, args.controller) {
@@ -381,6 +387,59 @@ pub fn run(global: &Global, mut args: Args) -> Result<()> {
         ))?;
     }
     Ok(())
+}
+
+/// A new version of a kind that converts through a hub (`create webhook --conversion`) becomes
+/// one of its spokes, as `create webhook --conversion --spoke` would make it: its `From` impls
+/// to and from the hub (a copy of the types converts field by field), listed in
+/// `conversions()`, and recorded in PROJECT. The kind's conversion test round-trips every
+/// spoke: regenerated when it is as memop wrote it (PROJECT.sum), else a note says what to add.
+/// Returns the notes to print.
+fn join_conversion(project: &mut Project, plan: &mut Plan, ctx: &tera::Context, api: &ApiNames) -> Result<Vec<String>> {
+    let version = api.version.to_string();
+    let converting = |r: &&mut Resource| {
+        r.group == api.group.as_str()
+            && r.kind == api.kind.as_str()
+            && r.version != version
+            && r.webhooks.as_ref().is_some_and(|w| w.conversion)
+    };
+    let Some(hub) = project.resources.iter_mut().find(converting) else {
+        return Ok(Vec::new());
+    };
+    let webhooks = hub.webhooks.as_mut().expect("a converting resource has webhooks");
+    if !webhooks.spoke.contains(&version) {
+        webhooks.spoke.push(version.clone());
+        webhooks.spoke.sort();
+    }
+    let (hub_version, spokes) = (hub.version.clone(), webhooks.spoke.clone());
+    const TEST: &str = "webhook-conversion/tests/__kind_snake___conversion.rs.tera";
+    let templates = Templates::load(&["webhook-conversion-spoke/", TEST])?;
+    let mut ctx = ctx.clone();
+    ctx.insert("version", &hub_version);
+    ctx.insert("spoke", &version);
+    ctx.insert("spoke_sample_file", &api.sample_file());
+    ctx.insert("spokes", &spokes);
+    scaffold::render_root(&templates, "webhook-conversion-spoke", &ctx, plan, |_| IfExists::Error)?;
+
+    let kind = &api.kind;
+    let test = format!("tests/{}_conversion.rs", kind.snake());
+    let sum = crate::sum::Sum::parse(plan.read(std::path::Path::new(crate::sum::FILE))?.as_deref())?;
+    let current = plan.read(std::path::Path::new(&test))?;
+    let unedited = current.as_deref().is_some_and(|text| sum.get(&test) == Some(crate::sum::blob_id(text).as_str()));
+    let mut notes = vec![format!(
+        "{kind} {version} is a spoke of the hub {hub_version}: map its fields in src/api/{}/{version}/{}_conversion.rs",
+        api.group_module(),
+        kind.snake()
+    )];
+    if unedited {
+        plan.write(&test, templates.render(TEST, &ctx)?, IfExists::Overwrite)?;
+    } else if current.is_some() {
+        notes.push(format!(
+            "{test} is not as memop wrote it, so it was kept: add a round trip of {version} to it, as it has for the \
+             other spokes"
+        ));
+    }
+    Ok(notes)
 }
 
 /// What a new version of an existing kind (`sibling` is one of its versions) cannot change: its

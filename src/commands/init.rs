@@ -70,6 +70,17 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if dir.exists() && !dir.is_dir() {
         bail!("{} is not a directory; pass -C with a directory (it is created when missing)", dir.display());
     }
+    // A project inside another would be a second crate and config/ tree that the outer
+    // project's commands (run from inside, they find the outer PROJECT) would not see.
+    let absolute = std::path::absolute(dir)?;
+    if let Some(outer) = absolute.parent().and_then(crate::project::find_root) {
+        bail!(
+            "{} is inside the memop project {}; make a new project outside it (or add APIs to that one with \
+             `memop create api`)",
+            dir.display(),
+            outer.display()
+        );
+    }
     let found = PROJECT_MARKERS.iter().find(|f| dir.join(f).exists());
     if let (Some(&"Cargo.toml"), false) = (found, args.force) {
         bail!(

@@ -154,3 +154,44 @@ fn scratch_project(domain: &str) -> (TempDir, PathBuf) {
     ok(&dir, &format!("init --domain {domain}"));
     (tmp, dir)
 }
+
+#[test]
+fn a_version_added_after_a_conversion_webhook_becomes_one_of_its_spokes() {
+    let (_tmp, dir) = project(&[
+        "--group cache --kind Memcached",
+        "--group cache --version v1 --kind Memcached --storage-version --controller=false",
+    ]);
+    ok(&dir, "create webhook --group cache --version v1 --kind Memcached --conversion");
+    let out = ok(&dir, "create api --group cache --version v2 --kind Memcached");
+    assert!(out.stderr.contains("Memcached v2 is a spoke of the hub v1"), "{}", out.stderr);
+    let project = read(&dir, "PROJECT");
+    assert!(project.contains("    spoke:\n    - v1alpha1\n    - v2\n"), "{project}");
+    let webhook = read(&dir, "src/webhook/mod.rs");
+    assert!(webhook.contains("crate::api::cache::v2::Memcached>()"), "{webhook}");
+    assert!(read(&dir, "src/api/cache/v2/mod.rs").contains("mod memcached_conversion;"));
+    // The conversion test was as memop wrote it: it now round-trips v2 too.
+    assert!(read(&dir, "tests/memcached_conversion.rs").contains("objects::<v2::Memcached>"));
+
+    // An edited conversion test is kept, and the note says what to add.
+    append(&dir, "tests/memcached_conversion.rs", "// mine\n");
+    let edited = read(&dir, "tests/memcached_conversion.rs");
+    let out = ok(&dir, "create api --group cache --version v3 --kind Memcached");
+    assert!(
+        out.stderr.contains("tests/memcached_conversion.rs is not as memop wrote it, so it was kept"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(read(&dir, "tests/memcached_conversion.rs"), edited);
+    assert!(read(&dir, "PROJECT").contains("    - v2\n    - v3\n"));
+}
+
+#[test]
+fn init_inside_another_project_is_refused() {
+    let (_tmp, dir) = project(&[]);
+    let inner = dir.join("src/nested-operator");
+    fs::create_dir(&inner).unwrap();
+    let before = snapshot(&dir);
+    refused(&inner, "init --domain example.com", &["is inside the memop project", "make a new project outside it"]);
+    refused(&dir, "-C deeper/still init --domain example.com", &["is inside the memop project"]);
+    assert_eq!(snapshot(&dir), before, "nothing written");
+}
