@@ -68,6 +68,50 @@ pub struct Resource {
     pub webhooks: Option<Webhooks>,
 }
 
+/// The licenses `init --license` takes.
+const LICENSES: &[&str] = &["apache2", "none"];
+
+impl Resource {
+    /// Holds what memop reads back from PROJECT to the rules of the flags that wrote it: these
+    /// values go into generated code and YAML.
+    fn check(&self, project_domain: &str, domain: &crate::names::Domain) -> Result<()> {
+        use crate::names::{ContainerCommand, ContainerPort, Group, Image, Kind, Plural, RunAsUser, Version};
+        if self.domain != project_domain {
+            bail!(
+                "its domain {:?} is not the project's ({project_domain:?}): memop puts every API in the project's domain",
+                self.domain
+            );
+        }
+        Group::parse(&self.group, domain)?;
+        Version::parse(&self.version)?;
+        Kind::parse(&self.kind)?;
+        if let Some(plural) = &self.plural {
+            Plural::parse(plural)?;
+        }
+        if let Some(operand) = &self.operand {
+            Image::parse(&operand.image)?;
+            ContainerPort::parse(&operand.container_port.to_string())?;
+            if !operand.container_command.is_empty() {
+                let command = ContainerCommand::parse(&operand.container_command.join(","))?;
+                if command.args() != operand.container_command.as_slice() {
+                    bail!(
+                        "its containerCommand {:?} has an argument with a comma or surrounding spaces, which \
+                         --image-container-command cannot give",
+                        operand.container_command
+                    );
+                }
+            }
+            if let Some(user) = operand.run_as_user {
+                RunAsUser::parse(&user.to_string())?;
+            }
+        }
+        for spoke in self.webhooks.iter().flat_map(|w| &w.spoke) {
+            Version::parse(spoke)?;
+        }
+        Ok(())
+    }
+}
+
 /// The webhooks of a kind, as kubebuilder records them (a conversion webhook on the hub version,
 /// with its spokes).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -170,6 +214,18 @@ impl Project {
         crate::names::check_owner(&project.owner)?;
         if !project.repo.is_empty() && crate::names::repository(&project.repo)? != project.repo {
             bail!("repo {:?} must be a URL, as `init --repo` writes it", project.repo);
+        }
+        let domain = crate::names::Domain::parse(&project.domain)?;
+        if !LICENSES.contains(&project.license.as_str()) {
+            bail!("license {:?} is not one memop writes (one of {})", project.license, LICENSES.join(", "));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for resource in &project.resources {
+            let at = format!("{}/{} {}", resource.group, resource.version, resource.kind);
+            resource.check(&project.domain, &domain).with_context(|| format!("its resource {at}"))?;
+            if !seen.insert((&resource.group, &resource.version, &resource.kind)) {
+                bail!("it lists the resource {at} twice");
+            }
         }
         Ok(project)
     }

@@ -322,8 +322,8 @@ mod tests {
         assert!(err(ProjectName::parse("")).contains("a project name cannot be empty"));
         let p = ProjectName::parse("memcached-operator").unwrap();
         assert_eq!((p.as_str(), p.crate_name().as_str()), ("memcached-operator", "memcached_operator"));
-        assert!(ProjectName::parse(&"a".repeat(63)).is_ok());
-        assert!(err(ProjectName::parse(&"a".repeat(64))).contains("at most 28 characters (it has 64)"));
+        assert!(ProjectName::parse(&"a".repeat(28)).is_ok());
+        assert!(err(ProjectName::parse(&"a".repeat(29))).contains("at most 28 characters (it has 29)"));
         assert!(err(ProjectName::parse("build")).contains("reserved by Cargo"));
         assert!(err(ProjectName::parse("match")).contains("\"match\" is a Rust keyword"));
         let e = err(ProjectName::parse("My_Operator"));

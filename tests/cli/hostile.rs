@@ -195,3 +195,29 @@ fn init_inside_another_project_is_refused() {
     refused(&dir, "-C deeper/still init --domain example.com", &["is inside the memop project"]);
     assert_eq!(snapshot(&dir), before, "nothing written");
 }
+
+#[test]
+fn project_fields_memop_reads_back_are_held_to_the_rules_of_their_flags() {
+    let (_tmp, dir) = project(&["--group cache --kind Memcached"]);
+    let original = read(&dir, "PROJECT");
+    #[rustfmt::skip]
+    let cases: &[(&str, &str, &str)] = &[
+        ("image: memcached:1.6.26-alpine3.19", "image: 'memcached:1\"; compile_error!(\"pwned\"); //'", "invalid --image"),
+        ("containerPort: 11211", "containerPort: 0", "invalid --image-container-port"),
+        ("- memcached\n", "- \"mem\\x01cached\"\n", "invalid --image-container-command"),
+        ("license: apache2", "license: mit", "license \"mit\" is not one memop writes"),
+        ("  domain: example.com\n  group: cache", "  domain: example.org\n  group: cache", "is not the project's"),
+        ("  kind: Memcached", "  kind: memcached", "invalid --kind"),
+    ];
+    for (from, to, expected) in cases {
+        assert!(original.contains(from), "{from:?} not in PROJECT:\n{original}");
+        fs::write(dir.join("PROJECT"), original.replacen(from, to, 1)).unwrap();
+        refused(&dir, "create api --group cache --kind Memcached --force", &["PROJECT", expected]);
+    }
+    // A resource listed twice.
+    let resources = original.split_once("resources:\n").unwrap().1;
+    let first = resources.split_once("version: v1alpha1\n").unwrap().0;
+    let doubled = original.replacen("resources:\n", &format!("resources:\n{first}version: v1alpha1\n"), 1);
+    fs::write(dir.join("PROJECT"), doubled).unwrap();
+    refused(&dir, "create api --group web --kind Nginx --image nginx:1 --image-container-port 80", &["twice"]);
+}
