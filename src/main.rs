@@ -65,7 +65,16 @@ enum Create {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     memop::catch_interrupts();
-    let global = commands::Global { dir: cli.dir.unwrap_or_else(|| PathBuf::from(".")), dry_run: cli.dry_run };
+    let mut dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));
+    // Commands on a project work from any directory inside it, as cargo and git find their root.
+    if matches!(cli.command, Command::Create(_) | Command::Update(_))
+        && !dir.join(memop::project::FILE).exists()
+        && let Some(root) = memop::project::find_root(&dir)
+    {
+        eprintln!("note: working on the project in {}", root.display());
+        dir = root;
+    }
+    let global = commands::Global { dir, dry_run: cli.dry_run };
     // Commands that change a project hold its lock while they read, plan and write.
     let changes_the_project =
         matches!(cli.command, Command::Init(_) | Command::Create(_) | Command::Update(_)) && !global.dry_run;

@@ -161,19 +161,19 @@ impl Project {
     /// Reads `DIR/PROJECT`, with errors that say what to do.
     pub fn load(dir: &Path) -> Result<Self> {
         let path = dir.join(FILE);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !dir.is_dir() => bail!(
+        // Read as every file of the project is: a regular file only, never through a link.
+        let text = match crate::scaffold::Plan::new(dir).read(Path::new(FILE))? {
+            Some(text) => text,
+            None if !dir.is_dir() => bail!(
                 "directory {} does not exist; pass -C with your project's directory (or run the \
                  command inside it)",
                 dir.display()
             ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+            None => bail!(
                 "{} has no PROJECT file, so it is not a memop project; run `memop init --domain example.com` \
                  there first (or pass -C DIR to point at your project)",
                 dir.display()
             ),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
         Self::parse(&text).with_context(|| {
             format!(

@@ -197,12 +197,14 @@ fn re_running_recognises_insertions_however_they_were_formatted_since() {
 #[test]
 fn a_running_command_holds_the_project_lock() {
     let (_scratch, dir, _outside) = project();
-    fs::write(dir.join(".memop.lock"), "12345\n").unwrap();
+    // A live holder: this test's own process.
+    let holder = std::process::id();
+    fs::write(dir.join(".memop.lock"), format!("{holder}\n")).unwrap();
     let before = tree(&dir);
     let assert = create_api(&dir, MEMCACHED).failure();
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     assert!(stderr.contains("another memop command is working on this project"), "{stderr}");
-    assert!(stderr.contains("process 12345"), "{stderr}");
+    assert!(stderr.contains(&format!("process {holder}")), "{stderr}");
     assert_eq!(tree(&dir), before);
     fs::remove_file(dir.join(".memop.lock")).unwrap();
     create_api(&dir, MEMCACHED).success();

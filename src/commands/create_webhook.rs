@@ -237,6 +237,17 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     // The webhook server and its config, which every kind's webhooks share: made by the first
     // `create webhook`, kept (and said so) when you changed them since.
     let shared = if args.force { IfExists::Overwrite } else { IfExists::Keep };
+    let others = |conversion: bool| {
+        let this = (group.to_string(), version.to_string(), kind.to_string());
+        project.resources.iter().filter(move |r| {
+            (r.group.clone(), r.version.clone(), r.kind.clone()) != this
+                && r.webhooks.as_ref().is_some_and(|w| !conversion || w.conversion)
+        })
+    };
+    super::create_api::refuse_missing_shared(&templates, "webhook", &ctx, &plan, others(false), &domain)?;
+    if args.conversion {
+        super::create_api::refuse_missing_shared(&templates, "webhook-conversion", &ctx, &plan, others(true), &domain)?;
+    }
     scaffold::render_root(&templates, "webhook", &ctx, &mut plan, |_| shared)?;
     if admission {
         scaffold::render_root(&templates, "webhook-admission", &ctx, &mut plan, |_| own)?;

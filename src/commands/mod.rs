@@ -30,40 +30,143 @@ pub struct Global {
 pub const LOCK_FILE: &str = ".memop.lock";
 
 /// Held while a command works on a project; dropping it removes the lock file.
-pub struct Lock(PathBuf);
+///
+/// The file holds the PID of the command, which also keeps an advisory lock on it while it runs,
+/// so that of two commands that find the same stale lock only one takes it over.
+pub struct Lock {
+    path: PathBuf,
+    _file: std::fs::File,
+}
 
 impl Lock {
     /// Takes the lock of the project in `dir`, or says who holds it. `None` when `dir` does not
-    /// exist yet (nothing else can be working on it).
+    /// exist yet (nothing else can be working on it). A lock whose process is no longer running
+    /// (killed, or out of memory) is taken over, and a line on stderr says so.
     pub fn take(dir: &Path) -> Result<Option<Self>> {
+        use std::io::{Read as _, Seek as _, Write as _};
         if !dir.is_dir() {
             return Ok(None);
         }
         let path = dir.join(LOCK_FILE);
         match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
             Ok(mut file) => {
-                use std::io::Write as _;
+                // Blocks only while another command reads this new file and finds it is not stale.
+                let _ = file.lock();
                 let _ = writeln!(file, "{}", std::process::id());
-                Ok(Some(Self(path)))
+                return Ok(Some(Self::held(path, file)));
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let holder = std::fs::read_to_string(&path).unwrap_or_default();
-                bail!(
-                    "another memop command is working on this project (it holds {}, process {}); \
-                     wait for it to finish and run this one again. If none is running (it was \
-                     killed), delete that file",
-                    path.display(),
-                    holder.trim()
-                )
-            }
-            Err(e) => Err(e).with_context(|| format!("creating {}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
         }
+        let mut file = open_existing_lock(&path)?;
+        let holder = |mut file: &std::fs::File| {
+            let mut text = String::new();
+            let _ = file.rewind().and_then(|()| file.take(32).read_to_string(&mut text));
+            text.trim().parse::<u32>().ok().filter(|&pid| pid > 0)
+        };
+        let busy = |pid: Option<u32>| {
+            let process = pid.map(|pid| format!(", process {pid}")).unwrap_or_default();
+            anyhow::anyhow!(
+                "another memop command is working on this project (it holds {}{process}); wait for it to finish \
+                 and run this one again. If none is running (it was killed), delete that file",
+                path.display()
+            )
+        };
+        // A command that holds the lock, or is taking it over, keeps it locked; without advisory
+        // locks on this file system the PID alone decides.
+        if let Err(std::fs::TryLockError::WouldBlock) = file.try_lock() {
+            return Err(busy(holder(&file)));
+        }
+        // Still the lock file (not removed by a command that just finished), and its process gone.
+        let same = open_existing_lock(&path).is_ok_and(|again| same_file(&again, &file));
+        let pid = holder(&file);
+        let stale = pid.filter(|&pid| same && !process_is_running(pid));
+        let Some(stale) = stale else { return Err(busy(pid)) };
+        file.set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| writeln!(file, "{}", std::process::id()))
+            .with_context(|| format!("taking over {}", path.display()))?;
+        eprintln!("warning: took over {} from process {stale}, which is no longer running", path.display());
+        Ok(Some(Self::held(path, file)))
+    }
+
+    fn held(path: PathBuf, file: std::fs::File) -> Self {
+        crate::holding_lock(Some(path.clone()));
+        Self { path, _file: file }
+    }
+}
+
+/// Opens the lock file another command left, refusing anything but a regular file: a symbolic
+/// link is not followed (memop would read, and later remove, whatever it points to).
+fn open_existing_lock(path: &Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::MetadataExt as _;
+    let refuse = |kind: &std::fs::FileType| -> Result<std::fs::File> {
+        match kind.is_symlink() {
+            true => bail!(
+                "{} is a symbolic link, and memop does not follow links (it would read and remove what it points \
+                 to); remove it and run the command again",
+                path.display()
+            ),
+            false => bail!(
+                "{} is {}, not a regular file: memop keeps its lock in a regular file; remove it and run the \
+                 command again",
+                path.display(),
+                crate::file_kind(kind)
+            ),
+        }
+    };
+    let before = std::fs::symlink_metadata(path).with_context(|| format!("reading {}", path.display()))?;
+    if !before.file_type().is_file() {
+        return refuse(&before.file_type());
+    }
+    // Read and write (to take it over), which never waits, even for a FIFO put there since.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .or_else(|_| std::fs::File::open(path))
+        .with_context(|| format!("reading {}", path.display()))?;
+    let opened = file.metadata().with_context(|| format!("reading {}", path.display()))?;
+    let now = std::fs::symlink_metadata(path).with_context(|| format!("reading {}", path.display()))?;
+    if !now.file_type().is_file() {
+        return refuse(&now.file_type());
+    }
+    if (opened.dev(), opened.ino()) != (now.dev(), now.ino()) {
+        bail!("{} changed while memop read it (another memop command?); run the command again", path.display());
+    }
+    Ok(file)
+}
+
+/// Whether two open files are one.
+fn same_file(a: &std::fs::File, b: &std::fs::File) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (a.metadata(), b.metadata()) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+/// Whether process `pid` is running (on this machine): `/proc/<pid>` where there is a `/proc`,
+/// else `kill -0`. When it cannot tell, it says yes: a lock is taken over only when surely stale.
+fn process_is_running(pid: u32) -> bool {
+    if pid == std::process::id() {
+        // This process holds no lock yet: the PID is a dead process's, since reused.
+        return false;
+    }
+    if Path::new("/proc/self").exists() {
+        return Path::new("/proc").join(pid.to_string()).exists();
+    }
+    match std::process::Command::new("kill").args(["-0", &pid.to_string()]).output() {
+        Ok(out) if out.status.success() => true,
+        Ok(out) => !String::from_utf8_lossy(&out.stderr).contains("No such process"),
+        Err(_) => true,
     }
 }
 
 impl Drop for Lock {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        crate::holding_lock(None);
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 

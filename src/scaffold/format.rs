@@ -2,15 +2,18 @@
 //!
 //! Templates are written formatted for typical names, but where rustfmt breaks a line depends
 //! on how long the names in it are; formatting the rendered files is the only way every
-//! generated project passes `cargo fmt --check`. All files go through one rustfmt process, in a
-//! scratch directory: rustfmt also formats the files of out-of-line modules (`mod x;`), so each
-//! `#[path = "…"]` is pointed at a stand-in inside the scratch directory while it runs, and
-//! nothing outside it is ever read, created or formatted.
+//! generated project passes `cargo fmt --check`. Each file goes through rustfmt alone, from its
+//! standard input to its standard output: rustfmt then formats only that text and never opens
+//! the files of the modules it declares (`mod x;`, whatever `#[path]` says), so nothing is read,
+//! created or formatted on disk, `--dry-run` included.
 
+use std::ffi::OsString;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 
 /// rustfmt could not parse a file the plan writes: the project would not compile.
 #[derive(Debug)]
@@ -24,132 +27,164 @@ impl std::fmt::Display for Unparsable {
 
 impl std::error::Error for Unparsable {}
 
-/// Formats `files` (path, contents) in place. Errors when rustfmt is missing, and with
-/// [`Unparsable`] when it cannot parse one of them.
+/// How many rustfmt processes run at once.
+const PARALLEL: usize = 4;
+
+/// Formats `files` (path relative to `project`, contents) in place. Errors when rustfmt is
+/// missing, and with [`Unparsable`] (naming every such file) when it cannot parse some of them.
+/// Stops early, leaving the rest as they are, when memop is interrupted.
 pub fn rustfmt(files: &mut [(PathBuf, String)], project: &Path) -> Result<()> {
     if files.is_empty() {
         return Ok(());
     }
-    let scratch = tempdir()?;
-    let result = format_in(&scratch, files, project);
-    let _ = std::fs::remove_dir_all(&scratch);
-    result
+    let rustfmt = Rustfmt::new(project);
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, PARALLEL).min(files.len());
+    let shared: &[(PathBuf, String)] = files;
+    let mut results: Vec<(usize, Result<Option<String>>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= shared.len() || crate::interrupted() {
+                            return done;
+                        }
+                        let (path, contents) = &shared[i];
+                        done.push((i, rustfmt.format(path, contents)));
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|worker| worker.join().expect("a rustfmt thread panicked")).collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    let mut unparsable = Vec::new();
+    let mut formatted = Vec::new();
+    for (i, result) in results {
+        match result {
+            Ok(text) => formatted.push((i, text)),
+            Err(err) => match err.downcast::<Unparsable>() {
+                Ok(Unparsable(message)) => unparsable.push(message),
+                // rustfmt is missing, or could not run: the same for every file.
+                Err(err) => return Err(err),
+            },
+        }
+    }
+    if !unparsable.is_empty() {
+        return Err(Unparsable(unparsable.join("\n")).into());
+    }
+    for (i, text) in formatted {
+        if let Some(text) = text {
+            files[i].1 = text;
+        }
+    }
+    Ok(())
 }
 
-fn format_in(scratch: &Path, files: &mut [(PathBuf, String)], project: &Path) -> Result<()> {
-    let mut paths = Vec::with_capacity(files.len());
-    let mut redirected = Vec::new();
-    for (relative, contents) in files.iter_mut() {
-        let path = scratch.join(relative);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        *contents = redirect_paths(contents, &mut redirected);
-        std::fs::write(&path, &*contents)?;
-        paths.push(path);
+/// The rustfmt command line.
+struct Rustfmt {
+    program: OsString,
+    config: Option<PathBuf>,
+}
+
+impl Rustfmt {
+    fn new(project: &Path) -> Self {
+        let program = std::env::var_os("RUSTFMT").unwrap_or_else(|| "rustfmt".into());
+        // A project's own rustfmt settings win, as with `cargo fmt`.
+        let config =
+            ["rustfmt.toml", ".rustfmt.toml"].iter().map(|name| project.join(name)).find(|config| config.is_file());
+        Self { program, config }
     }
-    // rustfmt follows `mod x;` into x.rs and fails when it is missing; modules outside the plan
-    // get an empty stand-in (their own formatting is not our business).
-    for ((_, contents), path) in files.iter().zip(&paths) {
-        for child in child_modules(path, contents) {
-            if !child.exists() && !child.with_extension("").join("mod.rs").exists() {
-                std::fs::create_dir_all(child.parent().unwrap_or(scratch))?;
-                std::fs::write(&child, "")?;
-            }
-        }
-    }
-    let mut cmd = Command::new(std::env::var_os("RUSTFMT").unwrap_or_else(|| "rustfmt".into()));
-    cmd.args(["--edition", "2024", "--quiet"]);
-    // A project's own rustfmt settings win, as with `cargo fmt`.
-    for name in ["rustfmt.toml", ".rustfmt.toml"] {
-        let config = project.join(name);
-        if config.is_file() {
+
+    /// `contents` formatted, or `None` when the formatter printed nothing (a stand-in such as
+    /// `RUSTFMT=true` that formats nothing): the file is then left as it is.
+    fn format(&self, path: &Path, contents: &str) -> Result<Option<String>> {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(["--edition", "2024", "--emit", "stdout", "--quiet"]);
+        if let Some(config) = &self.config {
             cmd.arg("--config-path").arg(config);
-            break;
         }
+        // Without a config of the project's, rustfmt looks for one from its working directory up:
+        // the temporary directory, as for a file of its own, not wherever memop was started.
+        let temp = std::env::temp_dir();
+        if temp.is_dir() {
+            cmd.current_dir(temp);
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("running rustfmt")?;
+        let mut stdin = child.stdin.take().expect("rustfmt's stdin is piped");
+        let output = std::thread::scope(|scope| {
+            // Written beside the wait, so that neither side blocks on a full pipe; a formatter
+            // that exits without reading breaks the pipe, which is its business.
+            scope.spawn(move || drop(stdin.write_all(contents.as_bytes())));
+            child.wait_with_output()
+        })
+        .context("running rustfmt")?;
+        if !output.status.success() {
+            // rustfmt names its input `<stdin>`: name the project's file instead.
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let shown = path.display().to_string();
+            let message = match stderr.contains("<stdin>") {
+                true => stderr.replace("<stdin>", &shown),
+                false => format!("{shown}: {stderr}"),
+            };
+            return Err(Unparsable(message.trim().to_string()).into());
+        }
+        let text = String::from_utf8(output.stdout).context("rustfmt printed text that is not UTF-8")?;
+        Ok((!text.is_empty() || contents.is_empty()).then_some(text))
     }
-    let output = cmd.args(&paths).output();
-    let result = match output {
-        Ok(out) if out.status.success() => {
-            for ((_, contents), path) in files.iter_mut().zip(&paths) {
-                *contents = std::fs::read_to_string(path)?;
-            }
-            Ok(())
-        }
-        Ok(out) => {
-            // rustfmt names the scratch copies: name the project's files instead.
-            let scratch_prefix = format!("{}/", scratch.display());
-            let stderr = String::from_utf8_lossy(&out.stderr).replace(&scratch_prefix, "");
-            Err(Unparsable(stderr.trim().to_string()).into())
-        }
-        Err(e) => Err(e).context("running rustfmt"),
-    };
-    // Put the real paths back, formatted or not.
-    for (_, contents) in files.iter_mut() {
-        for (stand_in, original) in &redirected {
-            *contents = contents.replace(stand_in.as_str(), original);
-        }
-    }
-    result
 }
 
-/// `contents` with the path of every `#[path = "…"]` attribute replaced by a stand-in file name
-/// beside the file (recorded in `redirected` with the original, to put back afterwards).
-fn redirect_paths(contents: &str, redirected: &mut Vec<(String, String)>) -> String {
-    let mut out = String::with_capacity(contents.len());
-    for line in contents.split_inclusive('\n') {
-        let attribute = line.trim_start();
-        let quoted = attribute
-            .strip_prefix("#[path")
-            .and_then(|rest| rest.trim_start().strip_prefix('='))
-            .and_then(|rest| rest.trim_start().strip_prefix('"'))
-            .and_then(|rest| rest.split_once('"'));
-        match quoted {
-            Some((original, _)) => {
-                let stand_in = format!("memop_path_stand_in_{}.rs", redirected.len());
-                out.push_str(&line.replacen(&format!("\"{original}\""), &format!("\"{stand_in}\""), 1));
-                redirected.push((stand_in, original.to_string()));
-            }
-            None => out.push_str(line),
-        }
-    }
-    out
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Where the out-of-line modules that `file` declares live: `dir/x.rs` beside a `mod.rs`,
-/// `lib.rs` or `main.rs` (and any test crate root), `dir/file/x.rs` otherwise.
-fn child_modules(file: &Path, contents: &str) -> Vec<PathBuf> {
-    let dir = file.parent().unwrap_or(Path::new("."));
-    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-    let crate_root = matches!(stem, "mod" | "lib" | "main") || dir.ends_with("tests") || dir.ends_with("bin");
-    let base = if crate_root { dir.to_path_buf() } else { dir.join(stem) };
-    let mut children = Vec::new();
-    // `#[path = "…"]` on the line before names the file itself, relative to this one.
-    let mut explicit: Option<PathBuf> = None;
-    for line in contents.lines().map(str::trim) {
-        if let Some(path) = line.strip_prefix("#[path = \"").and_then(|p| p.strip_suffix("\"]")) {
-            explicit = Some(dir.join(path));
-            continue;
-        }
-        let declared = line.strip_prefix("pub mod ").or_else(|| line.strip_prefix("mod "));
-        let name = declared.and_then(|rest| rest.strip_suffix(';')).map(str::trim);
-        if let Some(name) = name.filter(|n| n.chars().all(|c| c.is_alphanumeric() || c == '_')) {
-            children.push(explicit.take().unwrap_or_else(|| base.join(format!("{name}.rs"))));
-        }
-        explicit = None;
+    fn have_rustfmt() -> bool {
+        Command::new("rustfmt").arg("--version").output().is_ok_and(|out| out.status.success())
     }
-    children
-}
 
-fn tempdir() -> Result<PathBuf> {
-    let base = std::env::temp_dir();
-    for attempt in 0..100u32 {
-        let dir = base.join(format!("memop-fmt-{}-{attempt}", std::process::id()));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).context("creating a scratch directory for rustfmt"),
+    #[test]
+    fn formats_each_file_alone_and_never_opens_its_modules() {
+        if !have_rustfmt() || std::env::var_os("RUSTFMT").is_some() {
+            return;
         }
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.rs");
+        std::fs::write(&outside, "fn   outside( ) {let x=1;}\n").unwrap();
+        let main = format!(
+            "#[path = r\"{0}\"]\nmod a;\n#[cfg_attr(all(), path = \"{0}\")] mod b;\n#[allow(unused)] #[path = \"{0}\"] \
+             mod c;\n#[path\n= \"{0}\"]\nmod d;\nmod missing;\nfn   main( ) {{}}\n",
+            outside.display()
+        );
+        let mut files = vec![(PathBuf::from("src/main.rs"), main), (PathBuf::from("src/x.rs"), "fn  x() {}".into())];
+        rustfmt(&mut files, dir.path()).unwrap();
+        assert!(files[0].1.ends_with("mod missing;\nfn main() {}\n"), "{}", files[0].1);
+        assert_eq!(files[1].1, "fn x() {}\n");
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "fn   outside( ) {let x=1;}\n");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["outside.rs"], "nothing created beside it");
     }
-    bail!("could not create a scratch directory for rustfmt in {}", base.display())
+
+    #[test]
+    fn an_unparsable_file_is_named_by_its_project_path() {
+        if !have_rustfmt() || std::env::var_os("RUSTFMT").is_some() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = vec![
+            (PathBuf::from("src/fine.rs"), "fn fine() {}\n".to_string()),
+            (PathBuf::from("src/controller/broken.rs"), "fn broken( {\n".to_string()),
+        ];
+        let err = rustfmt(&mut files, dir.path()).unwrap_err();
+        let message = err.downcast_ref::<Unparsable>().expect("Unparsable").0.clone();
+        assert!(message.contains("src/controller/broken.rs:1:"), "{message}");
+        assert!(!message.contains("<stdin>"), "{message}");
+        assert_eq!(files[1].1, "fn broken( {\n", "left as it was");
+    }
 }

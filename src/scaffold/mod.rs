@@ -19,6 +19,19 @@ use tera::Context;
 /// Whole files go through `if_exists(path)`, which lets the command say, per path, whether an
 /// existing file is the user's (error or keep) or may be replaced. Fragments are inserted at their
 /// markers after all whole files are planned, so a root may create a file and insert into it.
+/// The files under `root/` that several APIs share (a module list, a kustomization), as `ctx`
+/// resolves their paths.
+pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<Vec<String>> {
+    Ok(templates
+        .entries(root, ctx)?
+        .into_iter()
+        .filter_map(|entry| match entry {
+            Entry::File { path, shared: true, .. } => Some(path),
+            _ => None,
+        })
+        .collect())
+}
+
 pub fn render_root(
     templates: &Templates,
     root: &str,

@@ -63,6 +63,11 @@ impl Plan {
         &self.root
     }
 
+    /// Adds a warning for the user to the plan's (printed before the plan is applied).
+    pub fn note(&mut self, note: String) {
+        self.notes.push(note);
+    }
+
     /// Warnings gathered while planning (files kept, for instance).
     pub fn notes(&self) -> &[String] {
         &self.notes
@@ -74,7 +79,7 @@ impl Plan {
         match self.changes.get(path) {
             Some(Change::Create { contents }) => Ok(Some(contents.clone())),
             Some(Change::Update { new, .. }) => Ok(Some(new.clone())),
-            None => read_disk(&self.root.join(path)),
+            None => read_disk(&self.root, path),
         }
     }
 
@@ -83,12 +88,17 @@ impl Plan {
         self.formatted.insert(path.as_ref().to_path_buf());
     }
 
-    /// Plans writing `contents` to `path`.
-    pub fn write(&mut self, path: impl AsRef<Path>, contents: String, if_exists: IfExists) -> Result<()> {
+    /// Plans writing `contents` to `path`. A file on disk with Windows line endings keeps them:
+    /// memop's text (edited with `\n` throughout) gets `\r\n` too, so only the lines that changed
+    /// differ.
+    pub fn write(&mut self, path: impl AsRef<Path>, mut contents: String, if_exists: IfExists) -> Result<()> {
         let path = path.as_ref();
         self.check_inside(path)?;
         self.formatted.remove(path);
-        let disk = read_disk(&self.root.join(path))?;
+        let disk = read_disk(&self.root, path)?;
+        if disk.as_deref().is_some_and(|old| old.contains("\r\n")) && !contents.contains('\r') {
+            contents = contents.replace('\n', "\r\n");
+        }
         let current = match self.changes.get(path) {
             Some(Change::Create { contents }) => Some(contents),
             Some(Change::Update { new, .. }) => Some(new),
@@ -121,7 +131,8 @@ impl Plan {
     }
 
     /// Refuses a path that could lead outside the project: not a plain relative path, or with a
-    /// symbolic link as the file or as any directory on the way to it.
+    /// symbolic link as the file or as any directory on the way to it; and a path where a FIFO,
+    /// socket or device is (reading one could wait forever, or never end).
     fn check_inside(&self, path: &Path) -> Result<()> {
         use std::path::Component;
         if !path.components().all(|c| matches!(c, Component::Normal(_))) {
@@ -139,6 +150,11 @@ impl Plan {
                         shown.display(),
                         if at.as_path() == self.root.join(path) { "file" } else { "directory" }
                     );
+                }
+                Ok(meta) if !meta.is_file() && !meta.is_dir() => {
+                    let shown = at.strip_prefix(&self.root).unwrap_or(&at);
+                    let wanted = if at.as_path() == self.root.join(path) { "regular file" } else { "directory" };
+                    bail!("{}", not_regular(shown, &meta.file_type(), wanted));
                 }
                 Ok(_) => {}
                 // Nothing there yet: nothing below it can be a link either.
@@ -164,6 +180,12 @@ impl Plan {
         };
         let wanted: Vec<&str> = fragment.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
         if wanted.is_empty() || contains_lines(&current, &wanted) {
+            return Ok(());
+        }
+        // A YAML list entry is keyed by its name: one the file has already (an env var the user
+        // switched to `valueFrom`, say) is theirs, and a second would be a duplicate key.
+        let is_yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
+        if is_yaml && wanted[0].starts_with("- name: ") && current.lines().any(|l| l.trim() == wanted[0]) {
             return Ok(());
         }
         let tag = format!("+memop:scaffold:{marker}");
@@ -211,7 +233,12 @@ impl Plan {
                 Change::Update { new, .. } => (path.clone(), new.clone()),
             })
             .collect();
-        if let Err(err) = super::format::rustfmt(&mut files, &self.root) {
+        let result = super::format::rustfmt(&mut files, &self.root);
+        // rustfmt stops early when interrupted: what it did not format must not be written.
+        if crate::interrupted() {
+            anyhow::bail!("interrupted; nothing was written");
+        }
+        if let Err(err) = result {
             if let Some(unparsable) = err.downcast_ref::<super::format::Unparsable>() {
                 anyhow::bail!(
                     "{unparsable}\nnothing was written. If the file it names is one you edited, fix it and rerun; \
@@ -287,6 +314,10 @@ impl Plan {
     /// they renamed over their targets. If a rename fails, the files already renamed are put back
     /// as they were, so a failure leaves the directory as it was.
     pub fn apply(self) -> Result<Applied> {
+        // From here on a signal no longer stops memop at once: it would leave the files half-written.
+        let Some(_writing) = crate::Writing::begin() else {
+            bail!("interrupted; nothing was written");
+        };
         let mut staged: Vec<(PathBuf, PathBuf, &Change)> = Vec::new();
         let mut created_dirs: Vec<PathBuf> = Vec::new();
         let result = self.stage(&mut staged, &mut created_dirs);
@@ -372,12 +403,41 @@ fn create_temp(dir: &Path, name: &str) -> Result<(PathBuf, fs::File)> {
     bail!("could not create a temporary file beside {}", dir.join(name).display())
 }
 
-fn read_disk(path: &Path) -> Result<Option<String>> {
-    match fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+/// The contents of `root/path`, or `None` when it does not exist. Anything but a regular file is
+/// refused before it is opened, and checked again once open (it may have been replaced since).
+fn read_disk(root: &Path, path: &Path) -> Result<Option<String>> {
+    use std::io::Read as _;
+    let full = root.join(path);
+    let absent = |e: &std::io::Error| matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory);
+    let reading = || format!("reading {}", full.display());
+    match fs::metadata(&full) {
+        Ok(meta) if !meta.is_file() => bail!("{}", not_regular(path, &meta.file_type(), "regular file")),
+        Ok(_) => {}
+        Err(e) if absent(&e) => return Ok(None),
+        Err(e) => return Err(e).with_context(reading),
     }
+    let mut file = match fs::File::open(&full) {
+        Ok(file) => file,
+        Err(e) if absent(&e) => return Ok(None),
+        Err(e) => return Err(e).with_context(reading),
+    };
+    let meta = file.metadata().with_context(reading)?;
+    if !meta.is_file() {
+        bail!("{}", not_regular(path, &meta.file_type(), "regular file"));
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text).with_context(reading)?;
+    Ok(Some(text))
+}
+
+/// The refusal of something at `path` that is not the regular file or directory (`wanted`) memop
+/// expects there.
+fn not_regular(path: &Path, kind: &fs::FileType, wanted: &str) -> String {
+    format!(
+        "{} is {}, not a {wanted}: memop reads and writes regular files only; remove it or move it away",
+        path.display(),
+        crate::file_kind(kind)
+    )
 }
 
 /// Creates `dir` and its missing parents, remembering which ones it created (outermost first).

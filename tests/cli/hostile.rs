@@ -221,3 +221,105 @@ fn project_fields_memop_reads_back_are_held_to_the_rules_of_their_flags() {
     fs::write(dir.join("PROJECT"), doubled).unwrap();
     refused(&dir, "create api --group web --kind Nginx --image nginx:1 --image-container-port 80", &["twice"]);
 }
+
+#[test]
+fn a_deleted_shared_file_that_lists_other_apis_is_refused_not_recreated_with_one() {
+    let (_tmp, dir) = project(&["--group cache --kind Memcached"]);
+    for path in [
+        "src/api/cache/v1alpha1/mod.rs",
+        "src/api/cache/mod.rs",
+        "config/crd/kustomization.yaml",
+        "config/samples/kustomization.yaml",
+    ] {
+        let kept = read(&dir, path);
+        fs::remove_file(dir.join(path)).unwrap();
+        refused(
+            &dir,
+            "create api --group cache --kind Redis --image redis:7 --image-container-port 6379",
+            &[&format!("{path} is missing, but it lists cache v1alpha1 Memcached too"), "git checkout --"],
+        );
+        fs::write(dir.join(path), kept).unwrap();
+    }
+    // A new group gets its own module files; the shared kustomizations are there.
+    ok(&dir, "create api --group web --kind Nginx --image nginx:1.27 --image-container-port 8080");
+
+    ok(&dir, "create webhook --group cache --version v1alpha1 --kind Memcached --defaulting");
+    fs::remove_file(dir.join("src/webhook/mod.rs")).unwrap();
+    refused(
+        &dir,
+        "create webhook --group web --version v1alpha1 --kind Nginx --defaulting",
+        &["src/webhook/mod.rs is missing, but it lists cache v1alpha1 Memcached too"],
+    );
+}
+
+#[test]
+fn a_command_run_inside_a_project_works_on_the_project() {
+    let (_tmp, dir) = project(&[]);
+    let out = ok(&dir.join("src/api"), "create api --group cache --kind Memcached");
+    assert!(out.stderr.contains("note: working on the project in"), "{}", out.stderr);
+    assert!(dir.join("src/controller/memcached.rs").exists());
+    assert!(!dir.join("src/api/src").exists() && !dir.join("src/api/PROJECT").exists());
+    ok(&dir, "-C config/rbac create api --group web --kind Nginx --image nginx:1.27 --image-container-port 8080");
+    assert!(read(&dir, "PROJECT").contains("kind: Nginx"));
+}
+
+#[test]
+fn a_fifo_as_project_is_refused_not_waited_on() {
+    let (_tmp, dir) = project(&[]);
+    fs::remove_file(dir.join("PROJECT")).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(dir.join("PROJECT")).status().unwrap();
+    assert!(made.success());
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memop"))
+        .args(["create", "api", "--group", "cache", "--kind", "Memcached"])
+        .current_dir(&dir)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("memop waited on a FIFO PROJECT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("PROJECT is a FIFO, not a regular file"), "{stderr}");
+}
+
+#[test]
+fn crlf_files_keep_their_line_endings_and_only_the_inserted_lines_change() {
+    let (_tmp, dir) = project(&["--group cache --kind Memcached"]);
+    for path in ["config/samples/kustomization.yaml", "config/crd/kustomization.yaml", "src/api/cache/mod.rs"] {
+        fs::write(dir.join(path), read(&dir, path).replace('\n', "\r\n")).unwrap();
+    }
+    let before = read(&dir, "config/samples/kustomization.yaml");
+    ok(&dir, "create api --group cache --kind Redis --image redis:7 --image-container-port 6379");
+    for path in ["config/samples/kustomization.yaml", "config/crd/kustomization.yaml", "src/api/cache/mod.rs"] {
+        let after = read(&dir, path);
+        assert_eq!(after.matches('\n').count(), after.matches("\r\n").count(), "{path} lost its CRLF:\n{after:?}");
+    }
+    let after = read(&dir, "config/samples/kustomization.yaml");
+    let old: Vec<&str> = before.split("\r\n").collect();
+    let new: Vec<&str> = after.split("\r\n").collect();
+    assert_eq!(new.len(), old.len() + 1, "one line added:\n{after:?}");
+    assert!(old.iter().all(|line| new.contains(line)), "{after:?}");
+}
+
+#[test]
+fn an_image_env_var_switched_to_value_from_is_kept_and_not_added_twice() {
+    let (_tmp, dir) = project(&["--group cache --kind Memcached"]);
+    let manager = read(&dir, "config/manager/manager.yaml");
+    let value_line = manager.lines().find(|l| l.trim_start().starts_with("value: \"memcached:")).unwrap();
+    let indent: String = value_line.chars().take_while(|c| c.is_whitespace()).collect();
+    let from =
+        format!("{indent}valueFrom:\n{indent}  configMapKeyRef:\n{indent}    name: images\n{indent}    key: memcached");
+    fs::write(dir.join("config/manager/manager.yaml"), manager.replacen(value_line, &from, 1)).unwrap();
+    let out = ok(&dir, "create api --group cache --kind Memcached --force --image memcached:1.6.29");
+    assert!(out.stderr.contains("MEMCACHED_IMAGE in config/manager/manager.yaml is yours"), "{}", out.stderr);
+    let after = read(&dir, "config/manager/manager.yaml");
+    assert_eq!(after.matches("- name: MEMCACHED_IMAGE").count(), 1, "{after}");
+    assert!(after.contains("configMapKeyRef"), "{after}");
+}

@@ -13,6 +13,7 @@ mod info;
 mod init;
 mod rerun;
 mod several_apis;
+mod special_files;
 mod sum;
 mod update;
 mod versions;

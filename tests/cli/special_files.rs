@@ -1,0 +1,196 @@
+//! Hostile input, round two, items 5 and 6 (`../shared/reference/reviews/hostile-2026-12-01.md`):
+//! rustfmt never opens a file memop did not render, whatever `#[path]` says; a FIFO or socket on
+//! a planned path is refused by name at once; a stale lock is taken over; a second signal stops
+//! memop at once.
+
+use std::process::{Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// Longer than any of these commands takes, shorter than a hang worth waiting for.
+const LIMIT: Duration = Duration::from_secs(10);
+
+/// Starts `memop <line>` in `dir`, with `envs` set.
+fn spawn(dir: &Path, line: &str, envs: &[(&str, &Path)]) -> std::process::Child {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("memop"));
+    cmd.env("SOURCE_DATE_EPOCH", common::SOURCE_DATE_EPOCH).current_dir(dir).args(argv(line));
+    for (name, value) in envs {
+        cmd.env(name, value);
+    }
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
+/// Waits for `child` at most `limit`, asserting it exited by itself (else it is killed, and the
+/// test fails rather than hangs).
+#[track_caller]
+fn exits_within(child: std::process::Child, limit: Duration, what: &str) -> Output {
+    let pid = child.id();
+    let (send, receive) = mpsc::channel();
+    std::thread::spawn(move || send.send(child.wait_with_output()));
+    match receive.recv_timeout(limit) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            panic!("`memop {what}` did not exit by itself within {limit:?}");
+        }
+    }
+}
+
+/// Runs `memop <line>` in `dir` within [`LIMIT`] and asserts it is refused: exit code 1, nothing on
+/// stdout, and stderr holding `expected`. Returns stderr.
+#[track_caller]
+fn refused_within(dir: &Path, line: &str, expected: &str) -> String {
+    let out = exits_within(spawn(dir, line, &[]), LIMIT, line);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "memop {line}:\n{stderr}");
+    assert!(out.stdout.is_empty(), "memop {line} printed to stdout:\n{}", String::from_utf8_lossy(&out.stdout));
+    assert!(stderr.contains(expected), "memop {line}: stderr lacks {expected:?}:\n{stderr}");
+    stderr
+}
+
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+#[test]
+fn a_fifo_at_a_planned_path_is_refused_by_name_at_once() {
+    let (_tmp, dir) = project(&[]);
+    let fifo = dir.join("config/rbac/role.yaml");
+    fs::remove_file(&fifo).unwrap();
+    let before = snapshot(&dir);
+    mkfifo(&fifo);
+    let message = "error: config/rbac/role.yaml is a FIFO, not a regular file: memop reads and writes regular files \
+                   only; remove it or move it away\n";
+    for line in ["create api --group cache --kind Foo", "--dry-run create api --group cache --kind Foo"] {
+        let stderr = refused_within(&dir, line, message);
+        assert_eq!(stderr, message, "one line");
+    }
+    // (A snapshot would read the FIFO.)
+    fs::remove_file(&fifo).unwrap();
+    assert_unchanged(&dir, &before, "create api over a FIFO");
+}
+
+#[test]
+fn init_over_a_fifo_is_refused_by_name_at_once() {
+    let tmp = scratch();
+    let dir = tmp.path();
+    mkfifo(&dir.join("README.md"));
+    for line in ["init --domain example.com --project-name f2", "--dry-run init --domain example.com --project-name f2"]
+    {
+        refused_within(dir, line, "error: README.md is a FIFO, not a regular file");
+    }
+    fs::remove_file(dir.join("README.md")).unwrap();
+    assert!(snapshot(dir).is_empty(), "init left {:?}", snapshot(dir).keys());
+}
+
+#[test]
+fn a_socket_at_a_planned_path_is_refused_by_name() {
+    let (_tmp, dir) = project(&[]);
+    fs::remove_file(dir.join("src/main.rs")).unwrap();
+    let before = snapshot(&dir);
+    let _socket = std::os::unix::net::UnixListener::bind(dir.join("src/main.rs")).unwrap();
+    refused_within(&dir, "create api --group cache --kind Foo", "error: src/main.rs is a socket, not a regular file");
+    fs::remove_file(dir.join("src/main.rs")).unwrap();
+    assert_unchanged(&dir, &before, "create api over a socket");
+}
+
+#[test]
+fn rustfmt_never_opens_a_module_file_outside_the_project() {
+    let (tmp, dir) = project(&[]);
+    let outside = tmp.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    let victim = outside.join("outside.rs");
+    let unformatted = "fn   victim( ) {let x=1;}\n";
+    fs::write(&victim, unformatted).unwrap();
+    let v = victim.display();
+    // Spellings a text match on `#[path = "` misses; rustfmt would follow every one of them.
+    let attributes = format!(
+        "\n#[path = r\"{v}\"]\nmod raw;\n#[cfg_attr(all(), path = \"{v}\")] mod evil;\n\
+         #[allow(unused)] #[path = \"{v}\"] mod second;\n#[path\n= \"{v}\"]\nmod split;\n"
+    );
+    append(&dir, "src/main.rs", &attributes);
+    let before = snapshot(&outside);
+
+    ok(&dir, "--dry-run create api --group cache --kind Foo");
+    assert_eq!(fs::read(&victim).unwrap(), unformatted.as_bytes(), "--dry-run formatted the outside file");
+    ok(&dir, "create api --group cache --kind Foo");
+    assert_eq!(fs::read(&victim).unwrap(), unformatted.as_bytes(), "create api formatted the outside file");
+    assert_unchanged(&outside, &before, "create api");
+    let main = read(&dir, "src/main.rs");
+    assert!(main.contains(&format!("#[path = r\"{v}\"]\nmod raw;\n")), "{main}");
+    assert!(main.contains(&format!("#[cfg_attr(all(), path = \"{v}\")]\nmod evil;\n")), "formatted:\n{main}");
+}
+
+#[test]
+fn a_lock_whose_process_is_gone_is_taken_over_and_said_so() {
+    let (_tmp, dir) = project(&[]);
+    // Above Linux's highest possible PID (PID_MAX_LIMIT, 2^22), so never running.
+    fs::write(dir.join(".memop.lock"), "4194304\n").unwrap();
+    let out = ok(&dir, "create api --group cache --kind Foo");
+    assert_eq!(
+        out.stderr, "warning: took over ./.memop.lock from process 4194304, which is no longer running\n",
+        "one line"
+    );
+    assert!(!dir.join(".memop.lock").exists(), "released when done");
+    assert!(read(&dir, "PROJECT").contains("kind: Foo\n"));
+}
+
+#[test]
+fn a_lock_whose_process_runs_is_refused() {
+    let (_tmp, dir) = project(&[]);
+    // This test's own process: surely running.
+    let pid = std::process::id();
+    fs::write(dir.join(".memop.lock"), format!("{pid}\n")).unwrap();
+    refused(
+        &dir,
+        "create api --group cache --kind Foo",
+        &["another memop command is working on this project", &format!("process {pid})")],
+    );
+}
+
+#[test]
+fn a_lock_that_is_a_symbolic_link_is_refused_and_not_followed() {
+    let (tmp, dir) = project(&[]);
+    let secret = tmp.path().join("secret");
+    fs::write(&secret, "secret-token-123\n").unwrap();
+    std::os::unix::fs::symlink(&secret, dir.join(".memop.lock")).unwrap();
+    let stderr = refused(&dir, "create api --group cache --kind Foo", &["./.memop.lock is a symbolic link"]);
+    assert!(!stderr.contains("secret-token"), "read through the link: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(read(tmp.path(), "secret"), "secret-token-123\n");
+    fs::remove_file(dir.join(".memop.lock")).unwrap();
+    fs::create_dir(dir.join(".memop.lock")).unwrap();
+    refused(&dir, "create api --group cache --kind Foo", &["./.memop.lock is a directory, not a regular file"]);
+}
+
+#[test]
+fn a_second_signal_stops_memop_at_once() {
+    let (tmp, dir) = project(&[]);
+    // A "rustfmt" that says when it starts, then takes far longer than the test waits.
+    let slow = tmp.path().join("slow-rustfmt");
+    let started = tmp.path().join("slow-rustfmt.started");
+    fs::write(&slow, "#!/bin/sh\ntouch \"$0.started\"\nsleep 10\n").unwrap();
+    fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let before = snapshot(&dir);
+    let child = spawn(&dir, "create api --group cache --kind Foo", &[("RUSTFMT", &slow)]);
+    let pid = child.id().to_string();
+    let deadline = Instant::now() + LIMIT;
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "memop never ran rustfmt");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The first signal is noted (memop stops before it writes); the second stops it at once.
+    std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let sent = Instant::now();
+    std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let out = exits_within(child, LIMIT, "create api");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(sent.elapsed() < Duration::from_secs(3), "took {:?} to stop", sent.elapsed());
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert_eq!(stderr, "error: interrupted again; memop stopped at once, and nothing was written\n");
+    assert_unchanged(&dir, &before, "an interrupted create api");
+}
