@@ -75,6 +75,18 @@ fn main() -> ExitCode {
         dir = root;
     }
     let global = commands::Global { dir, dry_run: cli.dry_run };
+    // `init` into a directory that does not exist yet makes it first, so that it can hold the
+    // directory's lock: of two `init`s at once, one waits for nothing and the other is refused.
+    // The directory goes again if the command fails (when it is still empty).
+    let made_dirs: Vec<PathBuf> = match matches!(cli.command, Command::Init(_)) && !global.dry_run {
+        true => {
+            global.dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(PathBuf::from).collect()
+        }
+        false => Vec::new(),
+    };
+    if !made_dirs.is_empty() {
+        let _ = std::fs::create_dir_all(&global.dir);
+    }
     // Commands that change a project hold its lock while they read, plan and write.
     let changes_the_project =
         matches!(cli.command, Command::Init(_) | Command::Create(_) | Command::Update(_)) && !global.dry_run;
@@ -100,6 +112,14 @@ fn main() -> ExitCode {
         )),
         (Ok(_), Command::Completion(args)) => commands::completion::run::<Cli>(args),
     };
+    if result.is_err() {
+        // Deepest first; a directory that is not empty (another init's) stays.
+        for made in &made_dirs {
+            if std::fs::remove_dir(made).is_err() {
+                break;
+            }
+        }
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

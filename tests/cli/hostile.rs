@@ -323,3 +323,38 @@ fn an_image_env_var_switched_to_value_from_is_kept_and_not_added_twice() {
     assert_eq!(after.matches("- name: MEMCACHED_IMAGE").count(), 1, "{after}");
     assert!(after.contains("configMapKeyRef"), "{after}");
 }
+
+#[test]
+fn of_two_concurrent_inits_into_a_new_directory_one_succeeds() {
+    let tmp = scratch();
+    for round in 0..4 {
+        let target = format!("race-{round}/new-operator");
+        let spawn = || {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("memop"))
+                .args(["-C", &target, "init", "--domain", "example.com"])
+                .current_dir(tmp.path())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (first, second) = (spawn(), spawn());
+        let outcomes = [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()];
+        let succeeded = outcomes.iter().filter(|o| o.status.success()).count();
+        let why: Vec<String> = outcomes.iter().map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).collect();
+        assert_eq!(succeeded, 1, "round {round}: {why:?}");
+        assert!(tmp.path().join(&target).join("PROJECT").is_file());
+    }
+    // A refused init leaves no directory behind.
+    refused(tmp.path(), "-C fresh/dir init --domain Bad", &["invalid --domain"]);
+    assert!(!tmp.path().join("fresh/dir").exists());
+}
+
+#[test]
+fn a_kind_named_like_the_project_is_refused() {
+    let tmp = scratch();
+    let dir = tmp.path().join("memcached");
+    fs::create_dir(&dir).unwrap();
+    ok(&dir, "init --domain example.com");
+    refused(&dir, "create api --group cache --kind Memcached", &["is the project's crate name", "memcached-operator"]);
+}
