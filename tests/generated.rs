@@ -186,10 +186,11 @@ fn a_verb_missing_from_rules_fails_the_real_control_plane_tests() {
 /// Names that are valid but close to what the generated code uses (a kind whose plural is a
 /// keyword, a plural with a dash, kinds named like Kubernetes or Rust things) all go into one
 /// project, which must still compile: memop either makes such a clash impossible or refuses it.
+/// The project is named like one of its kinds, as kubebuilder's guestbook quickstart is.
 #[test]
 fn adversarial_but_valid_names_compile() {
     let scratch = tempfile::tempdir().unwrap();
-    let dir = scratch.path().join("edge-case-operator");
+    let dir = scratch.path().join("edge-case");
     std::fs::create_dir(&dir).unwrap();
     common::run(&dir, &["init", "--domain", "example.com", "--license", "none"]);
     let apis: &[&[&str]] = &[
@@ -201,6 +202,7 @@ fn adversarial_but_valid_names_compile() {
         &["--group", "cache", "--kind", "Stdlib"],
         &["--group", "cache", "--kind", "Core2"],
         &["--group", "a-b", "--version", "v1", "--kind", "Item"],
+        &["--group", "cache", "--kind", "EdgeCase", "--image", "nginx:1.27", "--image-container-port", "8080"],
         &[
             "--group",
             "web",

@@ -568,16 +568,6 @@ fn check_conflicts(
     gvk: &str,
 ) -> Result<()> {
     let kind = &api.kind;
-    // The kind's tests and benchmark import its controller module by its name beside the
-    // project's crate: one name for both would be ambiguous.
-    if kind.snake() == project.crate_name {
-        bail!(
-            "invalid --kind \"{kind}\": its module name {:?} is the project's crate name, and the generated tests \
-             import both; choose another kind (or name the project differently, e.g. {}-operator)",
-            kind.snake(),
-            project.project_name
-        );
-    }
     match existing {
         Some(r) if args.resource && r.api.is_some() && !args.force => bail!(
             "API resource {gvk} already exists; pass --force to regenerate its own files \

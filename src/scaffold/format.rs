@@ -93,8 +93,12 @@ impl Rustfmt {
     fn new(project: &Path) -> Self {
         let program = std::env::var_os("RUSTFMT").unwrap_or_else(|| "rustfmt".into());
         // A project's own rustfmt settings win, as with `cargo fmt`.
-        let config =
-            ["rustfmt.toml", ".rustfmt.toml"].iter().map(|name| project.join(name)).find(|config| config.is_file());
+        // Absolute: rustfmt runs in another directory.
+        let config = ["rustfmt.toml", ".rustfmt.toml"]
+            .iter()
+            .map(|name| project.join(name))
+            .find(|config| config.is_file())
+            .map(|config| std::path::absolute(&config).unwrap_or(config));
         Self { program, config }
     }
 
@@ -130,11 +134,12 @@ impl Rustfmt {
             // rustfmt names its input `<stdin>`: name the project's file instead.
             let stderr = String::from_utf8_lossy(&output.stderr);
             let shown = path.display().to_string();
-            let message = match stderr.contains("<stdin>") {
-                true => stderr.replace("<stdin>", &shown),
-                false => format!("{shown}: {stderr}"),
-            };
-            return Err(Unparsable(message.trim().to_string()).into());
+            // A parse error names its input; anything else (a bad rustfmt.toml, say) is not the
+            // Rust's fault: the files then stay unformatted, with a note.
+            if !stderr.contains("<stdin>") {
+                anyhow::bail!("rustfmt failed on {shown}: {}", stderr.trim());
+            }
+            return Err(Unparsable(stderr.replace("<stdin>", &shown).trim().to_string()).into());
         }
         let text = String::from_utf8(output.stdout).context("rustfmt printed text that is not UTF-8")?;
         Ok((!text.is_empty() || contents.is_empty()).then_some(text))

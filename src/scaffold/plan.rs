@@ -256,7 +256,11 @@ impl Plan {
                     false
                 }
                 Some(Change::Update { old, new }) => {
-                    *new = formatted;
+                    // rustfmt reading stdin writes `\n`: a file with Windows line endings keeps them.
+                    *new = match old.contains("\r\n") && !formatted.contains('\r') {
+                        true => formatted.replace('\n', "\r\n"),
+                        false => formatted,
+                    };
                     old == new
                 }
                 None => false,

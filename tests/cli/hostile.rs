@@ -351,10 +351,22 @@ fn of_two_concurrent_inits_into_a_new_directory_one_succeeds() {
 }
 
 #[test]
-fn a_kind_named_like_the_project_is_refused() {
+fn a_projects_rustfmt_toml_is_honoured_and_crlf_rust_files_keep_their_line_endings() {
+    let (_tmp, dir) = project(&[]);
+    fs::write(dir.join("rustfmt.toml"), "max_width = 100\n").unwrap();
+    let main = read(&dir, "src/main.rs").replace('\n', "\r\n");
+    fs::write(dir.join("src/main.rs"), &main).unwrap();
+    let out = ok(&dir, "create api --group cache --kind Memcached");
+    assert!(!out.stderr.contains("rustfmt"), "{}", out.stderr);
+    let after = read(&dir, "src/main.rs");
+    assert_eq!(after.matches('\n').count(), after.matches("\r\n").count(), "{after:?}");
+    let (old, new): (Vec<&str>, Vec<&str>) = (main.split("\r\n").collect(), after.split("\r\n").collect());
+    assert_eq!(new.len(), old.len() + 1, "one line added:\n{after}");
+    // The project named like its kind, as kubebuilder's guestbook quickstart: accepted.
     let tmp = scratch();
-    let dir = tmp.path().join("memcached");
-    fs::create_dir(&dir).unwrap();
-    ok(&dir, "init --domain example.com");
-    refused(&dir, "create api --group cache --kind Memcached", &["is the project's crate name", "memcached-operator"]);
+    let guestbook = tmp.path().join("guestbook");
+    fs::create_dir(&guestbook).unwrap();
+    ok(&guestbook, "init --domain example.com");
+    ok(&guestbook, "create api --group webapp --kind Guestbook");
+    assert!(!read(&guestbook, "tests/guestbook.rs").contains("guestbook::{self"));
 }

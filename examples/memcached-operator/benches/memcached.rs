@@ -36,7 +36,7 @@ use memop_test::TestEnv;
 use memop_test::workloads::Workloads;
 
 use memcached_operator::api::cache::v1alpha1::{Memcached, MemcachedSpec};
-use memcached_operator::controller::memcached::{self, Context, reconcile};
+use memcached_operator::controller::memcached::{Context, reconcile, run_with};
 use memop_runtime::manager::Shared;
 
 /// The operand image, as `config/manager/manager.yaml` sets it.
@@ -73,7 +73,7 @@ async fn main() {
 
     let started = Instant::now();
     let ctx = Context::with_image(&shared, Some(IMAGE.into()));
-    let controller = tokio::spawn(memcached::run_with(shared.clone(), ctx));
+    let controller = tokio::spawn(run_with(shared.clone(), ctx));
     let available = |o: &Memcached| {
         let conditions = o
             .status

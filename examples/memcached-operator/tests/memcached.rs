@@ -41,7 +41,7 @@ use serde_json::json;
 
 use memcached_operator::api::cache::v1alpha1::{Memcached, MemcachedSpec};
 use memcached_operator::controller::memcached::{
-    self, Context, FINALIZER, IMAGE_ENV, RESYNC, desired_deployment, error_policy, reconcile,
+    Context, FINALIZER, IMAGE_ENV, RESYNC, desired_deployment, error_policy, reconcile, run_with,
 };
 use memop_runtime::controller::{APPLIED_HASH, Error};
 use memop_runtime::manager::Shared;
@@ -686,7 +686,7 @@ async fn the_real_controller_loop_converges_and_shuts_down(env: TestEnv) {
     let _pods = Workloads::start(cluster.env.admin.clone(), &cluster.env.namespace);
     let shared = cluster.shared.clone();
     let ctx = Context::with_image(&shared, Some(IMAGE.into()));
-    let controller = tokio::spawn(memcached::run_with(shared.clone(), ctx));
+    let controller = tokio::spawn(run_with(shared.clone(), ctx));
     cluster.create(2).await;
 
     let deployments = &cluster.deployments;
