@@ -7,6 +7,17 @@
 
 use std::path::PathBuf;
 use std::sync::Mutex;
+
+/// `eprintln!` that never panics: a closed standard error (`memop … 2>&1 | head`) must not turn
+/// a command that did its work into a crash.
+#[macro_export]
+macro_rules! warn_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub mod commands;
@@ -44,7 +55,7 @@ pub fn catch_interrupts() {
         if let Some(lock) = &state.lock {
             let _ = std::fs::remove_file(lock);
         }
-        eprintln!("error: interrupted again; memop stopped at once, and nothing was written");
+        crate::warn_line!("error: interrupted again; memop stopped at once, and nothing was written");
         // `state` stays locked until the exit, so writing cannot start after this point.
         std::process::exit(130);
     });

@@ -71,7 +71,7 @@ fn main() -> ExitCode {
         && !dir.join(memop::project::FILE).exists()
         && let Some(root) = memop::project::find_root(&dir)
     {
-        eprintln!("note: working on the project in {}", root.display());
+        memop::warn_line!("note: working on the project in {}", root.display());
         dir = root;
     }
     let global = commands::Global { dir, dry_run: cli.dry_run };
@@ -123,9 +123,9 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err}");
+            memop::warn_line!("error: {err}");
             for cause in err.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
+                memop::warn_line!("  caused by: {cause}");
             }
             ExitCode::FAILURE
         }

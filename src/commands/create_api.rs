@@ -142,10 +142,10 @@ struct ApiContext {
 pub fn run(global: &Global, mut args: Args) -> Result<()> {
     let command = super::plugins::Command::CreateApi { image: args.image.is_some() };
     for note in super::plugins::answer(command, &args.plugins)? {
-        eprintln!("note: {note}");
+        crate::warn_line!("note: {note}");
     }
     if args.make.is_some() {
-        eprintln!(
+        crate::warn_line!(
             "note: --make is kubebuilder's; memop never runs make after scaffolding (run `make manifests` yourself)"
         );
     }
@@ -271,7 +271,7 @@ pub fn run(global: &Global, mut args: Args) -> Result<()> {
     }
     let short = short_name(&others, &api);
     if let (None, Some(wanted)) = (&short, kind.short_name()) {
-        eprintln!(
+        crate::warn_line!(
             "note: {kind} gets no CRD short name: {wanted} is another kind's in group {group}, and two \
              CRDs with one short name are not both served"
         );
@@ -372,10 +372,10 @@ pub fn run(global: &Global, mut args: Args) -> Result<()> {
     }
     let written = finish(global, plan)?;
     if !global.dry_run {
-        super::say(&summary)?;
+        super::report(&summary)?;
     }
     for note in &notes {
-        eprintln!("note: {note}");
+        crate::warn_line!("note: {note}");
     }
     if written {
         let types = format!("src/api/{}/{}/{}.rs", group.module_name(), version, kind.snake());
@@ -386,7 +386,7 @@ pub fn run(global: &Global, mut args: Args) -> Result<()> {
             (true, false) => format!("implement your API in {types}"),
             _ => format!("implement the controller in src/controller/{}.rs", kind.snake()),
         };
-        super::say(&format!(
+        super::report(&format!(
             "\nNext: {next}, then:\n  $ make manifests   # regenerate config/crd and config/rbac/role.yaml from the code\n  $ make test\n"
         ))?;
     }

@@ -280,7 +280,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
                 kind.snake()
             ));
         }
-        super::say(&format!(
+        super::report(&format!(
             "\nNext: {}, then:\n  $ make manifests   # regenerate config/webhook/manifests.yaml from the code\n  $ make test\n\
              Deploying needs cert-manager in the cluster, which issues the webhook server's certificate, or the\n\
              manager can keep its own: see [WEBHOOK-CERTS] in config/default/kustomization.yaml.\n",

@@ -56,7 +56,7 @@ const PROJECT_MARKERS: &[&str] = &[project::FILE, "Cargo.toml", "src/main.rs"];
 
 pub fn run(global: &Global, args: Args) -> Result<()> {
     for note in super::plugins::answer(super::plugins::Command::Init, &args.plugins)? {
-        eprintln!("note: {note}");
+        crate::warn_line!("note: {note}");
     }
     let dir = &global.dir;
     let domain = Domain::parse(&args.domain)?;
@@ -133,7 +133,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     // As kubebuilder: other files are no reason to refuse, but worth a word (not under --force,
     // which says the user knows what is there).
     if let (Some(others), false) = (other_files(dir), args.force) {
-        eprintln!(
+        crate::warn_line!(
             "warning: the directory is not empty ({others}); memop keeps files it would otherwise \
              write, but initializing in an empty directory is safer"
         );
@@ -164,7 +164,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
 
     if finish(global, plan)? {
-        super::say("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached\n")?;
+        super::report("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached\n")?;
     }
     Ok(())
 }

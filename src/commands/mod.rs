@@ -86,7 +86,7 @@ impl Lock {
             .and_then(|()| file.rewind())
             .and_then(|()| writeln!(file, "{}", std::process::id()))
             .with_context(|| format!("taking over {}", path.display()))?;
-        eprintln!("warning: took over {} from process {stale}, which is no longer running", path.display());
+        crate::warn_line!("warning: took over {} from process {stale}, which is no longer running", path.display());
         Ok(Some(Self::held(path, file)))
     }
 
@@ -178,6 +178,22 @@ pub fn say(text: &str) -> Result<()> {
     out.write_all(text.as_bytes()).and_then(|()| out.flush()).context("writing to standard output")
 }
 
+/// [`say`] for what a command reports once its work is done: a reader that stopped reading
+/// (`| head`) wanted no more, and the command did not fail.
+pub fn report(text: &str) -> Result<()> {
+    match say(text) {
+        Err(err)
+            if err
+                .root_cause()
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(())
+        }
+        result => result,
+    }
+}
+
 /// Prints a dry run, or applies the plan and lists what was written.
 ///
 /// Returns whether anything was written, so the caller can tailor its closing hint.
@@ -189,7 +205,7 @@ pub fn finish(global: &Global, mut plan: Plan) -> Result<bool> {
         bail!("interrupted; nothing was written");
     }
     for note in plan.notes() {
-        eprintln!("warning: {note}");
+        crate::warn_line!("warning: {note}");
     }
     if global.dry_run {
         say(&plan.render_dry_run())?;
@@ -220,7 +236,7 @@ pub fn finish(global: &Global, mut plan: Plan) -> Result<bool> {
     for path in &applied.updated {
         report.push_str(&format!("  update  {}\n", root.join(path).display()));
     }
-    say(&report)?;
+    self::report(&report)?;
     Ok(true)
 }
 

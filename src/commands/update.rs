@@ -82,14 +82,14 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
     if finish(global, plan)? {
         let from = if from.is_empty() { "an earlier memop".to_string() } else { format!("memop {from}") };
-        super::say(&format!(
+        super::report(&format!(
             "\nUpdated from {from} to memop {version}'s runtime. Next:\n  $ cargo test   # the lock \
              follows the new runtime's dependencies on the first build\nmemop does not update the \
              files it scaffolded outside vendor/ yet (Makefile, Dockerfile, config/, CI): compare them \
              with a project that this memop generates.\n"
         ))?;
         if !dropped.is_empty() {
-            super::say(&format!(
+            super::report(&format!(
                 "The runtime no longer has these files, which nothing builds now; delete them:\n  $ git rm {}\n",
                 dropped.join(" ")
             ))?;

@@ -67,6 +67,19 @@ pub fn is_hidden(c: char) -> bool {
                 | '\u{1D173}'..='\u{1D17A}'
                 | '\u{E0001}'
                 | '\u{E0020}'..='\u{E007F}'
+                // Line and paragraph separators (Zl, Zp): a line break that is not `\n`.
+                | '\u{2028}'
+                | '\u{2029}'
+                // Default-ignorable code points that render as nothing: the combining grapheme
+                // joiner, Hangul fillers, Mongolian and other variation selectors.
+                | '\u{034F}'
+                | '\u{115F}'..='\u{1160}'
+                | '\u{17B4}'..='\u{17B5}'
+                | '\u{180B}'..='\u{180F}'
+                | '\u{3164}'
+                | '\u{FE00}'..='\u{FE0F}'
+                | '\u{FFA0}'
+                | '\u{E0100}'..='\u{E01EF}'
         )
 }
 

@@ -52,7 +52,7 @@ fn invisible_format_characters_are_refused_where_text_reaches_files() {
     let tmp = scratch();
     let dir = tmp.path();
     // A right-to-left override, a zero-width joiner, a byte order mark, an isolate.
-    for hidden in ['\u{202E}', '\u{200D}', '\u{FEFF}', '\u{2066}'] {
+    for hidden in ['\u{202E}', '\u{200D}', '\u{FEFF}', '\u{2066}', '\u{3164}', '\u{FE0F}'] {
         refused(
             dir,
             &format!("init --domain example.com --project-name op --owner ACME{hidden}evil"),
@@ -60,6 +60,15 @@ fn invisible_format_characters_are_refused_where_text_reaches_files() {
         );
         assert!(snapshot(dir).is_empty());
     }
+    // A line separator: whitespace to the test's line splitter, so passed as one argument.
+    let out = common::memop()
+        .current_dir(dir)
+        .args(["init", "--domain", "example.com", "--project-name", "op", "--owner", "ACME\u{2028}evil"])
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("invisible formatting characters"), "{stderr}");
+    assert!(snapshot(dir).is_empty());
     let (_tmp, dir) = project(&[]);
     refused(
         &dir,
@@ -369,4 +378,15 @@ fn a_projects_rustfmt_toml_is_honoured_and_crlf_rust_files_keep_their_line_endin
     ok(&guestbook, "init --domain example.com");
     ok(&guestbook, "create api --group webapp --kind Guestbook");
     assert!(!read(&guestbook, "tests/guestbook.rs").contains("guestbook::{self"));
+}
+
+#[test]
+fn a_reader_that_stops_reading_after_the_work_is_done_is_no_failure() {
+    let tmp = scratch();
+    let memop = assert_cmd::cargo::cargo_bin("memop");
+    // Standard output and error both closed early, as `memop … 2>&1 | head -1`.
+    let script = format!("set -o pipefail; '{}' -C proj init --domain example.com 2>&1 | head -c 1", memop.display());
+    let out = std::process::Command::new("bash").args(["-c", &script]).current_dir(tmp.path()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(tmp.path().join("proj/PROJECT").is_file());
 }
