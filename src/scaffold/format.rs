@@ -123,13 +123,38 @@ impl Rustfmt {
             .spawn()
             .context("running rustfmt")?;
         let mut stdin = child.stdin.take().expect("rustfmt's stdin is piped");
-        let output = std::thread::scope(|scope| {
-            // Written beside the wait, so that neither side blocks on a full pipe; a formatter
-            // that exits without reading breaks the pipe, which is its business.
-            scope.spawn(move || drop(stdin.write_all(contents.as_bytes())));
-            child.wait_with_output()
-        })
-        .context("running rustfmt")?;
+        // Written and read beside the wait, so that no side blocks on a full pipe; a formatter
+        // that exits without reading breaks the pipe, which is its business. Threads of their
+        // own, not scoped: a signal must not wait for a pipe that a killed formatter's children
+        // still hold open.
+        let input = contents.to_string();
+        std::thread::spawn(move || drop(stdin.write_all(input.as_bytes())));
+        fn read(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_end(&mut bytes);
+                }
+                bytes
+            })
+        }
+        let (stdout, stderr) = (read(child.stdout.take()), read(child.stderr.take()));
+        // A signal stops memop within moments, not when rustfmt is done.
+        let status = loop {
+            if let Some(status) = child.try_wait().context("running rustfmt")? {
+                break status;
+            }
+            if crate::interrupted() {
+                let _ = child.kill();
+                anyhow::bail!("interrupted; nothing was written");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let output = std::process::Output {
+            status,
+            stdout: stdout.join().unwrap_or_default(),
+            stderr: stderr.join().unwrap_or_default(),
+        };
         if !output.status.success() {
             // rustfmt names its input `<stdin>`: name the project's file instead.
             let stderr = String::from_utf8_lossy(&output.stderr);

@@ -390,3 +390,18 @@ fn a_reader_that_stops_reading_after_the_work_is_done_is_no_failure() {
     assert!(out.status.success(), "{out:?}");
     assert!(tmp.path().join("proj/PROJECT").is_file());
 }
+
+#[test]
+fn names_the_api_server_serves_once_per_group_are_refused_when_two_kinds_would_share_them() {
+    let (_tmp, dir) = project(&["--group cache --kind FooBar --controller=false"]);
+    for (line, expected) in [
+        ("create api --group cache --kind Bar --plural foobar --controller=false", "the plural foobar"),
+        ("create api --group cache --kind Fb --controller=false", "the singular name fb"),
+        ("create api --group cache --kind Baz --plural fb --controller=false", "the plural fb"),
+        ("create api --group cache --kind FooBarList --controller=false", "(FooBarList)"),
+    ] {
+        refused(&dir, line, &[expected, "FooBar of group cache"]);
+    }
+    // Another group has names of its own.
+    ok(&dir, "create api --group web --kind Fb --controller=false");
+}

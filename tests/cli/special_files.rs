@@ -167,7 +167,7 @@ fn a_lock_that_is_a_symbolic_link_is_refused_and_not_followed() {
 }
 
 #[test]
-fn a_second_signal_stops_memop_at_once() {
+fn a_signal_while_rustfmt_runs_stops_memop_at_once() {
     let (tmp, dir) = project(&[]);
     // A "rustfmt" that says when it starts, then takes far longer than the test waits.
     let slow = tmp.path().join("slow-rustfmt");
@@ -182,15 +182,13 @@ fn a_second_signal_stops_memop_at_once() {
         assert!(Instant::now() < deadline, "memop never ran rustfmt");
         std::thread::sleep(Duration::from_millis(20));
     }
-    // The first signal is noted (memop stops before it writes); the second stops it at once.
-    std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    // memop stops the formatter and itself, before it writes anything.
     let sent = Instant::now();
     std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     let out = exits_within(child, LIMIT, "create api");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(sent.elapsed() < Duration::from_secs(3), "took {:?} to stop", sent.elapsed());
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert_eq!(stderr, "error: interrupted again; memop stopped at once, and nothing was written\n");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("interrupted; nothing was written"), "{stderr}");
     assert_unchanged(&dir, &before, "an interrupted create api");
 }
