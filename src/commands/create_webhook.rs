@@ -237,16 +237,16 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     // The webhook server and its config, which every kind's webhooks share: made by the first
     // `create webhook`, kept (and said so) when you changed them since.
     let shared = if args.force { IfExists::Overwrite } else { IfExists::Keep };
+    // The other kinds with webhooks (with a conversion webhook, for `conversion`).
+    let this = &api;
     let others = |conversion: bool| {
-        let this = (group.to_string(), version.to_string(), kind.to_string());
         project.resources.iter().filter(move |r| {
-            (r.group.clone(), r.version.clone(), r.kind.clone()) != this
-                && r.webhooks.as_ref().is_some_and(|w| !conversion || w.conversion)
+            !this.is(&r.group, &r.version, &r.kind) && r.webhooks.as_ref().is_some_and(|w| !conversion || w.conversion)
         })
     };
-    super::create_api::refuse_missing_shared(&templates, "webhook", &ctx, &plan, others(false), &domain)?;
+    super::refuse_missing_shared(&templates, "webhook", &ctx, &plan, others(false), &domain)?;
     if args.conversion {
-        super::create_api::refuse_missing_shared(&templates, "webhook-conversion", &ctx, &plan, others(true), &domain)?;
+        super::refuse_missing_shared(&templates, "webhook-conversion", &ctx, &plan, others(true), &domain)?;
     }
     scaffold::render_root(&templates, "webhook", &ctx, &mut plan, |_| shared)?;
     if admission {

@@ -194,6 +194,47 @@ pub fn report(text: &str) -> Result<()> {
     }
 }
 
+/// Refuses when a file under `root/` that this API shares with others (`sharing`: a module list,
+/// a kustomization) is missing while one of them should be in it: memop would recreate it with
+/// this API alone, and the others would silently drop out of the build or of `config/`.
+pub fn refuse_missing_shared<'a>(
+    templates: &crate::scaffold::Templates,
+    root: &str,
+    ctx: &tera::Context,
+    plan: &Plan,
+    sharing: impl Iterator<Item = &'a crate::project::Resource>,
+    domain: &crate::names::Domain,
+) -> Result<()> {
+    let missing: Vec<String> = crate::scaffold::shared_files(templates, root, ctx)?
+        .into_iter()
+        .filter(|path| plan.read(std::path::Path::new(path)).is_ok_and(|text| text.is_none()))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    for resource in sharing {
+        let other = crate::resource::ApiNames::of(resource, domain)?;
+        let mut paths = ctx.clone();
+        paths.insert("group_module", &other.group_module());
+        paths.insert("version", other.version.as_str());
+        paths.insert("kind_snake", &other.kind.snake());
+        paths.insert("crd_file", &other.crd_file());
+        paths.insert("sample_file", &other.sample_file());
+        paths.insert("role_prefix", &other.role_prefix());
+        let theirs = crate::scaffold::shared_files(templates, root, &paths)?;
+        if let Some(path) = missing.iter().find(|path| theirs.contains(path)) {
+            bail!(
+                "{path} is missing, but it lists {} {} {} too: memop would make it again with this API alone, and \
+                 the others would drop out; restore it (`git checkout -- {path}`) and run the command again",
+                resource.group,
+                resource.version,
+                resource.kind
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Prints a dry run, or applies the plan and lists what was written.
 ///
 /// Returns whether anything was written, so the caller can tailor its closing hint.

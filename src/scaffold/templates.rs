@@ -138,7 +138,12 @@ pub fn dependency_crates() -> Vec<String> {
 /// (`src/bin/<name>.rs`) and every module a template imports (`use x::y::name;`, `use … as
 /// name;`, `use x::{self, …}`). A project's crate named like one would make `use <crate>::…`
 /// ambiguous beside the import, or clash with the binary: a project may not be named like one.
-pub fn generated_names() -> Vec<String> {
+pub fn generated_names() -> &'static [String] {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(scan_generated_names)
+}
+
+fn scan_generated_names() -> Vec<String> {
     let mut sources = Vec::new();
     collect(&TEMPLATES, &mut sources);
     let mut names = Vec::new();
@@ -201,7 +206,12 @@ pub fn generated_names() -> Vec<String> {
 /// The packages of the `Cargo.lock` memop ships with every project (`templates/_lock`), but its
 /// own (the example's, which memop renames to the project's): a project's package named like one
 /// would not resolve with `--locked`.
-pub fn locked_packages() -> Vec<String> {
+pub fn locked_packages() -> &'static [String] {
+    static PACKAGES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    PACKAGES.get_or_init(scan_locked_packages)
+}
+
+fn scan_locked_packages() -> Vec<String> {
     let lock = TEMPLATES.get_file("_lock/Cargo.lock").and_then(|f| f.contents_utf8()).unwrap_or_default();
     lock.lines()
         .filter_map(|line| line.strip_prefix("name = \""))

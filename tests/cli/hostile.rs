@@ -273,32 +273,6 @@ fn a_command_run_inside_a_project_works_on_the_project() {
 }
 
 #[test]
-fn a_fifo_as_project_is_refused_not_waited_on() {
-    let (_tmp, dir) = project(&[]);
-    fs::remove_file(dir.join("PROJECT")).unwrap();
-    let made = std::process::Command::new("mkfifo").arg(dir.join("PROJECT")).status().unwrap();
-    assert!(made.success());
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memop"))
-        .args(["create", "api", "--group", "cache", "--kind", "Memcached"])
-        .current_dir(&dir)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("memop waited on a FIFO PROJECT");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("PROJECT is a FIFO, not a regular file"), "{stderr}");
-}
-
-#[test]
 fn crlf_files_keep_their_line_endings_and_only_the_inserted_lines_change() {
     let (_tmp, dir) = project(&["--group cache --kind Memcached"]);
     for path in ["config/samples/kustomization.yaml", "config/crd/kustomization.yaml", "src/api/cache/mod.rs"] {

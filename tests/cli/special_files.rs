@@ -192,3 +192,11 @@ fn a_signal_while_rustfmt_runs_stops_memop_at_once() {
     assert!(stderr.contains("interrupted; nothing was written"), "{stderr}");
     assert_unchanged(&dir, &before, "an interrupted create api");
 }
+
+#[test]
+fn a_fifo_as_project_is_refused_by_name_at_once() {
+    let (_tmp, dir) = project(&[]);
+    fs::remove_file(dir.join("PROJECT")).unwrap();
+    mkfifo(&dir.join("PROJECT"));
+    refused_within(&dir, "create api --group cache --kind Memcached", "PROJECT is a FIFO, not a regular file");
+}

@@ -18,8 +18,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ValidatingWebhook,
-    ValidatingWebhookConfiguration, WebhookClientConfig,
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
@@ -62,14 +61,6 @@ impl Local {
         Ok(Arc::new(certificate))
     }
 
-    /// The names of the two webhook configurations this manager applies.
-    pub(super) fn configuration_names(name: &str) -> [String; 2] {
-        [
-            format!("{name}-local-mutating"),
-            format!("{name}-local-validating"),
-        ]
-    }
-
     /// Points the CRDs named `crds` and the admission `webhooks` at this machine, and defers
     /// undoing it to the manager's shutdown.
     pub(super) async fn point(
@@ -80,47 +71,22 @@ impl Local {
     ) -> anyhow::Result<()> {
         let bundle = ByteString(self.pem.ca.as_bytes().to_vec());
         let manager = format!("{}-local-webhooks", self.name);
-        let [mutating_name, validating_name] = Self::configuration_names(&self.name);
-        let client_config = |webhook: &Webhook| WebhookClientConfig {
-            url: Some(format!("{}{}", self.url, webhook.path)),
-            ca_bundle: Some(bundle.clone()),
-            service: None,
-        };
-        let mutating = MutatingWebhookConfiguration {
-            metadata: named(&mutating_name),
-            webhooks: Some(
-                (webhooks.iter().filter(|webhook| webhook.mutating))
-                    .map(|webhook| MutatingWebhook {
-                        name: webhook.name.into(),
-                        admission_review_versions: vec!["v1".into()],
-                        client_config: client_config(webhook),
-                        failure_policy: Some("Fail".into()),
-                        rules: Some(rules(webhook)),
-                        side_effects: "None".into(),
-                        ..MutatingWebhook::default()
-                    })
-                    .collect(),
-            ),
-        };
-        let validating = ValidatingWebhookConfiguration {
-            metadata: named(&validating_name),
-            webhooks: Some(
-                (webhooks.iter().filter(|webhook| !webhook.mutating))
-                    .map(|webhook| ValidatingWebhook {
-                        name: webhook.name.into(),
-                        admission_review_versions: vec!["v1".into()],
-                        client_config: client_config(webhook),
-                        failure_policy: Some("Fail".into()),
-                        rules: Some(rules(webhook)),
-                        side_effects: "None".into(),
-                        ..ValidatingWebhook::default()
-                    })
-                    .collect(),
-            ),
-        };
+        let [mutating_name, validating_name] = [
+            format!("{}-local-mutating", self.name),
+            format!("{}-local-validating", self.name),
+        ];
+        let (mutating, validating) =
+            super::configurations(webhooks, [&mutating_name, &validating_name], |webhook| {
+                WebhookClientConfig {
+                    url: Some(format!("{}{}", self.url, webhook.path)),
+                    ca_bundle: Some(bundle.clone()),
+                    service: None,
+                }
+            });
         let client = &shared.client;
-        apply_or_delete(client, &manager, mutating).await?;
-        apply_or_delete(client, &manager, validating).await?;
+        let has = |mutating: bool| webhooks.iter().any(|webhook| webhook.mutating == mutating);
+        apply_or_delete(client, &manager, mutating, has(true)).await?;
+        apply_or_delete(client, &manager, validating, has(false)).await?;
         {
             let client = client.clone();
             shared.shutdown.defer(async move {
@@ -227,33 +193,20 @@ fn restoring(mut conversion: Value) -> Value {
     conversion
 }
 
-fn named(name: &str) -> kube::api::ObjectMeta {
-    kube::api::ObjectMeta {
-        name: Some(name.into()),
-        ..Default::default()
-    }
-}
-
-fn rules(webhook: &Webhook) -> Vec<RuleWithOperations> {
-    vec![RuleWithOperations {
-        api_groups: Some(vec![webhook.group.into()]),
-        api_versions: Some(vec![webhook.version.into()]),
-        operations: Some(webhook.operations.iter().map(|op| op.to_string()).collect()),
-        resources: Some(vec![webhook.resource.into()]),
-        scope: None,
-    }]
-}
-
 /// Server-side applies `configuration` as `manager`, or deletes it when it has no webhooks
 /// (the API server refuses nothing, and a configuration left from an earlier run must go).
-async fn apply_or_delete<K>(client: &Client, manager: &str, configuration: K) -> anyhow::Result<()>
+async fn apply_or_delete<K>(
+    client: &Client,
+    manager: &str,
+    configuration: K,
+    has_webhooks: bool,
+) -> anyhow::Result<()>
 where
     K: Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>,
     K: Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
-    K: HasWebhooks,
 {
     let name = configuration.meta().name.clone().unwrap_or_default();
-    if configuration.is_empty() {
+    if !has_webhooks {
         return delete::<K>(client, &name).await;
     }
     Api::<K>::all(client.clone())
@@ -281,23 +234,6 @@ where
         Err(error) => {
             Err(error).with_context(|| format!("deleting the webhook configuration {name}"))
         }
-    }
-}
-
-/// A webhook configuration, mutating or validating.
-trait HasWebhooks {
-    fn is_empty(&self) -> bool;
-}
-
-impl HasWebhooks for MutatingWebhookConfiguration {
-    fn is_empty(&self) -> bool {
-        self.webhooks.as_ref().is_none_or(Vec::is_empty)
-    }
-}
-
-impl HasWebhooks for ValidatingWebhookConfiguration {
-    fn is_empty(&self) -> bool {
-        self.webhooks.as_ref().is_none_or(Vec::is_empty)
     }
 }
 

@@ -24,8 +24,13 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
 use clap::ArgAction;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ValidatingWebhook,
+    ValidatingWebhookConfiguration, WebhookClientConfig,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Resource;
+use kube::api::ObjectMeta;
 use kube::core::DynamicObject;
 use kube::core::Status;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
@@ -466,6 +471,68 @@ pub struct Webhook {
     pub resource: &'static str,
     /// The operations it is called for: CREATE, UPDATE, DELETE.
     pub operations: &'static [&'static str],
+}
+
+/// The mutating and the validating webhook configuration of `webhooks`, named `names`, each
+/// webhook calling the server `client_config` gives it (a URL or a Service, and the CA), with
+/// the settings of `config/webhook/manifests.yaml`: fail when it cannot be called, no side
+/// effects. A configuration without webhooks has an empty list.
+pub fn configurations(
+    webhooks: &[Webhook],
+    names: [&str; 2],
+    client_config: impl Fn(&Webhook) -> WebhookClientConfig,
+) -> (MutatingWebhookConfiguration, ValidatingWebhookConfiguration) {
+    let rules = |webhook: &Webhook| {
+        Some(vec![RuleWithOperations {
+            api_groups: Some(vec![webhook.group.into()]),
+            api_versions: Some(vec![webhook.version.into()]),
+            operations: Some(webhook.operations.iter().map(|op| op.to_string()).collect()),
+            resources: Some(vec![webhook.resource.into()]),
+            scope: None,
+        }])
+    };
+    let named = |name: &str| ObjectMeta {
+        name: Some(name.into()),
+        ..ObjectMeta::default()
+    };
+    let of = |mutating: bool| {
+        webhooks
+            .iter()
+            .filter(move |webhook| webhook.mutating == mutating)
+    };
+    let mutating = MutatingWebhookConfiguration {
+        metadata: named(names[0]),
+        webhooks: Some(
+            of(true)
+                .map(|webhook| MutatingWebhook {
+                    name: webhook.name.into(),
+                    admission_review_versions: vec!["v1".into()],
+                    client_config: client_config(webhook),
+                    failure_policy: Some("Fail".into()),
+                    rules: rules(webhook),
+                    side_effects: "None".into(),
+                    ..MutatingWebhook::default()
+                })
+                .collect(),
+        ),
+    };
+    let validating = ValidatingWebhookConfiguration {
+        metadata: named(names[1]),
+        webhooks: Some(
+            of(false)
+                .map(|webhook| ValidatingWebhook {
+                    name: webhook.name.into(),
+                    admission_review_versions: vec!["v1".into()],
+                    client_config: client_config(webhook),
+                    failure_policy: Some("Fail".into()),
+                    rules: rules(webhook),
+                    side_effects: "None".into(),
+                    ..ValidatingWebhook::default()
+                })
+                .collect(),
+        ),
+    };
+    (mutating, validating)
 }
 
 /// `config/webhook/manifests.yaml`: the webhook configurations of `webhooks`, calling the
