@@ -25,8 +25,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
 use clap::ArgAction;
 use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ValidatingWebhook,
-    ValidatingWebhookConfiguration, WebhookClientConfig,
+    MatchCondition, MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations,
+    ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Resource;
@@ -229,7 +229,11 @@ pub enum Change<'a, K> {
 pub type Verdict = Result<Vec<String>, String>;
 
 /// A mutating webhook: the API server sends the object, `default` sets its defaults, and the
-/// answer is the JSON patch between the two.
+/// answer is the JSON patch that makes those changes to the object as it was sent (fields the
+/// type does not know are left alone, not dropped).
+///
+/// An object that cannot be read as a `K` is refused with a message that says why, unless the
+/// request only changes its metadata (removing a finalizer, say), which is allowed as it is.
 pub fn defaulting<K>(default: fn(&mut K)) -> MethodRouter
 where
     K: Resource + Clone + Serialize + DeserializeOwned + Send + Sync + 'static,
@@ -238,6 +242,11 @@ where
 }
 
 /// A validating webhook: `validate` decides on the change the API server asks about.
+///
+/// Objects are read leniently: an update whose stored object cannot be read as a `K` (stored
+/// before a change of the type, say) is validated as the creation of the new object, a
+/// deletion of such an object is allowed, and so is an update that only changes the metadata
+/// of an object that cannot be read; each with a warning that says so.
 pub fn validating<K>(validate: fn(Change<'_, K>) -> Verdict) -> MethodRouter
 where
     K: Resource + Clone + Serialize + DeserializeOwned + Send + Sync + 'static,
@@ -245,42 +254,109 @@ where
     post(move |body: Bytes| async move { answer(&body, |review| decide(review, validate)) })
 }
 
-/// Reads an AdmissionReview, and answers with the one `review` makes of it.
-fn answer<K>(
-    body: &[u8],
-    review: impl FnOnce(AdmissionReview<K>) -> AdmissionReview<DynamicObject>,
-) -> Response
-where
-    K: Resource + DeserializeOwned,
-{
-    let request = match serde_json::from_slice::<AdmissionReview<K>>(body) {
-        Ok(request) => request,
-        Err(error) => {
-            return (
-                StatusCode::BAD_REQUEST,
-                format!("not an AdmissionReview: {error}\n"),
-            )
-                .into_response();
-        }
+/// An admission request, with its objects as the API server sent them.
+struct Admission {
+    /// The request, without its objects.
+    request: AdmissionRequest<DynamicObject>,
+    /// The object as it would be stored (none for a deletion).
+    object: Option<Value>,
+    /// The object as stored (none for a creation).
+    old_object: Option<Value>,
+}
+
+impl Admission {
+    /// Reads an AdmissionReview, or says why it is not one, in a response to it.
+    fn read(body: &[u8]) -> Result<Self, Box<AdmissionResponse>> {
+        let mut review: Value = serde_json::from_slice(body)
+            .map_err(|error| refusal("", format!("not an AdmissionReview: {error}")))?;
+        let uid = review["request"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        // The objects are read as their kind by each webhook, and leniently: whatever they
+        // hold, the rest of the request can be read.
+        let mut take = |field: &str| {
+            (review.pointer_mut(&format!("/request/{field}")))
+                .map(Value::take)
+                .filter(|object| !object.is_null())
+        };
+        let (object, old_object) = (take("object"), take("oldObject"));
+        let request: AdmissionRequest<DynamicObject> =
+            serde_json::from_value::<AdmissionReview<DynamicObject>>(review)
+                .map_err(|error| refusal(&uid, format!("not an AdmissionReview: {error}")))?
+                .try_into()
+                .map_err(|error| refusal(&uid, format!("not an AdmissionReview: {error}")))?;
+        Ok(Self {
+            request,
+            object,
+            old_object,
+        })
+    }
+
+    /// The kind the request is about, for messages.
+    fn kind(&self) -> &str {
+        &self.request.kind.kind
+    }
+
+    /// `object` read as a `K`, or why it cannot be.
+    fn read_as<K: DeserializeOwned>(&self, object: &Value) -> Result<K, String> {
+        K::deserialize(object)
+            .map_err(|error| format!("cannot read the {} object: {error}", self.kind()))
+    }
+
+    /// Whether this is an update that changes nothing but the object's metadata (labels,
+    /// annotations, finalizers, owners).
+    fn only_changes_metadata(&self) -> bool {
+        let (Some(Value::Object(new)), Some(Value::Object(old))) = (&self.object, &self.old_object)
+        else {
+            return false;
+        };
+        self.request.operation == Operation::Update
+            && new.len() == old.len()
+            && new
+                .iter()
+                .all(|(key, value)| key == "metadata" || old.get(key) == Some(value))
+    }
+}
+
+/// The answer to a request that cannot be read: refused, with a message that says why (as
+/// controller-runtime answers, with HTTP 200 and code 400 in the review).
+fn refusal(uid: &str, message: String) -> Box<AdmissionResponse> {
+    tracing::warn!(%message, "admission request refused");
+    let mut response = AdmissionResponse::invalid(&message);
+    response.uid = uid.to_string();
+    response.result = Status::failure(&message, "BadRequest").with_code(400);
+    Box::new(response)
+}
+
+/// Reads an AdmissionReview, and answers with the response `review` makes of it; with a
+/// refusal (not an HTTP error: the API server would not relay its message) when the body is
+/// not an AdmissionReview.
+fn answer(body: &[u8], review: impl FnOnce(Admission) -> AdmissionResponse) -> Response {
+    let response = match Admission::read(body) {
+        Ok(admission) => review(admission),
+        Err(refused) => *refused,
     };
-    match serde_json::to_vec(&review(request)) {
+    match serde_json::to_vec(&response.into_review()) {
         Ok(json) => ([(CONTENT_TYPE, "application/json")], json).into_response(),
         Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{error}\n")).into_response(),
     }
 }
 
-fn mutate<K>(review: AdmissionReview<K>, default: fn(&mut K)) -> AdmissionReview<DynamicObject>
+fn mutate<K>(admission: Admission, default: fn(&mut K)) -> AdmissionResponse
 where
-    K: Resource + Clone + Serialize,
+    K: Resource + Clone + Serialize + DeserializeOwned,
 {
-    let request: AdmissionRequest<K> = match review.try_into() {
-        Ok(request) => request,
-        Err(error) => return AdmissionResponse::invalid(error).into_review(),
-    };
-    let response = AdmissionResponse::from(&request);
+    let response = AdmissionResponse::from(&admission.request);
     // A deletion carries no new object: nothing to default.
-    let Some(object) = request.object else {
-        return response.into_review();
+    let Some(raw) = &admission.object else {
+        return response;
+    };
+    let object: K = match admission.read_as(raw) {
+        Ok(object) => object,
+        // Its defaults cannot be set, but a finalizer can still be removed.
+        Err(_) if admission.only_changes_metadata() => return response,
+        Err(message) => return response.deny(message),
     };
     let mut defaulted = object.clone();
     default(&mut defaulted);
@@ -288,43 +364,113 @@ where
         serde_json::to_value(&object),
         serde_json::to_value(&defaulted),
     ) {
-        (Ok(before), Ok(after)) => json_patch::diff(&before, &after),
-        (Err(error), _) | (_, Err(error)) => return response.deny(error).into_review(),
+        (Ok(before), Ok(after)) => json_patch::diff(raw, &rebase(raw, &before, &after)),
+        (Err(error), _) | (_, Err(error)) => return response.deny(error),
     };
     match response.clone().with_patch(patch) {
-        Ok(response) => response.into_review(),
-        Err(error) => response.deny(error).into_review(),
+        Ok(response) => response,
+        Err(error) => response.deny(error),
     }
 }
 
-fn decide<K>(
-    review: AdmissionReview<K>,
-    validate: fn(Change<'_, K>) -> Verdict,
-) -> AdmissionReview<DynamicObject>
+/// `raw` with the changes from `before` to `after` made to it, where `before` is `raw` read
+/// as a type and written back, and `after` the same once changed: what the change did, and
+/// nothing the type's round trip does (fields it does not know are kept, fields it writes
+/// although `raw` lacks them, such as `null`s, are not added).
+fn rebase(raw: &Value, before: &Value, after: &Value) -> Value {
+    if before == after {
+        return raw.clone();
+    }
+    match (raw, before, after) {
+        (Value::Object(raw), Value::Object(before), Value::Object(after)) => {
+            let mut rebased = raw.clone();
+            let keys: std::collections::BTreeSet<&String> =
+                before.keys().chain(after.keys()).collect();
+            for key in keys {
+                let (was, is) = (before.get(key), after.get(key));
+                if was == is {
+                    continue;
+                }
+                match is {
+                    None | Some(Value::Null) => {
+                        rebased.remove(key);
+                    }
+                    Some(is) => {
+                        let kept = rebased.get(key).unwrap_or(&Value::Null);
+                        let value = rebase(kept, was.unwrap_or(&Value::Null), is);
+                        rebased.insert(key.clone(), value);
+                    }
+                }
+            }
+            Value::Object(rebased)
+        }
+        (Value::Array(raw), Value::Array(before), Value::Array(after))
+            if raw.len() == before.len() && before.len() == after.len() =>
+        {
+            let items = raw.iter().zip(before).zip(after);
+            Value::Array(
+                items
+                    .map(|((raw, before), after)| rebase(raw, before, after))
+                    .collect(),
+            )
+        }
+        _ => after.clone(),
+    }
+}
+
+fn decide<K>(admission: Admission, validate: fn(Change<'_, K>) -> Verdict) -> AdmissionResponse
 where
-    K: Resource + Clone,
+    K: Resource + Clone + DeserializeOwned,
 {
-    let request: AdmissionRequest<K> = match review.try_into() {
-        Ok(request) => request,
-        Err(error) => return AdmissionResponse::invalid(error).into_review(),
+    let mut response = AdmissionResponse::from(&admission.request);
+    let mut warnings = Vec::new();
+    let (new, old) = (admission.object.as_ref(), admission.old_object.as_ref());
+    let read = |object: &Value| admission.read_as::<K>(object);
+    let (new, old) = match (&admission.request.operation, new, old) {
+        (Operation::Create, Some(new), _) => match read(new) {
+            Ok(new) => (Some(new), None),
+            Err(message) => return response.deny(message),
+        },
+        (Operation::Update, Some(new), Some(old)) => match (read(new), read(old)) {
+            (Ok(new), Ok(old)) => (Some(new), Some(old)),
+            // The stored object is unreadable (stored before a change of the type, say): an
+            // update is how it is repaired, so the new object is validated as if created.
+            (Ok(new), Err(message)) => {
+                warnings.push(format!("{message}; validated as a new object"));
+                (Some(new), None)
+            }
+            (Err(message), _) if admission.only_changes_metadata() => {
+                response.warnings = Some(vec![format!("{message}; only its metadata changes")]);
+                return response;
+            }
+            (Err(message), _) => return response.deny(message),
+        },
+        (Operation::Delete, _, Some(old)) => match read(old) {
+            Ok(old) => (None, Some(old)),
+            // Whatever it holds, an object that cannot be read can be deleted.
+            Err(message) => {
+                response.warnings = Some(vec![format!("{message}; not validated")]);
+                return response;
+            }
+        },
+        // CONNECT, or a request without the objects its operation needs: nothing to decide.
+        _ => return response,
     };
-    let mut response = AdmissionResponse::from(&request);
-    let (object, old) = (request.object.as_ref(), request.old_object.as_ref());
-    let change = match (&request.operation, object, old) {
-        (Operation::Create, Some(new), _) => Change::Create(new),
+    let change = match (&admission.request.operation, &new, &old) {
         (Operation::Update, Some(new), Some(old)) => Change::Update { old, new },
         (Operation::Delete, _, Some(old)) => Change::Delete(old),
-        // CONNECT, or a request without the objects its operation needs: nothing to decide.
-        _ => return response.into_review(),
+        (_, Some(new), _) => Change::Create(new),
+        _ => return response,
     };
     match validate(change) {
-        Ok(warnings) => {
+        Ok(mut more) => {
+            warnings.append(&mut more);
             if !warnings.is_empty() {
                 response.warnings = Some(warnings);
             }
-            response.into_review()
+            response
         }
-        Err(message) => response.deny(message).into_review(),
+        Err(message) => response.deny(message),
     }
 }
 
@@ -383,38 +529,19 @@ pub fn conversion_crds(
 }
 
 /// The conversion webhook: converts each object of a ConversionReview to the version it asks
-/// for. The API server refuses the whole request when one object fails.
+/// for.
+///
+/// The API server fails a whole LIST or WATCH when one object fails to convert, so objects are
+/// converted one by one, and one that cannot be read as its version's type (stored before a
+/// change of the type, say) is passed on as it is, in the version asked for, with a warning in
+/// the log: it reaches clients that can read it (kubectl, the garbage and namespace
+/// collectors), and is stored again as it was if written back unchanged. A review is failed
+/// only when the request is not a ConversionReview or asks for a conversion this webhook does
+/// not know, and then with a ConversionReview that says why (HTTP 200), not an HTTP error.
 pub fn converting(conversions: Vec<Conversion>) -> MethodRouter {
     let conversions = Arc::new(conversions);
     post(move |body: Bytes| async move {
-        let review = match serde_json::from_slice::<ConversionReview>(&body) {
-            Ok(review) => review,
-            Err(error) => {
-                return (
-                    StatusCode::BAD_REQUEST,
-                    format!("not a ConversionReview: {error}\n"),
-                )
-                    .into_response();
-            }
-        };
-        let response = match ConversionRequest::from_review(review) {
-            Ok(request) => {
-                let desired = request.desired_api_version.clone();
-                let converted: Result<Vec<Value>, String> = request
-                    .objects
-                    .iter()
-                    .map(|object| convert(&conversions, object.clone(), &desired))
-                    .collect();
-                let response = ConversionResponse::for_request(request);
-                match converted {
-                    Ok(objects) => response.success(objects),
-                    Err(message) => response.failure(Status::failure(&message, "ConversionFailed")),
-                }
-            }
-            Err(error) => {
-                ConversionResponse::invalid(Status::failure(&error.to_string(), "InvalidRequest"))
-            }
-        };
+        let response = convert_review(&conversions, &body);
         match serde_json::to_vec(&response.into_review()) {
             Ok(json) => ([(CONTENT_TYPE, "application/json")], json).into_response(),
             Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{error}\n")).into_response(),
@@ -422,8 +549,90 @@ pub fn converting(conversions: Vec<Conversion>) -> MethodRouter {
     })
 }
 
+/// The response to the ConversionReview `body`.
+fn convert_review(conversions: &[Conversion], body: &[u8]) -> ConversionResponse {
+    let invalid = |uid: &str, message: String| {
+        tracing::warn!(%message, "conversion request refused");
+        let mut response =
+            ConversionResponse::invalid(Status::failure(&message, "BadRequest").with_code(400));
+        response.uid = uid.to_string();
+        response
+    };
+    let review: Value = match serde_json::from_slice(body) {
+        Ok(review) => review,
+        Err(error) => return invalid("", format!("not a ConversionReview: {error}")),
+    };
+    let uid = review["request"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let request = match serde_json::from_value::<ConversionReview>(review)
+        .map_err(|error| error.to_string())
+        .and_then(|review| {
+            ConversionRequest::from_review(review).map_err(|error| error.to_string())
+        }) {
+        Ok(request) => request,
+        Err(error) => return invalid(&uid, format!("not a ConversionReview: {error}")),
+    };
+    let desired = request.desired_api_version.clone();
+    let mut converted = Vec::with_capacity(request.objects.len());
+    for object in &request.objects {
+        match convert(conversions, object.clone(), &desired) {
+            Ok(mut converted_object) => {
+                keep_metadata(&mut converted_object, object);
+                converted.push(converted_object);
+            }
+            Err(Unconverted::Unreadable(message)) => {
+                let metadata = &object["metadata"];
+                tracing::warn!(
+                    name = metadata["name"].as_str().unwrap_or_default(),
+                    namespace = metadata["namespace"].as_str().unwrap_or_default(),
+                    %desired,
+                    %message,
+                    "passing on an object that cannot be converted as it is"
+                );
+                let mut object = object.clone();
+                object["apiVersion"] = Value::String(desired.clone());
+                converted.push(object);
+            }
+            Err(Unconverted::Unknown(message)) => {
+                let response = ConversionResponse::for_request(request);
+                return response.failure(Status::failure(&message, "ConversionFailed"));
+            }
+        }
+    }
+    ConversionResponse::for_request(request).success(converted)
+}
+
+/// Gives `converted` the metadata of `original`, but for the labels and annotations a
+/// conversion may change: the API server refuses a conversion that changes anything else.
+fn keep_metadata(converted: &mut Value, original: &Value) {
+    let (Some(Value::Object(kept)), Some(Value::Object(original))) =
+        (converted.get("metadata"), original.get("metadata"))
+    else {
+        return;
+    };
+    let mut metadata = original.clone();
+    for field in ["labels", "annotations"] {
+        match kept.get(field) {
+            Some(value) if !value.is_null() => metadata.insert(field.into(), value.clone()),
+            _ => metadata.remove(field),
+        };
+    }
+    converted["metadata"] = Value::Object(metadata);
+}
+
+/// Why an object is not converted.
+#[derive(Debug, PartialEq, Eq)]
+enum Unconverted {
+    /// No conversion between its version and the one asked for.
+    Unknown(String),
+    /// It cannot be read as its version's type (or the converted one cannot be written).
+    Unreadable(String),
+}
+
 /// Converts `object` to `desired` (an apiVersion of its kind): to its kind's hub, then from it.
-fn convert(conversions: &[Conversion], object: Value, desired: &str) -> Result<Value, String> {
+fn convert(conversions: &[Conversion], object: Value, desired: &str) -> Result<Value, Unconverted> {
     let text = |field: &str| object[field].as_str().unwrap_or_default().to_string();
     let (kind, from) = (text("kind"), text("apiVersion"));
     if from == desired {
@@ -434,23 +643,33 @@ fn convert(conversions: &[Conversion], object: Value, desired: &str) -> Result<V
         .find(|c| c.kind == kind && (c.hub == from || c.spoke == from))
         .map(|c| &c.hub)
     else {
-        return Err(format!("no conversion of {kind} {from}"));
+        return Err(Unconverted::Unknown(format!(
+            "no conversion of {kind} {from}"
+        )));
     };
     let spoke = |version: &str| {
         conversions
             .iter()
             .find(|c| c.kind == kind && c.hub == *hub && c.spoke == version)
-            .ok_or_else(|| format!("no conversion of {kind} between {version} and {hub}"))
+            .ok_or_else(|| {
+                Unconverted::Unknown(format!(
+                    "no conversion of {kind} between {version} and {hub}"
+                ))
+            })
     };
-    let object = if from == *hub {
-        object
-    } else {
-        (spoke(&from)?.to_hub)(object)?
+    // Both steps are known before either is tried: an unknown version fails the review
+    // whatever the object holds.
+    let to_hub = (from != *hub).then(|| spoke(&from)).transpose()?;
+    let from_hub = (desired != hub.as_str())
+        .then(|| spoke(desired))
+        .transpose()?;
+    let object = match to_hub {
+        Some(spoke) => (spoke.to_hub)(object).map_err(Unconverted::Unreadable)?,
+        None => object,
     };
-    if desired == hub.as_str() {
-        Ok(object)
-    } else {
-        (spoke(desired)?.from_hub)(object)
+    match from_hub {
+        Some(spoke) => (spoke.from_hub)(object).map_err(Unconverted::Unreadable),
+        None => Ok(object),
     }
 }
 
@@ -473,10 +692,34 @@ pub struct Webhook {
     pub operations: &'static [&'static str],
 }
 
+/// The name of the match condition ([`METADATA_ONLY_UPDATE`]) of every webhook called for
+/// updates.
+pub const METADATA_ONLY_UPDATE_NAME: &str = "not-a-metadata-only-update";
+
+/// The CEL expression of a match condition that keeps the API server from calling a webhook
+/// for an update that changes nothing but the object's metadata (labels, annotations,
+/// finalizers, owners): such an update (removing a finalizer while the operator is down, or
+/// while its namespace is deleted) must not depend on the webhook being up, and the object's
+/// defaults and validity do not change with it. Every other request is sent.
+pub const METADATA_ONLY_UPDATE: &str = "request.operation != 'UPDATE' || \
+     object.exists(k, k != 'metadata' && (!(k in oldObject) || object[k] != oldObject[k])) || \
+     oldObject.exists(k, k != 'metadata' && !(k in object))";
+
+/// The match conditions of `webhook`: [`METADATA_ONLY_UPDATE`] when it is called for updates.
+fn match_conditions(webhook: &Webhook) -> Option<Vec<MatchCondition>> {
+    webhook.operations.contains(&"UPDATE").then(|| {
+        vec![MatchCondition {
+            name: METADATA_ONLY_UPDATE_NAME.into(),
+            expression: METADATA_ONLY_UPDATE.into(),
+        }]
+    })
+}
+
 /// The mutating and the validating webhook configuration of `webhooks`, named `names`, each
 /// webhook calling the server `client_config` gives it (a URL or a Service, and the CA), with
 /// the settings of `config/webhook/manifests.yaml`: fail when it cannot be called, no side
-/// effects. A configuration without webhooks has an empty list.
+/// effects, not called for updates that only change metadata ([`METADATA_ONLY_UPDATE`]). A
+/// configuration without webhooks has an empty list.
 pub fn configurations(
     webhooks: &[Webhook],
     names: [&str; 2],
@@ -509,6 +752,7 @@ pub fn configurations(
                     admission_review_versions: vec!["v1".into()],
                     client_config: client_config(webhook),
                     failure_policy: Some("Fail".into()),
+                    match_conditions: match_conditions(webhook),
                     rules: rules(webhook),
                     side_effects: "None".into(),
                     ..MutatingWebhook::default()
@@ -525,6 +769,7 @@ pub fn configurations(
                     admission_review_versions: vec!["v1".into()],
                     client_config: client_config(webhook),
                     failure_policy: Some("Fail".into()),
+                    match_conditions: match_conditions(webhook),
                     rules: rules(webhook),
                     side_effects: "None".into(),
                     ..ValidatingWebhook::default()
@@ -564,8 +809,27 @@ pub fn manifests_yaml(webhooks: &[Webhook]) -> String {
                 .iter()
                 .map(|op| format!("    - {op}\n"))
                 .collect();
+            let match_conditions = match match_conditions(webhook) {
+                Some(conditions) => conditions
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "  - expression: {}\n    name: {}\n",
+                            // A JSON string is a YAML one.
+                            Value::String(c.expression.clone()),
+                            c.name
+                        )
+                    })
+                    .collect::<String>(),
+                None => String::new(),
+            };
+            let match_conditions = if match_conditions.is_empty() {
+                match_conditions
+            } else {
+                format!("  matchConditions:\n{match_conditions}")
+            };
             yaml.push_str(&format!(
-                "- admissionReviewVersions:\n  - v1\n  clientConfig:\n    service:\n      name: webhook-service\n      namespace: system\n      path: {path}\n  failurePolicy: Fail\n  name: {name}\n  rules:\n  - apiGroups:\n    - {group}\n    apiVersions:\n    - {version}\n    operations:\n{operations}    resources:\n    - {resource}\n  sideEffects: None\n",
+                "- admissionReviewVersions:\n  - v1\n  clientConfig:\n    service:\n      name: webhook-service\n      namespace: system\n      path: {path}\n  failurePolicy: Fail\n{match_conditions}  name: {name}\n  rules:\n  - apiGroups:\n    - {group}\n    apiVersions:\n    - {version}\n    operations:\n{operations}    resources:\n    - {resource}\n  sideEffects: None\n",
                 path = webhook.path,
                 name = webhook.name,
                 group = webhook.group,
@@ -801,37 +1065,105 @@ mod tests {
         let unknown = convert(&conversions, spoke, "example.com/v2").unwrap_err();
         assert_eq!(
             unknown,
-            "no conversion of Thing between example.com/v2 and example.com/v1"
+            Unconverted::Unknown(
+                "no conversion of Thing between example.com/v2 and example.com/v1".into()
+            )
         );
     }
 
-    #[tokio::test]
-    async fn a_conversion_that_fails_fails_the_review() {
-        let review = json!({
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "ConversionReview",
-            "request": {
-                "uid": "1",
-                "desiredAPIVersion": "example.com/v1",
-                "objects": [{ "apiVersion": "example.com/v1beta1", "kind": "Thing", "metadata": { "name": "x" }, "spec": {} }],
-            },
-        });
-        let conversions = vec![Conversion::between::<v1::Thing, v1beta1::Thing>()];
+    /// Posts `body` to `route`, and returns the answer, which must be an HTTP 200.
+    async fn post_to(route: MethodRouter, body: String) -> Value {
         let request = axum::http::Request::post("/")
-            .body(axum::body::Body::from(review.to_string()))
+            .body(axum::body::Body::from(body))
             .unwrap();
         let response = Router::new()
-            .route("/", converting(conversions))
+            .route("/", route)
             .oneshot(request)
             .await
             .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
         let body = axum::body::to_bytes(response.into_body(), 1 << 20)
             .await
             .unwrap();
-        let answer: Value = serde_json::from_slice(&body).unwrap();
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    fn conversion_review(desired: &str, objects: Value) -> String {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "ConversionReview",
+            "request": { "uid": "1", "desiredAPIVersion": desired, "objects": objects },
+        })
+        .to_string()
+    }
+
+    #[tokio::test]
+    async fn an_object_that_cannot_be_converted_does_not_fail_the_others() {
+        let good = json!({ "apiVersion": "example.com/v1beta1", "kind": "Thing", "metadata": { "name": "good" }, "spec": { "size": 2 } });
+        // Stored before `size` was required, say.
+        let bad = json!({ "apiVersion": "example.com/v1beta1", "kind": "Thing", "metadata": { "name": "bad" }, "spec": {} });
+        let conversions = vec![Conversion::between::<v1::Thing, v1beta1::Thing>()];
+        let answer = post_to(
+            converting(conversions),
+            conversion_review("example.com/v1", json!([good, bad])),
+        )
+        .await;
+        let response = &answer["response"];
+        assert_eq!(response["uid"], "1");
+        assert_eq!(response["result"]["status"], "Success", "{answer}");
+        let objects = response["convertedObjects"].as_array().unwrap();
+        assert_eq!(objects.len(), 2);
+        assert_eq!(objects[0]["spec"], json!({ "replicas": 2 }));
+        // Passed on as it is, in the version asked for.
+        let mut passed = bad.clone();
+        passed["apiVersion"] = json!("example.com/v1");
+        assert_eq!(objects[1], passed);
+    }
+
+    #[tokio::test]
+    async fn a_conversion_the_webhook_does_not_know_fails_the_review() {
+        let thing = json!({ "apiVersion": "example.com/v1beta1", "kind": "Thing", "metadata": { "name": "x" }, "spec": { "size": 1 } });
+        let conversions = vec![Conversion::between::<v1::Thing, v1beta1::Thing>()];
+        let answer = post_to(
+            converting(conversions),
+            conversion_review("example.com/v2", json!([thing])),
+        )
+        .await;
+        assert_eq!(answer["response"]["uid"], "1");
         assert_eq!(answer["response"]["result"]["status"], "Failure");
         let message = answer["response"]["result"]["message"].as_str().unwrap();
-        assert!(message.contains("missing field `size`"), "{message}");
+        assert!(message.contains("no conversion of Thing"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn a_body_that_is_not_a_conversion_review_is_answered_with_one_that_says_so() {
+        for (body, uid) in [
+            ("not json".to_string(), ""),
+            (
+                json!({ "request": { "uid": "7", "objects": 3 } }).to_string(),
+                "7",
+            ),
+        ] {
+            let answer = post_to(converting(Vec::new()), body).await;
+            assert_eq!(answer["kind"], "ConversionReview");
+            assert_eq!(answer["apiVersion"], "apiextensions.k8s.io/v1");
+            let response = &answer["response"];
+            assert_eq!(response["uid"], uid, "the request's uid, when it has one");
+            assert_eq!(response["result"]["status"], "Failure");
+            let message = response["result"]["message"].as_str().unwrap();
+            assert!(message.starts_with("not a ConversionReview"), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_conversion_keeps_the_metadata_but_labels_and_annotations() {
+        let original = json!({ "metadata": { "name": "x", "creationTimestamp": "2026-12-01T00:00:00Z", "labels": { "a": "1" }, "unknownToTheTypes": 1 } });
+        let mut converted = json!({ "metadata": { "name": "x", "creationTimestamp": "2026-12-01T00:00:00+00:00", "annotations": { "b": "2" } } });
+        keep_metadata(&mut converted, &original);
+        assert_eq!(
+            converted,
+            json!({ "metadata": { "name": "x", "creationTimestamp": "2026-12-01T00:00:00Z", "annotations": { "b": "2" }, "unknownToTheTypes": 1 } })
+        );
     }
 
     #[tokio::test]
@@ -851,27 +1183,233 @@ mod tests {
             .oneshot(request("/validate-things"))
             .await
             .unwrap();
-        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        // Not an AdmissionReview: refused in one, with HTTP 200.
+        assert_eq!(response.status(), StatusCode::OK);
         // An unknown path is answered, not measured.
         let response = router.oneshot(request("/anything")).await.unwrap();
         assert_eq!(response.status(), StatusCode::NOT_FOUND);
         let text = metrics.encode();
         let counted =
-            r#"controller_runtime_webhook_requests_total{webhook="/validate-things",code="400"} 1"#;
+            r#"controller_runtime_webhook_requests_total{webhook="/validate-things",code="200"} 1"#;
         assert!(text.contains(counted), "{text}");
         assert!(!text.contains("/anything"), "{text}");
     }
 
     #[tokio::test]
-    async fn a_request_that_is_not_an_admission_review_is_a_bad_request() {
-        let request = axum::http::Request::post("/")
-            .body(axum::body::Body::from("{}"))
+    async fn a_body_that_is_not_an_admission_review_is_refused_in_one() {
+        for (body, uid) in [
+            ("{}".to_string(), ""),
+            ("not json".to_string(), ""),
+            (
+                json!({ "request": { "uid": "9", "operation": 3 } }).to_string(),
+                "9",
+            ),
+        ] {
+            for route in [validating(refuse_big), defaulting(label)] {
+                let answer = post_to(route, body.clone()).await;
+                assert_eq!(answer["kind"], "AdmissionReview");
+                assert_eq!(answer["apiVersion"], "admission.k8s.io/v1");
+                let response = &answer["response"];
+                assert_eq!(response["uid"], uid, "the request's uid, when it has one");
+                assert_eq!(response["allowed"], false);
+                assert_eq!(response["status"]["code"], 400);
+                let message = response["status"]["message"].as_str().unwrap();
+                assert!(message.starts_with("not an AdmissionReview"), "{message}");
+            }
+        }
+    }
+
+    /// A kind whose fields serialise although the object lacks them: a `null`, an empty list.
+    mod widget {
+        #[derive(kube::CustomResource, serde::Serialize, serde::Deserialize, Clone, Debug)]
+        #[kube(
+            group = "example.com",
+            version = "v1",
+            kind = "Widget",
+            schema = "disabled"
+        )]
+        pub struct WidgetSpec {
+            #[serde(default)]
+            pub size: Option<i32>,
+            #[serde(default)]
+            pub items: Vec<String>,
+            #[serde(default)]
+            pub ports: Vec<Port>,
+        }
+
+        #[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
+        pub struct Port {
+            pub port: i32,
+            #[serde(default)]
+            pub protocol: Option<String>,
+        }
+    }
+
+    fn default_widget(widget: &mut widget::Widget) {
+        widget.spec.size.get_or_insert(1);
+        if widget.spec.items.is_empty() {
+            widget.spec.items.push("first".into());
+        }
+        for port in &mut widget.spec.ports {
+            port.protocol.get_or_insert_with(|| "TCP".into());
+        }
+    }
+
+    fn widget(spec: Value) -> Value {
+        json!({
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": { "name": "widget", "namespace": "default", "finalizers": ["example.com/cleanup"] },
+            "spec": spec,
+        })
+    }
+
+    /// The patch of a mutating webhook's answer.
+    fn patch_of(response: &Value) -> json_patch::Patch {
+        let bytes: Vec<u8> = serde_json::from_value(response["patch"].clone()).expect("a patch");
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_defaulting_patch_applies_to_the_object_as_sent() {
+        // Fields the type does not know (a newer CRD, x-kubernetes-preserve-unknown-fields), at
+        // the top and inside a list's items; none of the fields the type writes anyway.
+        let mut sent = widget(
+            json!({ "future": { "x": 1 }, "ports": [{ "port": 80, "appProtocol": "http" }] }),
+        );
+        let response = review(
+            defaulting(default_widget),
+            json!({ "operation": "CREATE", "object": sent }),
+        )
+        .await;
+        assert_eq!(response["allowed"], true, "{response}");
+        let patch = patch_of(&response);
+        // As the API server applies it: to the object it sent.
+        json_patch::patch(&mut sent, &patch).unwrap_or_else(|error| {
+            panic!("the patch does not apply to the object sent: {error}: {patch:?}")
+        });
+        assert_eq!(
+            sent["spec"],
+            json!({
+                "future": { "x": 1 },
+                "ports": [{ "port": 80, "appProtocol": "http", "protocol": "TCP" }],
+                "size": 1,
+                "items": ["first"],
+            })
+        );
+        assert_eq!(sent["metadata"], widget(json!({}))["metadata"], "untouched");
+    }
+
+    #[tokio::test]
+    async fn objects_that_cannot_be_read_are_refused_with_a_message_unless_only_metadata_changes() {
+        let unreadable = widget(json!({ "size": "three" }));
+        for route in [defaulting(default_widget), validating(accept_widgets)] {
+            let created = review(
+                route.clone(),
+                json!({ "operation": "CREATE", "object": unreadable }),
+            )
+            .await;
+            assert_eq!(created["allowed"], false);
+            let message = created["status"]["message"].as_str().unwrap();
+            assert!(
+                message.starts_with("cannot read the Thing object: invalid type"),
+                "{message}"
+            );
+
+            // Its finalizer removed: only the metadata changes.
+            let mut unfinalized = unreadable.clone();
+            unfinalized["metadata"]["finalizers"] = json!([]);
+            let updated = review(
+                route.clone(),
+                json!({ "operation": "UPDATE", "object": unfinalized, "oldObject": unreadable }),
+            )
+            .await;
+            assert_eq!(updated["allowed"], true, "{updated}");
+            assert!(updated.get("patch").is_none_or(Value::is_null), "{updated}");
+        }
+        // Deleted, whatever it holds.
+        let deleted = review(
+            validating(accept_widgets),
+            json!({ "operation": "DELETE", "oldObject": unreadable }),
+        )
+        .await;
+        assert_eq!(deleted["allowed"], true, "{deleted}");
+        // Repaired by an update: validated as a new object.
+        let repaired = widget(json!({ "size": 3 }));
+        let updated = review(
+            validating(accept_widgets),
+            json!({ "operation": "UPDATE", "object": repaired, "oldObject": unreadable }),
+        )
+        .await;
+        assert_eq!(updated["allowed"], true, "{updated}");
+        assert_eq!(updated["warnings"][1], "created", "{updated}");
+        let refused = review(
+            validating(accept_widgets),
+            json!({ "operation": "UPDATE", "object": widget(json!({ "size": 0 })), "oldObject": unreadable }),
+        )
+        .await;
+        assert_eq!(refused["allowed"], false, "{refused}");
+    }
+
+    fn accept_widgets(change: Change<'_, widget::Widget>) -> Verdict {
+        match change {
+            Change::Create(new) if new.spec.size == Some(0) => Err("no empty widgets".into()),
+            Change::Create(_) => Ok(vec!["created".into()]),
+            Change::Update { .. } => Ok(vec!["updated".into()]),
+            Change::Delete(_) => Ok(Vec::new()),
+        }
+    }
+
+    #[test]
+    fn webhooks_called_for_updates_skip_those_that_only_change_metadata() {
+        let hooks = [
+            Webhook {
+                mutating: true,
+                name: "mthing.example.com",
+                path: "/mutate",
+                group: "example.com",
+                version: "v1",
+                resource: "things",
+                operations: &["CREATE", "UPDATE"],
+            },
+            Webhook {
+                mutating: false,
+                name: "vthing.example.com",
+                path: "/validate",
+                group: "example.com",
+                version: "v1",
+                resource: "things",
+                operations: &["DELETE"],
+            },
+        ];
+        let (mutating, validating) =
+            configurations(&hooks, ["m", "v"], |_| WebhookClientConfig::default());
+        let conditions = mutating.webhooks.unwrap()[0]
+            .match_conditions
+            .clone()
             .unwrap();
-        let response = Router::new()
-            .route("/", validating(refuse_big))
-            .oneshot(request)
-            .await
-            .unwrap();
-        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(conditions[0].name, METADATA_ONLY_UPDATE_NAME);
+        assert_eq!(conditions[0].expression, METADATA_ONLY_UPDATE);
+        assert_eq!(
+            validating.webhooks.unwrap()[0].match_conditions,
+            None,
+            "not called for updates"
+        );
+
+        let yaml = manifests_yaml(&hooks);
+        let documents: Vec<Value> = yaml
+            .split("---\n")
+            .skip(1)
+            .map(|document| serde_saphyr::from_str(document).unwrap())
+            .collect();
+        assert_eq!(
+            documents[0]["webhooks"][0]["matchConditions"],
+            json!([{ "name": METADATA_ONLY_UPDATE_NAME, "expression": METADATA_ONLY_UPDATE }]),
+            "{yaml}"
+        );
+        assert!(
+            documents[1]["webhooks"][0].get("matchConditions").is_none(),
+            "{yaml}"
+        );
     }
 }
