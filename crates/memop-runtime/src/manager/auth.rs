@@ -10,8 +10,23 @@
 //! answers them: 401 `Unauthorized` without a valid token, 403 `Authorization denied for user
 //! NAME`, and 500 when a review itself fails. (controller-runtime answers an invalid token with
 //! a 500; this answers it with a 401, which is what it is.)
+//!
+//! The endpoint is no amplifier: whoever reaches it without a token the API server accepts must
+//! not make the manager flood the API server with reviews, under the manager's own priority
+//! and fairness flow, nor push the scrapers' answers out of memory.
+//! - A bearer token that is not shaped like a JSON Web Token (three base64url parts, the first
+//!   a JSON object; service account tokens are JWTs) is refused without a review.
+//! - Tokens the manager has not seen accepted are reviewed at most [`NEW_TOKEN_REVIEWS_PER_SECOND`]
+//!   a second (in bursts of [`NEW_TOKEN_REVIEW_BURST`]); beyond, they are answered 429. A token
+//!   accepted before is reviewed again when its answer expires whatever the rate.
+//! - Answers are evicted least recently used first when [`MAX_REMEMBERED`] are kept, so that
+//!   the scrapers' stay.
+//! - Only `/metrics` is authorized: other paths are answered 404 without a review.
+//! - A review that fails for a transient reason (the API server unreachable, a timeout, a 5xx
+//!   or 429 answer) is tried again, 5 times in all with backoff, as controller-runtime's
+//!   delegating authenticator and authorizer do.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,11 +47,21 @@ use tokio::time::Instant;
 const TOKEN_TTL: Duration = Duration::from_secs(60);
 const ALLOWED_TTL: Duration = Duration::from_secs(5 * 60);
 const DENIED_TTL: Duration = Duration::from_secs(30);
-/// How long a review may take before the request fails.
+/// How long one attempt at a review may take.
 const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
+/// Attempts at a review that fails for a transient reason, and the wait before the second
+/// (then 1.5 times longer each time): controller-runtime's `DefaultAuthWebhookRetryBackoff`.
+const REVIEW_ATTEMPTS: u32 = 5;
+const REVIEW_BACKOFF: Duration = Duration::from_millis(500);
 /// At most this many answers are remembered, so that callers with ever new tokens cannot
-/// grow the manager's memory.
-const MAX_REMEMBERED: usize = 4096;
+/// grow the manager's memory; the least recently used go first.
+pub const MAX_REMEMBERED: usize = 4096;
+/// How many reviews of tokens not seen accepted before the manager makes a second, at most.
+pub const NEW_TOKEN_REVIEWS_PER_SECOND: f64 = 2.0;
+/// How many of those it makes at once, at most.
+pub const NEW_TOKEN_REVIEW_BURST: f64 = 10.0;
+/// Longer bearer tokens are refused without a review (service account tokens are about 1 KiB).
+const MAX_TOKEN_LEN: usize = 16 * 1024;
 
 /// Authenticates and authorizes requests through the API server (see the module docs).
 pub struct Authorizer {
@@ -47,6 +72,8 @@ pub struct Authorizer {
     /// By everything the SubjectAccessReview asks about (the user, its groups and extra
     /// attributes, the verb and the path): whether the request is allowed.
     decisions: Remembered<bool>,
+    /// What reviews of tokens not seen accepted before may still be made.
+    new_tokens: Mutex<TokenBucket>,
 }
 
 /// Why a request is refused.
@@ -58,6 +85,8 @@ pub enum Refusal {
     Forbidden { user: String },
     /// A review failed (the API server unreachable, or the manager not allowed to ask).
     ReviewFailed(&'static str),
+    /// Too many tokens not seen before to review: try again later.
+    TooManyNewTokens,
 }
 
 impl IntoResponse for Refusal {
@@ -70,6 +99,10 @@ impl IntoResponse for Refusal {
                 format!("Authorization denied for user {user}"),
             ),
             Refusal::ReviewFailed(what) => (StatusCode::INTERNAL_SERVER_ERROR, what.to_string()),
+            Refusal::TooManyNewTokens => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many new tokens to review; try again later".to_string(),
+            ),
         };
         (status, format!("{message}\n")).into_response()
     }
@@ -81,10 +114,15 @@ impl Authorizer {
             client,
             users: Remembered::default(),
             decisions: Remembered::default(),
+            new_tokens: Mutex::new(TokenBucket::new(
+                NEW_TOKEN_REVIEWS_PER_SECOND,
+                NEW_TOKEN_REVIEW_BURST,
+            )),
         }
     }
 
     /// axum middleware: lets the request through only when [`Authorizer::check`] allows it.
+    /// See [`protect`].
     pub async fn require(State(this): State<Arc<Self>>, request: Request, next: Next) -> Response {
         let verb = request.method().as_str().to_ascii_lowercase();
         match this
@@ -103,7 +141,7 @@ impl Authorizer {
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Bearer "))
             .map(str::trim)
-            .filter(|token| !token.is_empty())
+            .filter(|token| is_jwt_shaped(token))
             .ok_or(Refusal::Unauthenticated)?;
         let user = self.authenticate(token).await?;
         let key = serde_json::json!([user.username, user.uid, user.groups, user.extra, verb, path])
@@ -136,9 +174,16 @@ impl Authorizer {
             .iter()
             .map(|byte| format!("{byte:02x}"))
             .collect();
-        let user = match self.users.get(&key) {
-            Some(user) => user,
-            None => {
+        let user = match self.users.lookup(&key) {
+            Lookup::Fresh(user) => user,
+            seen => {
+                // A token accepted before is one of the scrapers': reviewed again whatever the
+                // rate of new ones.
+                let known = matches!(seen, Lookup::Expired(Some(_)));
+                if !known && !lock(&self.new_tokens).take(Instant::now()) {
+                    tracing::debug!("too many new tokens to review");
+                    return Err(Refusal::TooManyNewTokens);
+                }
                 let user = self.review_token(token).await.map_err(|error| {
                     tracing::error!(%error, "TokenReview failed");
                     Refusal::ReviewFailed("Authentication failed")
@@ -160,11 +205,11 @@ impl Authorizer {
             ..TokenReview::default()
         };
         let reviews = Api::<TokenReview>::all(self.client.clone());
-        let review = tokio::time::timeout(
-            REVIEW_TIMEOUT,
-            reviews.create(&PostParams::default(), &review),
-        )
-        .await??;
+        let review = with_retries(|| {
+            let (reviews, review) = (reviews.clone(), review.clone());
+            async move { reviews.create(&PostParams::default(), &review).await }
+        })
+        .await?;
         let status = review.status.unwrap_or_default();
         if status.authenticated == Some(true) {
             Ok(Some(status.user.unwrap_or_default()))
@@ -194,51 +239,209 @@ impl Authorizer {
             ..SubjectAccessReview::default()
         };
         let reviews = Api::<SubjectAccessReview>::all(self.client.clone());
-        let review = tokio::time::timeout(
-            REVIEW_TIMEOUT,
-            reviews.create(&PostParams::default(), &review),
-        )
-        .await??;
+        let review = with_retries(|| {
+            let (reviews, review) = (reviews.clone(), review.clone());
+            async move { reviews.create(&PostParams::default(), &review).await }
+        })
+        .await?;
         Ok(review.status.is_some_and(|status| status.allowed))
     }
 }
 
-/// Answers kept for a while (tokio's clock, so that tests can move it).
-struct Remembered<V> {
-    entries: Mutex<HashMap<String, (Instant, V)>>,
+/// `router` with each request to one of its routes (`/metrics`) let through only when
+/// `authorizer` allows it; other paths are answered 404 without a review (the SubjectAccessReview
+/// would name whatever path a caller made up).
+pub fn protect(router: axum::Router, authorizer: Arc<Authorizer>) -> axum::Router {
+    router.route_layer(axum::middleware::from_fn_with_state(
+        authorizer,
+        Authorizer::require,
+    ))
 }
 
-impl<V> Default for Remembered<V> {
-    fn default() -> Self {
+/// Whether `token` looks like a JSON Web Token: three parts of base64url (without padding)
+/// separated by dots, the first a JSON object (`eyJ` is how `{"` starts in base64).
+fn is_jwt_shaped(token: &str) -> bool {
+    let base64url = |part: &str| {
+        !part.is_empty()
+            && (part.bytes()).all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    let parts: Vec<&str> = token.split('.').collect();
+    token.len() <= MAX_TOKEN_LEN
+        && parts.len() == 3
+        && parts.iter().all(|part| base64url(part))
+        && parts[0].starts_with("eyJ")
+}
+
+/// Makes a review with `create`, trying again when it fails for a transient reason.
+async fn with_retries<T, F, Fut>(create: F) -> anyhow::Result<T>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    let mut backoff = REVIEW_BACKOFF;
+    let mut attempt = 1;
+    loop {
+        let error = match tokio::time::timeout(REVIEW_TIMEOUT, create()).await {
+            Ok(Ok(review)) => return Ok(review),
+            Ok(Err(error)) if attempt < REVIEW_ATTEMPTS && is_transient(&error) => {
+                anyhow::Error::from(error)
+            }
+            Ok(Err(error)) => return Err(error.into()),
+            Err(elapsed) if attempt < REVIEW_ATTEMPTS => anyhow::Error::from(elapsed),
+            Err(elapsed) => return Err(elapsed.into()),
+        };
+        tracing::debug!(%error, attempt, "review failed; trying again");
+        tokio::time::sleep(backoff).await;
+        backoff = backoff.mul_f64(1.5);
+        attempt += 1;
+    }
+}
+
+/// Whether a review that failed with `error` may succeed when tried again.
+fn is_transient(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => status.code == 429 || status.code >= 500,
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
+}
+
+/// Permits, `rate` a second up to `burst` at once.
+struct TokenBucket {
+    rate: f64,
+    burst: f64,
+    tokens: f64,
+    filled: Instant,
+}
+
+impl TokenBucket {
+    fn new(rate: f64, burst: f64) -> Self {
         Self {
-            entries: Mutex::default(),
+            rate,
+            burst,
+            tokens: burst,
+            filled: Instant::now(),
         }
+    }
+
+    /// Takes a permit, if there is one at `now`.
+    fn take(&mut self, now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.filled).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * self.rate).min(self.burst);
+        self.filled = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Answers kept for a while (tokio's clock, so that tests can move it), at most `capacity`
+/// of them: the least recently used is dropped to make room for a new one.
+struct Remembered<V> {
+    capacity: usize,
+    entries: Mutex<Entries<V>>,
+}
+
+struct Entries<V> {
+    /// Each answer, when it expires, and when it was last used.
+    by_key: HashMap<String, (Instant, V, u64)>,
+    /// The keys by when they were last used (a counter).
+    by_use: BTreeMap<u64, String>,
+    uses: u64,
+}
+
+/// What is remembered of a key.
+#[derive(Debug, PartialEq, Eq)]
+enum Lookup<V> {
+    /// An answer still valid.
+    Fresh(V),
+    /// An answer that expired.
+    Expired(V),
+    /// Nothing.
+    Unknown,
+}
+
+impl<V: Clone> Default for Remembered<V> {
+    fn default() -> Self {
+        Self::with_capacity(MAX_REMEMBERED)
     }
 }
 
 impl<V: Clone> Remembered<V> {
+    fn with_capacity(capacity: usize) -> Self {
+        Self {
+            capacity,
+            entries: Mutex::new(Entries {
+                by_key: HashMap::new(),
+                by_use: BTreeMap::new(),
+                uses: 0,
+            }),
+        }
+    }
+
+    /// The answer for `key`, if it is still valid.
     fn get(&self, key: &str) -> Option<V> {
-        let entries = self
-            .entries
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let (expires, value) = entries.get(key)?;
-        (Instant::now() < *expires).then(|| value.clone())
+        match self.lookup(key) {
+            Lookup::Fresh(value) => Some(value),
+            Lookup::Expired(_) | Lookup::Unknown => None,
+        }
+    }
+
+    /// What is remembered of `key`, which counts as a use.
+    fn lookup(&self, key: &str) -> Lookup<V> {
+        let mut entries = lock(&self.entries);
+        let Entries {
+            by_key,
+            by_use,
+            uses,
+        } = &mut *entries;
+        let Some((expires, value, used)) = by_key.get_mut(key) else {
+            return Lookup::Unknown;
+        };
+        by_use.remove(used);
+        *uses += 1;
+        *used = *uses;
+        by_use.insert(*uses, key.to_string());
+        if Instant::now() < *expires {
+            Lookup::Fresh(value.clone())
+        } else {
+            Lookup::Expired(value.clone())
+        }
     }
 
     fn put(&self, key: String, value: V, ttl: Duration) {
-        let now = Instant::now();
-        let mut entries = self
-            .entries
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if entries.len() >= MAX_REMEMBERED {
-            entries.retain(|_, (expires, _)| now < *expires);
-            if entries.len() >= MAX_REMEMBERED {
-                entries.clear();
-            }
+        let mut entries = lock(&self.entries);
+        let Entries {
+            by_key,
+            by_use,
+            uses,
+        } = &mut *entries;
+        if let Some((_, _, used)) = by_key.remove(&key) {
+            by_use.remove(&used);
         }
-        entries.insert(key, (now + ttl, value));
+        while by_key.len() >= self.capacity.max(1) {
+            let Some((_, oldest)) = by_use.pop_first() else {
+                break;
+            };
+            by_key.remove(&oldest);
+        }
+        *uses += 1;
+        by_use.insert(*uses, key.clone());
+        by_key.insert(key, (Instant::now() + ttl, value, *uses));
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        lock(&self.entries).by_key.len()
     }
 }
 
@@ -251,12 +454,18 @@ mod tests {
 
     use super::*;
 
-    /// An API server that knows two tokens, "reader" (user "scraper", allowed) and "other"
-    /// (user "stranger", denied), and counts the reviews it is asked for.
+    /// Two service account tokens (JWTs).
+    const READER: &str = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzY3JhcGVyIn0.c2lnbmVk";
+    const OTHER: &str = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzdHJhbmdlciJ9.c2lnbmVk";
+
+    /// An API server that knows two tokens, READER (user "scraper", allowed) and OTHER
+    /// (user "stranger", denied), and counts the reviews it is asked for; it fails the next
+    /// `failures` TokenReviews with a 500.
     #[derive(Clone, Default)]
     struct Reviews {
         tokens: Arc<AtomicUsize>,
         access: Arc<AtomicUsize>,
+        failures: Arc<AtomicUsize>,
     }
 
     impl Reviews {
@@ -270,9 +479,15 @@ mod tests {
                     let mut review: Value = serde_json::from_slice(&body)?;
                     if path.ends_with("/tokenreviews") {
                         this.tokens.fetch_add(1, Ordering::SeqCst);
+                        if this.failures.load(Ordering::SeqCst) > 0 {
+                            this.failures.fetch_sub(1, Ordering::SeqCst);
+                            let status = json!({ "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500, "reason": "InternalError", "message": "etcd timed out" });
+                            let body = kube::client::Body::from(serde_json::to_vec(&status)?);
+                            return Ok(http::Response::builder().status(500).body(body)?);
+                        }
                         let user = match review["spec"]["token"].as_str() {
-                            Some("reader") => Some("scraper"),
-                            Some("other") => Some("stranger"),
+                            Some(READER) => Some("scraper"),
+                            Some(OTHER) => Some("stranger"),
                             _ => None,
                         };
                         review["status"] = match user {
@@ -319,7 +534,7 @@ mod tests {
     async fn allowed_callers_are_remembered_for_as_long_as_controller_runtime_remembers_them() {
         let reviews = Reviews::default();
         let authorizer = Authorizer::new(reviews.client());
-        let headers = bearer("reader");
+        let headers = bearer(READER);
         let check = || authorizer.check(&headers, "get", "/metrics");
 
         assert_eq!(check().await, Ok(()));
@@ -344,7 +559,7 @@ mod tests {
     async fn denials_are_remembered_for_30_seconds() {
         let reviews = Reviews::default();
         let authorizer = Authorizer::new(reviews.client());
-        let headers = bearer("other");
+        let headers = bearer(OTHER);
         let check = || authorizer.check(&headers, "get", "/metrics");
         let denied = Err(Refusal::Forbidden {
             user: "stranger".into(),
@@ -370,7 +585,7 @@ mod tests {
         assert_eq!(no_token, Err(Refusal::Unauthenticated));
         assert_eq!(reviews.counts(), (0, 0), "nothing to review");
 
-        let headers = bearer("forged");
+        let headers = bearer("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJmb3JnZWQifQ.Zm9yZ2Vk");
         let check = || authorizer.check(&headers, "get", "/metrics");
         assert_eq!(check().await, Err(Refusal::Unauthenticated));
         assert_eq!(check().await, Err(Refusal::Unauthenticated));
@@ -381,34 +596,183 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_failed_review_is_a_server_error() {
         // Nothing listens there: the TokenReview cannot be made.
         let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
         let authorizer = Authorizer::new(Client::try_from(config).unwrap());
-        let refusal = authorizer.check(&bearer("reader"), "get", "/metrics").await;
+        let refusal = authorizer.check(&bearer(READER), "get", "/metrics").await;
         assert_eq!(refusal, Err(Refusal::ReviewFailed("Authentication failed")));
         let response = refusal.unwrap_err().into_response();
         assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
     }
 
     #[tokio::test(start_paused = true)]
-    async fn remembers_a_bounded_number_of_answers() {
-        let remembered = Remembered::default();
-        remembered.put("old".into(), 0, Duration::from_secs(1));
-        tokio::time::advance(Duration::from_secs(2)).await;
-        for n in 1..=MAX_REMEMBERED {
-            remembered.put(format!("key-{n}"), n, Duration::from_secs(60));
+    async fn remembers_a_bounded_number_of_answers_dropping_the_least_recently_used() {
+        let remembered = Remembered::with_capacity(3);
+        remembered.put("scraper".into(), 0, Duration::from_secs(60));
+        remembered.put("a".into(), 1, Duration::from_secs(60));
+        remembered.put("b".into(), 2, Duration::from_secs(60));
+        // The scraper's answer is used again: "a" is now the least recently used.
+        assert_eq!(remembered.get("scraper"), Some(0));
+        remembered.put("c".into(), 3, Duration::from_secs(60));
+        assert_eq!(remembered.len(), 3);
+        assert_eq!(remembered.get("a"), None, "dropped");
+        assert_eq!(remembered.get("scraper"), Some(0), "kept");
+        assert_eq!(remembered.get("c"), Some(3));
+        // Many new keys later, a key used between each keeps its answer.
+        for n in 0..100 {
+            remembered.put(format!("new-{n}"), n, Duration::from_secs(60));
+            assert_eq!(remembered.get("scraper"), Some(0));
         }
-        let len = || remembered.entries.lock().unwrap().len();
-        assert_eq!(len(), MAX_REMEMBERED, "the expired answer made room");
-        assert_eq!(remembered.get("key-1"), Some(1));
-
-        // Full of answers still valid: they are all dropped rather than grow further.
-        remembered.put("new".into(), 0, Duration::from_secs(60));
-        assert_eq!(len(), 1);
-        assert_eq!(remembered.get("new"), Some(0));
+        assert_eq!(remembered.len(), 3);
         tokio::time::advance(Duration::from_secs(60)).await;
-        assert_eq!(remembered.get("new"), None, "expired");
+        assert_eq!(remembered.get("scraper"), None, "expired");
+        assert_eq!(
+            remembered.lookup("scraper"),
+            Lookup::Expired(0),
+            "but known"
+        );
+    }
+
+    fn random_jwt(n: u64) -> String {
+        // Random enough for a cache: the SHA-256 of n, in base64url's alphabet.
+        let digest = ring::digest::digest(&ring::digest::SHA256, &n.to_le_bytes());
+        let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        format!("eyJhbGciOiJSUzI1NiJ9.{hex}.{hex}")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_flood_of_random_tokens_is_no_flood_of_token_reviews() {
+        let reviews = Reviews::default();
+        let authorizer = Authorizer::new(reviews.client());
+        let check = |token: &str| {
+            let headers = bearer(token);
+            let authorizer = &authorizer;
+            async move { authorizer.check(&headers, "get", "/metrics").await }
+        };
+        assert_eq!(check(READER).await, Ok(()));
+        assert_eq!(reviews.counts(), (1, 1));
+
+        // 300 tokens that are not JWTs: refused without a review.
+        for n in 0..300u64 {
+            let token = format!("random-{n}-{}", n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            assert_eq!(check(&token).await, Err(Refusal::Unauthenticated));
+        }
+        assert_eq!(
+            reviews.counts(),
+            (1, 1),
+            "no review of tokens that are not JWTs"
+        );
+
+        // 300 JWT-shaped ones, in 3 seconds: a burst of reviews, then a bounded rate.
+        let mut refused = 0;
+        for n in 0..300u64 {
+            match check(&random_jwt(n)).await {
+                Err(Refusal::Unauthenticated) => {}
+                Err(Refusal::TooManyNewTokens) => refused += 1,
+                other => panic!("{other:?}"),
+            }
+            tokio::time::advance(Duration::from_millis(10)).await;
+            // The scraper is served throughout.
+            if n % 50 == 0 {
+                assert_eq!(check(READER).await, Ok(()));
+            }
+        }
+        let bound = NEW_TOKEN_REVIEW_BURST + 3.0 * NEW_TOKEN_REVIEWS_PER_SECOND;
+        let (token_reviews, _) = reviews.counts();
+        assert!(
+            (token_reviews - 1) as f64 <= bound,
+            "{token_reviews} TokenReviews for 300 random tokens (at most {bound})"
+        );
+        assert!(refused >= 300 - bound as usize, "{refused} refused");
+        let response = Refusal::TooManyNewTokens.into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+
+        // The scraper's answer expires while the flood goes on and the bucket is empty: its token
+        // is reviewed again anyway.
+        tokio::time::advance(TOKEN_TTL).await;
+        for n in 300..400u64 {
+            let _ = check(&random_jwt(n)).await;
+        }
+        let before = reviews.counts().0;
+        assert_eq!(check(READER).await, Ok(()));
+        assert_eq!(
+            reviews.counts().0,
+            before + 1,
+            "reviewed again, not rate limited"
+        );
+        assert_eq!(
+            check(&random_jwt(1000)).await,
+            Err(Refusal::TooManyNewTokens)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_review_that_fails_for_a_transient_reason_is_tried_again() {
+        let reviews = Reviews::default();
+        let authorizer = Authorizer::new(reviews.client());
+        reviews.failures.store(2, Ordering::SeqCst);
+        assert_eq!(
+            authorizer.check(&bearer(READER), "get", "/metrics").await,
+            Ok(())
+        );
+        assert_eq!(reviews.counts(), (3, 1), "two failures, then the answer");
+
+        reviews
+            .failures
+            .store(REVIEW_ATTEMPTS as usize, Ordering::SeqCst);
+        let refusal = authorizer.check(&bearer(OTHER), "get", "/metrics").await;
+        assert_eq!(refusal, Err(Refusal::ReviewFailed("Authentication failed")));
+        assert_eq!(
+            reviews.counts().0,
+            3 + REVIEW_ATTEMPTS as usize,
+            "5 attempts in all"
+        );
+    }
+
+    #[tokio::test]
+    async fn only_the_metrics_path_is_authorized() {
+        use tower::ServiceExt as _;
+        let reviews = Reviews::default();
+        let authorizer = Arc::new(Authorizer::new(reviews.client()));
+        let router = protect(
+            super::super::metrics::router(Arc::new(super::super::Metrics::default())),
+            authorizer,
+        );
+        let get = |path: &str| {
+            let mut request = axum::http::Request::get(path)
+                .body(axum::body::Body::empty())
+                .unwrap();
+            *request.headers_mut() = bearer(READER);
+            router.clone().oneshot(request)
+        };
+        let response = get("/made-up").await.unwrap();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        assert_eq!(
+            reviews.counts(),
+            (0, 0),
+            "no review for a path that is not served"
+        );
+        let response = get("/metrics").await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(reviews.counts(), (1, 1));
+    }
+
+    #[test]
+    fn only_jwt_shaped_tokens_are_reviewed() {
+        assert!(is_jwt_shaped(READER));
+        for token in [
+            "reader",
+            "abcdef.0123456789abcdef",
+            "eyJhbGciOiJSUzI1NiJ9.eyJ.",
+            "eyJ.a.b.c",
+            "eyJhbGciOiJSUzI1NiJ9.e+J/.c2lnbmVk",
+            "Zm9v.YmFy.YmF6",
+        ] {
+            assert!(!is_jwt_shaped(token), "{token}");
+        }
+        let long = format!("eyJ{}.a.b", "a".repeat(MAX_TOKEN_LEN));
+        assert!(!is_jwt_shaped(&long));
     }
 }

@@ -3,6 +3,7 @@
 //! graceful shutdown on SIGTERM/SIGINT.
 
 mod auth;
+mod client;
 mod flags;
 mod health;
 pub mod http;
@@ -105,20 +106,38 @@ pub struct Manager {
 
 impl Manager {
     /// Connects to the cluster and starts the health and metrics endpoints of `operator`.
+    /// Its requests name it in their User-Agent, without a version: see
+    /// [`Manager::start_with_version`].
     pub async fn start(operator: &Operator, flags: &Flags) -> anyhow::Result<Self> {
+        Self::start_as(operator, None, flags).await
+    }
+
+    /// [`Manager::start`], with the operator's version in the User-Agent of its requests
+    /// (`<name>/<version> memop-runtime/<version>`): pass `env!("CARGO_PKG_VERSION")`.
+    pub async fn start_with_version(
+        operator: &Operator,
+        version: &str,
+        flags: &Flags,
+    ) -> anyhow::Result<Self> {
+        Self::start_as(operator, Some(version), flags).await
+    }
+
+    async fn start_as(
+        operator: &Operator,
+        version: Option<&str>,
+        flags: &Flags,
+    ) -> anyhow::Result<Self> {
         let metrics = Arc::new(Metrics::default());
         let config = kube::Config::infer()
             .await
             .context("connecting to Kubernetes: set KUBECONFIG, or run in a cluster")?;
-        let host = config
-            .cluster_url
-            .authority()
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        let client = kube::client::ClientBuilder::try_from(config)
-            .context("configuring the Kubernetes client")?
-            .with_layer(&metrics.count_requests(host))
-            .build();
+        let client = client::build(
+            config,
+            &client::user_agent(operator, version),
+            client::READ_TIMEOUT,
+            &metrics,
+        )
+        .context("configuring the Kubernetes client")?;
         let mut shared = Shared::new(
             operator,
             client,
@@ -312,10 +331,7 @@ async fn serve_metrics(
         }
     };
     let authorizer = Arc::new(auth::Authorizer::new(shared.client.clone()));
-    let router = router.layer(axum::middleware::from_fn_with_state(
-        authorizer,
-        auth::Authorizer::require,
-    ));
+    let router = auth::protect(router, authorizer);
     let tls = certificate.acceptor(flags.enable_http2)?;
     http::spawn(
         "metrics",
