@@ -2,7 +2,7 @@
 //! are valid where they land (Kubernetes names, Rust identifiers and modules), and memop never
 //! panics on what it refuses.
 
-use memop::names::{Group, Kind, Plural, ProjectName};
+use memop::names::{Domain, Group, Kind, Plural, ProjectName, Version, check_file_names};
 use proptest::prelude::*;
 
 const KEYWORDS: &[&str] = &[
@@ -55,6 +55,37 @@ proptest! {
             let qualified = group.qualified(&domain);
             prop_assert!(qualified.len() <= 253);
             prop_assert!(qualified.split('.').all(|label| !label.is_empty() && label.len() <= 63));
+        }
+    }
+
+    /// Every file name memop makes from a domain, group, kind and plural it accepts fits a file
+    /// system (255 bytes, less the suffix of memop's temporary file), and the CRD's name fits
+    /// Kubernetes' 253 characters.
+    #[test]
+    fn an_accepted_api_gives_names_that_fit(
+        d in "[a-z]{1,63}(\\.[a-z]{1,63}){0,4}",
+        g in "[a-z]{1,63}(\\.[a-z]{1,63}){0,4}",
+        k in "[A-Z][a-z]{0,30}([A-Z][a-z]{0,20}){0,2}",
+    ) {
+        let (Ok(domain), Ok(kind)) = (Domain::parse(&d), Kind::parse(&k)) else { return Ok(()) };
+        let Ok(group) = Group::parse(&g, &domain) else {
+            // Refused only when even a one-letter kind and plural would not fit.
+            prop_assert!(g.len() + d.len() > 180 || Group::parse(&g, &Domain::parse("io").unwrap()).is_err());
+            return Ok(());
+        };
+        let (Ok(plural), Ok(version)) = (Plural::for_kind(&kind), Version::parse("v1alpha1")) else { return Ok(()) };
+        if check_file_names(&domain, &group, &version, &kind, &plural).is_ok() {
+            let qualified = group.qualified(&domain);
+            for name in [
+                format!("webhook_in_{qualified}_{plural}.yaml"),
+                format!("{qualified}_{plural}.yaml"),
+                format!("{}_{}_editor_role.yaml", group.module_name(), kind.snake()),
+                format!("{group}_{version}_{}.yaml", kind.lower()),
+            ] {
+                prop_assert!(name.len() <= memop::names::FILE_NAME_MAX, "{}", name);
+            }
+            let crd = format!("{plural}.{qualified}");
+            prop_assert!(crd.len() <= 253, "{}", crd);
         }
     }
 

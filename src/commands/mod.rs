@@ -6,6 +6,7 @@ pub mod context;
 mod crd;
 pub mod create_api;
 pub mod create_webhook;
+pub mod image_env;
 pub mod init;
 pub mod lockfile;
 pub mod plugins;
@@ -40,8 +41,9 @@ pub struct Lock {
 
 impl Lock {
     /// Takes the lock of the project in `dir`, or says who holds it. `None` when `dir` does not
-    /// exist yet (nothing else can be working on it). A lock whose process is no longer running
-    /// (killed, or out of memory) is taken over, and a line on stderr says so.
+    /// exist yet (nothing else can be working on it). A lock no command holds any more (its
+    /// process was killed, or ran out of memory; the PID it names may be running another program
+    /// since) is taken over, and a line on stderr says so.
     pub fn take(dir: &Path) -> Result<Option<Self>> {
         use std::io::{Read as _, Seek as _, Write as _};
         if !dir.is_dir() {
@@ -72,21 +74,31 @@ impl Lock {
                 path.display()
             )
         };
-        // A command that holds the lock, or is taking it over, keeps it locked; without advisory
-        // locks on this file system the PID alone decides.
-        if let Err(std::fs::TryLockError::WouldBlock) = file.try_lock() {
-            return Err(busy(holder(&file)));
-        }
-        // Still the lock file (not removed by a command that just finished), and its process gone.
+        // A command that holds the lock, or is taking it over, keeps it locked (the kernel lets go
+        // of that when its process ends, however it ends): a lock file whose advisory lock is free
+        // is held by nobody, whatever process its PID names now. Without advisory locks on this
+        // file system, the PID alone decides.
+        let advisory = match file.try_lock() {
+            Ok(()) => true,
+            Err(std::fs::TryLockError::WouldBlock) => return Err(busy(holder(&file))),
+            Err(std::fs::TryLockError::Error(_)) => false,
+        };
+        // Still the lock file (not removed by a command that just finished), holding a PID (not
+        // one being created, whose command locks it before it writes its PID).
         let same = open_existing_lock(&path).is_ok_and(|again| same_file(&again, &file));
         let pid = holder(&file);
-        let stale = pid.filter(|&pid| same && !process_is_running(pid));
+        let stale = pid.filter(|&pid| same && (advisory || !process_is_running(pid)));
         let Some(stale) = stale else { return Err(busy(pid)) };
         file.set_len(0)
             .and_then(|()| file.rewind())
             .and_then(|()| writeln!(file, "{}", std::process::id()))
             .with_context(|| format!("taking over {}", path.display()))?;
-        crate::warn_line!("warning: took over {} from process {stale}, which is no longer running", path.display());
+        let why = match process_is_running(stale) {
+            false => "which is no longer running",
+            // Killed without removing the file, and its PID since reused by another process.
+            true => "which no longer holds it (that PID is another program's now)",
+        };
+        crate::warn_line!("warning: took over {} from process {stale}, {why}", path.display());
         Ok(Some(Self::held(path, file)))
     }
 
@@ -147,7 +159,8 @@ fn same_file(a: &std::fs::File, b: &std::fs::File) -> bool {
 }
 
 /// Whether process `pid` is running (on this machine): `/proc/<pid>` where there is a `/proc`,
-/// else `kill -0`. When it cannot tell, it says yes: a lock is taken over only when surely stale.
+/// else `kill -0`. When it cannot tell, it says yes: without advisory locks, a lock is taken over
+/// only when surely stale.
 fn process_is_running(pid: u32) -> bool {
     if pid == std::process::id() {
         // This process holds no lock yet: the PID is a dead process's, since reused.

@@ -8,7 +8,8 @@ use anyhow::{Result, anyhow};
 
 use super::plural::pluralize;
 use super::{
-    CLASHING_KINDS, GENERATED_NAMES, LABEL_MAX, RESERVED_CRATES, RUST_KEYWORDS, invalid, is_label, subdomain_problem,
+    CLASHING_KINDS, FILE_NAME_MAX, GENERATED_NAMES, LABEL_MAX, RESERVED_CRATES, RUST_KEYWORDS, SUBDOMAIN_MAX, invalid,
+    is_label, quote, subdomain_problem,
 };
 
 /// `--domain`: the suffix of every API group (`cache` + `example.com` → `cache.example.com`), so it
@@ -26,6 +27,15 @@ impl Domain {
             rule
         } else if let Some(rule) = protected_group(s) {
             rule
+        } else if let Some((pattern, name)) = too_long(&format!("a.{s}"), "a", "v1", "a", "a", "a") {
+            format!(
+                "a domain must be at most {} characters (it has {}), because every file name that holds it must \
+                 fit in {FILE_NAME_MAX} bytes (255, less the suffix of memop's temporary file), and with it even \
+                 a group, kind and plural of one letter make {pattern} {} bytes long",
+                s.len() - (name.len() - FILE_NAME_MAX),
+                s.len(),
+                name.len()
+            )
         } else {
             return Ok(Self(s.to_string()));
         };
@@ -121,8 +131,9 @@ impl ProjectName {
             return Ok(Self(s.to_string()));
         };
         Err(anyhow!(
-            "invalid project name {s:?}{source}: {rule} (e.g. \"memcached-operator\"); \
-             pass --project-name to choose another"
+            "invalid project name {}{source}: {rule} (e.g. \"memcached-operator\"); \
+             pass --project-name to choose another",
+            quote(s)
         ))
     }
 }
@@ -140,20 +151,28 @@ impl Group {
         let module = s.replace(['-', '.'], "_");
         let rule = if s.is_empty() {
             "a group cannot be empty".to_string()
-        } else if let Some(rule) = subdomain_problem(&qualified, &format!("{qualified:?}")) {
+        } else if let Some(rule) = subdomain_problem(&qualified, &quote(&qualified)) {
             rule
         } else if let Some(rule) = protected_group(&qualified) {
             rule
         } else if !s.starts_with(|c: char| c.is_ascii_lowercase()) {
             "a group must start with a letter, because it becomes a Rust module name".to_string()
+        } else if let Some((pattern, name)) = too_long(&qualified, s, "v1", "a", "a", "a") {
+            format!(
+                "a group must be at most {} characters with --domain {domain} (it has {}), because every file name \
+                 that holds it must fit in {FILE_NAME_MAX} bytes (255, less the suffix of memop's temporary file), \
+                 and with it even a kind and plural of one letter make {pattern} {} bytes long",
+                s.len() - (name.len() - FILE_NAME_MAX),
+                s.len(),
+                name.len()
+            )
         } else if RUST_KEYWORDS.contains(&module.as_str()) {
             format!("its Rust module name {module:?} is a keyword; choose another group")
-        } else if ["std", "core", "alloc", "proc_macro"].contains(&module.as_str())
-            || crate::scaffold::dependency_crates().contains(&module)
-        {
+        } else if super::api_module_names().contains(&module) {
             format!(
-                "its Rust module name {module:?} is the name of a crate the generated code uses \
-                 (`{module}::…` in src/api would then mean the module); choose another group"
+                "its Rust module name {module:?} is a name src/api/mod.rs already uses (a crate its code names, \
+                 as in `{module}::…`, or an import), and the group's module would take its place there; choose \
+                 another group"
             )
         } else {
             return Ok(Self(s.to_string()));
@@ -170,6 +189,82 @@ impl Group {
     pub fn module_name(&self) -> String {
         self.0.replace(['-', '.'], "_")
     }
+}
+
+/// The longest file names the templates make from an API's names, as `(pattern, file name)`:
+/// the conversion patch of its CRD (`webhook-conversion/config/crd/patches/`; the CRD itself,
+/// `config/crd/bases/<group>.<domain>_<plural>.yaml`, is shorter), its RBAC helper roles
+/// (`resource/config/rbac/`: `editor` and `viewer` are the longest) and its sample.
+/// `the_longest_file_names_are_known` checks every template's file name against these.
+pub(super) fn file_names(
+    qualified: &str,
+    group: &str,
+    version: &str,
+    kind_snake: &str,
+    kind_lower: &str,
+    plural: &str,
+) -> [(&'static str, String); 3] {
+    let group_module = group.replace(['-', '.'], "_");
+    [
+        (
+            "config/crd/patches/webhook_in_<group>.<domain>_<plural>.yaml",
+            format!("webhook_in_{qualified}_{plural}.yaml"),
+        ),
+        ("config/rbac/<group>_<kind>_editor_role.yaml", format!("{group_module}_{kind_snake}_editor_role.yaml")),
+        ("config/samples/<group>_<version>_<kind>.yaml", format!("{group}_{version}_{kind_lower}.yaml")),
+    ]
+}
+
+/// The first of [`file_names`] longer than [`FILE_NAME_MAX`].
+fn too_long(
+    qualified: &str,
+    group: &str,
+    version: &str,
+    kind_snake: &str,
+    kind_lower: &str,
+    plural: &str,
+) -> Option<(&'static str, String)> {
+    file_names(qualified, group, version, kind_snake, kind_lower, plural)
+        .into_iter()
+        .find(|(_, name)| name.len() > FILE_NAME_MAX)
+}
+
+/// Refuses an API whose names, each valid alone, together make a generated file name longer than
+/// a file system takes, or a CRD or webhook name longer than Kubernetes takes (a DNS subdomain of
+/// at most 253 characters). `--domain` and `--group` alone are held to this with one-letter kind
+/// and plural; this checks the API's own.
+pub fn check_file_names(domain: &Domain, group: &Group, version: &Version, kind: &Kind, plural: &Plural) -> Result<()> {
+    let qualified = group.qualified(domain);
+    let (g, k) = (group.as_str(), kind.as_str());
+    if let Some((pattern, name)) =
+        too_long(&qualified, g, version.as_str(), &kind.snake(), &kind.lower(), plural.as_str())
+    {
+        let rule = format!(
+            "with --kind {k} (plural {plural}, version {version}) the file {pattern} would have a name of {} bytes, \
+             and a generated file name can have at most {FILE_NAME_MAX} (255, less the suffix of memop's temporary \
+             file); shorten the group or the kind by {} characters",
+            name.len(),
+            name.len() - FILE_NAME_MAX
+        );
+        return Err(invalid("--group", g, rule, "--group cache"));
+    }
+    let names = [
+        ("the CRD's name <plural>.<group>.<domain>", format!("{plural}.{qualified}")),
+        (
+            "the name of its webhooks, m<kind>-<version>.<group>.<domain>",
+            format!("m{}-{version}.{qualified}", kind.lower()),
+        ),
+    ];
+    if let Some((what, name)) = names.iter().find(|(_, name)| name.len() > SUBDOMAIN_MAX) {
+        let rule = format!(
+            "with --kind {k} (plural {plural}, version {version}) {what} would be {} characters, and Kubernetes \
+             takes at most {SUBDOMAIN_MAX} (a DNS subdomain); shorten the group or the kind by {} characters",
+            name.len(),
+            name.len() - SUBDOMAIN_MAX
+        );
+        return Err(invalid("--group", g, rule, "--group cache"));
+    }
+    Ok(())
 }
 
 /// `--version`: a CRD version (`spec.versions[].name`) and the `src/api/<group>/<version>/` module.
@@ -198,9 +293,10 @@ impl Version {
             Err(invalid("--version", s, "a version cannot be empty", "\"v1alpha1\""))
         } else if !well_formed {
             Err(anyhow!(
-                "invalid --version {s:?}: a version must look like v1, v1alpha1 or v2beta3: v<N>, \
+                "invalid --version {}: a version must look like v1, v1alpha1 or v2beta3: v<N>, \
                  optionally followed by alpha<M> or beta<M>, where N and M are positive numbers \
-                 without leading zeros"
+                 without leading zeros",
+                quote(s)
             ))
         } else if s.len() > LABEL_MAX {
             let rule = format!("a version must be at most {LABEL_MAX} characters");
@@ -383,9 +479,10 @@ impl Plural {
             let guess = format!("{lower}{}", if lower.ends_with('s') { "es" } else { "s" });
             let example = Self::parse(&guess).map_or("memcacheds".into(), |p| p.0);
             anyhow!(
-                "invalid --kind {:?}: its default plural {plural:?} is not a lowercase RFC 1035 \
+                "invalid --kind {}: its default plural {} is not a lowercase RFC 1035 \
                  label of at most {LABEL_MAX} characters; pass --plural (e.g. --plural {example})",
-                kind.as_str()
+                quote(kind.as_str()),
+                quote(&plural)
             )
         })
     }

@@ -23,13 +23,23 @@ use std::str::FromStr;
 
 use anyhow::{Result, anyhow};
 
-pub use kubernetes::{Domain, Group, Kind, Plural, ProjectName, Version};
+pub use kubernetes::{Domain, Group, Kind, Plural, ProjectName, Version, check_file_names};
 pub use operand::{ContainerCommand, ContainerPort, Image, RunAsUser, check_owner, repository};
 
 /// Longest RFC 1123 / RFC 1035 label (a namespace, a label value, one part of a DNS name).
 const LABEL_MAX: usize = 63;
 /// Longest RFC 1123 subdomain (an API group, a CRD name).
 const SUBDOMAIN_MAX: usize = 253;
+
+/// Longest file name Linux file systems take (`NAME_MAX`, in bytes).
+const NAME_MAX: usize = 255;
+/// What memop adds to a file's name for the temporary sibling it writes first
+/// (`scaffold::plan::create_temp`: `.<name>.<pid>-<nanos, hex>-<attempt>.memop-tmp`): two dots,
+/// a PID of at most 10 digits, 16 hex digits of nanoseconds (until 2554), an attempt below 100,
+/// two `-` and `.memop-tmp`.
+const TEMP_NAME_EXTRA: usize = 2 + 10 + 1 + 16 + 1 + 2 + 10;
+/// Longest name a generated file may have.
+pub const FILE_NAME_MAX: usize = NAME_MAX - TEMP_NAME_EXTRA;
 
 /// Rust keywords, strict and reserved (2024 edition): none can name a crate or module.
 const RUST_KEYWORDS: &[&str] = &[
@@ -196,9 +206,113 @@ pub const GENERATED_NAMES: &[&str] = &[
     "Workloads",
 ];
 
-/// The one error shape: `invalid <what> "<value>": <rule> (e.g. <example>)`.
+/// The templates of `src/api/mod.rs`, where each group's module is declared (`pub mod <group>;`):
+/// the file itself and every fragment inserted into it.
+/// `the_templates_of_the_api_module_are_all_scanned` keeps this list complete.
+const API_MODULE_TEMPLATES: &[&str] = &[
+    include_str!("../../templates/init/src/api/mod.rs.tera"),
+    include_str!("../../templates/resource/src/api/mod.rs@api-groups.tera"),
+    include_str!("../../templates/resource/src/api/mod.rs@crds.tera"),
+];
+
+/// The lowercase names `src/api/mod.rs` uses besides its groups' modules: the first segment of
+/// every path (`kube::CustomResourceExt`, `use k8s_openapi::…`), each name it imports or
+/// declares as a module. A group's module of the same name would shadow the crate there (a
+/// module in scope wins over an extern crate, or makes a `use` ambiguous) or clash with the
+/// import. Any other name is fine for a group, `core` and `std` included: the file does not use
+/// them, and no other file sees the group's module unqualified (they write `crate::api::<group>`).
+pub fn api_module_names() -> &'static [String] {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| API_MODULE_TEMPLATES.iter().flat_map(|text| module_names_of(text)).collect())
+}
+
+/// The lowercase names the Rust of `template` uses as a path's first segment, imports (a `use`
+/// item's last segment or alias) or declares as a module; its comments and Tera's `{{ … }}`,
+/// `{% … %}` and `{# … #}` (which stand for the project's own names) left out.
+fn module_names_of(template: &str) -> Vec<String> {
+    let mut text = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = ["{{", "{%", "{#"].iter().filter_map(|open| rest.find(open)).min() {
+        text.push_str(&rest[..start]);
+        let close = match &rest[start..start + 2] {
+            "{{" => "}}",
+            "{%" => "%}",
+            _ => "#}",
+        };
+        let end = rest[start..].find(close).map_or(rest.len(), |at| start + at + 2);
+        text.push_str("TERA");
+        rest = &rest[end..];
+    }
+    text.push_str(rest);
+    let code: String =
+        text.lines().map(|line| line.split("//").next().unwrap_or_default()).collect::<Vec<_>>().join("\n");
+    // Identifiers, `::` and every other character, in order.
+    let mut tokens: Vec<&str> = Vec::new();
+    let mut rest = code.as_str();
+    while let Some(c) = rest.chars().next() {
+        let len = if c.is_ascii_alphanumeric() || c == '_' {
+            rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len())
+        } else if rest.starts_with("::") {
+            2
+        } else {
+            c.len_utf8()
+        };
+        if !c.is_whitespace() {
+            tokens.push(&rest[..len]);
+        }
+        rest = &rest[len..];
+    }
+    let mut names: Vec<String> = Vec::new();
+    let mut in_use = false;
+    for (i, &token) in tokens.iter().enumerate() {
+        let previous = i.checked_sub(1).map_or("", |i| tokens[i]);
+        let next = tokens.get(i + 1).copied().unwrap_or("");
+        match token {
+            "use" => in_use = true,
+            ";" => in_use = false,
+            _ => {}
+        }
+        let is_name = token.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && !matches!(token, "crate" | "self" | "super" | "use" | "mod" | "pub" | "as");
+        let root = next == "::" && previous != "::";
+        let imported = in_use && matches!(next, ";" | "," | "}") && (previous == "::" || previous == "as");
+        if is_name && (root || imported || previous == "mod") && !names.iter().any(|n| n == token) {
+            names.push(token.to_string());
+        }
+    }
+    names
+}
+
+/// The one error shape: `invalid <what> "<value>": <rule> (e.g. <example>)`, the value quoted
+/// by [`quote`].
 fn invalid(what: &str, value: &str, rule: impl fmt::Display, example: &str) -> anyhow::Error {
-    anyhow!("invalid {what} {value:?}: {rule} (e.g. {example})")
+    anyhow!("invalid {what} {}: {rule} (e.g. {example})", quote(value))
+}
+
+/// `value` in double quotes, as a message shows a name it refuses: printable ASCII as it is,
+/// and every other character escaped as Rust writes it (`\n`, `\"`, `\u{41c}`), so that what
+/// looks valid but is not (a Cyrillic `М` in `Мemcached`, a zero-width joiner, a right-to-left
+/// override) shows why it was refused, and a message is always one line of plain text.
+pub fn quote(value: &str) -> String {
+    use fmt::Write as _;
+    let mut quoted = String::with_capacity(value.len() + 2);
+    quoted.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => quoted.push_str("\\\""),
+            '\\' => quoted.push_str("\\\\"),
+            '\n' => quoted.push_str("\\n"),
+            '\r' => quoted.push_str("\\r"),
+            '\t' => quoted.push_str("\\t"),
+            '\0' => quoted.push_str("\\0"),
+            ' '..='~' => quoted.push(c),
+            _ => {
+                let _ = write!(quoted, "\\u{{{:x}}}", u32::from(c));
+            }
+        }
+    }
+    quoted.push('"');
+    quoted
 }
 
 /// `[a-z0-9]([-a-z0-9]*[a-z0-9])?` (RFC 1123 label), or `[a-z]…` (RFC 1035) when `letter_first`.
@@ -230,7 +344,8 @@ fn subdomain_problem(s: &str, subject: &str) -> Option<String> {
         let label = s.split('.').find(|label| label.len() > LABEL_MAX)?;
         Some(format!(
             "each '.'-separated label of {subject} must be at most {LABEL_MAX} characters \
-             ({label:?} has {})",
+             ({} has {})",
+            quote(label),
             label.len()
         ))
     }
@@ -377,6 +492,166 @@ mod tests {
         assert!(err(Group::parse(&"g".repeat(64), &domain())).contains("at most 63"));
         let long = vec!["g".repeat(60); 4].join(".");
         assert!(err(Group::parse(&long, &domain())).contains("at most 253 characters"));
+    }
+
+    #[test]
+    fn groups_may_be_named_like_any_crate_src_api_mod_rs_does_not_use() {
+        let names = api_module_names();
+        for name in ["kube", "k8s_openapi", "memop_runtime", "merge_versions"] {
+            assert!(names.iter().any(|n| n == name), "{name} missing from {names:?}");
+        }
+        for name in
+            ["core", "std", "tokio", "serde", "crds", "crate", "self", "api", "TERA", "CustomResourceDefinition"]
+        {
+            assert!(!names.iter().any(|n| n == name), "{name} in {names:?}");
+        }
+        // Compiled in a generated project (cargo check --all-targets): none is a path of src/api/mod.rs.
+        let ok = "core std alloc proc-macro tokio serde schemars axum tests str u8 crds anyhow";
+        check(|s| Group::parse(s, &domain()), ok, "kube k8s-openapi k8s.openapi memop-runtime");
+        let e = err(Group::parse("k8s.openapi", &domain()));
+        assert!(e.contains("its Rust module name \"k8s_openapi\" is a name src/api/mod.rs already uses"), "{e}");
+    }
+
+    /// Every template of `src/api/mod.rs` (the file, and each fragment inserted into it) is one
+    /// that [`api_module_names`] scans.
+    #[test]
+    fn the_templates_of_the_api_module_are_all_scanned() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates");
+        let mut found = Vec::new();
+        for scaffold in std::fs::read_dir(&root).unwrap() {
+            let api = scaffold.unwrap().path().join("src/api");
+            for entry in std::fs::read_dir(&api).into_iter().flatten() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if name == "mod.rs.tera" || name.starts_with("mod.rs@") {
+                    found.push(std::fs::read_to_string(&path).unwrap());
+                }
+            }
+        }
+        assert_eq!(found.len(), API_MODULE_TEMPLATES.len(), "templates of src/api/mod.rs: {found:#?}");
+        for text in &found {
+            assert!(API_MODULE_TEMPLATES.contains(&text.as_str()), "not in API_MODULE_TEMPLATES: {text}");
+        }
+    }
+
+    #[test]
+    fn names_in_messages_show_what_they_hold() {
+        assert_eq!(quote("Memcached"), "\"Memcached\"");
+        assert_eq!(quote("\u{41c}emcached"), "\"\\u{41c}emcached\"");
+        assert_eq!(quote("a\"b\\c\n\t\0\u{202e}\u{200d} é"), r#""a\"b\\c\n\t\0\u{202e}\u{200d} \u{e9}""#);
+        // A Cyrillic М looks like a Latin M; the message shows it is not.
+        let e = err(Kind::parse("\u{41c}emcached"));
+        assert!(e.starts_with("invalid --kind \"\\u{41c}emcached\": a kind must be PascalCase"), "{e}");
+        for e in [
+            err(Domain::parse("ex\u{200b}ample.com")),
+            err(Group::parse("c\u{430}che", &domain())),
+            err(Version::parse("v1\u{3b1}")),
+            err(Plural::parse("memcached\u{202e}s")),
+            err(ProjectName::parse("op\u{2028}")),
+            err(Image::parse("memcached\u{feff}")),
+            err(ContainerCommand::parse("sh,\u{202e}x")),
+        ] {
+            let value = e.split(": ").next().unwrap();
+            assert!(value.is_ascii() && value.contains("\\u{"), "{e}");
+        }
+    }
+
+    #[test]
+    fn names_that_make_file_names_too_long_are_refused_at_their_flag() {
+        // webhook_in_a.<domain>_a.yaml is the longest file name a domain is in.
+        assert_eq!(FILE_NAME_MAX, 213);
+        let d193 = format!("{}.{}.{}.{}", "d".repeat(63), "d".repeat(63), "d".repeat(62), "io");
+        assert_eq!(d193.len(), 193);
+        assert!(Domain::parse(&d193).is_ok());
+        let d194 = format!("{}.{}.{}.io", "d".repeat(63), "d".repeat(63), "d".repeat(63));
+        let e = err(Domain::parse(&d194));
+        assert!(
+            e.starts_with(&format!(
+                "invalid --domain \"{d194}\": a domain must be at most 193 characters (it has 194)"
+            )),
+            "{e}"
+        );
+        assert!(
+            e.contains("fit in 213 bytes")
+                && e.contains("config/crd/patches/webhook_in_<group>.<domain>_<plural>.yaml 214 bytes"),
+            "{e}"
+        );
+        // With the longest domain, a one-letter group still fits; with example.com, 183 characters.
+        assert!(Group::parse("a", &Domain::parse(&d193).unwrap()).is_ok());
+        assert!(Group::parse("ab", &Domain::parse(&d193).unwrap()).is_err());
+        let g183 = format!("{}.{}.{}", "g".repeat(63), "g".repeat(63), "g".repeat(55));
+        assert_eq!(g183.len(), 183);
+        assert!(Group::parse(&g183, &domain()).is_ok());
+        let g184 = format!("{}.{}.{}", "g".repeat(63), "g".repeat(63), "g".repeat(56));
+        let e = err(Group::parse(&g184, &domain()));
+        assert!(e.contains("a group must be at most 183 characters with --domain example.com (it has 184)"), "{e}");
+        assert!(e.ends_with("(e.g. --group cache)"), "{e}");
+        // A group that fits with a short kind can be too long with the API's own.
+        let group = Group::parse(&g183, &domain()).unwrap();
+        let (v, short, long) =
+            (Version::parse("v1").unwrap(), Kind::parse("A").unwrap(), Kind::parse("Memcached").unwrap());
+        let plural = |k: &Kind| Plural::for_kind(k).unwrap();
+        assert!(check_file_names(&domain(), &group, &v, &short, &Plural::parse("a").unwrap()).is_ok());
+        let e = err(check_file_names(&domain(), &group, &v, &long, &plural(&long)));
+        assert!(e.starts_with(&format!("invalid --group \"{g183}\": with --kind Memcached (plural memcacheds")), "{e}");
+        assert!(e.contains("would have a name of 222 bytes") && e.contains("by 9 characters"), "{e}");
+        let cache = Group::parse("cache", &domain()).unwrap();
+        assert!(check_file_names(&domain(), &cache, &v, &long, &plural(&long)).is_ok());
+    }
+
+    /// Every file name a template makes from an API's names is at most as long as the longest of
+    /// [`kubernetes::file_names`], which the limits of `--domain` and `--group` are derived from.
+    #[test]
+    fn the_longest_file_names_are_known() {
+        let (qualified, group, version, kind_snake, kind_lower, plural) =
+            ("gggg.ddddddd", "gggg", "v1alpha1", "kind_snake", "kindsnake", "pppppp");
+        let group_module = group;
+        let longest = kubernetes::file_names(qualified, group, version, kind_snake, kind_lower, plural)
+            .map(|(_, name)| name.len())
+            .into_iter()
+            .max()
+            .unwrap();
+        let spelled = |placeholder: &str| -> String {
+            match placeholder {
+                "crd_file" => format!("{qualified}_{plural}"),
+                "crd_patch_file" => format!("webhook_in_{qualified}_{plural}"),
+                "role_prefix" => format!("{group_module}_{kind_snake}"),
+                "sample_file" => format!("{group}_{version}_{kind_lower}"),
+                "group_module" => group_module.into(),
+                "version" | "spoke" => version.into(),
+                "kind_snake" => kind_snake.into(),
+                other => panic!("a template path holds __{other}__: add it here and to names::kubernetes::file_names"),
+            }
+        };
+        let mut seen = 0;
+        let mut stack = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("templates")];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if path.is_dir() {
+                    stack.push(path);
+                }
+                let Some(name) = name.strip_suffix(".tera").or(Some(name.as_str())).filter(|n| n.contains("__")) else {
+                    continue;
+                };
+                let name = name.split('@').next().unwrap();
+                let mut resolved = String::new();
+                let mut parts = name.split("__");
+                resolved.push_str(parts.next().unwrap());
+                while let (Some(placeholder), Some(after)) = (parts.next(), parts.next()) {
+                    resolved.push_str(&spelled(placeholder));
+                    resolved.push_str(after);
+                }
+                let delta = resolved.len();
+                // Kinds are short (63 characters at most); only names that hold the group or domain count.
+                if name.contains("__crd") || name.contains("__role_prefix") || name.contains("__sample_file") {
+                    seen += 1;
+                    assert!(delta <= longest, "{name} makes {resolved}, longer than {longest}");
+                }
+            }
+        }
+        assert!(seen >= 6, "{seen} templates named after the group");
     }
 
     #[test]

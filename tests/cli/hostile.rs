@@ -28,15 +28,20 @@ fn project_names_the_generated_code_uses_or_its_lock_holds_are_refused() {
 }
 
 #[test]
-fn groups_named_like_crates_and_kinds_whose_lowercase_is_a_keyword_are_refused() {
+fn groups_named_like_crates_src_api_uses_and_kinds_whose_lowercase_is_a_keyword_are_refused() {
     let (_tmp, dir) = project(&[]);
-    for group in ["kube", "k8s-openapi", "serde", "std", "tokio"] {
-        let module = group.replace('-', "_");
+    for group in ["kube", "k8s-openapi", "k8s.openapi", "memop-runtime"] {
+        let module = group.replace(['-', '.'], "_");
         refused(
             &dir,
             &format!("create api --group {group} --kind Foo"),
-            &[&format!("invalid --group \"{group}\""), &format!("{module:?} is the name of a crate")],
+            &[&format!("invalid --group \"{group}\""), &format!("{module:?} is a name src/api/mod.rs already uses")],
         );
+    }
+    // Crates src/api/mod.rs does not name: the group's module shadows nothing (a project with
+    // these groups passes `cargo check --all-targets`).
+    for group in ["core", "std", "alloc", "proc-macro", "tokio", "serde", "schemars", "axum"] {
+        ok(&dir, &format!("--dry-run create api --group {group} --kind Foo"));
     }
     for (kind, lower) in [("TypeOf", "typeof"), ("SelF", "self"), ("AsYnc", "async")] {
         refused(
@@ -45,6 +50,48 @@ fn groups_named_like_crates_and_kinds_whose_lowercase_is_a_keyword_are_refused()
             &[&format!("invalid --kind \"{kind}\""), &format!("its lowercase spelling \"{lower}\" is a Rust keyword")],
         );
     }
+}
+
+#[test]
+fn domains_and_groups_too_long_for_a_file_name_are_refused_at_their_flag() {
+    let tmp = scratch();
+    let dir = tmp.path();
+    // 194 characters: with a one-letter group and plural, webhook_in_<group>.<domain>_<plural>.yaml
+    // would be 214 bytes.
+    let d194 = format!("{}.{}.{}.io", "d".repeat(63), "d".repeat(63), "d".repeat(63));
+    refused(
+        dir,
+        &format!("init --domain {d194} --project-name op"),
+        &[&format!("invalid --domain \"{d194}\": a domain must be at most 193 characters (it has 194)"), "213 bytes"],
+    );
+    assert!(snapshot(dir).is_empty());
+    let (_tmp, dir) = project(&[]);
+    // The review's 241 characters.
+    let g241 = format!("{}.{}.{}.{}", "g".repeat(60), "g".repeat(60), "g".repeat(60), "g".repeat(58));
+    refused(
+        &dir,
+        &format!("create api --group {g241} --kind Foo"),
+        &[
+            &format!("invalid --group \"{g241}\": a group must be at most 183 characters with --domain example.com"),
+            "213 bytes",
+        ],
+    );
+    // The longest group: every file written, temporary ones included.
+    let g183 = format!("{}.{}.{}", "g".repeat(63), "g".repeat(63), "g".repeat(55));
+    ok(&dir, &format!("create api --group {g183} --kind A --plural a --controller=false"));
+}
+
+#[test]
+fn refused_names_are_shown_escaped() {
+    let (_tmp, dir) = project(&[]);
+    // A Cyrillic М, which looks like a Latin M.
+    let out = common::memop()
+        .current_dir(&dir)
+        .args(["create", "api", "--group", "cache", "--kind", "\u{41c}emcached"])
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.starts_with("error: invalid --kind \"\\u{41c}emcached\": a kind must be PascalCase"), "{stderr}");
 }
 
 #[test]
@@ -211,17 +258,22 @@ fn project_fields_memop_reads_back_are_held_to_the_rules_of_their_flags() {
     let original = read(&dir, "PROJECT");
     #[rustfmt::skip]
     let cases: &[(&str, &str, &str)] = &[
-        ("image: memcached:1.6.26-alpine3.19", "image: 'memcached:1\"; compile_error!(\"pwned\"); //'", "invalid --image"),
-        ("containerPort: 11211", "containerPort: 0", "invalid --image-container-port"),
-        ("- memcached\n", "- \"mem\\x01cached\"\n", "invalid --image-container-command"),
+        ("image: memcached:1.6.26-alpine3.19", "image: 'memcached:1\"; compile_error!(\"pwned\"); //'",
+         "invalid operand.image \"memcached:1\\\"; compile_error!"),
+        ("containerPort: 11211", "containerPort: 0", "invalid operand.containerPort \"0\""),
+        ("- memcached\n", "- \"mem\\x01cached\"\n", "invalid operand.containerCommand \"mem\\u{1}cached,"),
         ("license: apache2", "license: mit", "license \"mit\" is not one memop writes"),
         ("  domain: example.com\n  group: cache", "  domain: example.org\n  group: cache", "is not the project's"),
-        ("  kind: Memcached", "  kind: memcached", "invalid --kind"),
+        ("  kind: Memcached", "  kind: memcached", "invalid kind \"memcached\""),
+        // The review's: a NUL in the project's domain is the PROJECT field's, not --domain's.
+        ("domain: example.com\n", "domain: \"example.com\\0\"\n", "invalid domain \"example.com\\0\""),
     ];
     for (from, to, expected) in cases {
         assert!(original.contains(from), "{from:?} not in PROJECT:\n{original}");
         fs::write(dir.join("PROJECT"), original.replacen(from, to, 1)).unwrap();
-        refused(&dir, "create api --group cache --kind Memcached --force", &["PROJECT", expected]);
+        let stderr = refused(&dir, "create api --group cache --kind Memcached --force", &["PROJECT", expected]);
+        // Messages name the PROJECT field, not a flag the user did not pass.
+        assert!(!stderr.contains("invalid --"), "{stderr}");
     }
     // A resource listed twice.
     let resources = original.split_once("resources:\n").unwrap().1;

@@ -139,16 +139,67 @@ fn a_lock_whose_process_is_gone_is_taken_over_and_said_so() {
 }
 
 #[test]
-fn a_lock_whose_process_runs_is_refused() {
+fn a_lock_a_running_command_holds_is_refused() {
     let (_tmp, dir) = project(&[]);
-    // This test's own process: surely running.
+    // A running command holds the advisory lock on the file that names it.
     let pid = std::process::id();
+    let lock = fs::File::create(dir.join(".memop.lock")).unwrap();
+    lock.lock().unwrap();
     fs::write(dir.join(".memop.lock"), format!("{pid}\n")).unwrap();
     refused(
         &dir,
         "create api --group cache --kind Foo",
         &["another memop command is working on this project", &format!("process {pid})")],
     );
+    drop(lock);
+}
+
+#[test]
+fn a_lock_naming_a_running_process_that_holds_no_lock_is_taken_over() {
+    let (_tmp, dir) = project(&[]);
+    // PID 1 (init), and this test's own process: running, but no memop command, so no one
+    // holds the lock (a memop killed before a reboot, or its PID reused since).
+    for (pid, kind) in [(1, "Foo"), (std::process::id(), "Bar")] {
+        fs::write(dir.join(".memop.lock"), format!("{pid}\n")).unwrap();
+        let out = ok(&dir, &format!("create api --group cache --kind {kind}"));
+        assert_eq!(
+            out.stderr,
+            format!(
+                "warning: took over ./.memop.lock from process {pid}, which no longer holds it (that PID is another \
+                 program's now)\n"
+            ),
+            "one line"
+        );
+        assert!(!dir.join(".memop.lock").exists(), "released when done");
+        assert!(read(&dir, "PROJECT").contains(&format!("kind: {kind}\n")));
+    }
+}
+
+#[test]
+fn of_two_commands_that_find_one_stale_lock_one_takes_it_over() {
+    let (_tmp, dir) = project(&[]);
+    for trial in 0..4 {
+        fs::write(dir.join(".memop.lock"), "1\n").unwrap();
+        let kinds = [format!("First{trial}"), format!("Second{trial}")];
+        let children: Vec<_> = kinds
+            .iter()
+            .map(|kind| spawn(&dir, &format!("create api --group cache --kind {kind} --controller=false"), &[]))
+            .collect();
+        let outputs: Vec<Output> = children.into_iter().map(|c| exits_within(c, LIMIT, "create api")).collect();
+        let stderrs: Vec<String> = outputs.iter().map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).collect();
+        let took_over = stderrs.iter().filter(|e| e.contains("took over ./.memop.lock from process 1")).count();
+        assert_eq!(took_over, 1, "trial {trial}: {stderrs:#?}");
+        let project = read(&dir, "PROJECT");
+        for (kind, (out, stderr)) in kinds.iter().zip(outputs.iter().zip(&stderrs)) {
+            match out.status.code() {
+                // Ran while the other held the lock.
+                Some(1) => assert!(stderr.contains("another memop command is working on this project"), "{stderr}"),
+                Some(0) => assert!(project.contains(&format!("kind: {kind}\n")), "{kind} lost:\n{project}"),
+                other => panic!("trial {trial}: exit {other:?}: {stderr}"),
+            }
+        }
+        assert!(!dir.join(".memop.lock").exists(), "trial {trial}: lock left behind");
+    }
 }
 
 #[test]

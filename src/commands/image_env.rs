@@ -1,0 +1,435 @@
+//! The `<KIND>_IMAGE` env entry of the manager Deployment (`config/manager/manager.yaml`), in
+//! whatever spelling the user left it: `- name: X` then `value: …` as memop writes it, a quoted
+//! name, `value:` before `name:`, extra spaces, or a flow mapping (`- {name: X, value: foo}`).
+//!
+//! The YAML is parsed to find the entry; the text is edited only where its value is, so every
+//! other line and comment stays; and the edit is checked by parsing again: when the result is not
+//! exactly the old document with that one value changed, the file is kept, with a note.
+
+use std::path::Path;
+
+use anyhow::Result;
+use serde_yaml::Value;
+
+use crate::names::Kind;
+use crate::scaffold::{IfExists, Plan};
+
+/// The manager Deployment's manifest.
+pub const MANAGER: &str = "config/manager/manager.yaml";
+
+/// Points the existing `<KIND>_IMAGE` entries of the manager Deployment at `image`, so that
+/// regenerating with another `--image` updates them instead of adding a second entry. An entry
+/// that is not a plain `value:` (`valueFrom:`, a value over several lines) is the user's and is
+/// kept, with a note; so is a file memop cannot parse.
+pub fn set_image_env(plan: &mut Plan, kind: &Kind, image: &str) -> Result<()> {
+    let path = Path::new(MANAGER);
+    let Some(text) = plan.read(path)? else { return Ok(()) };
+    let name = format!("{}_IMAGE", kind.screaming());
+    let keep = |plan: &mut Plan, why: &str| {
+        plan.note(format!(
+            "{name} in {MANAGER} is yours ({why}), so it was kept; the image {image} is the controller's default \
+             (DEFAULT_IMAGE) only"
+        ));
+    };
+    let Some(documents) = parse(&text) else {
+        if mentions(&text, &name) {
+            keep(plan, "memop cannot parse the file as YAML");
+        }
+        return Ok(());
+    };
+    let entries: Vec<&Value> = documents.iter().flat_map(|doc| env_entries(doc, &name)).collect();
+    if entries.is_empty() {
+        return Ok(());
+    }
+    if entries.iter().any(|entry| entry.get("value").and_then(Value::as_str).is_none()) {
+        keep(plan, "not a `value:` string");
+        return Ok(());
+    }
+    let Some(updated) = rewrite(&text, &name, image) else {
+        keep(plan, "memop cannot rewrite its spelling without touching other lines");
+        return Ok(());
+    };
+    // The edit must change exactly those values.
+    let mut expected = documents;
+    for doc in &mut expected {
+        set_values(doc, &name, image);
+    }
+    if parse(&updated).as_ref() != Some(&expected) {
+        keep(plan, "memop cannot rewrite its spelling without touching other lines");
+        return Ok(());
+    }
+    plan.write(path, updated, IfExists::Overwrite)
+}
+
+/// Whether `manager.yaml` (its text) already has an env entry named `name`, in any spelling, in
+/// any container: the `<KIND>_IMAGE` fragment must then not be inserted, or the list would hold
+/// the name twice (a duplicate key that server-side apply refuses). A file memop cannot parse has
+/// one when it mentions the name at all.
+pub fn has_env(text: &str, name: &str) -> bool {
+    match parse(text) {
+        Some(documents) => documents.iter().any(|doc| !env_entries(doc, name).is_empty()),
+        None => mentions(text, name),
+    }
+}
+
+/// Every YAML document of `text`, or `None` when it is not YAML.
+fn parse(text: &str) -> Option<Vec<Value>> {
+    use serde::Deserialize as _;
+    serde_yaml::Deserializer::from_str(text).map(|doc| Value::deserialize(doc).ok()).collect()
+}
+
+/// Whether `name` occurs in `text` as a whole word.
+fn mentions(text: &str, name: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(at, _)| !text[..at].ends_with(word) && !text[at + name.len()..].starts_with(word))
+}
+
+/// The entries named `name` of every `env:` list in `doc`.
+fn env_entries<'a>(doc: &'a Value, name: &str) -> Vec<&'a Value> {
+    let mut found = Vec::new();
+    let mut stack = vec![doc];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Mapping(map) => {
+                for (key, child) in map {
+                    if let (Some("env"), Value::Sequence(list)) = (key.as_str(), child) {
+                        found.extend(list.iter().filter(|e| e.get("name").and_then(Value::as_str) == Some(name)));
+                    }
+                    stack.push(child);
+                }
+            }
+            Value::Sequence(list) => stack.extend(list),
+            Value::Tagged(tagged) => stack.push(&tagged.value),
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Sets the `value` of every env entry named `name` in `doc` to `image`.
+fn set_values(doc: &mut Value, name: &str, image: &str) {
+    match doc {
+        Value::Mapping(map) => {
+            for (key, child) in map.iter_mut() {
+                if let (Some("env"), Value::Sequence(list)) = (key.as_str(), &mut *child) {
+                    for entry in list.iter_mut() {
+                        if entry.get("name").and_then(Value::as_str) == Some(name)
+                            && let Some(map) = entry.as_mapping_mut()
+                        {
+                            map.insert(Value::from("value"), Value::from(image));
+                        }
+                    }
+                }
+                set_values(child, name, image);
+            }
+        }
+        Value::Sequence(list) => list.iter_mut().for_each(|child| set_values(child, name, image)),
+        Value::Tagged(tagged) => set_values(&mut tagged.value, name, image),
+        _ => {}
+    }
+}
+
+/// A scalar at the start of `s`: `(its value, its length in s)`. Plain scalars end at `stop`
+/// characters (`,` and `}` in a flow mapping), at ` #` or at the end of the line.
+fn scalar(s: &str, stop: &[char]) -> Option<(String, usize)> {
+    let mut chars = s.char_indices();
+    match chars.next()?.1 {
+        '"' => {
+            let mut value = String::new();
+            let mut escaped = false;
+            for (at, c) in chars {
+                match (escaped, c) {
+                    (false, '\\') => escaped = true,
+                    (false, '"') => return Some((value, at + 1)),
+                    (true, c) => {
+                        // Only the escapes a name or an image can hold.
+                        value.push(match c {
+                            '"' | '\\' | '/' => c,
+                            _ => return None,
+                        });
+                        escaped = false;
+                    }
+                    (false, c) => value.push(c),
+                }
+            }
+            None
+        }
+        '\'' => {
+            let body = &s[1..];
+            let mut value = String::new();
+            let mut rest = body;
+            loop {
+                let at = rest.find('\'')?;
+                value.push_str(&rest[..at]);
+                if rest[at + 1..].starts_with('\'') {
+                    value.push('\'');
+                    rest = &rest[at + 2..];
+                } else {
+                    return Some((value, s.len() - rest.len() + at + 1));
+                }
+            }
+        }
+        _ => {
+            let mut end = s.len();
+            for (at, c) in s.char_indices() {
+                if stop.contains(&c) || (c == '#' && s[..at].ends_with([' ', '\t'])) {
+                    end = at;
+                    break;
+                }
+            }
+            let value = s[..end].trim_end();
+            (!value.is_empty()).then(|| (value.to_string(), value.len()))
+        }
+    }
+}
+
+/// `key:` (plain or quoted) at the start of `s`, followed by a space or the end: what follows.
+fn after_key<'a>(s: &'a str, key: &str) -> Option<&'a str> {
+    let rest = [key.to_string(), format!("\"{key}\""), format!("'{key}'")]
+        .iter()
+        .find_map(|spelled| s.strip_prefix(spelled.as_str()))?;
+    let rest = rest.trim_start_matches([' ', '\t']).strip_prefix(':')?;
+    (rest.is_empty() || rest.starts_with([' ', '\t'])).then_some(rest)
+}
+
+/// One line of a block mapping: where its key starts (after indentation and any `- `) and whether
+/// a `-` starts a list item on it.
+fn key_column(line: &str) -> (usize, bool) {
+    let mut at = line.len() - line.trim_start().len();
+    let mut dash = false;
+    while line[at..].starts_with("- ") || line[at..].starts_with("-\t") {
+        dash = true;
+        at += 1;
+        at += line[at..].len() - line[at..].trim_start().len();
+    }
+    (at, dash)
+}
+
+/// `text` with the value of every env entry named `name` set to `image` (written `"image"`),
+/// or `None` when an entry's value is not on one line that this can rewrite.
+fn rewrite(text: &str, name: &str, image: &str) -> Option<String> {
+    let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let quoted = format!("\"{image}\"");
+    let mut changed = false;
+    for i in 0..lines.len() {
+        let line = lines[i].clone();
+        // A flow mapping on one line: `- {name: X, value: y}`, `env: [{"name": "X", "value": "y"}]`.
+        if let Some(open) = line.find('{') {
+            let mut spans = Vec::new();
+            let mut at = open;
+            while let Some(start) = line[at..].find('{').map(|s| s + at) {
+                let Some(end) = line[start..].find('}').map(|e| e + start) else { break };
+                spans.push((start + 1, end));
+                at = end + 1;
+            }
+            for (start, end) in spans.into_iter().rev() {
+                let body = &line[start..end];
+                let mut is_entry = false;
+                let mut value_at = None;
+                let mut offset = 0;
+                for pair in body.split(',') {
+                    let trimmed = pair.trim_start();
+                    let lead = pair.len() - trimmed.len();
+                    if let Some(rest) = after_key(trimmed, "name") {
+                        let rest_trim = rest.trim_start();
+                        if scalar(rest_trim, &[',', '}']).is_some_and(|(v, _)| v == name) {
+                            is_entry = true;
+                        }
+                    } else if let Some(rest) = after_key(trimmed, "value") {
+                        let rest_trim = rest.trim_start();
+                        let skip = trimmed.len() - rest_trim.len();
+                        let (_, len) = scalar(rest_trim, &[',', '}'])?;
+                        value_at = Some((start + offset + lead + skip, len));
+                    }
+                    offset += pair.len() + 1;
+                }
+                if let (true, Some((from, len))) = (is_entry, value_at) {
+                    lines[i].replace_range(from..from + len, &quoted);
+                    changed = true;
+                }
+            }
+            continue;
+        }
+        // A block mapping: find `name: X`, then `value:` among the keys of the same list item.
+        let (column, _) = key_column(&line);
+        let Some(rest) = after_key(&line[column..], "name") else { continue };
+        if scalar(rest.trim_start(), &[]).is_none_or(|(v, _)| v != name) {
+            continue;
+        }
+        let item = item_lines(&lines, i, column);
+        let mut found = false;
+        for j in item {
+            let (col, _) = key_column(&lines[j]);
+            if col != column {
+                continue;
+            }
+            let Some(rest) = after_key(&lines[j][col..], "value") else { continue };
+            let value = rest.trim_start();
+            // A value over several lines (`|`, `>`, or on the next line) is not rewritten here.
+            if value.is_empty() || value.starts_with(['|', '>', '#', '&', '*', '!']) {
+                return None;
+            }
+            let (_, len) = scalar(value, &[])?;
+            let from = lines[j].len() - value.len();
+            lines[j].replace_range(from..from + len, &quoted);
+            found = true;
+        }
+        if !found {
+            return None;
+        }
+        changed = true;
+    }
+    if !changed {
+        return None;
+    }
+    let mut updated = lines.join(newline);
+    if text.ends_with('\n') {
+        updated.push_str(newline);
+    }
+    Some(updated)
+}
+
+/// The indices of the lines of the block list item whose key at `column` is on line `at`.
+fn item_lines(lines: &[String], at: usize, column: usize) -> Vec<usize> {
+    let ignorable = |line: &str| line.trim().is_empty() || line.trim_start().starts_with('#');
+    let indent = |line: &str| line.len() - line.trim_start().len();
+    // Back to the line with the item's `-`.
+    let mut first = at;
+    while !key_column(&lines[first]).1 && first > 0 {
+        let previous = &lines[first - 1];
+        if ignorable(previous) || indent(previous) > column {
+            first -= 1;
+            continue;
+        }
+        let (col, _) = key_column(previous);
+        if col != column {
+            break;
+        }
+        first -= 1;
+    }
+    // On to the last line indented past the item's `-`, or a key of the same mapping.
+    let mut last = at;
+    while let Some(next) = lines.get(last + 1) {
+        if ignorable(next) || indent(next) > column || (indent(next) == column && !key_column(next).1) {
+            last += 1;
+        } else {
+            break;
+        }
+    }
+    (first..=last).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IMAGE: &str = "memcached:1.6.30";
+
+    fn kind() -> Kind {
+        Kind::parse("Memcached").unwrap()
+    }
+
+    /// A manager.yaml with `env` as given (indented as the template indents it).
+    fn manager(env: &str) -> String {
+        let env: String = env.lines().map(|l| format!("        {l}\n")).collect();
+        format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: system\n---\napiVersion: apps/v1\nkind: Deployment\n\
+             metadata:\n  name: controller-manager\nspec:\n  template:\n    spec:\n      containers:\n      - name: manager\n\
+             \x20       image: controller:latest\n        env:\n        # Log filter.\n        - name: RUST_LOG\n\
+             \x20         value: info\n{env}        # +memop:scaffold:env\n        ports:\n        - containerPort: 8081\n"
+        )
+    }
+
+    /// Runs `set_image_env` over `text`: the file after, and the plan's notes.
+    fn run(text: &str) -> (String, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("config/manager")).unwrap();
+        std::fs::write(dir.path().join(MANAGER), text).unwrap();
+        let mut plan = Plan::new(dir.path());
+        set_image_env(&mut plan, &kind(), IMAGE).unwrap();
+        let after = plan.read(Path::new(MANAGER)).unwrap().unwrap();
+        (after, plan.notes().to_vec())
+    }
+
+    #[test]
+    fn every_spelling_of_a_value_is_rewritten_in_place() {
+        #[rustfmt::skip]
+        let cases = [
+            ("- name: MEMCACHED_IMAGE\n  value: \"memcached:1.6.26\"\n",
+             "- name: MEMCACHED_IMAGE\n  value: \"memcached:1.6.30\"\n"),
+            ("- name: \"MEMCACHED_IMAGE\"\n  value: memcached:1.6.26 # pinned\n",
+             "- name: \"MEMCACHED_IMAGE\"\n  value: \"memcached:1.6.30\" # pinned\n"),
+            ("- name: 'MEMCACHED_IMAGE'\n  value: 'memcached:1.6.26'\n",
+             "- name: 'MEMCACHED_IMAGE'\n  value: \"memcached:1.6.30\"\n"),
+            ("- value: memcached:1.6.26\n  name: MEMCACHED_IMAGE\n",
+             "- value: \"memcached:1.6.30\"\n  name: MEMCACHED_IMAGE\n"),
+            ("-   name:   MEMCACHED_IMAGE\n    # the operand\n    value:    memcached:1.6.26\n",
+             "-   name:   MEMCACHED_IMAGE\n    # the operand\n    value:    \"memcached:1.6.30\"\n"),
+            ("- {name: MEMCACHED_IMAGE, value: foo}\n", "- {name: MEMCACHED_IMAGE, value: \"memcached:1.6.30\"}\n"),
+            ("- {value: 'foo', \"name\": \"MEMCACHED_IMAGE\"}\n",
+             "- {value: \"memcached:1.6.30\", \"name\": \"MEMCACHED_IMAGE\"}\n"),
+        ];
+        for (env, want) in cases {
+            let (after, notes) = run(&manager(env));
+            assert_eq!(after, manager(want), "{env}");
+            assert!(notes.is_empty(), "{env}: {notes:?}");
+            assert!(has_env(&after, "MEMCACHED_IMAGE"), "{env}");
+            assert!(!has_env(&after, "REDIS_IMAGE") && !has_env(&after, "MEMCACHED"), "{env}");
+        }
+    }
+
+    #[test]
+    fn crlf_line_endings_are_kept() {
+        let text = manager("- name: MEMCACHED_IMAGE\n  value: foo\n").replace('\n', "\r\n");
+        let (after, notes) = run(&text);
+        assert_eq!(after, text.replace("value: foo", "value: \"memcached:1.6.30\""), "{notes:?}");
+    }
+
+    #[test]
+    fn other_entries_and_lines_are_untouched() {
+        let text = manager("- name: REDIS_IMAGE\n  value: redis:7\n");
+        let (after, notes) = run(&text);
+        assert_eq!(after, text);
+        assert!(notes.is_empty());
+        // A name that only starts like it.
+        let text = manager("- name: MEMCACHED_IMAGES\n  value: foo\n");
+        assert_eq!(run(&text).0, text);
+        assert!(!has_env(&text, "MEMCACHED_IMAGE"));
+    }
+
+    #[test]
+    fn values_memop_cannot_rewrite_are_kept_with_a_note() {
+        for env in [
+            "- name: MEMCACHED_IMAGE\n  valueFrom:\n    configMapKeyRef: {name: images, key: memcached}\n",
+            "- name: MEMCACHED_IMAGE\n  value: >-\n    memcached:1.6.26\n",
+            "- name: MEMCACHED_IMAGE\n  value:\n    memcached:1.6.26\n",
+        ] {
+            let text = manager(env);
+            let (after, notes) = run(&text);
+            assert_eq!(after, text, "{env}");
+            assert_eq!(notes.len(), 1, "{env}: {notes:?}");
+            assert!(notes[0].starts_with("MEMCACHED_IMAGE in config/manager/manager.yaml is yours"), "{notes:?}");
+            assert!(has_env(&text, "MEMCACHED_IMAGE"), "{env}");
+        }
+    }
+
+    #[test]
+    fn a_file_that_is_not_yaml_is_kept() {
+        let text = "env:\n- name: MEMCACHED_IMAGE\n  value: [unclosed\n";
+        let (after, notes) = run(text);
+        assert_eq!(after, text);
+        assert!(notes[0].contains("cannot parse the file as YAML"), "{notes:?}");
+        assert!(has_env(text, "MEMCACHED_IMAGE"));
+        assert!(!has_env(text, "REDIS_IMAGE"));
+    }
+
+    #[test]
+    fn a_missing_entry_is_no_change() {
+        let text = manager("");
+        let (after, notes) = run(&text);
+        assert_eq!((after.as_str(), notes.len()), (text.as_str(), 0));
+        assert!(!has_env(&text, "MEMCACHED_IMAGE"));
+        assert!(has_env(&text, "RUST_LOG"));
+    }
+}
