@@ -13,10 +13,10 @@
 //!   that the time a pooled connection sat idle does not count (kube's
 //!   `reset_reader_on_write`).
 //!
-//! The rest is kube's default stack (`ClientBuilder::try_from`): the cluster URL, TLS,
-//! authentication (tokens re-read when rotated), the configured headers, and retries of 429,
-//! 503 and 504 answers. kube's default connector has no keepalive and cannot be given one,
-//! hence this stack.
+//! The rest is kube's default stack (`ClientBuilder::try_from`): the cluster URL, TLS (the CA
+//! file re-read when rotated), authentication (tokens re-read when rotated), the configured
+//! headers, and retries of 429, 503 and 504 answers; but for its per-request `debug` span. kube's
+//! default connector has no keepalive and cannot be given one, hence this stack.
 
 use std::future::Future;
 use std::io;
@@ -345,6 +345,31 @@ mod tests {
             "{}",
             heads[0]
         );
+    }
+
+    /// The kernel's view of the client's connections to `port`: the timer each has running
+    /// (`/proc/net/tcp`'s `tr`: 0 none, 1 retransmission, 2 keepalive).
+    #[cfg(target_os = "linux")]
+    fn timers_of_connections_to(port: u16) -> Vec<String> {
+        let table = std::fs::read_to_string("/proc/self/net/tcp").unwrap();
+        let remote = format!(":{port:04X}");
+        (table.lines().skip(1))
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .filter(|fields| fields[2].ends_with(&remote) && fields[3] == "01")
+            .map(|fields| fields[5].split(':').next().unwrap().to_string())
+            .collect()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn connections_have_tcp_keepalive() {
+        let (url, _) = server(true).await;
+        let port = url.port_u16().unwrap();
+        let client = build(Config::new(url), "test", READ_TIMEOUT, &Metrics::default()).unwrap();
+        let configmaps = Api::<ConfigMap>::namespaced(client, "default");
+        configmaps.get("c").await.unwrap();
+        // The connection is idle in the pool: its keepalive timer runs.
+        assert_eq!(timers_of_connections_to(port), ["02"]);
     }
 
     #[tokio::test]
