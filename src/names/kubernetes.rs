@@ -76,6 +76,16 @@ impl ProjectName {
         Self::check(s, "")
     }
 
+    /// Validates the `projectName` PROJECT records: the same rules, in a message that names
+    /// that field (the user passed no flag).
+    pub fn from_project(s: &str) -> Result<Self> {
+        Self::check(s, "").map_err(|e| {
+            let message = e.to_string();
+            let message = message.strip_suffix("; pass --project-name to choose another").unwrap_or(&message);
+            anyhow!("invalid projectName{}", message.strip_prefix("invalid project name").unwrap_or(message))
+        })
+    }
+
     /// kubebuilder's default: the lowercased base name of the project directory.
     pub fn from_dir(dir: &Path) -> Result<Self> {
         let Some(name) = dir.file_name().and_then(|n| n.to_str()) else {

@@ -454,6 +454,10 @@ mod tests {
         assert!(err(ProjectName::parse(&"a".repeat(29))).contains("at most 28 characters (it has 29)"));
         assert!(err(ProjectName::parse("build")).contains("reserved by Cargo"));
         assert!(err(ProjectName::parse("match")).contains("\"match\" is a Rust keyword"));
+        let e = err(ProjectName::from_project("My_Operator"));
+        assert!(e.starts_with("invalid projectName \"My_Operator\": a project name must be"), "{e}");
+        assert!(e.ends_with("(e.g. \"memcached-operator\")"), "{e}");
+        assert!(ProjectName::from_project("memcached-operator").is_ok());
         let e = err(ProjectName::parse("My_Operator"));
         assert!(e.starts_with("invalid project name \"My_Operator\": a project name must be"));
         assert!(e.ends_with("(e.g. \"memcached-operator\"); pass --project-name to choose another"));
