@@ -1,0 +1,205 @@
+//! The webhook configurations of `memop_runtime::webhook::configurations` on the real control
+//! plane (skipped without `KUBEBUILDER_ASSETS`): the API server accepts their match
+//! conditions, and while the webhooks are down (the operator is, say) an update that only
+//! changes an object's metadata (its finalizer removed, so that its deletion completes) goes
+//! through, while any other update is refused as `failurePolicy: Fail` says.
+
+use std::time::Duration;
+
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::CustomResourceExt;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use memop_runtime::webhook::{self, Webhook};
+use memop_test::TestEnv;
+use memop_test::envtest::free_port;
+use serde_json::json;
+
+const CRD: &str = "widgets.conditions.example.com";
+const FINALIZER: &str = "conditions.example.com/cleanup";
+
+#[derive(
+    kube::CustomResource, serde::Serialize, serde::Deserialize, schemars::JsonSchema, Clone, Debug,
+)]
+#[kube(
+    group = "conditions.example.com",
+    version = "v1",
+    kind = "Widget",
+    namespaced
+)]
+pub struct WidgetSpec {
+    pub size: i32,
+}
+
+#[tokio::test]
+async fn metadata_only_updates_do_not_need_the_webhooks() {
+    let Some(env) =
+        TestEnv::real_for(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture"))
+            .await
+    else {
+        return;
+    };
+    let crds = Api::<CustomResourceDefinition>::all(env.admin.clone());
+    if crds.get_opt(CRD).await.unwrap().is_none() {
+        crds.create(&PostParams::default(), &Widget::crd())
+            .await
+            .unwrap();
+    }
+    wait_established(&crds).await;
+    let widgets = Api::<Widget>::namespaced(env.admin.clone(), &env.namespace);
+    let mut widget = Widget::new("widget", WidgetSpec { size: 1 });
+    widget.metadata.finalizers = Some(vec![FINALIZER.into()]);
+    widgets
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+
+    // Webhooks nothing serves: the operator is down.
+    let down = free_port().unwrap();
+    let hooks = [
+        Webhook {
+            mutating: true,
+            name: "mwidget-v1.conditions.example.com",
+            path: "/mutate-widget",
+            group: "conditions.example.com",
+            version: "v1",
+            resource: "widgets",
+            operations: &["CREATE", "UPDATE"],
+        },
+        Webhook {
+            mutating: false,
+            name: "vwidget-v1.conditions.example.com",
+            path: "/validate-widget",
+            group: "conditions.example.com",
+            version: "v1",
+            resource: "widgets",
+            operations: &["CREATE", "UPDATE"],
+        },
+    ];
+    let names = [
+        format!("{}-mutating", env.namespace),
+        format!("{}-validating", env.namespace),
+    ];
+    let (mut mutating, mut validating) =
+        webhook::configurations(&hooks, [&names[0], &names[1]], |hook| WebhookClientConfig {
+            url: Some(format!("https://127.0.0.1:{down}{}", hook.path)),
+            ..WebhookClientConfig::default()
+        });
+    // Only for this test's namespace.
+    let selector = LabelSelector {
+        match_labels: Some(
+            [(
+                "kubernetes.io/metadata.name".to_string(),
+                env.namespace.clone(),
+            )]
+            .into(),
+        ),
+        ..LabelSelector::default()
+    };
+    for hook in mutating.webhooks.iter_mut().flatten() {
+        hook.namespace_selector = Some(selector.clone());
+    }
+    for hook in validating.webhooks.iter_mut().flatten() {
+        hook.namespace_selector = Some(selector.clone());
+    }
+    let mutatings = Api::<MutatingWebhookConfiguration>::all(env.admin.clone());
+    let validatings = Api::<ValidatingWebhookConfiguration>::all(env.admin.clone());
+    // The API server compiles the match conditions' CEL when it admits the configurations.
+    let mutating = mutatings
+        .create(&PostParams::default(), &mutating)
+        .await
+        .expect("the API server accepts the mutating webhook configuration");
+    let validating = validatings
+        .create(&PostParams::default(), &validating)
+        .await
+        .expect("the API server accepts the validating webhook configuration");
+    for conditions in [
+        mutating.webhooks.unwrap()[0].match_conditions.clone(),
+        validating.webhooks.unwrap()[0].match_conditions.clone(),
+    ] {
+        assert_eq!(
+            conditions.unwrap()[0].expression,
+            webhook::METADATA_ONLY_UPDATE
+        );
+    }
+
+    // The API server loads new configurations asynchronously: wait until a change of the spec
+    // is refused, since the webhooks cannot be called.
+    let resize = |size: i32| {
+        let widgets = widgets.clone();
+        async move {
+            let patch = Patch::Merge(json!({ "spec": { "size": size } }));
+            widgets
+                .patch("widget", &PatchParams::default(), &patch)
+                .await
+        }
+    };
+    let mut refused = None;
+    for attempt in 0..100 {
+        match resize(2 + attempt).await {
+            Ok(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(error) => {
+                refused = Some(error.to_string());
+                break;
+            }
+        }
+    }
+    let refused = refused.expect("the API server never called the webhooks");
+    assert!(refused.contains("failed calling webhook"), "{refused}");
+    // Also when the update carries a metadata change.
+    let both =
+        Patch::Merge(json!({ "metadata": { "labels": { "a": "b" } }, "spec": { "size": 99 } }));
+    let error = widgets
+        .patch("widget", &PatchParams::default(), &both)
+        .await
+        .expect_err("a change of the spec needs the webhooks");
+    assert!(
+        error.to_string().contains("failed calling webhook"),
+        "{error}"
+    );
+
+    // Metadata only: a label, then, once the widget is deleted, its finalizer.
+    let label = Patch::Merge(json!({ "metadata": { "labels": { "a": "b" } } }));
+    widgets
+        .patch("widget", &PatchParams::default(), &label)
+        .await
+        .expect("a label can be added while the webhooks are down");
+    widgets
+        .delete("widget", &DeleteParams::default())
+        .await
+        .unwrap();
+    let terminating = widgets.get("widget").await.unwrap();
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    let unfinalize = Patch::Merge(json!({ "metadata": { "finalizers": null } }));
+    widgets
+        .patch("widget", &PatchParams::default(), &unfinalize)
+        .await
+        .expect("the finalizer can be removed while the webhooks are down");
+    assert!(
+        widgets.get_opt("widget").await.unwrap().is_none(),
+        "deleted once its finalizer is gone"
+    );
+
+    let _ = mutatings.delete(&names[0], &DeleteParams::default()).await;
+    let _ = validatings
+        .delete(&names[1], &DeleteParams::default())
+        .await;
+}
+
+async fn wait_established(crds: &Api<CustomResourceDefinition>) {
+    for _ in 0..100 {
+        let crd = crds.get(CRD).await.unwrap();
+        let established = (crd.status.and_then(|status| status.conditions))
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True");
+        if established {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{CRD} never became established");
+}
