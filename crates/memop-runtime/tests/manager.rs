@@ -124,6 +124,12 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
     assert_eq!(event.note.as_deref(), Some("2 keys"));
     assert_eq!(event.reporting_controller.as_deref(), Some(OPERATOR_NAME));
     assert_eq!(event.reporting_instance.as_deref(), Some(IDENTITY));
+    // kube's event recorder names no field manager: the API server takes the User-Agent's
+    // first part, which names the operator.
+    let managers: Vec<_> = (event.managed_fields().iter())
+        .filter_map(|f| f.manager.clone())
+        .collect();
+    assert_eq!(managers, [OPERATOR_NAME], "the manager's User-Agent");
 
     let (exited, took) = manager.terminate().await;
     println!("stopped {took:?} after SIGTERM");
@@ -351,6 +357,62 @@ async fn metrics_are_served_over_https_to_metrics_readers_only() {
             .lines()
             .any(|line| line.starts_with(r#"rest_client_requests_total{code="201",method="POST""#)),
         "{metrics}"
+    );
+    manager.stop().await;
+}
+
+#[tokio::test]
+async fn a_flood_of_random_tokens_is_no_flood_of_token_reviews() {
+    let Some(env) = real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut manager = Manager::start(&env, &kubeconfig(&env), &[]);
+    let reader = env
+        .service_account_token("scraper", Some("metrics-reader"))
+        .await;
+    eventually("metrics", || async {
+        matches!(manager.scrape(Some(&reader)).await, Ok((200, _)))
+    })
+    .await;
+    // The manager's POSTs so far (its reviews: nothing else it does here creates anything).
+    let posts = |metrics: &str| -> u64 {
+        (metrics.lines())
+            .filter(|line| {
+                line.starts_with(r#"rest_client_requests_total{code="201",method="POST""#)
+            })
+            .filter_map(|line| line.rsplit_once(' ')?.1.parse::<u64>().ok())
+            .sum()
+    };
+    let before = posts(&manager.scrape(Some(&reader)).await.unwrap().1);
+    let started = Instant::now();
+    let (mut refused, mut limited) = (0, 0);
+    for n in 0..300u32 {
+        // Shaped like a service account token, signed by no one.
+        let token = format!("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ{n:08x}In0.c2lnbmF0dXJl{n}");
+        match manager.scrape(Some(&token)).await {
+            Ok((401, _)) => refused += 1,
+            Ok((429, _)) => limited += 1,
+            other => panic!("{other:?}"),
+        }
+        if n % 50 == 0 {
+            let (status, _) = manager.scrape(Some(&reader)).await.unwrap();
+            assert_eq!(status, 200, "the scraper is served during the flood");
+        }
+    }
+    let flood = started.elapsed();
+    let (status, metrics) = manager.scrape(Some(&reader)).await.unwrap();
+    assert_eq!(status, 200);
+    let reviews = posts(&metrics) - before;
+    println!(
+        "300 random tokens in {flood:?}: {refused} refused after a review, {limited} without (429), \
+         {reviews} reviews"
+    );
+    // A burst of 10, then 2 a second (the scraper's own token and access are remembered).
+    let bound = 10 + 2 * flood.as_secs() + 2;
+    assert!(
+        reviews <= bound,
+        "{reviews} reviews for 300 random tokens in {flood:?} (at most {bound})"
     );
     manager.stop().await;
 }

@@ -52,7 +52,9 @@ struct Cli {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     manager::telemetry::init(cli.manager.log_format)?;
-    let mut manager = Manager::start(&OPERATOR, &cli.manager).await?;
+    // Its requests carry the User-Agent `example-operator/<version> memop-runtime/<version>`.
+    let mut manager =
+        Manager::start_with_version(&OPERATOR, env!("CARGO_PKG_VERSION"), &cli.manager).await?;
     configmaps::register(&mut manager);
     manager.run().await
 }
