@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::resource::ApiNames;
+
 pub const FILE: &str = "PROJECT";
 
 /// The layout this version of memop scaffolds; later layouts will need a migration. v2: the
@@ -46,69 +48,140 @@ pub struct Project {
     pub version: String,
 }
 
+/// One API of the project: its names, validated when PROJECT is read, and what memop
+/// scaffolded for it. Read and written as kubebuilder's PROJECT spells a resource
+/// ([`Record`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(try_from = "Record", into = "Record")]
 pub struct Resource {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub names: ApiNames,
     pub api: Option<Api>,
-    #[serde(default, skip_serializing_if = "is_false")]
     pub controller: bool,
-    pub domain: String,
-    pub group: String,
-    pub kind: String,
     /// The operand this kind's controller deploys, when it has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operand: Option<Operand>,
-    /// Only when it differs from the regular plural of the kind, as in kubebuilder.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plural: Option<String>,
-    pub version: String,
-    /// The kind's admission webhooks, when `create webhook` scaffolded some.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The kind's webhooks, when `create webhook` scaffolded some.
     pub webhooks: Option<Webhooks>,
 }
+
+/// A resource as PROJECT records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Record {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    api: Option<Api>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    controller: bool,
+    domain: String,
+    group: String,
+    kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    operand: Option<Operand>,
+    /// Only when it differs from the regular plural of the kind, as in kubebuilder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    plural: Option<String>,
+    version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    webhooks: Option<Webhooks>,
+}
+
+/// The flags whose values PROJECT records, and the fields it records them as.
+const FIELDS: &[(&str, &str)] = &[
+    ("--domain", "domain"),
+    ("--owner", "owner"),
+    ("--repo", "repo"),
+    ("--group", "group"),
+    ("--version", "version"),
+    ("--kind", "kind"),
+    ("--plural", "plural"),
+    ("--image-container-port", "operand.containerPort"),
+    ("--image-container-command", "operand.containerCommand"),
+    ("--image", "operand.image"),
+    ("--run-as-user", "operand.runAsUser"),
+];
 
 /// The licenses `init --license` takes.
 const LICENSES: &[&str] = &["apache2", "none"];
 
-impl Resource {
+impl TryFrom<Record> for Resource {
+    type Error = anyhow::Error;
+
     /// Holds what memop reads back from PROJECT to the rules of the flags that wrote it: these
     /// values go into generated code and YAML.
-    fn check(&self, project_domain: &str, domain: &crate::names::Domain) -> Result<()> {
-        use crate::names::{ContainerCommand, ContainerPort, Group, Image, Kind, Plural, RunAsUser, Version};
-        if self.domain != project_domain {
-            bail!(
-                "its domain {:?} is not the project's ({project_domain:?}): memop puts every API in the project's domain",
-                self.domain
-            );
-        }
-        Group::parse(&self.group, domain)?;
-        Version::parse(&self.version)?;
-        Kind::parse(&self.kind)?;
-        if let Some(plural) = &self.plural {
-            Plural::parse(plural)?;
-        }
-        if let Some(operand) = &self.operand {
-            Image::parse(&operand.image)?;
-            ContainerPort::parse(&operand.container_port.to_string())?;
-            if !operand.container_command.is_empty() {
-                let command = ContainerCommand::parse(&operand.container_command.join(","))?;
-                if command.args() != operand.container_command.as_slice() {
-                    bail!(
-                        "its containerCommand {:?} has an argument with a comma or surrounding spaces, which \
-                         --image-container-command cannot give",
-                        operand.container_command
-                    );
+    fn try_from(record: Record) -> Result<Self> {
+        use crate::names::{ContainerCommand, ContainerPort, Image, RunAsUser, Version};
+        let at = format!("{}/{} {}", record.group, record.version, record.kind);
+        let check = || -> Result<Self> {
+            let names = ApiNames::parse(
+                &record.group,
+                &record.version,
+                &record.kind,
+                record.plural.as_deref(),
+                &record.domain,
+            )?;
+            if let Some(operand) = &record.operand {
+                Image::parse(&operand.image)?;
+                ContainerPort::parse(&operand.container_port.to_string())?;
+                if !operand.container_command.is_empty() {
+                    let command = ContainerCommand::parse(&operand.container_command.join(","))?;
+                    if command.args() != operand.container_command.as_slice() {
+                        bail!(
+                            "its containerCommand {:?} has an argument with a comma or surrounding spaces, which \
+                             --image-container-command cannot give",
+                            operand.container_command
+                        );
+                    }
+                }
+                if let Some(user) = operand.run_as_user {
+                    RunAsUser::parse(&user.to_string())?;
                 }
             }
-            if let Some(user) = operand.run_as_user {
-                RunAsUser::parse(&user.to_string())?;
+            for spoke in record.webhooks.iter().flat_map(|w| &w.spoke) {
+                Version::parse(spoke)?;
             }
+            Ok(Self {
+                names,
+                api: record.api.clone(),
+                controller: record.controller,
+                operand: record.operand.clone(),
+                webhooks: record.webhooks.clone(),
+            })
+        };
+        // serde shows only the innermost message: say which resource, and why.
+        check().map_err(|err| anyhow::anyhow!("its resource {at}: {err:#}"))
+    }
+}
+
+impl From<Resource> for Record {
+    fn from(resource: Resource) -> Self {
+        let names = resource.names;
+        Self {
+            api: resource.api,
+            controller: resource.controller,
+            domain: names.domain.to_string(),
+            group: names.group.to_string(),
+            operand: resource.operand,
+            plural: (!names.plural.is_regular_for(&names.kind)).then(|| names.plural.to_string()),
+            kind: names.kind.to_string(),
+            version: names.version.to_string(),
+            webhooks: resource.webhooks,
         }
-        for spoke in self.webhooks.iter().flat_map(|w| &w.spoke) {
-            Version::parse(spoke)?;
-        }
-        Ok(())
+    }
+}
+
+impl Resource {
+    /// `group/version kind`, as PROJECT's messages name a resource.
+    pub fn describe(&self) -> String {
+        format!("{}/{} {}", self.names.group, self.names.version, self.names.kind)
+    }
+
+    /// Whether the kind has admission webhooks (defaulting or validation).
+    pub fn admits(&self) -> bool {
+        self.webhooks.as_ref().is_some_and(|w| w.defaulting || w.validation)
+    }
+
+    /// Whether the kind converts between its versions through this one (the hub).
+    pub fn converts(&self) -> bool {
+        self.webhooks.as_ref().is_some_and(|w| w.conversion)
     }
 }
 
@@ -184,7 +257,19 @@ impl Project {
         })
     }
 
+    /// Parses and validates a PROJECT file: every value memop reads back is held to the rule of
+    /// the flag that wrote it, and a broken rule names the PROJECT field, not the flag.
     pub fn parse(text: &str) -> Result<Self> {
+        Self::parse_fields(text).map_err(|err| {
+            let mut message = format!("{err:#}");
+            for (flag, field) in FIELDS {
+                message = message.replace(&format!("invalid {flag} \""), &format!("invalid {field} \""));
+            }
+            anyhow::anyhow!(message)
+        })
+    }
+
+    fn parse_fields(text: &str) -> Result<Self> {
         let project: Project = serde_yaml::from_str(text)?;
         if project.version != "3" {
             bail!("PROJECT version {:?} is not supported (expected \"3\")", project.version);
@@ -202,7 +287,7 @@ impl Project {
             bail!("PROJECT layout {:?} is not one memop knows (expected {LAYOUT})", project.layout);
         }
         // These go into generated code: hold them to the rules of `init` again.
-        let name = crate::names::ProjectName::parse(&project.project_name)?;
+        let name = crate::names::ProjectName::from_project(&project.project_name)?;
         if project.crate_name != name.crate_name() {
             bail!(
                 "crateName {:?} does not match projectName {:?} (it must be {:?})",
@@ -221,9 +306,16 @@ impl Project {
         }
         let mut seen = std::collections::BTreeSet::new();
         for resource in &project.resources {
-            let at = format!("{}/{} {}", resource.group, resource.version, resource.kind);
-            resource.check(&project.domain, &domain).with_context(|| format!("its resource {at}"))?;
-            if !seen.insert((&resource.group, &resource.version, &resource.kind)) {
+            let at = resource.describe();
+            if resource.names.domain != domain {
+                bail!(
+                    "its resource {at}: its domain {:?} is not the project's ({:?}): memop puts every API in the \
+                     project's domain",
+                    resource.names.domain.as_str(),
+                    project.domain
+                );
+            }
+            if !seen.insert(at.clone()) {
                 bail!("it lists the resource {at} twice");
             }
         }
@@ -234,27 +326,27 @@ impl Project {
         Ok(format!("{HEADER}{}", serde_yaml::to_string(self)?))
     }
 
-    pub fn find(&self, group: &str, version: &str, kind: &str) -> Option<&Resource> {
-        self.resources.iter().find(|r| r.group == group && r.version == version && r.kind == kind)
+    /// The resource of `api`'s group, version and kind.
+    pub fn find(&self, api: &ApiNames) -> Option<&Resource> {
+        self.resources.iter().find(|r| r.names.same_gvk(api))
     }
 
-    /// The other versions of `group`'s `kind` that have types (`create api` without
-    /// `--resource=false`): with `version`, they are served by one CRD.
-    pub fn other_versions<'a>(
-        &'a self,
-        group: &'a str,
-        kind: &'a str,
-        version: &'a str,
-    ) -> impl Iterator<Item = &'a Resource> {
+    /// The other versions of `api`'s kind that have types (`create api` without
+    /// `--resource=false`): with `api`'s version, they are served by one CRD.
+    pub fn other_versions<'a>(&'a self, api: &'a ApiNames) -> impl Iterator<Item = &'a Resource> {
         self.resources
             .iter()
-            .filter(move |r| r.group == group && r.kind == kind && r.version != version && r.api.is_some())
+            .filter(move |r| r.names.same_kind(api) && r.names.version != api.version && r.api.is_some())
+    }
+
+    /// Every resource but `api`'s.
+    pub fn others<'a>(&'a self, api: &'a ApiNames) -> impl Iterator<Item = &'a Resource> {
+        self.resources.iter().filter(move |r| !r.names.same_gvk(api))
     }
 
     /// Adds `resource`, replacing an entry for the same group/version/kind.
     pub fn upsert(&mut self, resource: Resource) {
-        let same = |r: &Resource| r.group == resource.group && r.version == resource.version && r.kind == resource.kind;
-        match self.resources.iter().position(same) {
+        match self.resources.iter().position(|r| r.names.same_gvk(&resource.names)) {
             Some(at) => self.resources[at] = resource,
             None => self.resources.push(resource),
         }
@@ -277,14 +369,10 @@ mod tests {
             project_name: "memcached-operator".into(),
             repo: String::new(),
             resources: vec![Resource {
+                names: ApiNames::parse("cache", "v1alpha1", "Memcached", None, "example.com").unwrap(),
                 api: Some(Api { crd_version: "v1".into(), namespaced: true }),
                 controller: true,
-                domain: "example.com".into(),
-                group: "cache".into(),
-                kind: "Memcached".into(),
                 operand: None,
-                plural: None,
-                version: "v1alpha1".into(),
                 webhooks: None,
             }],
             version: "3".into(),

@@ -1,15 +1,20 @@
 //! One API of a project with its names validated once, and every spelling memop derives from
-//! them (module, file and role names): what kubebuilder's `resource.Resource` is to its
-//! scaffolds. Built from flags by `create api`, and from each `PROJECT` entry wherever the other
-//! APIs matter (conflicts, the merged role), so no code re-parses names from strings.
+//! them (module, file, role and webhook names): what kubebuilder's `resource.Resource` is to its
+//! scaffolds. `create api` builds it from flags; every `PROJECT` entry holds one
+//! ([`crate::project::Resource`]), so no code re-parses names from strings.
+//!
+//! Serialized, it is the API part of a template's context: each spelling below under its own
+//! name (`kind_snake`, `crd_file`, `mutate_path`, ...), so templates and commands share one
+//! source for every derived name.
 
 use anyhow::Result;
+use serde::Serialize;
 
 use crate::names::{Domain, Group, Kind, Plural, Version};
-use crate::project;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApiNames {
+    pub domain: Domain,
     pub group: Group,
     pub version: Version,
     pub kind: Kind,
@@ -21,28 +26,38 @@ pub struct ApiNames {
 impl ApiNames {
     pub fn new(group: Group, version: Version, kind: Kind, plural: Plural, domain: &Domain) -> Self {
         let qualified_group = group.qualified(domain);
-        Self { group, version, kind, plural, qualified_group }
+        Self { domain: domain.clone(), group, version, kind, plural, qualified_group }
     }
 
-    /// The names of an API that `PROJECT` records (its plural only when irregular).
-    pub fn of(resource: &project::Resource, domain: &Domain) -> Result<Self> {
-        let kind = Kind::parse(&resource.kind)?;
-        let plural = match &resource.plural {
+    /// Parses the names as `PROJECT` records them (the plural only when irregular).
+    pub fn parse(group: &str, version: &str, kind: &str, plural: Option<&str>, domain: &str) -> Result<Self> {
+        let domain = Domain::parse(domain)?;
+        let kind = Kind::parse(kind)?;
+        let plural = match plural {
             Some(p) => Plural::parse(p)?,
             None => Plural::for_kind(&kind)?,
         };
-        Ok(Self::new(Group::parse(&resource.group, domain)?, Version::parse(&resource.version)?, kind, plural, domain))
+        Ok(Self::new(Group::parse(group, &domain)?, Version::parse(version)?, kind, plural, &domain))
     }
 
-    /// Every API `PROJECT` records.
-    pub fn all(project: &project::Project) -> Result<Vec<Self>> {
-        let domain = Domain::parse(&project.domain)?;
-        project.resources.iter().map(|r| Self::of(r, &domain)).collect()
+    /// The same kind in another version (a version of one CRD shares its group, kind and plural).
+    pub fn in_version(&self, version: Version) -> Self {
+        Self { version, ..self.clone() }
     }
 
-    /// Whether this is the API of `group`, `version` and `kind` (as strings, from flags).
-    pub fn is(&self, group: &str, version: &str, kind: &str) -> bool {
-        self.group.as_str() == group && self.version.as_str() == version && self.kind.as_str() == kind
+    /// Whether `other` is the same group, version and kind.
+    pub fn same_gvk(&self, other: &ApiNames) -> bool {
+        self.group == other.group && self.version == other.version && self.kind == other.kind
+    }
+
+    /// Whether `other` is another version of the same kind of the same group.
+    pub fn same_kind(&self, other: &ApiNames) -> bool {
+        self.group == other.group && self.kind == other.kind
+    }
+
+    /// `cache/v1alpha1, Kind=Memcached`, as kubebuilder names an API in its messages.
+    pub fn gvk(&self) -> String {
+        format!("{}/{}, Kind={}", self.group, self.version, self.kind)
     }
 
     /// `src/api/<group_module>/`: the group with `-` and `.` as `_`.
@@ -60,9 +75,59 @@ impl ApiNames {
         format!("{}_{}", self.qualified_group, self.plural)
     }
 
+    /// The CRD's name: `<plural>.<group>.<domain>`.
+    pub fn crd_name(&self) -> String {
+        format!("{}.{}", self.plural, self.qualified_group)
+    }
+
+    /// `config/crd/patches/<crd_patch_file>.yaml`, the patch that turns on the conversion webhook.
+    pub fn crd_patch_file(&self) -> String {
+        format!("webhook_in_{}", self.crd_file())
+    }
+
     /// `config/samples/<sample_file>.yaml`.
     pub fn sample_file(&self) -> String {
         format!("{}_{}_{}", self.group.as_str(), self.version, self.kind.lower())
+    }
+
+    /// The kind's Rust types: `src/api/<group>/<version>/<kind>.rs`.
+    pub fn types_path(&self) -> String {
+        format!("src/api/{}/{}/{}.rs", self.group_module(), self.version.module_name(), self.kind.snake())
+    }
+
+    /// The kind's controller: `src/controller/<kind>.rs`.
+    pub fn controller_path(&self) -> String {
+        format!("src/controller/{}.rs", self.kind.snake())
+    }
+
+    /// The kind's admission webhooks: `src/webhook/<kind>.rs`.
+    pub fn webhook_path(&self) -> String {
+        format!("src/webhook/{}.rs", self.kind.snake())
+    }
+
+    /// The conversion of this version to and from its hub: `src/api/<group>/<version>/<kind>_conversion.rs`.
+    pub fn conversion_path(&self) -> String {
+        format!("src/api/{}/{}/{}_conversion.rs", self.group_module(), self.version.module_name(), self.kind.snake())
+    }
+
+    /// The path of the defaulting webhook, as kubebuilder spells it.
+    pub fn mutate_path(&self) -> String {
+        format!("/mutate-{}-{}-{}", self.qualified_group.replace('.', "-"), self.version, self.kind.lower())
+    }
+
+    /// The path of the validating webhook, as kubebuilder spells it.
+    pub fn validate_path(&self) -> String {
+        format!("/validate-{}-{}-{}", self.qualified_group.replace('.', "-"), self.version, self.kind.lower())
+    }
+
+    /// The defaulting webhook's name in its configuration.
+    pub fn mutating_name(&self) -> String {
+        format!("m{}-{}.{}", self.kind.lower(), self.version, self.qualified_group)
+    }
+
+    /// The validating webhook's name in its configuration.
+    pub fn validating_name(&self) -> String {
+        format!("v{}-{}.{}", self.kind.lower(), self.version, self.qualified_group)
     }
 
     /// The names of the files this kind's webhooks add beside other kinds' files:
@@ -74,5 +139,86 @@ impl ApiNames {
             .filter(|(has, _)| *has)
             .map(|(_, suffix)| format!("{}_{suffix}", self.kind.snake()))
             .collect()
+    }
+}
+
+/// What a template sees of an API: every spelling, by name.
+#[derive(Serialize)]
+struct Spellings<'a> {
+    group: &'a str,
+    version: &'a str,
+    kind: &'a str,
+    plural: &'a str,
+    singular: String,
+    kind_snake: String,
+    kind_kebab: String,
+    kind_screaming: String,
+    port_name: String,
+    qualified_group: &'a str,
+    group_module: String,
+    crd_file: String,
+    crd_patch_file: String,
+    sample_file: String,
+    role_prefix: String,
+    mutate_path: String,
+    validate_path: String,
+    mutating_name: String,
+    validating_name: String,
+}
+
+impl Serialize for ApiNames {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Spellings {
+            group: self.group.as_str(),
+            version: self.version.as_str(),
+            kind: self.kind.as_str(),
+            plural: self.plural.as_str(),
+            singular: self.kind.lower(),
+            kind_snake: self.kind.snake(),
+            kind_kebab: self.kind.kebab(),
+            kind_screaming: self.kind.screaming(),
+            port_name: self.kind.port_name(),
+            qualified_group: &self.qualified_group,
+            group_module: self.group_module(),
+            crd_file: self.crd_file(),
+            crd_patch_file: self.crd_patch_file(),
+            sample_file: self.sample_file(),
+            role_prefix: self.role_prefix(),
+            mutate_path: self.mutate_path(),
+            validate_path: self.validate_path(),
+            mutating_name: self.mutating_name(),
+            validating_name: self.validating_name(),
+        }
+        .serialize(serializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn memcached() -> ApiNames {
+        ApiNames::parse("cache", "v1alpha1", "Memcached", None, "example.com").unwrap()
+    }
+
+    #[test]
+    fn spellings_are_kubebuilders() {
+        let api = memcached();
+        assert_eq!(api.crd_file(), "cache.example.com_memcacheds");
+        assert_eq!(api.crd_name(), "memcacheds.cache.example.com");
+        assert_eq!(api.sample_file(), "cache_v1alpha1_memcached");
+        assert_eq!(api.types_path(), "src/api/cache/v1alpha1/memcached.rs");
+        assert_eq!(api.mutate_path(), "/mutate-cache-example-com-v1alpha1-memcached");
+        assert_eq!(api.validating_name(), "vmemcached-v1alpha1.cache.example.com");
+        assert_eq!(api.gvk(), "cache/v1alpha1, Kind=Memcached");
+    }
+
+    #[test]
+    fn the_template_context_holds_every_spelling() {
+        let value = serde_json::to_value(memcached()).unwrap();
+        assert_eq!(value["kind_snake"], "memcached");
+        assert_eq!(value["crd_patch_file"], "webhook_in_cache.example.com_memcacheds");
+        assert_eq!(value["role_prefix"], "cache_memcached");
+        assert_eq!(value["plural"], "memcacheds");
     }
 }

@@ -197,15 +197,19 @@ fn re_running_recognises_insertions_however_they_were_formatted_since() {
 #[test]
 fn a_running_command_holds_the_project_lock() {
     let (_scratch, dir, _outside) = project();
-    // A live holder: this test's own process.
+    // A live holder: this test's process, holding the lock file's advisory lock as a running
+    // memop command does (a lock file whose advisory lock is free is stale, whatever its PID).
     let holder = std::process::id();
     fs::write(dir.join(".memop.lock"), format!("{holder}\n")).unwrap();
+    let held = fs::OpenOptions::new().read(true).write(true).open(dir.join(".memop.lock")).unwrap();
+    held.lock().unwrap();
     let before = tree(&dir);
     let assert = create_api(&dir, MEMCACHED).failure();
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     assert!(stderr.contains("another memop command is working on this project"), "{stderr}");
     assert!(stderr.contains(&format!("process {holder}")), "{stderr}");
     assert_eq!(tree(&dir), before);
+    drop(held);
     fs::remove_file(dir.join(".memop.lock")).unwrap();
     create_api(&dir, MEMCACHED).success();
     assert!(!dir.join(".memop.lock").exists(), "released when done");

@@ -2,11 +2,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::Result;
 use serde::Serialize;
 
 use crate::project::Project;
-use crate::resource::ApiNames;
 
 /// The Rust release the generated Dockerfile and CI build with.
 pub const RUST_VERSION: &str = "1.95";
@@ -34,14 +32,13 @@ pub struct ProjectContext {
 }
 
 impl ProjectContext {
-    pub fn new(project: &Project) -> Result<Self> {
+    pub fn new(project: &Project) -> Self {
         let mut rules = Vec::new();
-        for (api, resource) in ApiNames::all(project)?.iter().zip(&project.resources) {
-            if resource.controller {
-                rules.extend(rules_of(&api.qualified_group, api.plural.as_str(), resource.operand.is_some()));
-            }
+        for resource in project.resources.iter().filter(|r| r.controller) {
+            let api = &resource.names;
+            rules.extend(rules_of(&api.qualified_group, api.plural.as_str(), resource.operand.is_some()));
         }
-        Ok(Self {
+        Self {
             project_name: project.project_name.clone(),
             crate_name: project.crate_name.clone(),
             domain: project.domain.clone(),
@@ -55,7 +52,7 @@ impl ProjectContext {
             leader_election_id: format!("{}.{}", project.project_name, project.domain),
             rules: merge(&rules),
             unmerged: rules,
-        })
+        }
     }
 
     /// Keeps the rules of an existing `config/rbac/role.yaml` too: `make manifests` wrote it from

@@ -120,8 +120,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if let Some(existing) = existing
         && !existing.resources.is_empty()
     {
-        let apis: Vec<String> =
-            existing.resources.iter().map(|r| format!("{}/{} {}", r.group, r.version, r.kind)).collect();
+        let apis: Vec<String> = existing.resources.iter().map(|r| r.describe()).collect();
         bail!(
             "{} already has APIs ({}); init --force would unregister them and leave their files behind. \
              Initialize in a new directory instead (and copy your code over), or remove them from PROJECT first",
@@ -152,7 +151,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         resources: Vec::new(),
         version: "3".to_string(),
     };
-    let ctx = tera::Context::from_serialize(ProjectContext::new(&project)?)?;
+    let ctx = tera::Context::from_serialize(ProjectContext::new(&project))?;
     let templates = Templates::load(&["init/"])?;
     let mut plan = Plan::new(dir);
     // Without --force, a file the user already has (a README, a .gitignore) is kept, as

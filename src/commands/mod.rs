@@ -6,6 +6,7 @@ pub mod context;
 mod crd;
 pub mod create_api;
 pub mod create_webhook;
+mod gvk;
 pub mod image_env;
 pub mod init;
 pub mod lockfile;
@@ -216,7 +217,6 @@ pub fn refuse_missing_shared<'a>(
     ctx: &tera::Context,
     plan: &Plan,
     sharing: impl Iterator<Item = &'a crate::project::Resource>,
-    domain: &crate::names::Domain,
 ) -> Result<()> {
     let missing: Vec<String> = crate::scaffold::shared_files(templates, root, ctx)?
         .into_iter()
@@ -226,22 +226,17 @@ pub fn refuse_missing_shared<'a>(
         return Ok(());
     }
     for resource in sharing {
-        let other = crate::resource::ApiNames::of(resource, domain)?;
+        // The paths as the other API spells them.
         let mut paths = ctx.clone();
-        paths.insert("group_module", &other.group_module());
-        paths.insert("version", other.version.as_str());
-        paths.insert("kind_snake", &other.kind.snake());
-        paths.insert("crd_file", &other.crd_file());
-        paths.insert("sample_file", &other.sample_file());
-        paths.insert("role_prefix", &other.role_prefix());
+        paths.extend(tera::Context::from_serialize(&resource.names)?);
         let theirs = crate::scaffold::shared_files(templates, root, &paths)?;
         if let Some(path) = missing.iter().find(|path| theirs.contains(path)) {
             bail!(
                 "{path} is missing, but it lists {} {} {} too: memop would make it again with this API alone, and \
                  the others would drop out; restore it (`git checkout -- {path}`) and run the command again",
-                resource.group,
-                resource.version,
-                resource.kind
+                resource.names.group,
+                resource.names.version,
+                resource.names.kind
             );
         }
     }
@@ -302,7 +297,7 @@ fn record(plan: &mut Plan) -> Result<()> {
     }
     let path = Path::new(crate::sum::FILE);
     let mut sum = crate::sum::Sum::parse(plan.read(path)?.as_deref())?;
-    for (file, text) in plan.planned().filter(|(p, _)| *p != path) {
+    for (file, text) in plan.written_by_memop().filter(|(p, _)| *p != path) {
         sum.wrote(file, text);
     }
     plan.write(path, sum.render(env!("CARGO_PKG_VERSION")), crate::scaffold::IfExists::Overwrite)

@@ -3,10 +3,17 @@
 //! `vendor/` and pins in `Cargo.toml`; this command replaces those copies with this memop's,
 //! moves the pins (and their `Cargo.lock` entries) and records the new memop in `PROJECT`.
 //!
-//! It never merges: `vendor/` is memop's alone. A vendored file that changed since memop wrote it
-//! (`PROJECT.sum` says what memop wrote) is refused with the way out, so an update never loses an
-//! edit. The files memop scaffolded outside `vendor/` (the Makefile, the Dockerfile, `config/`,
-//! the CI workflows) are not updated yet: that needs a three-way merge with the user's edits.
+//! `vendor/` is memop's alone: a vendored file that changed since memop wrote it (`PROJECT.sum`
+//! says what memop wrote) is refused with the way out, so an update never loses an edit.
+//!
+//! memop's files outside `vendor/` (those whose template says `{# owner: memop #}`: the
+//! Dockerfile, the Makefile, the CI workflows, the scaffolded parts of `config/`) are rendered
+//! again from PROJECT: one you did not edit is replaced; one you edited is merged three ways,
+//! with what memop wrote then as the base (read from git by the blob id `PROJECT.sum` records),
+//! so your edits and memop's changes both land; where they touch the same lines, the file gets
+//! git's conflict markers and the command fails, saying which files to resolve. Without that base
+//! (never committed, or no git) an edited file is kept as it is, and a note says so. Your own
+//! files (an API's types, a controller, its tests) are never rewritten.
 
 use std::path::Path;
 
@@ -17,7 +24,8 @@ use crate::project::{self, Project};
 use crate::scaffold::{self, IfExists, Plan, RUNTIME_CRATES};
 use crate::sum::{self, Sum};
 
-/// Update the project to this memop's runtime: vendor/, the versions Cargo.toml pins, PROJECT
+/// Update the project to this memop: its runtime (vendor/, the pins), memop's own files (merged
+/// with your edits), PROJECT
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Example:\n  git commit -am 'before memop update' && memop update && cargo test")]
 pub struct Args {
@@ -73,6 +81,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             if edited.len() == 1 { "it" } else { "them" }
         );
     }
+    let merged = update_memop_files(&project, &mut plan, &record, dir)?;
     let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
     plan.write("Cargo.toml", pin(&manifest, version)?, IfExists::Overwrite)?;
     if let Some(lock) = plan.read(Path::new("Cargo.lock"))? {
@@ -81,13 +90,17 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let from = std::mem::replace(&mut project.cli_version, version.to_string());
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
     if finish(global, plan)? {
+        // The text memop's templates give now, which PROJECT.sum records as the base of the next
+        // merge: kept where git can read it back, as the text of every file committed is.
+        store_bases(dir, &merged.bases);
         let from = if from.is_empty() { "an earlier memop".to_string() } else { format!("memop {from}") };
         super::report(&format!(
-            "\nUpdated from {from} to memop {version}'s runtime. Next:\n  $ cargo test   # the lock \
-             follows the new runtime's dependencies on the first build\nmemop does not update the \
-             files it scaffolded outside vendor/ yet (Makefile, Dockerfile, config/, CI): compare them \
-             with a project that this memop generates.\n"
+            "\nUpdated from {from} to memop {version}: its runtime, and its files outside vendor/. Next:\n  \
+             $ cargo test   # the lock follows the new runtime's dependencies on the first build\n"
         ))?;
+        if !merged.merged.is_empty() {
+            super::report(&format!("Merged memop's changes with your edits in: {}\n", merged.merged.join(", ")))?;
+        }
         if !dropped.is_empty() {
             super::report(&format!(
                 "The runtime no longer has these files, which nothing builds now; delete them:\n  $ git rm {}\n",
@@ -95,7 +108,126 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             ))?;
         }
     }
+    for path in &merged.kept {
+        crate::warn_line!(
+            "note: {path} changed since memop wrote it, and git has no copy of what memop wrote (it was never \
+             committed as memop left it), so it was kept as it is; compare it with `memop init` in an empty \
+             directory"
+        );
+    }
+    if !merged.conflicts.is_empty() && !global.dry_run {
+        bail!(
+            "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
+             <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest of the update is written), then run `make test` and commit",
+            merged.conflicts.join(", ")
+        );
+    }
     Ok(())
+}
+
+/// What [`update_memop_files`] did with memop's files.
+#[derive(Debug, Default)]
+struct Merged {
+    /// Edited files whose edits and memop's changes were merged.
+    merged: Vec<String>,
+    /// Merged files with conflicts, marked in the text.
+    conflicts: Vec<String>,
+    /// Edited files kept as they are: no base to merge with.
+    kept: Vec<String>,
+    /// memop's text of each merged file, to keep for the next merge.
+    bases: Vec<String>,
+}
+
+/// Plans memop's files (templates that say `{# owner: memop #}`) as this memop renders them
+/// from PROJECT: replaced where unedited, three-way merged where edited (see the module doc).
+fn update_memop_files(project: &Project, plan: &mut Plan, record: &Sum, dir: &Path) -> Result<Merged> {
+    let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(project))?;
+    let templates = scaffold::Templates::load(&["init/"])?;
+    let mut merged = Merged::default();
+    for entry in templates.entries("init", &ctx)? {
+        let scaffold::Entry::File { template, path, owner: scaffold::Owner::Memop } = entry else { continue };
+        let new = templates.render(&template, &ctx)?;
+        // A file you deleted stays deleted: memop's files are yours to drop.
+        let Some(current) = plan.read(Path::new(&path))? else { continue };
+        if current == new {
+            continue;
+        }
+        let recorded = record.get(&path);
+        if recorded == Some(sum::blob_id(&current).as_str()) {
+            plan.write(&path, new, IfExists::Overwrite)?;
+            continue;
+        }
+        let Some(base) = recorded.and_then(|id| git_blob(dir, id)) else {
+            merged.kept.push(path);
+            continue;
+        };
+        if base == new {
+            continue; // memop's text did not change: your edits are all there is
+        }
+        let (text, conflicts) = merge(&current, &base, &new);
+        plan.write(&path, text, IfExists::Overwrite)?;
+        plan.set_base(&path, new.clone());
+        merged.bases.push(new);
+        match conflicts {
+            true => merged.conflicts.push(path),
+            false => merged.merged.push(path),
+        }
+    }
+    Ok(merged)
+}
+
+/// The text of git blob `id` in the repository `dir` is in, if it has it.
+fn git_blob(dir: &Path, id: &str) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(["cat-file", "blob", id])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    // What memop wrote has exactly that id: check, rather than trust the object store.
+    out.status.success().then(|| String::from_utf8(out.stdout).ok()).flatten().filter(|text| sum::blob_id(text) == id)
+}
+
+/// `ours` (the file as it is) and `theirs` (memop's new text) merged over `base` (what memop
+/// wrote then): the text, and whether it has conflicts, marked as git marks them (`<<<<<<< ours`,
+/// `||||||| original`, `=======`, `>>>>>>> theirs`).
+fn merge(ours: &str, base: &str, theirs: &str) -> (String, bool) {
+    match diffy::merge(base, ours, theirs) {
+        Ok(text) => (text, false),
+        Err(text) => (text, true),
+    }
+}
+
+/// Writes each of `texts` into the git object store of the repository `dir` is the top of, so
+/// that the next update reads them back as its base (`git hash-object -w`: the objects stay
+/// until git prunes unreferenced ones, two weeks by default; without them an edited file is
+/// kept, not merged). Nothing is written where the repository is not inside the project.
+fn store_bases(dir: &Path, texts: &[String]) {
+    use std::io::Write as _;
+    let git_dir = std::process::Command::new("git").current_dir(dir).args(["rev-parse", "--absolute-git-dir"]).output();
+    let inside = git_dir.ok().filter(|o| o.status.success()).is_some_and(|o| {
+        let git_dir = std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+        std::path::absolute(dir).is_ok_and(|project| git_dir.starts_with(project))
+    });
+    if !inside {
+        return;
+    }
+    for text in texts {
+        let child = std::process::Command::new("git")
+            .current_dir(dir)
+            .args(["hash-object", "-w", "--stdin"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        if let Ok(mut child) = child {
+            if let Some(mut stdin) = child.stdin.take() {
+                let _ = stdin.write_all(text.as_bytes());
+            }
+            let _ = child.wait();
+        }
+    }
 }
 
 /// Refuses to update a git work tree with uncommitted changes, as `cargo publish` does, so that

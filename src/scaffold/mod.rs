@@ -8,7 +8,9 @@ mod templates;
 mod vendor;
 
 pub use plan::{Applied, IfExists, Plan};
-pub use templates::{Entry, Templates, dependency_crates, generated_names, locked_packages};
+pub use templates::{
+    Entry, Owner, Templates, dependency_crates, generated_names, locked_packages, reserved_kind_files,
+};
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
 use anyhow::Result;
@@ -26,7 +28,7 @@ pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<
         .entries(root, ctx)?
         .into_iter()
         .filter_map(|entry| match entry {
-            Entry::File { path, shared: true, .. } => Some(path),
+            Entry::File { path, owner: Owner::Shared, .. } => Some(path),
             _ => None,
         })
         .collect())
@@ -41,10 +43,10 @@ pub fn render_root(
 ) -> Result<()> {
     let entries = templates.entries(root, ctx)?;
     for entry in &entries {
-        if let Entry::File { template, path, shared } = entry {
+        if let Entry::File { template, path, owner } = entry {
             let contents = templates.render(template, ctx)?;
             // A file several APIs extend is never rewritten: only its markers are.
-            let if_exists = if *shared { IfExists::Skip } else { if_exists(path) };
+            let if_exists = if *owner == Owner::Shared { IfExists::Skip } else { if_exists(path) };
             plan.write(path, contents, if_exists)?;
             if templates.is_plain(template) {
                 plan.mark_formatted(path);

@@ -45,6 +45,9 @@ pub struct Plan {
     /// Files written verbatim from templates that are already formatted.
     formatted: BTreeSet<PathBuf>,
     notes: Vec<String>,
+    /// What memop's templates gave for a file whose planned text holds more (the user's edits,
+    /// merged in): `PROJECT.sum` records this, the base of the next merge.
+    bases: BTreeMap<PathBuf, String>,
 }
 
 /// What [`Plan::apply`] did, for the command's report.
@@ -56,7 +59,13 @@ pub struct Applied {
 
 impl Plan {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into(), changes: BTreeMap::new(), formatted: BTreeSet::new(), notes: Vec::new() }
+        Self {
+            root: root.into(),
+            changes: BTreeMap::new(),
+            formatted: BTreeSet::new(),
+            notes: Vec::new(),
+            bases: BTreeMap::new(),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -182,10 +191,15 @@ impl Plan {
         if wanted.is_empty() || contains_lines(&current, &wanted) {
             return Ok(());
         }
-        // A YAML list entry is keyed by its name: one the file has already (an env var the user
-        // switched to `valueFrom`, say) is theirs, and a second would be a duplicate key.
+        // A YAML list entry is keyed by its name: one the file has already, in any spelling (an
+        // env var the user switched to `valueFrom`, or quoted, say) is theirs, and a second would
+        // be a duplicate key.
         let is_yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
-        if is_yaml && wanted[0].starts_with("- name: ") && current.lines().any(|l| l.trim() == wanted[0]) {
+        if is_yaml
+            && let Some(name) = wanted[0].strip_prefix("- name: ")
+            && (current.lines().any(|l| l.trim() == wanted[0])
+                || crate::commands::image_env::has_env(&current, name.trim()))
+        {
             return Ok(());
         }
         let tag = format!("+memop:scaffold:{marker}");
@@ -273,6 +287,18 @@ impl Plan {
     }
 
     /// Every file the plan creates or changes, with the contents it will have.
+    /// Says that memop's own text of `path` is `base`, though the plan writes it merged with the
+    /// user's edits: what memop wrote, for `PROJECT.sum`.
+    pub fn set_base(&mut self, path: impl AsRef<Path>, base: String) {
+        self.bases.insert(path.as_ref().to_path_buf(), base);
+    }
+
+    /// memop's own text of each planned file: [`Plan::set_base`]'s where one was set, else the
+    /// planned text.
+    pub fn written_by_memop(&self) -> impl Iterator<Item = (&Path, &str)> {
+        self.planned().map(|(path, text)| (path, self.bases.get(path).map_or(text, String::as_str)))
+    }
+
     pub fn planned(&self) -> impl Iterator<Item = (&Path, &str)> {
         self.changes.iter().map(|(path, change)| match change {
             Change::Create { contents } | Change::Update { new: contents, .. } => (path.as_path(), contents.as_str()),

@@ -17,18 +17,35 @@ use tera::{Context, Tera};
 static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 
 const SUFFIX: &str = ".tera";
-/// How a template declares that its file is shared (see [`Entry::File`]).
+/// How a template declares that its file is shared (see [`Owner::Shared`]).
 const SHARED: &str = "{# shared:";
+/// How a template declares that its file is memop's (see [`Owner::Memop`]).
+const MEMOP: &str = "{# owner: memop";
 const PARTIALS: &str = "_partials/";
 
 /// One template of a scaffold root, already classified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry {
-    /// Renders to the whole file at `path`. A `shared` file is one several APIs extend at its
-    /// markers: created once, never rewritten (its template starts with `{# shared: … #}`).
-    File { template: String, path: String, shared: bool },
+    /// Renders to the whole file at `path`, which its template says is whose.
+    File { template: String, path: String, owner: Owner },
     /// Renders to a fragment inserted before `marker` in the file at `path`.
     Fragment { template: String, path: String, marker: String },
+}
+
+/// Whose a generated file is, as its template declares in a first-line Tera comment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// No declaration: the command that renders it decides, per path (the user's files after
+    /// scaffolding: an API's types, a controller, its tests; refused when present, unless
+    /// `--force`).
+    Command,
+    /// `{# shared: … #}`: a file several APIs extend at its markers: created once, never
+    /// rewritten.
+    Shared,
+    /// `{# owner: memop … #}`: memop's part of the project, the same for every project of a
+    /// PROJECT (Dockerfile, Makefile, CI workflows, the scaffolded parts of `config/`): `memop
+    /// update` brings it to the current memop, merging the user's edits in.
+    Memop,
 }
 
 /// The templates a command needs, parsed once.
@@ -103,8 +120,15 @@ impl Templates {
                     Entry::Fragment { template: name.clone(), path: path.to_string(), marker: marker.to_string() }
                 }
                 None => {
-                    let shared = self.sources.get(name).is_some_and(|text| text.starts_with(SHARED));
-                    Entry::File { template: name.clone(), path: resolved, shared }
+                    let text = self.sources.get(name).copied().unwrap_or_default();
+                    let owner = if text.starts_with(SHARED) {
+                        Owner::Shared
+                    } else if text.starts_with(MEMOP) {
+                        Owner::Memop
+                    } else {
+                        Owner::Command
+                    };
+                    Entry::File { template: name.clone(), path: resolved, owner }
                 }
             });
         }
@@ -221,6 +245,35 @@ fn scan_locked_packages() -> Vec<String> {
         .collect()
 }
 
+/// The files a kind may not be named like: the fixed files of the directories where each kind
+/// gets a file named after it (`tests/e2e.rs` beside `tests/<kind>.rs`, for instance). A kind
+/// named like one would overwrite it, or be refused as existing. Paths as generated.
+pub fn reserved_kind_files() -> &'static [String] {
+    static PATHS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    PATHS.get_or_init(|| {
+        let mut templates = Vec::new();
+        collect(&TEMPLATES, &mut templates);
+        // The output path of each whole-file template: without its root and suffix.
+        let outputs: Vec<&str> = templates
+            .iter()
+            .filter_map(|(path, _)| path.split_once('/')?.1.strip_suffix(SUFFIX))
+            .filter(|path| !path.contains('@'))
+            .collect();
+        let dir = |path: &str| path.rsplit_once('/').map_or("", |(dir, _)| dir).to_string();
+        let file = |path: &str| path.rsplit('/').next().unwrap_or(path).to_string();
+        let per_kind: std::collections::BTreeSet<String> =
+            outputs.iter().filter(|p| file(p).starts_with("__kind_snake__")).map(|p| dir(p)).collect();
+        let mut paths: Vec<String> = outputs
+            .iter()
+            .filter(|p| per_kind.contains(&dir(p)) && !file(p).contains("__") && p.ends_with(".rs"))
+            .map(|p| p.to_string())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        paths
+    })
+}
+
 fn collect(dir: &'static Dir<'static>, out: &mut Vec<(String, &'static str)>) {
     for file in dir.files() {
         let name = file.path().to_string_lossy().replace('\\', "/");
@@ -281,6 +334,35 @@ fn chain(err: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A file memop update re-renders from PROJECT alone must be init's, and whole: no other
+    /// root renders it or inserts into it (its text would then depend on the APIs).
+    #[test]
+    fn memops_files_are_inits_and_no_command_extends_them() {
+        let mut sources = Vec::new();
+        collect(&TEMPLATES, &mut sources);
+        let output = |name: &str| name.split_once('/').map(|(_, p)| p.trim_end_matches(SUFFIX).to_string());
+        let memops: Vec<&String> = sources.iter().filter(|(_, text)| text.starts_with(MEMOP)).map(|(n, _)| n).collect();
+        assert!(memops.len() > 20, "{memops:?}");
+        for name in memops {
+            assert!(name.starts_with("init/"), "{name} is memop's but not init's");
+            let path = output(name).unwrap();
+            for (other, _) in sources.iter().filter(|(other, _)| other != name) {
+                let other_path = output(other).unwrap_or_default();
+                let target = other_path.split('@').next().unwrap_or_default();
+                assert_ne!(target, path, "{other} renders or extends {name}'s file");
+            }
+        }
+    }
+
+    #[test]
+    fn reserved_kind_files_are_the_fixed_files_beside_the_kinds() {
+        let paths = super::reserved_kind_files();
+        for expected in ["tests/e2e.rs", "tests/manifests.rs", "tests/webhook_certs.rs", "src/controller/mod.rs"] {
+            assert!(paths.iter().any(|p| p == expected), "{expected} missing from {paths:?}");
+        }
+        assert!(!paths.iter().any(|p| p == "src/main.rs"), "src/ holds no kind's file: {paths:?}");
+    }
+
     use super::*;
 
     #[test]

@@ -435,7 +435,6 @@ fn names_the_api_server_serves_once_per_group_are_refused_when_two_kinds_would_s
 /// The `<KIND>_IMAGE` entry of the manager, in any spelling, is rewritten in place and never
 /// added a second time (server-side apply refuses a duplicate name in `env`).
 #[test]
-#[ignore = "until the env fragment is skipped when image_env::has_env finds the entry (plan.rs insert)"]
 fn an_image_env_entry_in_any_spelling_is_updated_not_added_twice() {
     let spellings: &[(&str, &str)] = &[
         ("- name: MEMCACHED_IMAGE", "- name: \"MEMCACHED_IMAGE\""),

@@ -80,7 +80,7 @@ fn an_update_moves_the_runtime_and_keeps_every_other_file() {
 
     let out = ok(&dir, "update");
     let version = env!("CARGO_PKG_VERSION");
-    assert!(out.stdout.contains(&format!("Updated from memop 0.1.9 to memop {version}'s runtime")), "{}", out.stdout);
+    assert!(out.stdout.contains(&format!("Updated from memop 0.1.9 to memop {version}")), "{}", out.stdout);
     assert!(out.stdout.contains("git rm vendor/memop-test/src/gone.rs"), "{}", out.stdout);
     let touched = changed(&before, &snapshot(&dir));
     let expected = ["Cargo.lock", "Cargo.toml", "PROJECT", "PROJECT.sum", "vendor/memop-runtime/src/rbac.rs"];
@@ -139,4 +139,93 @@ fn a_project_of_memop_0_1_is_refused_with_the_way_out() {
     let before = snapshot(&dir);
     refused(&dir, "update", &["made by memop 0.1"]);
     assert_unchanged(&dir, &before, "a refused update");
+}
+
+/// Makes `path` hold what an older memop wrote there: its current text with `from` replaced by
+/// `to`, recorded in PROJECT.sum as memop's. Returns memop's current text of it.
+fn as_older_memop_wrote(dir: &Path, path: &str, from: &str, to: &str) -> String {
+    let now = read(dir, path);
+    assert!(now.contains(from), "{path} has no {from:?}");
+    let old = now.replacen(from, to, 1);
+    fs::write(dir.join(path), &old).unwrap();
+    let sum = read(dir, "PROJECT.sum");
+    let line =
+        sum.lines().find(|l| l.starts_with(&format!("{path} "))).unwrap_or_else(|| panic!("{path} not in PROJECT.sum"));
+    fs::write(dir.join("PROJECT.sum"), sum.replace(line, &format!("{path} {}", blob_id(&old)))).unwrap();
+    now
+}
+
+#[test]
+fn memops_files_are_replaced_when_unedited_and_merged_with_your_edits() {
+    let (_tmp, dir) = older_project();
+    // What memop 0.1.9 wrote: another default IMG in the Makefile, another comment in the
+    // Dockerfile, another tag in config/manager.
+    let makefile = as_older_memop_wrote(&dir, "Makefile", "IMG ?= controller:latest", "IMG ?= controller:old");
+    let dockerfile = as_older_memop_wrote(&dir, "Dockerfile", "FROM rust:", "# memop 0.1.9\nFROM rust:");
+    as_older_memop_wrote(&dir, "config/manager/kustomization.yaml", "newTag: latest", "newTag: old");
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by memop 0.1.9"]);
+    // Your edits: a target of your own at the end of the Makefile; nothing else.
+    append(&dir, "Makefile", "\nmine:\n\techo mine\n");
+    git(&dir, &["commit", "-qam", "my target"]);
+
+    let out = ok(&dir, "update");
+    assert!(out.stdout.contains("Merged memop's changes with your edits in: Makefile"), "{}", out.stdout);
+    assert_eq!(read(&dir, "Makefile"), format!("{makefile}\nmine:\n\techo mine\n"), "memop's change and yours");
+    assert_eq!(read(&dir, "Dockerfile"), dockerfile, "unedited: replaced");
+    assert!(read(&dir, "config/manager/kustomization.yaml").contains("newTag: latest\n"));
+    // PROJECT.sum records memop's text, the base of the next merge, not the merged one.
+    let sum = read(&dir, "PROJECT.sum");
+    assert!(sum.contains(&format!("Makefile {}\n", blob_id(&makefile))), "{sum}");
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "memop update"]);
+    let before = snapshot(&dir);
+    assert!(ok(&dir, "update").stdout.starts_with("Nothing to do"), "a second update is a no-op");
+    assert_unchanged(&dir, &before, "a second update");
+}
+
+#[test]
+fn an_edit_on_the_lines_memop_changed_leaves_conflict_markers_and_fails() {
+    let (_tmp, dir) = older_project();
+    as_older_memop_wrote(&dir, "Makefile", "IMG ?= controller:latest", "IMG ?= controller:old");
+    as_older_memop_wrote(&dir, "Dockerfile", "FROM rust:", "# memop 0.1.9\nFROM rust:");
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by memop 0.1.9"]);
+    let makefile = read(&dir, "Makefile").replace("IMG ?= controller:old", "IMG ?= registry.example.com/mine:v1");
+    fs::write(dir.join("Makefile"), &makefile).unwrap();
+    git(&dir, &["commit", "-qam", "my image"]);
+    let before = snapshot(&dir);
+
+    let dry = ok(&dir, "--dry-run update");
+    assert!(dry.stdout.contains("<<<<<<< ours"), "the dry run shows the conflict: {}", dry.stdout);
+    assert_unchanged(&dir, &before, "a dry run");
+
+    // Exit 1, saying which file to resolve, with the rest of the update written.
+    let out = memop(&dir, "update").assert().code(1).get_output().clone();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    for want in ["error: memop's changes and your edits touch the same lines of Makefile", "<<<<<<< ours (yours)"] {
+        assert!(stderr.contains(want), "{want:?} not in:\n{stderr}");
+    }
+    let merged = read(&dir, "Makefile");
+    for line in
+        ["<<<<<<< ours", "IMG ?= registry.example.com/mine:v1", "=======", "IMG ?= controller:latest", ">>>>>>> theirs"]
+    {
+        assert!(merged.contains(line), "{line:?} not in the conflicted Makefile:\n{merged}");
+    }
+    assert!(!read(&dir, "Dockerfile").contains("# memop 0.1.9"), "the rest of the update is written");
+    assert!(read(&dir, "PROJECT").contains(&format!("cliVersion: {}\n", env!("CARGO_PKG_VERSION"))));
+}
+
+#[test]
+fn an_edited_file_without_memops_text_in_git_is_kept() {
+    let (_tmp, dir) = older_project();
+    // memop 0.1.9's text was never committed: only the edited one was.
+    as_older_memop_wrote(&dir, "Makefile", "IMG ?= controller:latest", "IMG ?= controller:old");
+    append(&dir, "Makefile", "\nmine:\n\techo mine\n");
+    let edited = read(&dir, "Makefile");
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by memop 0.1.9, and edited"]);
+    let out = ok(&dir, "update");
+    assert!(out.stderr.contains("note: Makefile changed since memop wrote it"), "{}", out.stderr);
+    assert_eq!(read(&dir, "Makefile"), edited);
 }

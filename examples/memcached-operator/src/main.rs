@@ -33,7 +33,12 @@ struct Cli {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     manager::telemetry::init(cli.manager.log_format)?;
-    let mut manager = Manager::start(&memcached_operator::OPERATOR, &cli.manager).await?;
+    let mut manager = Manager::start_with_version(
+        &memcached_operator::OPERATOR,
+        env!("CARGO_PKG_VERSION"),
+        &cli.manager,
+    )
+    .await?;
     // +memop:scaffold:webhooks
     memcached_operator::controller::memcached::register(&mut manager);
     // +memop:scaffold:controllers

@@ -1,0 +1,513 @@
+//! What `create api` will do, decided from its flags and PROJECT alone: every refusal is made
+//! here, before a file is read, so each is a unit test that needs no binary.
+
+use anyhow::{Result, bail};
+
+use super::Args;
+use crate::names::{ContainerCommand, ContainerPort, Image, Kind, RunAsUser};
+use crate::project::{Operand, Project, Resource};
+use crate::resource::ApiNames;
+
+/// A validated `create api`: the API, what to scaffold for it, and where its operand comes from.
+#[derive(Debug)]
+pub struct Request {
+    pub api: ApiNames,
+    /// Scaffold the kind's types and CRD (`--resource`).
+    pub resource: bool,
+    /// Scaffold a controller (`--controller`, resolved against the kind's other versions).
+    pub controller: bool,
+    /// Regenerate the API's own files.
+    pub force: bool,
+    /// Store the kind in this version.
+    pub storage_version: bool,
+    /// Whether objects of the kind live in a namespace (as its other versions, when it has some).
+    pub namespaced: bool,
+    /// The operand its controller deploys, when it has one.
+    pub operand: Option<Operand>,
+    /// `--image` was given.
+    pub image_flag: bool,
+    /// PROJECT's entry for this API, when it exists.
+    pub existing: Option<Resource>,
+    /// This is a new version of a kind that has others: they share its CRD.
+    pub new_version: bool,
+    /// The CRD short name, unless another kind of the group has it.
+    pub short_name: Option<String>,
+    /// What the user should know, said once the command succeeded.
+    pub notes: Vec<String>,
+}
+
+/// A kind memop knows how to deploy without being told the image.
+struct Preset {
+    kind: &'static str,
+    image: &'static str,
+    port: u16,
+    command: &'static [&'static str],
+    run_as_user: i64,
+}
+
+/// The Memcached operand of kubebuilder's getting-started tutorial.
+const PRESETS: &[Preset] = &[Preset {
+    kind: "Memcached",
+    image: "memcached:1.6.26-alpine3.19",
+    port: 11211,
+    command: &["memcached", "--memory-limit=64", "-o", "modern", "-v"],
+    run_as_user: 1001,
+}];
+
+/// Decides what `args` ask of `project`, or refuses with what to do instead.
+pub fn validate(args: &Args, project: &Project) -> Result<Request> {
+    let api = args.gvk.names(project, args.plural.as_deref())?;
+    crate::names::check_file_names(&api.domain, &api.group, &api.version, &api.kind, &api.plural)?;
+    let kind = &api.kind;
+    // The kind's other versions in this group, when this is a new version of an existing kind:
+    // they share one CRD (plural, scope) and one controller.
+    let siblings: Vec<&Resource> = project.other_versions(&api).collect();
+    let controller = match (args.controller, siblings.iter().find(|r| r.controller)) {
+        (Some(true), Some(other)) if args.resource => bail!(
+            "{kind} already has a controller, for version {}; one controller reconciles a kind (the \
+             API server converts the other versions for it), so a new version gets none: drop \
+             --controller (or pass --controller=false)",
+            other.names.version
+        ),
+        (Some(controller), _) => controller,
+        (None, sibling) => sibling.is_none(),
+    };
+    if !args.resource && !controller {
+        bail!("--resource=false and --controller=false leave nothing to scaffold; drop one of them");
+    }
+    if !args.resource && args.storage_version {
+        bail!(
+            "--storage-version is about the kind's types, which --resource=false does not scaffold; drop one of them"
+        );
+    }
+    if args.storage_version && siblings.is_empty() {
+        bail!(
+            "--storage-version: {} is {kind}'s only version, so it is stored in it already; the flag chooses \
+             between the versions of a kind (drop it, or pass it when you create another version)",
+            api.version
+        );
+    }
+    let file = format!("{}.rs", kind.snake());
+    if let Some(path) =
+        crate::scaffold::reserved_kind_files().iter().find(|p| p.rsplit('/').next() == Some(file.as_str()))
+    {
+        bail!(
+            "invalid --kind \"{kind}\": its file name {file} would clash with a file every project has \
+             ({path}); choose another kind (e.g. \"{kind}Config\")"
+        );
+    }
+    let existing = project.find(&api).cloned();
+    // --force regenerates an API's files; another plural would be another CRD beside the first.
+    if let Some(recorded) = existing.as_ref().filter(|_| args.force)
+        && recorded.names.plural != api.plural
+    {
+        let served = &recorded.names.plural;
+        bail!(
+            "--plural {}: {} is served as {served} (its CRD is {served}.{}), and --force \
+             regenerates its files, it does not rename it: another plural would be a second CRD for \
+             the same kind. Drop --plural (or pass --plural {served})",
+            api.plural,
+            api.gvk(),
+            api.qualified_group
+        );
+    }
+    check_conflicts(project, args, &api, controller, existing.as_ref())?;
+    let operand = match siblings.first() {
+        Some(sibling) if existing.is_none() => {
+            version_refusals(args, sibling)?;
+            // The types of a new version start as a copy of the kind's: same fields, so that
+            // converting between the two loses nothing until you change them.
+            sibling.operand.clone()
+        }
+        _ => operand_for(args, kind, existing.as_ref())?,
+    };
+    let namespaced = match (&existing, args.resource, siblings.first()) {
+        (Some(Resource { api: Some(api), .. }), false, _) => api.namespaced,
+        (_, _, Some(Resource { api: Some(api), .. })) => api.namespaced,
+        _ => args.namespaced,
+    };
+    if operand.is_some() && controller && !namespaced {
+        bail!(
+            "{kind} is cluster-scoped, but an operand controller runs its Deployment in the namespace \
+             of each {kind}, so {kind} must be namespaced; drop --namespaced=false (or --image)"
+        );
+    }
+    // An operand controller reads `spec.size`, which only an operand kind's types have.
+    let operand_types = existing.as_ref().is_some_and(|r| r.operand.is_some());
+    if !args.resource && operand.is_some() && !operand_types {
+        bail!(
+            "the existing {kind} types have no spec.size, which an operand controller needs; \
+             regenerate them too: memop create api --group {} --version {} --kind {kind} --image IMG --force",
+            api.group,
+            api.version
+        );
+    }
+    if project.namespaced && !namespaced {
+        bail!(
+            "--namespaced=false: this project was initialized with --namespaced, and its manager's \
+             Role, bound in one namespace, cannot grant access to cluster-scoped kinds; make {kind} \
+             namespaced, or use a project without --namespaced"
+        );
+    }
+    let short_name = short_name(project, &api);
+    let mut notes = Vec::new();
+    if let (None, Some(wanted)) = (&short_name, kind.short_name()) {
+        notes.push(format!(
+            "{kind} gets no CRD short name: {wanted} is another kind's in group {}, and two CRDs with one \
+             short name are not both served",
+            api.group
+        ));
+    }
+    Ok(Request {
+        resource: args.resource,
+        controller,
+        force: args.force,
+        storage_version: args.storage_version,
+        namespaced,
+        operand,
+        image_flag: args.image.is_some(),
+        existing,
+        new_version: !siblings.is_empty(),
+        short_name,
+        notes,
+        api,
+    })
+}
+
+/// What a new version of an existing kind (`sibling` is one of its versions) cannot change: its
+/// versions share one CRD, so one plural and one scope, and one controller deploys its image.
+fn version_refusals(args: &Args, sibling: &Resource) -> Result<()> {
+    let (kind, version, group) = (&args.gvk.kind, &sibling.names.version, &args.gvk.group);
+    let image_flags = [
+        ("--image", args.image.is_some()),
+        ("--image-container-port", args.image_container_port.is_some()),
+        ("--image-container-command", args.image_container_command.is_some()),
+        ("--run-as-user", args.run_as_user.is_some()),
+    ];
+    if let Some((flag, _)) = image_flags.iter().find(|(_, set)| *set) {
+        bail!(
+            "{flag}: {kind} exists in version {version}, and a new version of a kind gets no controller \
+             of its own, so no image; drop {flag} (the image is the controller's: \
+             memop create api --group {group} --version {version} --kind {kind} --image IMG --force)"
+        );
+    }
+    let namespaced = sibling.api.as_ref().is_some_and(|a| a.namespaced);
+    if !args.namespaced && namespaced {
+        bail!(
+            "--namespaced=false: {kind} is namespaced in version {version}, and all versions of a kind \
+             share one CRD, so one scope; drop --namespaced=false"
+        );
+    }
+    let plural = &sibling.names.plural;
+    if let Some(given) = &args.plural
+        && given != plural.as_str()
+    {
+        bail!(
+            "--plural {given}: {kind} has the plural {plural} in version {version}, and all versions of a \
+             kind share one CRD, so one plural; drop --plural"
+        );
+    }
+    Ok(())
+}
+
+fn check_conflicts(
+    project: &Project,
+    args: &Args,
+    api: &ApiNames,
+    controller: bool,
+    existing: Option<&Resource>,
+) -> Result<()> {
+    let (kind, gvk) = (&api.kind, api.gvk());
+    match existing {
+        Some(r) if args.resource && r.api.is_some() && !args.force => bail!(
+            "API resource {gvk} already exists; pass --force to regenerate its own files \
+             (its types, controller, tests and sample: your edits to them are lost; other files are kept)"
+        ),
+        Some(r) if !args.resource && controller && r.controller && !args.force => {
+            bail!("a controller for {gvk} already exists; pass --force to regenerate it (your edits to it are lost)")
+        }
+        None if !args.resource => bail!(
+            "{gvk} has no API in this project, so --resource=false has no types to control; \
+             run `memop create api --group {} --version {} --kind {kind}` first",
+            api.group,
+            api.version
+        ),
+        _ => {}
+    }
+    for resource in project.others(api) {
+        let other = &resource.names;
+        let webhooks = resource.webhooks.clone().unwrap_or_default();
+        if other
+            .webhook_file_names(webhooks.defaulting || webhooks.validation, webhooks.conversion)
+            .contains(&kind.snake())
+        {
+            bail!(
+                "invalid --kind \"{kind}\": its files would be named {}, as the webhook files of the kind {} \
+                 already are; choose another kind",
+                kind.snake(),
+                other.kind
+            );
+        }
+        let (same_group, same_kind) = (other.group == api.group, other.kind == api.kind);
+        // The CRD's singular name and the webhook paths are the kind in lowercase: kinds that
+        // differ only in case would share them (the API server refuses the second CRD, and the
+        // manager's webhook router panics on the duplicate path).
+        if same_group && !same_kind && other.kind.lower() == kind.lower() {
+            bail!(
+                "{kind} and the existing kind {} of group {} differ only in case, but Kubernetes spells a kind's \
+                 singular name and its webhook paths in lowercase ({}), so they would share them; choose another kind",
+                other.kind,
+                other.group,
+                kind.lower()
+            );
+        }
+        if same_group && !same_kind && other.kind.snake() == kind.snake() {
+            bail!(
+                "{kind} and the existing kind {} of group {} would share the module and file name {}; \
+                 choose another kind name",
+                other.kind,
+                other.group,
+                kind.snake()
+            );
+        }
+        // The API module of one version re-exports each kind with its Spec and Status types.
+        let shadows = |x: &Kind, y: &Kind| x.as_str() == format!("{y}Spec") || x.as_str() == format!("{y}Status");
+        if same_group && other.version == api.version && (shadows(kind, &other.kind) || shadows(&other.kind, kind)) {
+            bail!(
+                "{kind} and the existing kind {} of {}/{} would clash: the types of one are named \
+                 like the Spec or Status type of the other; choose another kind name",
+                other.kind,
+                other.group,
+                other.version
+            );
+        }
+        // The API server serves the kinds of a group by their plural, singular and short names,
+        // and by Kind and KindList: each must be unique in the group, or it refuses the new CRD.
+        if same_group && !same_kind {
+            let theirs = [Some(other.plural.to_string()), Some(other.kind.lower()), other.kind.short_name()];
+            let ours = [("plural", api.plural.to_string()), ("singular name", kind.lower())];
+            if let Some((what, name)) = ours.iter().find(|(_, name)| theirs.iter().flatten().any(|t| t == name))
+                && other.plural != api.plural
+            {
+                bail!(
+                    "{kind} would have the {what} {name}, which the existing kind {} of group {} already has as a \
+                     name (plural {}, singular {}{}), and the API server serves each name of a group once; choose \
+                     another kind, or another plural with --plural",
+                    other.kind,
+                    other.group,
+                    other.plural,
+                    other.kind.lower(),
+                    other.kind.short_name().map(|s| format!(", short name {s}")).unwrap_or_default()
+                );
+            }
+            let list = |k: &Kind| format!("{k}List");
+            if list(&other.kind) == kind.as_str() || list(kind) == other.kind.as_str() {
+                bail!(
+                    "{kind} and the existing kind {} of group {} clash: the list of one is named like the other \
+                     ({}List), as the API server names lists; choose another kind",
+                    other.kind,
+                    other.group,
+                    if list(&other.kind) == kind.as_str() { other.kind.as_str() } else { kind.as_str() }
+                );
+            }
+        }
+        if same_group && !same_kind && other.plural == api.plural {
+            bail!(
+                "{kind} would have the plural {}, which the existing kind {} of group {} already has; \
+                 choose another kind, or another plural with --plural",
+                api.plural,
+                other.kind,
+                other.group
+            );
+        }
+        if !same_group && controller && resource.controller && other.kind.snake() == kind.snake() {
+            bail!(
+                "a controller for kind {} already exists (group {}), and controller modules are named \
+                 after the kind ({}); use another kind name, or pass --controller=false",
+                other.kind,
+                other.group,
+                kind.snake()
+            );
+        }
+        // Different APIs whose files would have the same names: the group's module
+        // (`a-b` and `a.b` are both `a_b`), or the RBAC helper roles (`<group>_<kind>`).
+        if !same_group && other.group_module() == api.group_module() {
+            bail!(
+                "group {} would share the Rust module src/api/{}/ with the existing group {}; \
+                 choose another group name",
+                api.group,
+                api.group_module(),
+                other.group
+            );
+        }
+        if !(same_group && same_kind) && other.role_prefix() == api.role_prefix() {
+            bail!(
+                "{kind} of group {} and the existing kind {} of group {} would share the files \
+                 config/rbac/{}_*_role.yaml; choose another kind or group name",
+                api.group,
+                other.kind,
+                other.group,
+                api.role_prefix()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The CRD short name of the kind, unless another kind of its group already has it: the API
+/// server would refuse to serve the second CRD (`ShortNamesConflict`).
+fn short_name(project: &Project, api: &ApiNames) -> Option<String> {
+    let short = api.kind.short_name()?;
+    let taken = project.others(api).map(|r| &r.names).filter(|o| o.group == api.group && o.kind != api.kind).any(|o| {
+        [o.kind.short_name(), Some(o.plural.to_string()), Some(o.kind.lower())].contains(&Some(short.clone()))
+    });
+    (!taken).then_some(short)
+}
+
+/// The operand a controller deploys: `--image` wins, then the kind's preset, then none (skeleton).
+fn operand_for(args: &Args, kind: &Kind, existing: Option<&Resource>) -> Result<Option<Operand>> {
+    let preset = PRESETS.iter().find(|p| p.kind == kind.as_str());
+    // Regenerating an operand kind keeps what PROJECT recorded, unless flags change it.
+    let kept = existing.and_then(|r| r.operand.clone());
+    let mut operand = match (&args.image, kept, preset) {
+        // A new image for an operand kind: the rest (command, port, user) stays as recorded.
+        (Some(image), Some(kept), _) => Operand { image: Image::parse(image)?.to_string(), ..kept },
+        (Some(image), None, _) => Operand {
+            container_command: Vec::new(),
+            container_port: 0,
+            image: Image::parse(image)?.to_string(),
+            run_as_user: None,
+        },
+        (None, Some(kept), _) => kept,
+        (None, None, Some(p)) => Operand {
+            container_command: p.command.iter().map(|s| s.to_string()).collect(),
+            container_port: p.port,
+            image: p.image.to_string(),
+            run_as_user: Some(p.run_as_user),
+        },
+        (None, None, None) => {
+            let given = [
+                ("--image-container-port", args.image_container_port.is_some()),
+                ("--image-container-command", args.image_container_command.is_some()),
+                ("--run-as-user", args.run_as_user.is_some()),
+            ];
+            if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
+                bail!(
+                    "{flag} describes the image a controller deploys, so it needs --image IMG (e.g. --image nginx:1.27)"
+                );
+            }
+            return Ok(None);
+        }
+    };
+    if let Some(port) = &args.image_container_port {
+        operand.container_port = ContainerPort::parse(port)?.get();
+    }
+    if let Some(cmd) = &args.image_container_command {
+        operand.container_command = ContainerCommand::parse(cmd)?.into_vec();
+    }
+    if let Some(uid) = &args.run_as_user {
+        operand.run_as_user = Some(RunAsUser::parse(uid)?.get());
+    }
+    if operand.container_port == 0 {
+        bail!(
+            "--image {} needs --image-container-port PORT: the port the container listens on (e.g. --image-container-port 8080)",
+            operand.image
+        );
+    }
+    Ok(Some(operand))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    /// `memop create api ARGS`, parsed as the binary parses it.
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn project(resources: &str) -> Project {
+        let text = format!(
+            "cliVersion: 0.2.0\ncrateName: p\ndomain: example.com\nlayout:\n- memop.rs/rust/v2\nlicense: apache2\n\
+             projectName: p\n{resources}version: '3'\n"
+        );
+        Project::parse(&text).unwrap()
+    }
+
+    const MEMCACHED: &str = "resources:\n- api:\n    crdVersion: v1\n    namespaced: true\n  controller: true\n  \
+                             domain: example.com\n  group: cache\n  kind: Memcached\n  operand:\n    containerPort: \
+                             11211\n    image: memcached:1.6\n  version: v1alpha1\n";
+
+    fn request(project: &Project, args: &str) -> Result<Request> {
+        let cli = Cli::try_parse_from(std::iter::once("create-api").chain(args.split_whitespace()))?;
+        validate(&cli.args, project)
+    }
+
+    fn refusal(project: &Project, args: &str) -> String {
+        format!("{:#}", request(project, args).unwrap_err())
+    }
+
+    #[test]
+    fn the_tutorials_kind_gets_the_preset_operand() {
+        let req = request(&project(""), "--group cache --kind Memcached").unwrap();
+        let operand = req.operand.unwrap();
+        assert_eq!((operand.image.as_str(), operand.container_port), ("memcached:1.6.26-alpine3.19", 11211));
+        assert!(req.controller && req.resource && req.namespaced && !req.new_version);
+        assert_eq!(req.short_name.as_deref(), Some("mc"));
+    }
+
+    #[test]
+    fn a_new_version_shares_the_kinds_crd_and_controller() {
+        let project = project(MEMCACHED);
+        let req = request(&project, "--group cache --version v1 --kind Memcached --storage-version").unwrap();
+        assert!(req.new_version && !req.controller, "{req:?}");
+        assert_eq!(req.operand.unwrap().image, "memcached:1.6", "copied from v1alpha1");
+        let error = refusal(&project, "--group cache --version v1 --kind Memcached --plural mems");
+        assert!(error.contains("share one CRD, so one plural"), "{error}");
+        let error = refusal(&project, "--group cache --version v1 --kind Memcached --controller");
+        assert!(error.contains("already has a controller, for version v1alpha1"), "{error}");
+    }
+
+    #[test]
+    fn storage_version_needs_another_version() {
+        let error = refusal(&project(""), "--group cache --kind Memcached --storage-version");
+        assert!(error.contains("is Memcached's only version"), "{error}");
+    }
+
+    #[test]
+    fn flags_that_contradict_each_other_are_refused() {
+        let project = project(MEMCACHED);
+        #[rustfmt::skip]
+        let cases = [
+            ("--group cache --kind Memcached", "already exists; pass --force"),
+            ("--group cache --kind Memcached --force --plural mems", "it does not rename it"),
+            ("--group web --kind Nginx --image-container-port 80", "needs --image IMG"),
+            ("--group web --kind Nginx --image nginx:1", "needs --image-container-port PORT"),
+            ("--group web --kind Nginx --resource=false", "has no API in this project"),
+            ("--group web --kind Nginx --resource=false --controller=false", "leave nothing to scaffold"),
+            ("--group cache --kind Manifests", "would clash with a file every project has"),
+            ("--group cache --kind MemcachedSpec", "named like the Spec or Status type"),
+            ("--group cache --kind MemCached", "differ only in case"),
+            ("--group cache --kind MemcachedList", "the list of one is named like the other"),
+            ("--group cache --kind Mc", "which the existing kind Memcached of group cache already has"),
+            ("--group web --kind Memcached", "a controller for kind Memcached already exists (group cache)"),
+            ("--group web --kind Foo --namespaced=false --image nginx:1 --image-container-port 80", "must be namespaced"),
+        ];
+        for (args, expected) in cases {
+            let error = refusal(&project, args);
+            assert!(error.contains(expected), "{args}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_short_name_another_kind_has_is_left_out_with_a_note() {
+        let project = project(MEMCACHED);
+        let req = request(&project, "--group cache --kind MemoryCache").unwrap();
+        assert_eq!(req.short_name, None);
+        assert!(req.notes[0].contains("mc is another kind's in group cache"), "{:?}", req.notes);
+    }
+}

@@ -1,0 +1,132 @@
+//! The files `create webhook` plans for a validated [`Request`]: the webhook server (once), the
+//! kind's admission webhooks or conversion, and the webhook configurations of every kind.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::Request;
+use crate::commands::context::ProjectContext;
+use crate::project::{self, Project};
+use crate::resource::ApiNames;
+use crate::scaffold::{self, IfExists, Plan, Templates};
+
+/// What the webhook templates see: the project's names, the API's spellings, and the webhooks.
+#[derive(Debug, Serialize)]
+struct WebhookContext<'a> {
+    #[serde(flatten)]
+    project: ProjectContext,
+    #[serde(flatten)]
+    api: &'a ApiNames,
+    api_namespaced: bool,
+    defaulting: bool,
+    validation: bool,
+    /// The kind's types are an operand kind's (`spec.size`), for the conversions.
+    operand: bool,
+    /// The spoke versions of a conversion webhook whose hub is `version`.
+    spokes: Vec<String>,
+    /// Every webhook of the project, for `config/webhook/manifests.yaml`.
+    webhook_configurations: Vec<Configuration>,
+}
+
+#[derive(Debug, Serialize)]
+struct Configuration {
+    kind: &'static str,
+    name: &'static str,
+    webhooks: Vec<WebhookEntry>,
+}
+
+#[derive(Debug, Serialize)]
+struct WebhookEntry {
+    name: String,
+    path: String,
+    group: String,
+    version: String,
+    resource: String,
+}
+
+/// Plans `request`'s files and records the webhooks in `project` (written with the plan).
+pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Result<()> {
+    let api = &request.api;
+    let mut resource = request.existing.clone();
+    resource.webhooks = Some(request.webhooks.clone());
+    project.upsert(resource);
+
+    let mut ctx = tera::Context::from_serialize(WebhookContext {
+        project: ProjectContext::new(project),
+        api,
+        api_namespaced: request.existing.api.as_ref().is_some_and(|a| a.namespaced),
+        defaulting: request.webhooks.defaulting,
+        validation: request.webhooks.validation,
+        operand: request.existing.operand.is_some(),
+        spokes: request.webhooks.spoke.clone(),
+        webhook_configurations: configurations(project),
+    })?;
+
+    let mut roots = vec!["webhook/", "webhook-manifests/"];
+    if request.admission {
+        roots.push("webhook-admission/");
+    }
+    if request.conversion {
+        roots.extend(["webhook-conversion/", "webhook-conversion-spoke/"]);
+    }
+    let templates = Templates::load(&roots)?;
+    let own = if request.force { IfExists::Overwrite } else { IfExists::Error };
+    // The webhook server and its config, which every kind's webhooks share: made by the first
+    // `create webhook`, kept (and said so) when you changed them since.
+    let shared = if request.force { IfExists::Overwrite } else { IfExists::Keep };
+    // The other kinds with webhooks (with a conversion webhook, for `conversion`).
+    let others =
+        |conversion: bool| project.others(api).filter(move |r| r.webhooks.is_some() && (!conversion || r.converts()));
+    super::super::refuse_missing_shared(&templates, "webhook", &ctx, plan, others(false))?;
+    if request.conversion {
+        super::super::refuse_missing_shared(&templates, "webhook-conversion", &ctx, plan, others(true))?;
+    }
+    scaffold::render_root(&templates, "webhook", &ctx, plan, |_| shared)?;
+    if request.admission {
+        scaffold::render_root(&templates, "webhook-admission", &ctx, plan, |_| own)?;
+    }
+    if request.conversion {
+        scaffold::render_root(&templates, "webhook-conversion", &ctx, plan, |_| own)?;
+        for spoke in &request.spokes {
+            ctx.insert("spoke", spoke.as_str());
+            ctx.insert("spoke_sample_file", &api.in_version(spoke.clone()).sample_file());
+            scaffold::render_root(&templates, "webhook-conversion-spoke", &ctx, plan, |_| own)?;
+        }
+    }
+    // Written as `make manifests` would write it, from every kind's webhooks.
+    scaffold::render_root(&templates, "webhook-manifests", &ctx, plan, |_| IfExists::Overwrite)?;
+    plan.write(project::FILE, project.render()?, IfExists::Overwrite)
+}
+
+/// The webhook configurations of every kind with webhooks, their webhooks sorted by name (as
+/// the generated code sorts them).
+fn configurations(project: &Project) -> Vec<Configuration> {
+    let (mut mutating, mut validating) = (Vec::new(), Vec::new());
+    for resource in &project.resources {
+        let (api, Some(webhooks)) = (&resource.names, &resource.webhooks) else { continue };
+        let entry = |name: String, path: String| WebhookEntry {
+            name,
+            path,
+            group: api.qualified_group.clone(),
+            version: api.version.to_string(),
+            resource: api.plural.to_string(),
+        };
+        if webhooks.defaulting {
+            mutating.push(entry(api.mutating_name(), api.mutate_path()));
+        }
+        if webhooks.validation {
+            validating.push(entry(api.validating_name(), api.validate_path()));
+        }
+    }
+    let mut configurations = Vec::new();
+    for (kind, name, mut webhooks) in [
+        ("MutatingWebhookConfiguration", "mutating-webhook-configuration", mutating),
+        ("ValidatingWebhookConfiguration", "validating-webhook-configuration", validating),
+    ] {
+        if !webhooks.is_empty() {
+            webhooks.sort_by(|a, b| a.name.cmp(&b.name));
+            configurations.push(Configuration { kind, name, webhooks });
+        }
+    }
+    configurations
+}

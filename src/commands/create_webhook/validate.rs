@@ -1,0 +1,226 @@
+//! What `create webhook` will do, decided from its flags and PROJECT alone (every refusal).
+
+use anyhow::{Result, bail};
+
+use super::Args;
+use crate::names::Version;
+use crate::project::{Project, Resource, Webhooks};
+use crate::resource::ApiNames;
+
+/// A validated `create webhook`.
+#[derive(Debug)]
+pub struct Request {
+    /// The API, as PROJECT records it.
+    pub api: ApiNames,
+    /// PROJECT's entry for it, before this command.
+    pub existing: Resource,
+    /// Admission webhooks were asked for now (`--defaulting`, `--programmatic-validation`).
+    pub admission: bool,
+    /// A conversion webhook was asked for now.
+    pub conversion: bool,
+    /// The kind's webhooks once this command ran: those asked for and those it had.
+    pub webhooks: Webhooks,
+    /// The spoke versions of the conversion webhook.
+    pub spokes: Vec<Version>,
+    /// Regenerate the kind's webhook files.
+    pub force: bool,
+}
+
+/// Decides what `args` ask of `project`, or refuses with what to do instead.
+pub fn validate(args: &Args, project: &Project) -> Result<Request> {
+    let named = args.gvk.names(project, None)?;
+    let (gvk, kind) = (named.gvk(), &named.kind);
+    let admission = args.defaulting || args.programmatic_validation;
+    if !admission && !args.conversion {
+        bail!("no webhook to scaffold: pass --defaulting, --programmatic-validation, --conversion, or several");
+    }
+    let Some(existing) = project.find(&named).cloned() else {
+        bail!(
+            "{gvk} has no API in this project; create it first: memop create api --group {} --version {} --kind {kind}",
+            named.group,
+            named.version
+        );
+    };
+    if existing.api.is_none() {
+        bail!(
+            "{gvk} has a controller but no types in this project (create api --resource=false); webhooks need its types"
+        );
+    }
+    let api = existing.names.clone();
+    crate::names::check_file_names(&api.domain, &api.group, &api.version, &api.kind, &api.plural)?;
+    let recorded = existing.webhooks.clone().unwrap_or_default();
+    if admission && existing.admits() && !args.force {
+        let what = [(recorded.defaulting, "defaulting"), (recorded.validation, "validation")]
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, name)| *name)
+            .collect::<Vec<_>>()
+            .join(" and ");
+        bail!(
+            "{gvk} already has webhooks ({what}); pass --force to regenerate {} and its test \
+             with the webhooks asked for now and those it has (your edits to those two files are lost)",
+            api.webhook_path()
+        );
+    }
+    let spokes = match args.conversion {
+        true => spokes(project, args, &api, &recorded)?,
+        false => recorded.spoke.iter().map(|s| Version::parse(s)).collect::<Result<_>>()?,
+    };
+    // Webhook modules and tests are named after the kind alone: `tests/<kind>_webhook.rs` and
+    // `<kind>_conversion.rs` (and `src/api/<group>/<spoke>/<kind>_conversion.rs`) beside other
+    // kinds' files.
+    let file_names = api.webhook_file_names(admission, args.conversion);
+    for resource in &project.resources {
+        let other = &resource.names;
+        if file_names.contains(&other.kind.snake()) {
+            bail!(
+                "{kind}'s webhook files would be named {}, as the files of the kind {} of group {} already are; \
+                 rename one of the two kinds",
+                other.kind.snake(),
+                other.kind,
+                other.group
+            );
+        }
+        if admission && resource.admits() && !other.same_kind(&api) && other.kind.snake() == kind.snake() {
+            bail!(
+                "{} in group {} already has webhooks in {}, which {gvk}'s would need too; memop names webhook \
+                 modules after kinds, so only one of them can have webhooks",
+                other.kind,
+                other.group,
+                api.webhook_path()
+            );
+        }
+        if admission && resource.admits() && other.same_kind(&api) && other.version != api.version {
+            bail!(
+                "{kind} already has webhooks in version {} ({}), and memop names webhook modules after kinds, so \
+                 one version of a kind has admission webhooks; they see every version's objects, converted to \
+                 theirs: add to those (memop create webhook --group {} --version {} --kind {kind} ... --force)",
+                other.version,
+                api.webhook_path(),
+                api.group,
+                other.version
+            );
+        }
+    }
+    let webhooks = Webhooks {
+        defaulting: args.defaulting || recorded.defaulting,
+        validation: args.programmatic_validation || recorded.validation,
+        conversion: args.conversion || recorded.conversion,
+        spoke: spokes.iter().map(Version::to_string).collect(),
+        webhook_version: "v1".into(),
+    };
+    Ok(Request { api, existing, admission, conversion: args.conversion, webhooks, spokes, force: args.force })
+}
+
+/// The spoke versions of the conversion webhook whose hub is `--version`: `--spoke`, or every
+/// other version of the kind.
+fn spokes(project: &Project, args: &Args, hub: &ApiNames, recorded: &Webhooks) -> Result<Vec<Version>> {
+    let (group, kind, hub) = (&hub.group, &hub.kind, hub);
+    let hub_version = &hub.version;
+    if recorded.conversion && !args.force {
+        bail!(
+            "{kind} {hub_version} already has a conversion webhook (spokes {}); pass --force to regenerate its \
+             conversions and test (your edits to them are lost)",
+            recorded.spoke.join(", ")
+        );
+    }
+    let others: Vec<&Resource> = project.other_versions(hub).collect();
+    if let Some(other) = others.iter().find(|r| r.converts()) {
+        let version = &other.names.version;
+        bail!(
+            "{kind} already converts through the hub version {version}, and a kind has one hub; add spokes to it: \
+             memop create webhook --group {group} --version {version} --kind {kind} --conversion --spoke V1,V2 --force"
+        );
+    }
+    let versions: Vec<&str> = others.iter().map(|r| r.names.version.as_str()).collect();
+    if versions.is_empty() {
+        bail!(
+            "{kind} is served in one version ({hub_version}), so a conversion webhook has nothing to convert; \
+             create another version first: memop create api --group {group} --version V --kind {kind}"
+        );
+    }
+    let given: Vec<&str> = args.spoke.iter().map(String::as_str).collect();
+    let mut spokes = Vec::new();
+    for spoke in if given.is_empty() { &versions } else { &given } {
+        let spoke = Version::parse(spoke)?;
+        if &spoke == hub_version {
+            bail!("invalid spoke version \"{spoke}\": it is the hub (--version); a spoke is another version of {kind}");
+        }
+        if !versions.contains(&spoke.as_str()) {
+            bail!(
+                "invalid spoke version \"{spoke}\": {kind} has no version {spoke} (it has {hub_version}, {}); create it \
+                 first: memop create api --group {group} --version {spoke} --kind {kind}",
+                versions.join(", ")
+            );
+        }
+        spokes.push(spoke);
+    }
+    spokes.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    spokes.dedup();
+    Ok(spokes)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    /// A project with Memcached in v1alpha1 (an operand kind) and v1, and what `extra` adds to
+    /// v1alpha1's entry.
+    fn project(extra: &str) -> Project {
+        let resource = |version: &str, extra: &str| {
+            format!(
+                "- api:\n    crdVersion: v1\n    namespaced: true\n  domain: example.com\n  group: cache\n  kind: \
+                 Memcached\n  version: {version}\n{extra}"
+            )
+        };
+        let text = format!(
+            "cliVersion: 0.2.0\ncrateName: p\ndomain: example.com\nlayout:\n- memop.rs/rust/v2\nlicense: apache2\n\
+             projectName: p\nresources:\n{}{}version: '3'\n",
+            resource("v1alpha1", extra),
+            resource("v1", "")
+        );
+        Project::parse(&text).unwrap()
+    }
+
+    fn request(project: &Project, args: &str) -> Result<Request> {
+        let cli = Cli::try_parse_from(std::iter::once("create-webhook").chain(args.split_whitespace()))?;
+        validate(&cli.args, project)
+    }
+
+    #[test]
+    fn a_conversion_takes_every_other_version_as_spoke() {
+        let req = request(&project(""), "--group cache --version v1 --kind Memcached --conversion").unwrap();
+        assert_eq!(req.spokes, [Version::parse("v1alpha1").unwrap()]);
+        assert!(req.webhooks.conversion && !req.webhooks.defaulting && req.conversion && !req.admission);
+    }
+
+    #[test]
+    fn refusals_name_the_way_out() {
+        let admits = "  webhooks:\n    defaulting: true\n    webhookVersion: v1\n";
+        #[rustfmt::skip]
+        let cases = [
+            ("", "--group cache --kind Memcached", "no webhook to scaffold"),
+            ("", "--group cache --kind Redis --defaulting", "has no API in this project; create it first"),
+            ("", "--group cache --version v1 --kind Memcached --conversion --spoke v1", "it is the hub"),
+            ("", "--group cache --version v1 --kind Memcached --conversion --spoke v2", "has no version v2"),
+            (admits, "--group cache --kind Memcached --defaulting", "already has webhooks (defaulting); pass --force"),
+            (admits, "--group cache --version v1 --kind Memcached --defaulting", "already has webhooks in version v1alpha1"),
+        ];
+        for (extra, args, expected) in cases {
+            let error = format!("{:#}", request(&project(extra), args).unwrap_err());
+            assert!(error.contains(expected), "{args}: {error}");
+        }
+        // With --force, the webhooks it had are kept.
+        let req =
+            request(&project(admits), "--group cache --kind Memcached --programmatic-validation --force").unwrap();
+        assert!(req.webhooks.defaulting && req.webhooks.validation);
+    }
+}
