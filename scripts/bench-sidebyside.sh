@@ -1,0 +1,371 @@
+#!/usr/bin/env bash
+# memop's generated Memcached operator against kubebuilder's, side by side, on a real control plane.
+#
+#   scripts/bench-sidebyside.sh [N...]          (default: 1000 10000)
+#
+# For each N, four runs in the order memop, kubebuilder, kubebuilder, memop (ORDER=... to change
+# it), each on a control plane of its own: etcd + kube-apiserver from scripts/envtest/build.sh,
+# loopback only, with an audit log of every request (level Metadata). A run:
+#   1. creates N Memcached objects (size 1) in NAMESPACES namespaces, before the operator starts;
+#   2. starts the operator's release manager as a user of its own (a client certificate with
+#      CN memop-manager or kubebuilder-manager; group system:masters for both, so RBAC plays no
+#      part), no leader election, no metrics or probe ports;
+#   3. times until every object has its Deployment, and a status condition (any);
+#   4. leaves it alone for QUIET seconds (60);
+#   5. patches spec.size of all N to 2, and times until every Deployment has 2 replicas;
+#   6. reads the manager's peak RSS (VmHWM) and CPU seconds (utime + stime) from /proc, stops
+#      everything, and counts the manager's requests per phase in the audit log: reads
+#      (get/list/watch), writes (create/update/patch/delete), GETs of Deployments.
+# `uptime`'s load averages are recorded at the start and end of each run. A Markdown table is
+# printed at the end and written to $CACHE/results/.
+#
+# What it builds, in $CACHE (default ~/.cache/memop-bench; nothing in the repository):
+#   - memop, from `git archive` of MEMOP_REF (default HEAD: commit first what you want measured),
+#     then the README's two commands, then `cargo build --release --locked` of that project
+#     (fat LTO: 13 min or more on 2 cores the first time; reused while the commit is the same);
+#   - kubebuilder $KB_VERSION from its Go module (the Go module proxy), the Getting Started
+#     tutorial's operator scaffolded by it (deploy-image plugin), `make generate manifests`,
+#     `go build -o bin/manager cmd/main.go`.
+# Builds run under `nice -n 10`. PREPARE_ONLY=1 builds and stops. KEEP=1 keeps each run's
+# directory (audit log, manager log); otherwise only its result and manager log are kept.
+# Needs: go, cargo, python3, openssl, curl, kubectl.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+here="$repo/scripts/bench-sidebyside"
+CACHE=${CACHE:-$HOME/.cache/memop-bench}
+KB_VERSION=${KB_VERSION:-v4.16.0}
+MEMOP_REF=${MEMOP_REF:-HEAD}
+ORDER=${ORDER:-memop kubebuilder kubebuilder memop}
+NAMESPACES=${NAMESPACES:-10}
+QUIET=${QUIET:-60}
+IMAGE=memcached:1.6.26-alpine3.19
+BUILD_TIMEOUT=${BUILD_TIMEOUT:-5400}
+if [ $# -eq 0 ]; then set -- 1000 10000; fi
+for n in "$@"; do
+    [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "usage: $0 [N...]  (N: number of objects)" >&2; exit 2; }
+done
+
+for op in $ORDER; do
+    case $op in memop | kubebuilder) ;; *) echo "ORDER: unknown operator $op (memop, kubebuilder)" >&2; exit 2 ;; esac
+done
+
+mkdir -p "$CACHE/bin" "$CACHE/results" "$CACHE/runs"
+exec 9> "$CACHE/.lock"
+flock -n 9 || { echo "another bench-sidebyside.sh is running ($CACHE/.lock)" >&2; exit 1; }
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+now() { date +%s.%N; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# Every process this script starts and leaves running is in PIDS; all go on exit, however it exits.
+PIDS=()
+stop_pid() { # pid [seconds before SIGKILL]
+    local pid=$1 grace=${2:-10} i
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < grace * 10; i++)); do
+        kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+    local i
+    for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do stop_pid "${PIDS[i]}" 5; done
+    PIDS=()
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+assets=$("$repo/scripts/envtest/build.sh")
+[ -x "$assets/kube-apiserver" ] && [ -x "$assets/etcd" ] || die "no kube-apiserver/etcd in $assets"
+
+# ---------------------------------------------------------------------------------------------
+# Builds
+# ---------------------------------------------------------------------------------------------
+commit=$(git -C "$repo" rev-parse --verify "$MEMOP_REF^{commit}")
+short=${commit:0:12}
+memop_dir="$CACHE/memop-$short"
+memop_manager="$memop_dir/manager"
+memop_crds="$memop_dir/memcached-operator/config/crd/bases"
+build_memop() {
+    [ ! -x "$memop_manager" ] || return 0
+    log "memop $short: building memop (release) from git archive $MEMOP_REF"
+    rm -rf "$memop_dir" && mkdir -p "$memop_dir/src"
+    git -C "$repo" archive "$commit" | tar -x -C "$memop_dir/src"
+    (cd "$memop_dir/src" && CARGO_TARGET_DIR="$CACHE/target-memop" \
+        timeout "$BUILD_TIMEOUT" nice -n 10 cargo build --release --locked -q -p memop) ||
+        die "building memop failed"
+    memop="$CACHE/target-memop/release/memop"
+    log "memop $short: generating the Memcached project"
+    "$memop" -C "$memop_dir/memcached-operator" init --domain example.com >/dev/null
+    "$memop" -C "$memop_dir/memcached-operator" create api --group cache --kind Memcached >/dev/null
+    log "memop $short: cargo build --release --locked of the project (fat LTO, slow)"
+    t0=$(now)
+    (cd "$memop_dir/memcached-operator" && CARGO_TARGET_DIR="$CACHE/target-operator" \
+        timeout "$BUILD_TIMEOUT" nice -n 10 cargo build --release --locked -q) ||
+        die "building the generated project's manager failed"
+    log "memop $short: manager built in $(echo "$(now) - $t0" | bc | cut -d. -f1) s"
+    cp "$CACHE/target-operator/release/memcached-operator" "$memop_manager.tmp"
+    mv "$memop_manager.tmp" "$memop_manager"
+}
+
+kb_dir="$CACHE/kubebuilder-$KB_VERSION"
+kb_project="$kb_dir/memcached-operator"
+kb_manager="$kb_project/bin/manager"
+kubebuilder="$CACHE/bin/kubebuilder-$KB_VERSION"
+kb_crds="$kb_project/config/crd/bases"
+build_kubebuilder() {
+    [ ! -x "$kb_manager" ] || return 0
+    if [ ! -x "$kubebuilder" ]; then
+        log "kubebuilder $KB_VERSION: go install from the Go module proxy"
+        GOBIN="$CACHE/bin/tmp" timeout "$BUILD_TIMEOUT" nice -n 10 go install "sigs.k8s.io/kubebuilder/v4@$KB_VERSION"
+        mv "$CACHE/bin/tmp/kubebuilder" "$kubebuilder" && rmdir "$CACHE/bin/tmp"
+    fi
+    if [ ! -f "$kb_project/.scaffolded" ]; then
+        log "kubebuilder $KB_VERSION: scaffolding the Getting Started operator"
+        rm -rf "$kb_project" && mkdir -p "$kb_project"
+        (
+            cd "$kb_project"
+            timeout "$BUILD_TIMEOUT" nice -n 10 "$kubebuilder" init --domain example.com \
+                --repo example.com/memcached-operator
+            timeout "$BUILD_TIMEOUT" nice -n 10 "$kubebuilder" create api --group cache \
+                --version v1alpha1 --kind Memcached --image="$IMAGE" \
+                --image-container-command="memcached,--memory-limit=64,-o,modern,-v" \
+                --image-container-port="11211" --run-as-user="1001" \
+                --plugins="deploy-image/v1-alpha" --make=false
+        ) > "$kb_dir/scaffold.log" 2>&1 || die "kubebuilder scaffolding failed: see $kb_dir/scaffold.log"
+        touch "$kb_project/.scaffolded"
+    fi
+    log "kubebuilder $KB_VERSION: make generate manifests, go build (manager)"
+    t0=$(now)
+    (
+        cd "$kb_project"
+        timeout "$BUILD_TIMEOUT" nice -n 10 make generate manifests
+        timeout "$BUILD_TIMEOUT" nice -n 10 go build -o bin/manager.tmp cmd/main.go
+        mv bin/manager.tmp bin/manager
+    ) > "$kb_dir/build.log" 2>&1 || die "building kubebuilder's manager failed: see $kb_dir/build.log"
+    log "kubebuilder $KB_VERSION: manager built in $(echo "$(now) - $t0" | bc | cut -d. -f1) s"
+}
+
+case " $ORDER " in *" memop "*) build_memop; log "memop manager: $memop_manager ($(stat -c %s "$memop_manager") bytes)" ;; esac
+case " $ORDER " in *" kubebuilder "*) build_kubebuilder; log "kubebuilder manager: $kb_manager ($(stat -c %s "$kb_manager") bytes)" ;; esac
+[ "${PREPARE_ONLY:-0}" = 1 ] && exit 0
+
+# ---------------------------------------------------------------------------------------------
+# One run
+# ---------------------------------------------------------------------------------------------
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Three CAs would be envtest's way; one CA for serving and clients is enough here.
+make_certs() { # dir
+    local d=$1 name
+    (
+        cd "$d"
+        openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ca.key 2>/dev/null
+        openssl req -x509 -new -key ca.key -subj /CN=bench-ca -days 2 -out ca.crt \
+            -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+        leaf() { # name subject extensions
+            openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key" 2>/dev/null
+            openssl req -new -key "$1.key" -subj "$2" -out "$1.csr"
+            printf '%b\n' "$3" > "$1.ext"
+            openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+                -out "$1.crt" -extfile "$1.ext" 2>/dev/null
+        }
+        leaf apiserver /CN=localhost \
+            'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature'
+        for name in admin memop-manager kubebuilder-manager; do
+            leaf "$name" "/O=system:masters/CN=$name" \
+                'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature'
+        done
+        openssl genrsa -out sa.key 2048 2>/dev/null
+        openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+    )
+}
+
+write_kubeconfig() { # dir user port
+    cat > "$1/$2.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: bench
+  cluster:
+    server: https://127.0.0.1:$3
+    certificate-authority: $1/ca.crt
+users:
+- name: $2
+  user:
+    client-certificate: $1/$2.crt
+    client-key: $1/$2.key
+contexts:
+- name: bench
+  context: {cluster: bench, user: $2, namespace: default}
+current-context: bench
+EOF
+}
+
+wait_until() { # what seconds command...: polls every 0.2 s
+    local what=$1 seconds=$2 deadline
+    shift 2
+    deadline=$(($(date +%s) + seconds))
+    until "$@" >/dev/null 2>&1; do
+        [ "$(date +%s)" -lt "$deadline" ] || die "$what: not ready in $seconds s"
+        sleep 0.2
+    done
+}
+
+cpu_seconds() { # pid: utime + stime
+    local stat
+    stat=$(cat "/proc/$1/stat") || return 1
+    stat=${stat##*) }
+    # after "pid (comm) ": state is field 1, utime field 12, stime field 13
+    echo "$stat" | awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($12 + $13) / hz }'
+}
+
+run_one() { # operator n index
+    local op=$1 n=$2 index=$3
+    local dir="$runs/$n-$index-$op"
+    mkdir -p "$dir"
+    local load_start load_end
+    load_start=$(loadavg)
+    log "N=$n run $index: $op (load $load_start)"
+
+    make_certs "$dir"
+    cat > "$dir/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+EOF
+    local etcd_port peer_port port
+    etcd_port=$(free_port) peer_port=$(free_port) port=$(free_port)
+    "$assets/etcd" --data-dir="$dir/etcd" --listen-client-urls="http://127.0.0.1:$etcd_port" \
+        --advertise-client-urls="http://127.0.0.1:$etcd_port" \
+        --listen-peer-urls="http://127.0.0.1:$peer_port" --unsafe-no-fsync=true \
+        --quota-backend-bytes=8589934592 > "$dir/etcd.log" 2>&1 &
+    PIDS+=($!)
+    local etcd_pid=$!
+    wait_until etcd 60 curl -sf "http://127.0.0.1:$etcd_port/health"
+    "$assets/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" --cert-dir="$dir" \
+        --tls-cert-file="$dir/apiserver.crt" --tls-private-key-file="$dir/apiserver.key" \
+        --secure-port="$port" --bind-address=127.0.0.1 --advertise-address=127.0.0.1 \
+        --service-cluster-ip-range=10.0.0.0/24 --allow-privileged=true \
+        --disable-admission-plugins=ServiceAccount --authorization-mode=RBAC \
+        --client-ca-file="$dir/ca.crt" --service-account-issuer="https://127.0.0.1:$port/" \
+        --service-account-key-file="$dir/sa.pub" --service-account-signing-key-file="$dir/sa.key" \
+        --endpoint-reconciler-type=none \
+        --audit-policy-file="$dir/audit-policy.yaml" --audit-log-path="$dir/audit.log" \
+        --audit-log-format=json --audit-log-maxsize=0 > "$dir/kube-apiserver.log" 2>&1 &
+    PIDS+=($!)
+    local apiserver_pid=$!
+    local admin=(--port "$port" --ca "$dir/ca.crt" --cert "$dir/admin.crt" --key "$dir/admin.key")
+    wait_until kube-apiserver 120 curl -sf --cacert "$dir/ca.crt" --cert "$dir/admin.crt" \
+        --key "$dir/admin.key" "https://127.0.0.1:$port/readyz"
+    local user crds manager
+    case $op in
+        memop) user=memop-manager crds=$memop_crds manager=$memop_manager ;;
+        kubebuilder) user=kubebuilder-manager crds=$kb_crds manager=$kb_manager ;;
+    esac
+    write_kubeconfig "$dir" admin "$port"
+    write_kubeconfig "$dir" "$user" "$port"
+    local kubectl=(timeout 120 kubectl --kubeconfig "$dir/admin.kubeconfig")
+    "${kubectl[@]}" apply --server-side -f "$crds" > /dev/null
+    "${kubectl[@]}" wait --for condition=established --timeout=60s crd/memcacheds.cache.example.com > /dev/null
+    wait_until "the Memcached API" 60 "${kubectl[@]}" get memcacheds -A
+    local created
+    created=$(timeout $((300 + n / 10)) python3 "$here/kube.py" create "${admin[@]}" --n "$n" \
+        --namespaces "$NAMESPACES" --size 1)
+    log "  created: $created"
+
+    # The manager, as its own user; nothing listens but the API server.
+    local t_start pid
+    t_start=$(now)
+    KUBECONFIG="$dir/$user.kubeconfig" MEMCACHED_IMAGE=$IMAGE RUST_LOG=info \
+        "$manager" --leader-elect=false --metrics-bind-address=0 \
+        --health-probe-bind-address=0 > "$dir/manager.log" 2>&1 &
+    pid=$!
+    PIDS+=($pid)
+    local converge t_conv cpu_conv
+    converge=$(python3 "$here/kube.py" wait "${admin[@]}" --until converged --n "$n" \
+        --start "$t_start" --timeout $((240 + n / 5))) || {
+        log "  converge: $converge"; tail -5 "$dir/manager.log" >&2; die "N=$n $op did not converge"; }
+    t_conv=$(now)
+    cpu_conv=$(cpu_seconds "$pid") || die "the $op manager exited: $(tail -3 "$dir/manager.log")"
+    log "  converged: $converge"
+
+    sleep "$QUIET"
+    local t_quiet
+    t_quiet=$(now)
+    kill -0 "$pid" 2>/dev/null || die "the $op manager exited: $(tail -3 "$dir/manager.log")"
+
+    local t_resize resize resized t_end
+    t_resize=$(now)
+    resize=$(timeout $((300 + n / 10)) python3 "$here/kube.py" resize "${admin[@]}" --size 2)
+    resized=$(python3 "$here/kube.py" wait "${admin[@]}" --until resized --n "$n" --size 2 \
+        --start "$t_resize" --timeout $((240 + n / 5))) || {
+        log "  resize: $resized"; die "N=$n $op did not resize"; }
+    t_end=$(now)
+    log "  resized: $resized (patches: $resize)"
+
+    local hwm cpu
+    hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status") || die "the $op manager exited"
+    cpu=$(cpu_seconds "$pid") || die "the $op manager exited"
+    load_end=$(loadavg)
+    stop_pid "$pid" 15
+    stop_pid "$apiserver_pid" 20
+    stop_pid "$etcd_pid" 10
+    PIDS=()
+
+    local audit
+    audit=$(python3 "$here/kube.py" audit --log "$dir/audit.log" --user "$user" \
+        --phase "converge=$t_start:$t_conv" --phase "quiet=$t_conv:$t_quiet" \
+        --phase "resize=$t_resize:$t_end" --phase "all=$t_start:$t_end")
+    python3 - "$dir/result.json" "$op" "$n" "$index" "$converge" "$created" "$resized" "$resize" \
+        "$audit" "$hwm" "$cpu_conv" "$cpu" "$QUIET" "$load_start" "$load_end" \
+        "$t_start" "$t_conv" "$t_quiet" "$t_resize" "$t_end" <<'EOF'
+import json, sys
+(out, op, n, index, converge, created, resized, patches, audit, hwm, cpu_conv, cpu, quiet,
+ load_start, load_end, *times) = sys.argv[1:]
+result = {
+    "operator": op, "n": int(n), "run": int(index),
+    "converge": json.loads(converge), "created": json.loads(created),
+    "resize": json.loads(resized), "patches": json.loads(patches), "audit": json.loads(audit),
+    "rss_kib": int(hwm), "cpu_converge": float(cpu_conv), "cpu_total": float(cpu),
+    "quiet_seconds": int(quiet), "load_start": load_start, "load_end": load_end,
+    "t": dict(zip(["start", "converged", "quiet_end", "resize", "end"], map(float, times))),
+}
+json.dump(result, open(out, "w"), indent=1)
+EOF
+    log "  peak RSS $((hwm / 1024)) MiB, CPU ${cpu_conv} s converging, ${cpu} s in all (load $load_end)"
+    if [ "${KEEP:-0}" != 1 ]; then
+        find "$dir" -mindepth 1 -maxdepth 1 ! -name result.json ! -name manager.log -exec rm -rf {} +
+    fi
+}
+
+stamp=$(date +%Y%m%d-%H%M%S)
+runs="$CACHE/runs/$stamp"
+mkdir -p "$runs"
+log "runs in $runs; memop $short, kubebuilder $KB_VERSION; N = $*; order: $ORDER"
+for n in "$@"; do
+    i=0
+    for op in $ORDER; do
+        i=$((i + 1))
+        run_one "$op" "$n" "$i"
+    done
+done
+
+results="$CACHE/results/$stamp.md"
+{
+    echo "memop $short vs kubebuilder $KB_VERSION, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, N = $*"
+    echo
+    python3 "$here/table.py" "$runs"/*/result.json
+} > "$results"
+cat "$results"
+log "results: $results"

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""The Markdown tables of scripts/bench-sidebyside.sh, from its runs' result.json files."""
+
+import json
+import sys
+
+
+def main(paths):
+    runs = [json.load(open(p)) for p in paths]
+    runs.sort(key=lambda r: (r["n"], r["run"]))
+    print("| N | run | operator | every object has its Deployment / a condition | requests per object "
+          "while converging (reads + writes) | Deployment GETs | writes in the quiet minute "
+          "(requests) | resize all N | requests per object resizing (reads + writes) | "
+          "peak RSS | CPU s converging / in all | load average at start / end |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in runs:
+        n, a = r["n"], r["audit"]
+        conv, quiet, resize = a["converge"], a["quiet"], a["resize"]
+        print(
+            f"| {n} | {r['run']} | {r['operator']} "
+            f"| {r['converge']['deployments_seconds']:.1f} s / {r['converge']['conditions_seconds']:.1f} s "
+            f"| {conv['requests'] / n:.2f} ({conv['reads'] / n:.2f} + {conv['writes'] / n:.2f}) "
+            f"| {conv['deployment_gets'] + quiet['deployment_gets'] + resize['deployment_gets']} "
+            f"| {quiet['writes']} ({quiet['requests']}) "
+            f"| {r['resize']['seconds']:.1f} s "
+            f"| {resize['requests'] / n:.2f} ({resize['reads'] / n:.2f} + {resize['writes'] / n:.2f}) "
+            f"| {r['rss_kib'] / 1024:.0f} MiB "
+            f"| {r['cpu_converge']:.1f} / {r['cpu_total']:.1f} "
+            f"| {r['load_start']} / {r['load_end']} |"
+        )
+    print()
+    print("Writes of each run by verb and resource (converging; resizing), and the requests the API server "
+          "refused (whole run, with the status code):")
+    print()
+    for r in runs:
+        a = r["audit"]
+        fmt = lambda c: ", ".join(f"{k} {v}" for k, v in sorted(c["writes_by_resource"].items())) or "none"
+        failed = lambda c: ", ".join(f"{k} {v}" for k, v in sorted(c.get("failed_by_code", {}).items())) or "none"
+        print(f"- N={r['n']} run {r['run']} {r['operator']}: {fmt(a['converge'])}; {fmt(a['resize'])}. "
+              f"Refused: {failed(a['all'])}")
+    agents = sorted({f"{r['operator']}: {', '.join(repr(u) for u in r['audit']['user_agents'])}" for r in runs})
+    print()
+    print("User-Agent headers in the audit log: " + "; ".join(agents))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
