@@ -230,20 +230,7 @@ pub fn api_module_names() -> &'static [String] {
 /// item's last segment or alias) or declares as a module; its comments and Tera's `{{ … }}`,
 /// `{% … %}` and `{# … #}` (which stand for the project's own names) left out.
 fn module_names_of(template: &str) -> Vec<String> {
-    let mut text = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(start) = ["{{", "{%", "{#"].iter().filter_map(|open| rest.find(open)).min() {
-        text.push_str(&rest[..start]);
-        let close = match &rest[start..start + 2] {
-            "{{" => "}}",
-            "{%" => "%}",
-            _ => "#}",
-        };
-        let end = rest[start..].find(close).map_or(rest.len(), |at| start + at + 2);
-        text.push_str("TERA");
-        rest = &rest[end..];
-    }
-    text.push_str(rest);
+    let text = crate::scaffold::without_tera(template, "TERA");
     let code: String =
         text.lines().map(|line| line.split("//").next().unwrap_or_default()).collect::<Vec<_>>().join("\n");
     // Identifiers, `::` and every other character, in order.

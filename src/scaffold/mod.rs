@@ -9,7 +9,7 @@ mod vendor;
 
 pub use plan::{Applied, IfExists, Plan};
 pub use templates::{
-    Entry, Owner, Templates, dependency_crates, generated_names, locked_packages, reserved_kind_files,
+    Entry, Owner, Templates, dependency_crates, generated_names, locked_packages, reserved_kind_files, without_tera,
 };
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 

@@ -181,20 +181,7 @@ fn scan_generated_names() -> Vec<String> {
     };
     for (path, template) in &sources {
         // Tera's expressions stand for the project's own names: not names of the templates.
-        let mut text = String::with_capacity(template.len());
-        let mut rest = *template;
-        while let Some(start) = ["{{", "{%", "{#"].iter().filter_map(|open| rest.find(open)).min() {
-            text.push_str(&rest[..start]);
-            let close = match &rest[start..start + 2] {
-                "{{" => "}}",
-                "{%" => "%}",
-                _ => "#}",
-            };
-            let end = rest[start..].find(close).map_or(rest.len(), |at| start + at + 2);
-            text.push_str("Tera");
-            rest = &rest[end..];
-        }
-        text.push_str(rest);
+        let text = without_tera(template, "Tera");
         if let Some(bin) = path.strip_prefix("init/src/bin/").and_then(|name| name.strip_suffix(".rs.tera")) {
             add(bin);
         }
@@ -243,6 +230,26 @@ fn scan_locked_packages() -> Vec<String> {
         .filter(|name| *name != crate::commands::lockfile::EXAMPLE)
         .map(String::from)
         .collect()
+}
+
+/// `template` with each Tera tag (`{{ … }}`, `{% … %}`, `{# … #}`) replaced by `stand_in`: the
+/// text the template always renders, for scans of the names it uses.
+pub fn without_tera(template: &str, stand_in: &str) -> String {
+    let mut text = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = ["{{", "{%", "{#"].iter().filter_map(|open| rest.find(open)).min() {
+        text.push_str(&rest[..start]);
+        let close = match &rest[start..start + 2] {
+            "{{" => "}}",
+            "{%" => "%}",
+            _ => "#}",
+        };
+        let end = rest[start..].find(close).map_or(rest.len(), |at| start + at + 2);
+        text.push_str(stand_in);
+        rest = &rest[end..];
+    }
+    text.push_str(rest);
+    text
 }
 
 /// The files a kind may not be named like: the fixed files of the directories where each kind
