@@ -134,8 +134,8 @@ struct Merged {
     conflicts: Vec<String>,
     /// Edited files kept as they are: no base to merge with.
     kept: Vec<String>,
-    /// memop's text of each merged file, to keep for the next merge.
-    bases: Vec<String>,
+    /// memop's text of each merged file, by path, to keep for the next merge.
+    bases: Vec<(String, String)>,
 }
 
 /// Plans memop's files (templates that say `{# owner: memop #}`) as this memop renders them
@@ -167,7 +167,7 @@ fn update_memop_files(project: &Project, plan: &mut Plan, record: &Sum, dir: &Pa
         let (text, conflicts) = merge(&current, &base, &new);
         plan.write(&path, text, IfExists::Overwrite)?;
         plan.set_base(&path, new.clone());
-        merged.bases.push(new);
+        merged.bases.push((path.clone(), new));
         match conflicts {
             true => merged.conflicts.push(path),
             false => merged.merged.push(path),
@@ -199,35 +199,57 @@ fn merge(ours: &str, base: &str, theirs: &str) -> (String, bool) {
     }
 }
 
-/// Writes each of `texts` into the git object store of the repository `dir` is the top of, so
-/// that the next update reads them back as its base (`git hash-object -w`: the objects stay
-/// until git prunes unreferenced ones, two weeks by default; without them an edited file is
-/// kept, not merged). Nothing is written where the repository is not inside the project.
-fn store_bases(dir: &Path, texts: &[String]) {
+/// The git ref under which `memop update` keeps memop's text of each merged file (a tree of
+/// them), so that git never prunes the base of the next merge.
+const BASES_REF: &str = "refs/memop/bases";
+
+/// Writes each of `bases` (path, memop's text) into the git object store of the repository, so
+/// that the next update reads them back as its base, and keeps them referenced by
+/// [`BASES_REF`] (a tree holding the latest text of each path). Best effort: without them an
+/// edited file is kept, not merged. Nothing is written where the repository is not inside the
+/// project.
+fn store_bases(dir: &Path, bases: &[(String, String)]) {
     use std::io::Write as _;
     let git_dir = std::process::Command::new("git").current_dir(dir).args(["rev-parse", "--absolute-git-dir"]).output();
-    let inside = git_dir.ok().filter(|o| o.status.success()).is_some_and(|o| {
-        let git_dir = std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
-        std::path::absolute(dir).is_ok_and(|project| git_dir.starts_with(project))
-    });
-    if !inside {
+    let Some(git_dir) = git_dir
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+    else {
+        return;
+    };
+    if !std::path::absolute(dir).is_ok_and(|project| git_dir.starts_with(project)) || bases.is_empty() {
         return;
     }
-    for text in texts {
-        let child = std::process::Command::new("git")
+    // A scratch index of our own: the user's index (and staged work) is never touched.
+    let index = git_dir.join("memop-bases.index");
+    let git = |args: &[&str], input: Option<&str>| -> Option<String> {
+        let mut child = std::process::Command::new("git")
             .current_dir(dir)
-            .args(["hash-object", "-w", "--stdin"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
+            .env("GIT_INDEX_FILE", &index)
+            .args(args)
+            .stdin(if input.is_some() { std::process::Stdio::piped() } else { std::process::Stdio::null() })
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
-            .spawn();
-        if let Ok(mut child) = child {
-            if let Some(mut stdin) = child.stdin.take() {
-                let _ = stdin.write_all(text.as_bytes());
-            }
-            let _ = child.wait();
+            .spawn()
+            .ok()?;
+        if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+            let _ = stdin.write_all(text.as_bytes());
+        }
+        let out = child.wait_with_output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    // The bases an earlier update kept (none the first time), then this update's.
+    let _ = git(&["read-tree", BASES_REF], None);
+    for (path, text) in bases {
+        if let Some(id) = git(&["hash-object", "-w", "--stdin"], Some(text)) {
+            git(&["update-index", "--add", "--cacheinfo", &format!("100644,{id},{path}")], None);
         }
     }
+    if let Some(tree) = git(&["write-tree"], None) {
+        git(&["update-ref", BASES_REF, &tree], None);
+    }
+    let _ = std::fs::remove_file(&index);
 }
 
 /// Refuses to update a git work tree with uncommitted changes, as `cargo publish` does, so that

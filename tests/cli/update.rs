@@ -179,8 +179,15 @@ fn memops_files_are_replaced_when_unedited_and_merged_with_your_edits() {
     assert!(sum.contains(&format!("Makefile {}\n", blob_id(&makefile))), "{sum}");
     git(&dir, &["add", "-A"]);
     git(&dir, &["commit", "-qm", "memop update"]);
+    // memop's text of the merged Makefile is kept under refs/memop/bases, safe from git's
+    // pruning, so the next update has its base even where it was never committed.
+    let kept = Command::new("git").current_dir(&dir).args(["cat-file", "blob", "refs/memop/bases:Makefile"]).output();
+    assert_eq!(String::from_utf8(kept.unwrap().stdout).unwrap(), makefile);
+    git(&dir, &["gc", "-q", "--prune=now"]);
     let before = snapshot(&dir);
-    assert!(ok(&dir, "update").stdout.starts_with("Nothing to do"), "a second update is a no-op");
+    let again = ok(&dir, "update");
+    assert!(again.stdout.starts_with("Nothing to do"), "a second update is a no-op: {}", again.stdout);
+    assert!(!again.stderr.contains("kept as it is"), "the base was found: {}", again.stderr);
     assert_unchanged(&dir, &before, "a second update");
 }
 
