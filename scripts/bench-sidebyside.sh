@@ -262,7 +262,7 @@ EOF
         --service-account-key-file="$dir/sa.pub" --service-account-signing-key-file="$dir/sa.key" \
         --endpoint-reconciler-type=none \
         --audit-policy-file="$dir/audit-policy.yaml" --audit-log-path="$dir/audit.log" \
-        --audit-log-format=json --audit-log-maxsize=0 > "$dir/kube-apiserver.log" 2>&1 &
+        --audit-log-format=json --audit-log-maxsize=102400 > "$dir/kube-apiserver.log" 2>&1 &
     PIDS+=($!)
     local apiserver_pid=$!
     local admin=(--port "$port" --ca "$dir/ca.crt" --cert "$dir/admin.crt" --key "$dir/admin.key")

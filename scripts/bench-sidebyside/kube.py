@@ -16,8 +16,10 @@ Every wait has a timeout; every answer is one JSON object on stdout.
 import argparse
 import calendar
 import concurrent.futures
+import glob
 import http.client
 import json
+import os
 import ssl
 import sys
 import threading
@@ -253,14 +255,17 @@ def cmd_audit(args):
         phases.append((name, float(start), float(end)))
     events = {}
     user_agents = set()
-    with open(args.log, "rb") as log:
-        for line in log:
-            if args.user.encode() not in line:
-                continue
-            event = json.loads(line)
-            if event.get("user", {}).get("username") != args.user:
-                continue
-            events[event["auditID"]] = event
+    # The API server rotates its log (to audit-<time>.log beside it) past --audit-log-maxsize.
+    stem, ext = os.path.splitext(args.log)
+    for path in sorted(glob.glob(f"{glob.escape(stem)}-*{ext}")) + [args.log]:
+        with open(path, "rb") as log:
+            for line in log:
+                if args.user.encode() not in line:
+                    continue
+                event = json.loads(line)
+                if event.get("user", {}).get("username") != args.user:
+                    continue
+                events[event["auditID"]] = event
     out = {}
     for name, start, end in phases:
         counts = {"requests": 0, "reads": 0, "writes": 0, "deployment_gets": 0, "failed": 0, "by_verb": {},
