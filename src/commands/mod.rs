@@ -7,7 +7,6 @@ mod crd;
 pub mod create_api;
 pub mod create_webhook;
 mod gvk;
-pub mod image_env;
 pub mod init;
 pub mod lockfile;
 pub mod plugins;

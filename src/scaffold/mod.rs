@@ -3,6 +3,7 @@
 //! decide what is generated, and the calling command decides what may be overwritten.
 
 mod format;
+pub mod image_env;
 mod plan;
 mod templates;
 mod vendor;

@@ -197,8 +197,7 @@ impl Plan {
         let is_yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
         if is_yaml
             && let Some(name) = wanted[0].strip_prefix("- name: ")
-            && (current.lines().any(|l| l.trim() == wanted[0])
-                || crate::commands::image_env::has_env(&current, name.trim()))
+            && (current.lines().any(|l| l.trim() == wanted[0]) || super::image_env::has_env(&current, name.trim()))
         {
             return Ok(());
         }

@@ -72,7 +72,7 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     let own = if request.force { IfExists::Overwrite } else { IfExists::Error };
     // Before the controller's fragments: an existing entry updated in place is then found.
     if let (Some(operand), true) = (&request.operand, request.controller) {
-        super::super::image_env::set_image_env(plan, &api.kind, &operand.image)?;
+        scaffold::image_env::set_image_env(plan, &api.kind, &operand.image)?;
     }
     if request.resource {
         let sharing = project.others(api).filter(|r| r.api.is_some());

@@ -11,8 +11,8 @@ use std::path::Path;
 use anyhow::Result;
 use serde_yaml::Value;
 
+use super::{IfExists, Plan};
 use crate::names::Kind;
-use crate::scaffold::{IfExists, Plan};
 
 /// The manager Deployment's manifest.
 pub const MANAGER: &str = "config/manager/manager.yaml";
