@@ -20,14 +20,14 @@
 //! 1. adds the finalizer on first sight (kube's [`finalizer()`] helper), so that deletion waits
 //!    for [`cleanup`];
 //! 2. compares the Deployment that should exist ([`desired_deployment`], a pure function) with
-//!    the one that does, and server-side applies it only when they differ;
+//!    the one in the controller's cache, and server-side applies it only when they differ;
 //! 3. computes the status conditions and writes them only when they changed.
 //!
 //! So a reconcile of an object already in sync writes nothing, and one that fails returns the
 //! error: the Controller retries it with an exponential backoff ([`error_policy`]).
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
@@ -45,8 +45,8 @@ use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 
 use memop_runtime::controller::{
-    self, Conditions, Error, Instruments, Result, Truth, condition, fingerprint, in_sync,
-    label_value, stamp,
+    self, Conditions, Error, Instruments, Observed, Owned, Result, Truth, condition, label_value,
+    stamp,
 };
 use memop_runtime::manager::{Manager, Shared};
 use memop_runtime::operand::{Rollout, controlled_by, rollout};
@@ -68,10 +68,11 @@ pub const DEFAULT_IMAGE: &str = "memcached:1.6.26-alpine3.19";
 pub const CONTAINER_PORT: i32 = 11211;
 /// The field manager of everything this controller applies.
 const FIELD_MANAGER: &str = "memcached-operator";
-/// How often an object in sync is looked at again anyway.
+/// How often an object in sync is looked at again anyway (give or take a tenth, so that
+/// objects made together do not all come back together).
 pub const RESYNC: Duration = Duration::from_secs(300);
-/// Deployments of this controller carry this label; the Deployment watch is limited to them,
-/// so the controller does not cache every Deployment of the cluster.
+/// Deployments of this controller carry this label; the Deployment cache is limited to them,
+/// so the controller does not hold every Deployment of the cluster.
 const MANAGED_BY: &str = "memcached-operator";
 
 /// Exactly the API access this controller uses; `make manifests` turns it into the role.
@@ -93,8 +94,8 @@ pub const RULES: &[Rule] = &[
         resources: &["memcacheds/finalizers"],
         verbs: &["update"],
     },
-    // Read, watch (`.owns`) and server-side apply Deployments; an apply that creates one
-    // needs create as well as patch.
+    // Cache (list, watch) and server-side apply Deployments; get one of that name that is not
+    // ours before creating it; an apply that creates one needs create as well as patch.
     Rule {
         api_group: "apps",
         resources: &["deployments"],
@@ -118,8 +119,8 @@ pub struct Context {
     instruments: Instruments,
     /// The operand image ([`operand_image`]); without it nothing can be deployed.
     image: Option<String>,
-    /// Per Deployment, what our fields looked like right after our last apply (see [`in_sync`]).
-    applied: Mutex<HashMap<String, String>>,
+    /// The Deployments this controller manages, as the cache of its watch holds them.
+    deployments: Owned<Deployment>,
 }
 
 impl Context {
@@ -129,15 +130,23 @@ impl Context {
         Self::with_image(shared, Some(operand_image(std::env::var(IMAGE_ENV).ok())))
     }
 
-    /// A context with the operand image given (`None` or empty: not configured).
+    /// A context with the operand image given (`None` or empty: not configured). It starts
+    /// the watch of the controller's Deployments, which stops when the context is dropped.
     pub fn with_image(shared: &Shared, image: Option<String>) -> Self {
+        let managed_by = format!("app.kubernetes.io/managed-by={MANAGED_BY}");
+        let config = watcher::Config::default().labels(&managed_by);
         Self {
             client: shared.client.clone(),
             recorder: Recorder::new(shared.client.clone(), shared.reporter.clone()),
             instruments: Instruments::new(NAME, shared),
             image: image.filter(|image| !image.trim().is_empty()),
-            applied: Mutex::default(),
+            deployments: Owned::watch(shared.namespaced_api(), config),
         }
+    }
+
+    /// The cache of this controller's Deployments.
+    pub fn deployments(&self) -> &Owned<Deployment> {
+        &self.deployments
     }
 }
 
@@ -161,11 +170,9 @@ pub async fn run(shared: Shared) -> anyhow::Result<()> {
 /// [`run`] with a context of the caller's (tests choose the image).
 pub async fn run_with(shared: Shared, ctx: Context) -> anyhow::Result<()> {
     let objects: Api<Memcached> = shared.namespaced_api();
-    let deployments: Api<Deployment> = shared.namespaced_api();
-    let managed_by = format!("app.kubernetes.io/managed-by={MANAGED_BY}");
-    let owned = watcher::Config::default().labels(&managed_by);
-    let controller = Controller::new(objects, watcher::Config::default().any_semantic())
-        .owns(deployments, owned);
+    // Reconcile each Memcached, and the owner of each Deployment that changes.
+    let controller = Controller::new(objects, watcher::Config::default().any_semantic());
+    let controller = ctx.deployments.owned_by(controller);
     controller::run(
         NAME,
         &shared,
@@ -243,10 +250,18 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
     };
 
     let desired = desired_deployment(object, image)?;
-    let observed = deployments.get_opt(&name).await?;
+    let observed = match ctx.deployments.observe(&desired, &deployments).await? {
+        // Our apply of this very Deployment is not in the cache yet, and the status already
+        // says what it returned: its watch event brings the next reconcile.
+        Observed::Pending(wait) => return Ok(Action::requeue(wait)),
+        observed => observed,
+    };
     // Never take over a Deployment that something else controls (as controller-runtime's
     // SetControllerReference refuses to): say so, and leave it alone.
-    if let Some(other) = observed.as_ref().filter(|d| !controlled_by(*d, object)) {
+    if let Some(other) = observed
+        .object()
+        .filter(|d| !controlled_by(d.as_ref(), object))
+    {
         let controller = other
             .owner_references()
             .iter()
@@ -259,27 +274,19 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
     }
 
     let resizing = observed
-        .as_ref()
+        .object()
         .and_then(|d| d.spec.as_ref()?.replicas)
         .filter(|&replicas| replicas != size);
-    let key = applied_key(object);
-    let current = if observed.as_ref().is_some_and(|d| {
-        in_sync(
-            d,
-            &desired,
-            ctx.applied.lock().expect("applied lock").get(&key),
-        )
-    }) {
-        observed
+    let current = if let Observed::InSync(current) = observed {
+        Some(current)
     } else {
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let patch = Patch::Apply(&desired);
         match deployments.patch(&name, &params, &patch).await {
             Ok(applied) => {
                 // What our fields look like now, admission webhooks' changes included.
-                let seen = fingerprint(&applied, &desired);
-                ctx.applied.lock().expect("applied lock").insert(key, seen);
-                let (reason, note) = match (&observed, resizing) {
+                ctx.deployments.applied(&desired, &applied);
+                let (reason, note) = match (observed.object(), resizing) {
                     (None, _) => (
                         "Created",
                         format!("Created Deployment {name} with {size} replicas"),
@@ -291,11 +298,11 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
                     (Some(_), None) => ("Updated", format!("Updated Deployment {name}")),
                 };
                 controller::publish(&ctx.recorder, object, EventType::Normal, reason, note).await;
-                Some(applied)
+                Some(Arc::new(applied))
             }
             Err(err) => {
                 // Say why in the status, then fail: the Controller retries with backoff.
-                let (verb, reason) = match (&observed, resizing) {
+                let (verb, reason) = match (observed.object(), resizing) {
                     (None, _) => ("create", condition::CREATE_FAILED),
                     (Some(_), Some(_)) => ("resize", condition::RESIZING),
                     (Some(_), None) => ("update", condition::UPDATE_FAILED),
@@ -310,7 +317,7 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
         }
     };
     let rollout = current
-        .as_ref()
+        .as_deref()
         .map_or(Rollout::InProgress, |d| rollout(d, size));
     let healthy = "The Deployment matches the spec".to_string();
     match rollout {
@@ -337,7 +344,7 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
         }
     }
     write_status(object, &status, ctx).await?;
-    Ok(Action::requeue(RESYNC))
+    Ok(controller::resync(object, RESYNC))
 }
 /// Reports a problem the reconcile cannot get past by itself (`Available=False` and
 /// `Degraded=True` with `reason`, a Warning event, an error log), then fails, so that the
@@ -395,36 +402,28 @@ async fn cleanup(object: &Memcached, ctx: &Context) -> Result<Action> {
     );
     write_status(object, &status, ctx).await?;
     // Its Deployment goes with it: forget what it looked like.
-    ctx.applied
-        .lock()
-        .expect("applied lock")
-        .remove(&applied_key(object));
+    ctx.deployments.forget(&namespace, &deployment_name(object));
     Ok(Action::await_change())
 }
 
-/// The key of `object`'s Deployment in [`Context::applied`].
-fn applied_key(object: &Memcached) -> String {
-    let namespace = object.namespace().unwrap_or_default();
-    format!("{namespace}/{}", deployment_name(object))
-}
-
 /// Writes the conditions this controller owns into the status of `object`, unless they are
-/// what it already has (see [`controller::write_conditions`]).
+/// what it already has (see [`Instruments::write_conditions`]).
 async fn write_status(object: &Memcached, status: &MemcachedStatus, ctx: &Context) -> Result<()> {
     let current = object
         .status
         .as_ref()
         .map(|s| s.conditions.as_slice())
         .unwrap_or_default();
-    controller::write_conditions(
-        &ctx.client,
-        object,
-        FIELD_MANAGER,
-        OWNED_CONDITIONS,
-        current,
-        &status.conditions,
-    )
-    .await
+    ctx.instruments
+        .write_conditions(
+            &ctx.client,
+            object,
+            FIELD_MANAGER,
+            OWNED_CONDITIONS,
+            current,
+            &status.conditions,
+        )
+        .await
 }
 
 /// The Deployment of `object`: named after it, or, for a name too long to be a label value

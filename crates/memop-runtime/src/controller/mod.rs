@@ -1,7 +1,8 @@
 //! What every controller shares: the error type, [`run`] (kube's `Controller` driven until
 //! shutdown), what runs around every reconcile ([`Instruments`]: time limit, tracing span,
-//! metrics, retry backoff), status conditions, and the comparison that keeps reconciles free of
-//! needless writes ([`stamp`], [`in_sync`]).
+//! metrics, retry backoff, status writes), the resync with jitter, status conditions, the cache of owned
+//! objects ([`Owned`]), and the comparison that keeps reconciles free of needless writes
+//! ([`stamp`], [`in_sync`]).
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -25,6 +26,9 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::manager::{Metrics, Shared};
+
+mod owned;
+pub use owned::{Observed, Owned};
 
 /// Everything a reconcile can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -117,51 +121,6 @@ where
     Ok(())
 }
 
-/// Writes `conditions`, of the types in `owned` (the ones this controller reports), into the
-/// status of `object`, unless they are what `current` (its status conditions as read) already
-/// holds: a server-side apply of the status subresource as `field_manager`, with only those
-/// types, so that other writers' conditions stay theirs (`conditions` is a list keyed by type).
-///
-/// An object deleted meanwhile is no error: there is nothing left to report on. Any other
-/// failure is one, a 404 from a missing status subresource included.
-pub async fn write_conditions<K>(
-    client: &Client,
-    object: &K,
-    field_manager: &str,
-    owned: &[&str],
-    current: &[Condition],
-    conditions: &[Condition],
-) -> Result<()>
-where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
-    K: Clone + DeserializeOwned + Debug,
-{
-    let ours = owned_conditions(conditions, owned);
-    if owned_conditions(current, owned) == ours {
-        return Ok(());
-    }
-    let name = object.name_any();
-    let api: Api<K> = Api::namespaced(client.clone(), &object.namespace().unwrap_or_default());
-    let patch = Patch::Apply(serde_json::json!({
-        "apiVersion": K::api_version(&()),
-        "kind": K::kind(&()),
-        "status": { "conditions": ours },
-    }));
-    let params = PatchParams::apply(field_manager).force();
-    match api.patch_status(&name, &params, &patch).await {
-        Ok(_) => Ok(()),
-        // The object itself is gone: the API server names it in the details. (A 404 without
-        // them means the status subresource or the version is not served.)
-        Err(kube::Error::Api(err))
-            if err.is_not_found() && err.details.as_ref().is_some_and(|d| d.name == name) =>
-        {
-            tracing::debug!(%name, "gone before its status was written");
-            Ok(())
-        }
-        Err(err) => Err(err.into()),
-    }
-}
-
 /// Records an event on `object` with `reason` and `note`, with kubebuilder's action names
 /// (`DeleteCR` for a `Deleting` warning, `Reconcile` otherwise). Events are informational: a
 /// failure is logged, not returned.
@@ -193,13 +152,21 @@ pub async fn publish<K: Resource<DynamicType = ()>>(
 }
 
 /// What runs around every reconcile of a controller, so that its module holds only the logic
-/// of its kind: the time limit, a tracing span, the metrics, and the retry backoff.
+/// of its kind: the time limit, a tracing span, the metrics, the retry backoff, and the status
+/// writes, with what they left.
 pub struct Instruments {
     controller: &'static str,
     metrics: Arc<Metrics>,
     backoff: Backoff,
     timeout: Duration,
+    /// Per object: the resourceVersion of this controller's last status write, until an
+    /// object at least that new comes to reconcile.
+    written: Mutex<HashMap<String, u64>>,
 }
+
+/// When an object older than this controller's own last write of it comes to reconcile, how
+/// long to wait for the newer one before reconciling anyway.
+const STALE_RECHECK: Duration = Duration::from_secs(5);
 
 impl Instruments {
     /// The instruments of the controller `controller`, registered in the manager's metrics.
@@ -212,12 +179,18 @@ impl Instruments {
             metrics: shared.metrics.clone(),
             backoff: Backoff::default(),
             timeout: shared.reconcile_timeout,
+            written: Mutex::default(),
         }
     }
 
     /// Runs `reconcile` of `object` within the reconcile timeout ([`Shared::reconcile_timeout`]),
     /// in a span with the object's name, namespace and generation, and counts it; a success
     /// resets the object's backoff.
+    ///
+    /// An object older than what this controller's last status write returned is not
+    /// reconciled: the controller's cache has not caught up with that write yet, whose watch
+    /// event brings the object as it is now. (Reconciling the old one would send again what
+    /// was already written.)
     pub async fn reconcile<K>(
         &self,
         object: &K,
@@ -226,6 +199,10 @@ impl Instruments {
     where
         K: Resource<DynamicType = ()>,
     {
+        if self.older_than_written(object) {
+            tracing::debug!(controller = self.controller, name = %object.name_any(), "older than this controller's last write; waiting for the newer one");
+            return Ok(Action::requeue(STALE_RECHECK));
+        }
         let span = tracing::info_span!(
             "reconcile",
             controller = self.controller,
@@ -247,32 +224,154 @@ impl Instruments {
         result
     }
 
-    /// When to retry a failed reconcile of `object`: after its exponential backoff.
+    /// When to retry a failed reconcile of `object`: after its exponential backoff, and never
+    /// faster than the controller's overall retry rate allows (see [`Backoff`]).
     pub fn retry<K: Resource<DynamicType = ()>>(&self, object: &K, error: &Error) -> Action {
         tracing::warn!(controller = self.controller, name = %object.name_any(), %error, "reconcile failed; will retry");
         self.metrics.retried(self.controller);
         self.backoff.failed(&ObjectRef::from_obj(object))
     }
+
+    /// Writes `conditions`, of the types in `owned` (the ones this controller reports), into
+    /// the status of `object`, unless they are what `current` (its status conditions as read)
+    /// already holds: a server-side apply of the status subresource as `field_manager`, with
+    /// only those types, so that other writers' conditions stay theirs (`conditions` is a list
+    /// keyed by type).
+    ///
+    /// An object deleted meanwhile is no error: there is nothing left to report on. Any other
+    /// failure is one, a 404 from a missing status subresource included.
+    pub async fn write_conditions<K>(
+        &self,
+        client: &Client,
+        object: &K,
+        field_manager: &str,
+        owned: &[&str],
+        current: &[Condition],
+        conditions: &[Condition],
+    ) -> Result<()>
+    where
+        K: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
+        K: Clone + DeserializeOwned + Debug,
+    {
+        let ours = owned_conditions(conditions, owned);
+        if owned_conditions(current, owned) == ours {
+            return Ok(());
+        }
+        let name = object.name_any();
+        let api: Api<K> = Api::namespaced(client.clone(), &object.namespace().unwrap_or_default());
+        let patch = Patch::Apply(serde_json::json!({
+            "apiVersion": K::api_version(&()),
+            "kind": K::kind(&()),
+            "status": { "conditions": ours },
+        }));
+        let params = PatchParams::apply(field_manager).force();
+        match api.patch_status(&name, &params, &patch).await {
+            Ok(written) => {
+                self.wrote(&written);
+                Ok(())
+            }
+            // The object itself is gone: the API server names it in the details. (A 404
+            // without them means the status subresource or the version is not served.)
+            Err(kube::Error::Api(err))
+                if err.is_not_found() && err.details.as_ref().is_some_and(|d| d.name == name) =>
+            {
+                tracing::debug!(%name, "gone before its status was written");
+                Ok(())
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// Records that a write of this controller left `object` as it is.
+    fn wrote<K: Resource<DynamicType = ()>>(&self, object: &K) {
+        if let Some(version) = resource_version(object) {
+            let key = ObjectRef::from_obj(object).to_string();
+            self.written
+                .lock()
+                .expect("written lock")
+                .insert(key, version);
+        }
+    }
+
+    /// Whether `object` is older than this controller's last write of it; an object as new is
+    /// proof that the cache caught up, and the record goes.
+    fn older_than_written<K: Resource<DynamicType = ()>>(&self, object: &K) -> bool {
+        let Some(version) = resource_version(object) else {
+            return false;
+        };
+        let key = ObjectRef::from_obj(object).to_string();
+        let mut written = self.written.lock().expect("written lock");
+        match written.get(&key) {
+            Some(&last) if version < last => true,
+            Some(_) => {
+                written.remove(&key);
+                false
+            }
+            None => false,
+        }
+    }
 }
 
-/// Per-object exponential backoff for failed reconciles, as controller-runtime's default rate
-/// limiter: 5 ms doubling on each consecutive failure, at most 5 minutes; a success resets it.
+/// An object's resourceVersion as a number (etcd's revision); `None` where the API server
+/// hands out opaque versions, and then nothing is compared.
+fn resource_version(object: &impl Resource) -> Option<u64> {
+    object.meta().resource_version.as_deref()?.parse().ok()
+}
+
+/// When to look at `object`, in sync now, again: after `period`, give or take a tenth, the
+/// same for the same object. Objects created together then do not all come back in the same
+/// second, period after period, as one wave of reconciles.
+pub fn resync<K: Resource<DynamicType = ()>>(object: &K, period: Duration) -> Action {
+    Action::requeue(jittered(period, &ObjectRef::from_obj(object).to_string()))
+}
+
+/// `period`, moved by up to a tenth either way by a hash of `key`.
+fn jittered(period: Duration, key: &str) -> Duration {
+    // A number in [0, 1) from the key's hash (its bits mixed: FNV-1a's high bits barely
+    // differ between keys that differ in their last character), then a factor in [0.9, 1.1).
+    let mut bits = fnv1a(key.as_bytes());
+    for (shift, multiplier) in [(30, 0xbf58_476d_1ce4_e5b9_u64), (27, 0x94d0_49bb_1331_11eb)] {
+        bits = (bits ^ (bits >> shift)).wrapping_mul(multiplier);
+    }
+    let unit = ((bits ^ (bits >> 31)) >> 11) as f64 / (1u64 << 53) as f64;
+    period.mul_f64(0.9 + 0.2 * unit)
+}
+
+/// The backoff of failed reconciles, as controller-runtime's default rate limiter: per object,
+/// 5 ms doubling on each consecutive failure, at most 5 minutes, a success resetting it; and
+/// overall, at most 10 retries a second after a burst of 100, so that a failure of every
+/// object at once (the API server down, a webhook gone) does not become a flood of retries.
 #[derive(Default)]
 pub struct Backoff {
     /// Per object: consecutive failures, and when the last one happened.
     failures: Mutex<HashMap<String, (u32, Instant)>>,
+    /// The overall rate, as the time at which the next retry would be on schedule (the
+    /// "theoretical arrival time" of a token bucket): retries go out at most [`Self::RATE`]
+    /// apart once [`Self::BURST`] of them are waiting.
+    schedule: Mutex<Option<Instant>>,
 }
 
 impl Backoff {
     const BASE: Duration = Duration::from_millis(5);
     const MAX: Duration = Duration::from_secs(300);
+    /// One retry per this, overall...
+    const RATE: Duration = Duration::from_millis(100);
+    /// ... after this many at once.
+    const BURST: u32 = 100;
     /// An object that still fails is retried at least every [`Self::MAX`]; an entry older than
     /// twice that belongs to an object that went away, and is dropped.
     const FORGET_AFTER: Duration = Duration::from_secs(600);
 
     /// Records a failure of `key` and returns when to retry it.
     pub fn failed<K: kube::Resource<DynamicType = ()>>(&self, key: &ObjectRef<K>) -> Action {
-        let now = Instant::now();
+        self.failed_at(key, Instant::now())
+    }
+
+    fn failed_at<K: kube::Resource<DynamicType = ()>>(
+        &self,
+        key: &ObjectRef<K>,
+        now: Instant,
+    ) -> Action {
         self.forget_stale(now);
         let mut failures = self.failures.lock().expect("backoff lock");
         let (count, last) = failures.entry(key.to_string()).or_insert((0, now));
@@ -281,7 +380,16 @@ impl Backoff {
             .min(Self::MAX);
         *count = count.saturating_add(1);
         *last = now;
-        Action::requeue(delay)
+        drop(failures);
+        Action::requeue(delay.max(self.overall(now)))
+    }
+
+    /// Takes a place in the overall schedule at `now`: how long that retry must wait.
+    fn overall(&self, now: Instant) -> Duration {
+        let mut schedule = self.schedule.lock().expect("backoff lock");
+        let next = schedule.map_or(now, |at| at.max(now)) + Self::RATE;
+        *schedule = Some(next);
+        next.saturating_duration_since(now + Self::RATE * Self::BURST)
     }
 
     /// Records a success of `key`: its next failure starts the backoff again.
@@ -643,6 +751,52 @@ mod tests {
         assert_eq!(
             backoff.failed(&key),
             Action::requeue(Duration::from_millis(5))
+        );
+    }
+
+    #[test]
+    fn retries_of_many_objects_are_spread_out_after_a_burst() {
+        let backoff = Backoff::default();
+        let now = Instant::now();
+        let delays: Vec<_> = (0..120)
+            .map(|i| {
+                backoff.failed_at(
+                    &ObjectRef::<ConfigMap>::new(&format!("o{i}")).within("ns"),
+                    now,
+                )
+            })
+            .collect();
+        // The first hundred at their own (first) backoff; then 100 ms apart.
+        let first = Action::requeue(Duration::from_millis(5));
+        assert!(delays[..100].iter().all(|d| *d == first));
+        assert_eq!(delays[100], Action::requeue(Duration::from_millis(100)));
+        assert_eq!(delays[119], Action::requeue(Duration::from_millis(2000)));
+        // Later, the schedule has room again.
+        let later = now + Duration::from_secs(60);
+        let key = ObjectRef::<ConfigMap>::new("late").within("ns");
+        assert_eq!(backoff.failed_at(&key, later), first);
+    }
+
+    #[test]
+    fn resyncs_are_spread_within_a_tenth_and_stable() {
+        let period = Duration::from_secs(300);
+        let delays: Vec<_> = (0..200)
+            .map(|i| jittered(period, &format!("ns/o{i}")))
+            .collect();
+        assert!(
+            delays
+                .iter()
+                .all(|d| *d >= period.mul_f64(0.9) && *d < period.mul_f64(1.1))
+        );
+        let early = delays.iter().filter(|d| **d < period).count();
+        assert!(
+            (60..140).contains(&early),
+            "spread both ways: {early} of 200 early"
+        );
+        assert_eq!(
+            jittered(period, "ns/o7"),
+            delays[7],
+            "the same for the same object"
         );
     }
 

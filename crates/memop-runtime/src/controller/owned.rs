@@ -1,0 +1,239 @@
+//! The objects a controller owns (a Deployment per custom resource, say), read from a cache
+//! instead of the API server, with what the controller last applied to each: what
+//! controller-runtime's cache and `Owns()` are to a kubebuilder controller.
+//!
+//! [`Owned::watch`] keeps a reflector of the owned kind, limited to the objects a label
+//! selector picks and stripped of `managedFields` (the largest part of an object, which no
+//! reconcile reads). The controller's trigger is fed by that same watch ([`Owned::owned_by`]):
+//! one watch of the kind per controller, as with kube's `Controller::owns`. A reconcile asks
+//! [`Owned::observe`] how the object it wants compares with the cache, and tells
+//! [`Owned::applied`] what its apply returned.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::api::Api;
+use kube::core::PartialObjectMeta;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::mpsc;
+
+use super::{APPLIED_HASH, Result, fingerprint, in_sync, resource_version as version};
+
+/// How long the cache may lag behind an apply of this controller before it is believed again
+/// anyway. A watch event comes within milliseconds; this bounds the wait when one never comes
+/// (the object went away while the watch was reconnecting).
+const PENDING_FOR: Duration = Duration::from_secs(10);
+/// Changes the controller has not taken yet; beyond this the watch waits for it.
+const BACKLOG: usize = 1024;
+
+/// A cache of the objects of kind `K` a controller owns; dropping it stops its watch.
+pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
+    store: Store<K>,
+    /// The highest resourceVersion among the events the cache has applied.
+    seen: Arc<AtomicU64>,
+    /// Where the cache sends what changed, once a controller asked ([`Self::owned_by`]).
+    changes: Arc<Mutex<Option<mpsc::Sender<PartialObjectMeta<K>>>>>,
+    /// Per object: what this process last applied.
+    applied: Mutex<HashMap<ObjectRef<K>, Applied>>,
+    watch: tokio::task::AbortHandle,
+}
+
+/// What an apply of this process left on one object.
+struct Applied {
+    /// The [`APPLIED_HASH`] of what was applied.
+    hash: Option<String>,
+    /// What the applied fields looked like right after (see [`in_sync`]).
+    fingerprint: String,
+    /// The object's resourceVersion then, until the cache has seen it.
+    version: Option<(u64, Instant)>,
+}
+
+/// How the object a reconcile wants compares with what the cache holds.
+#[derive(Debug)]
+pub enum Observed<K> {
+    /// This process applied this very object a moment ago and the cache has not seen it yet:
+    /// nothing to do until it has, and its watch event brings the next reconcile.
+    Pending(Duration),
+    /// It does not exist.
+    Absent,
+    /// It exists and differs from what is wanted (or belongs to someone else).
+    Differs(Arc<K>),
+    /// It exists with every field as wanted: no apply needed.
+    InSync(Arc<K>),
+}
+
+impl<K> Observed<K> {
+    /// The object as it exists, if it does and was looked at.
+    pub fn object(&self) -> Option<&Arc<K>> {
+        match self {
+            Self::Differs(object) | Self::InSync(object) => Some(object),
+            Self::Pending(_) | Self::Absent => None,
+        }
+    }
+}
+
+impl<K> Owned<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug + Send + Sync,
+    K: 'static,
+{
+    /// Starts watching the objects of `api` that `config` selects (give it the label every
+    /// owned object carries, so the cache holds those only). The watch runs until the `Owned`
+    /// is dropped, and must run inside a Tokio runtime.
+    pub fn watch(api: Api<K>, config: watcher::Config) -> Self {
+        let (store, writer) = reflector::store();
+        let seen = Arc::new(AtomicU64::new(0));
+        let changes: Arc<Mutex<Option<mpsc::Sender<PartialObjectMeta<K>>>>> = Arc::default();
+        let events = watcher(api, config)
+            .default_backoff()
+            .modify(|object| object.managed_fields_mut().clear())
+            .reflect(writer);
+        let watch = tokio::spawn({
+            let (seen, changes) = (seen.clone(), changes.clone());
+            async move {
+                futures::pin_mut!(events);
+                while let Some(event) = events.next().await {
+                    let event = match event {
+                        Ok(event) => event,
+                        Err(err) => {
+                            // The backoff retries; until then the cache stays as it was.
+                            tracing::warn!(kind = %K::kind(&()), error = %err, "cannot list or watch; retrying");
+                            continue;
+                        }
+                    };
+                    let touched = match &event {
+                        watcher::Event::Apply(object)
+                        | watcher::Event::Delete(object)
+                        | watcher::Event::InitApply(object) => object,
+                        watcher::Event::Init | watcher::Event::InitDone => continue,
+                    };
+                    if let Some(version) = version(touched) {
+                        seen.fetch_max(version, Ordering::SeqCst);
+                    }
+                    let sender = changes.lock().expect("changes lock").clone();
+                    if let Some(sender) = sender {
+                        // Only the metadata: the controller maps it to its owner, nothing else.
+                        let meta = PartialObjectMeta::<K> {
+                            types: None,
+                            metadata: touched.meta().clone(),
+                            _phantom: PhantomData,
+                        };
+                        if sender.send(meta).await.is_err() {
+                            // The controller stopped: keep the cache, drop the trigger.
+                            changes.lock().expect("changes lock").take();
+                        }
+                    }
+                }
+            }
+        });
+        Self {
+            store,
+            seen,
+            changes,
+            applied: Mutex::default(),
+            watch: watch.abort_handle(),
+        }
+    }
+
+    /// `controller`, made to reconcile the owner of every object that changes in this cache
+    /// (deletions included): kube's `Controller::owns`, fed by the cache's own watch. Only the
+    /// last controller given here is told of changes.
+    pub fn owned_by<P>(&self, controller: Controller<P>) -> Controller<P>
+    where
+        P: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    {
+        let (sender, receiver) = mpsc::channel(BACKLOG);
+        *self.changes.lock().expect("changes lock") = Some(sender);
+        let changes = futures::stream::unfold(receiver, |mut receiver| async move {
+            let meta = receiver.recv().await?;
+            Some((Ok::<_, watcher::Error>(meta), receiver))
+        });
+        controller.owns_stream(changes)
+    }
+
+    /// The cached object `name` in `namespace`, once the cache has listed them all.
+    pub async fn get(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
+        self.ready().await;
+        self.store.get(&ObjectRef::new(name).within(namespace))
+    }
+
+    /// Waits until the cache has listed the objects once (at once after that).
+    pub async fn ready(&self) {
+        // The writer lives as long as the watch, which lives as long as `self`.
+        let _ = self.store.wait_until_ready().await;
+    }
+
+    /// How `desired` compares with the cache. An object missing from the cache that this
+    /// process never applied is looked up with `api` once: the label-scoped cache does not hold
+    /// an object of that name that someone else made, and it must not be taken over.
+    pub async fn observe(&self, desired: &K, api: &Api<K>) -> Result<Observed<K>> {
+        self.ready().await;
+        let key = ObjectRef::from_obj(desired);
+        let (fingerprint, known) = {
+            let mut applied = self.applied.lock().expect("applied lock");
+            let seen = self.seen.load(Ordering::SeqCst);
+            match applied.get_mut(&key) {
+                Some(last) => {
+                    if let Some((version, at)) = last.version {
+                        let waited = at.elapsed();
+                        if version <= seen || waited >= PENDING_FOR {
+                            last.version = None;
+                        } else if last.hash.as_ref() == desired.annotations().get(APPLIED_HASH) {
+                            return Ok(Observed::Pending(PENDING_FOR - waited));
+                        }
+                    }
+                    (Some(last.fingerprint.clone()), true)
+                }
+                None => (None, false),
+            }
+        };
+        let object = match self.store.get(&key) {
+            Some(object) => Some(object),
+            None if !known => api.get_opt(&desired.name_any()).await?.map(Arc::new),
+            None => None,
+        };
+        Ok(match object {
+            None => Observed::Absent,
+            Some(object) if in_sync(object.as_ref(), desired, fingerprint.as_ref()) => {
+                Observed::InSync(object)
+            }
+            Some(object) => Observed::Differs(object),
+        })
+    }
+
+    /// Records that applying `desired` returned `result`, so that [`Self::observe`] waits for
+    /// the cache to see it and then compares with how it came back.
+    pub fn applied(&self, desired: &K, result: &K) {
+        let record = Applied {
+            hash: desired.annotations().get(APPLIED_HASH).cloned(),
+            fingerprint: fingerprint(result, desired),
+            version: version(result).map(|version| (version, Instant::now())),
+        };
+        let key = ObjectRef::from_obj(desired);
+        self.applied
+            .lock()
+            .expect("applied lock")
+            .insert(key, record);
+    }
+
+    /// Forgets what was applied to `name` in `namespace` (it is going away).
+    pub fn forget(&self, namespace: &str, name: &str) {
+        let key = ObjectRef::new(name).within(namespace);
+        self.applied.lock().expect("applied lock").remove(&key);
+    }
+}
+
+impl<K: Resource<DynamicType = ()> + Clone + 'static> Drop for Owned<K> {
+    fn drop(&mut self) {
+        self.watch.abort();
+    }
+}
