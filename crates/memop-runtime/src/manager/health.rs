@@ -4,7 +4,11 @@
 //! every controller has listed what it watches (its cache is synced), so a pod is not counted
 //! ready before it does its job. A replica waiting for leadership is ready too: it is healthy,
 //! and if standbys were never ready a rolling update would wait forever for the new pod, which
-//! cannot lead until the old one is gone.
+//! cannot lead until the old one is gone. So is a manager that serves conversion webhooks, once
+//! its webhook server is up: the API server reaches that server through a Service, which routes
+//! to ready pods only, and cannot list a converted kind for the controllers' caches before;
+//! waiting for those caches would deadlock a single replica (its cache-sync timeout still ends a
+//! manager whose caches never sync).
 
 use std::collections::BTreeSet;
 use std::hash::Hash;
@@ -29,6 +33,8 @@ pub struct Readiness {
 #[derive(Default)]
 struct State {
     standby: bool,
+    /// The webhook server serves conversions (see the module's documentation).
+    converting: bool,
     /// The manager has started its controllers.
     started: bool,
     /// Controllers that started but have not synced their cache yet.
@@ -41,7 +47,7 @@ impl Readiness {
     /// `None` when ready; otherwise why not.
     pub fn check(&self) -> Option<String> {
         let state = self.state.lock().expect("readiness lock");
-        if state.standby {
+        if state.standby || state.converting {
             return None;
         }
         if !state.started {
@@ -69,6 +75,12 @@ impl Readiness {
 
     pub(crate) fn set_standby(&self, standby: bool) {
         self.state.lock().expect("readiness lock").standby = standby;
+    }
+
+    /// Records that this manager's webhook server is up and converts objects of some kind:
+    /// from now on it is ready whether or not the caches have synced.
+    pub fn serving_conversions(&self) {
+        self.state.lock().expect("readiness lock").converting = true;
     }
 
     pub(crate) fn set_started(&self) {
@@ -151,6 +163,16 @@ mod tests {
         assert_eq!(readiness.check(), None);
         readiness.set_standby(false);
         readiness.synced("memcached");
+        assert_eq!(readiness.check(), None);
+    }
+
+    #[test]
+    fn a_manager_serving_conversions_is_ready_before_its_caches_sync() {
+        let readiness = Readiness::default();
+        readiness.expect("memcached");
+        assert!(readiness.check().is_some());
+        // The only way the API server can list Memcacheds of another version for that cache.
+        readiness.serving_conversions();
         assert_eq!(readiness.check(), None);
     }
 }

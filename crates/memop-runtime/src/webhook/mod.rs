@@ -186,6 +186,11 @@ pub async fn serve(
     if let Some(local) = local {
         local.point(shared, webhooks, &conversion_crds).await?;
     }
+    if !conversion_crds.is_empty() {
+        // The controllers' caches of the converted kinds need this server: do not let
+        // readiness (which the Service routing to it waits for) wait for them.
+        shared.readiness.serving_conversions();
+    }
     Ok(())
 }
 
