@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{EventType, Recorder};
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use memop_runtime::controller::{self, Error, Instruments, Result};
 use memop_runtime::manager::{Manager, Shared};
@@ -72,7 +72,7 @@ pub async fn run(shared: Shared) -> anyhow::Result<()> {
         instruments: Instruments::new(NAME, &shared),
     };
     let configmaps: Api<ConfigMap> = shared.namespaced_api();
-    let watched = Controller::new(configmaps, watcher::Config::default().labels(SELECTOR));
+    let watched = controller::new(configmaps, watcher::Config::default().labels(SELECTOR));
     controller::run(
         NAME,
         &shared,

@@ -37,7 +37,6 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{EventType, Recorder};
 use kube::runtime::finalizer::{self, finalizer};
@@ -171,7 +170,7 @@ pub async fn run(shared: Shared) -> anyhow::Result<()> {
 pub async fn run_with(shared: Shared, ctx: Context) -> anyhow::Result<()> {
     let objects: Api<Memcached> = shared.namespaced_api();
     // Reconcile each Memcached, and the owner of each Deployment that changes.
-    let controller = Controller::new(objects, watcher::Config::default().any_semantic());
+    let controller = controller::new(objects, watcher::Config::default().any_semantic());
     let controller = ctx.deployments.owned_by(controller);
     controller::run(
         NAME,
