@@ -24,7 +24,9 @@
 //! - Strategic merge patch and server-side apply are JSON merge patches (RFC 7386): lists are
 //!   replaced rather than merged by key, and there is no field ownership (`managedFields`, `force`
 //!   and conflicts between managers are ignored; fields left out of an apply are not removed).
-//! - No admission, defaulting or schema validation. Server-owned metadata (uid, name, namespace,
+//! - No admission, defaulting or schema validation, but for two rules of the real server's
+//!   that operators meet: an update may not change a Deployment's selector, nor give an object
+//!   two controller owner references. Server-owned metadata (uid, name, namespace,
 //!   creation and deletion timestamps) is silently kept on update instead of being rejected.
 //! - Garbage collection runs synchronously, in background mode: orphaning, foreground deletion,
 //!   delete preconditions and `deletecollection` are not supported. `dryRun` is refused (400).
@@ -445,6 +447,7 @@ impl State {
                 old_metadata.get(field).cloned(),
             );
         }
+        validate_update(target, old, &new)?;
         let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
         new["metadata"]["generation"] =
             json!(generation + i64::from(desired_state_changed(old, &new)));
@@ -923,6 +926,42 @@ fn set_or_remove(object: &mut Value, field: &str, value: Option<Value>) {
 
 /// Rejects bodies the server could not index into (indexing a non-object `Value` for writing
 /// panics): the body and its `metadata` must be JSON objects.
+/// The real server's validation of an update that the tests' scenarios meet: a Deployment's
+/// selector cannot change, and at most one owner reference is the controller (what keeps an
+/// operator's forced apply from taking over someone else's Deployment).
+fn validate_update(target: &Target, old: &Value, new: &Value) -> Result<(), Failure> {
+    let controllers = new["metadata"]["ownerReferences"]
+        .as_array()
+        .map_or(0, |owners| {
+            owners
+                .iter()
+                .filter(|o| o["controller"] == json!(true))
+                .count()
+        });
+    if controllers > 1 {
+        return Err(Failure::new(
+            422,
+            format!(
+                "{} is invalid: metadata.ownerReferences: Invalid value: Only one reference can have Controller set to true",
+                target.describe(new["metadata"]["name"].as_str().unwrap_or_default())
+            ),
+        ));
+    }
+    if target.collection == "apps/v1/deployments"
+        && old["spec"]["selector"] != new["spec"]["selector"]
+    {
+        return Err(Failure::new(
+            422,
+            format!(
+                "{} is invalid: spec.selector: Invalid value: {}: field is immutable",
+                target.describe(new["metadata"]["name"].as_str().unwrap_or_default()),
+                new["spec"]["selector"]
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn check_shape(object: &Value) -> Result<(), Failure> {
     let metadata_ok = object
         .get("metadata")

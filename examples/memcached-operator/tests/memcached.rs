@@ -251,6 +251,15 @@ async fn create_makes_the_deployment_exactly_right(env: TestEnv) {
     let cluster = Cluster::new(env);
     let object = cluster.converged(2).await;
     assert_eq!(object.finalizers(), [FINALIZER.to_string()]);
+    let reads = cluster
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb == Verb::Get)
+        .count();
+    assert_eq!(
+        reads, 0,
+        "the controller reads its cache, not the API server"
+    );
 
     let deployment = cluster.deployment().await.expect("the Deployment exists");
     let spec = deployment.spec.as_ref().unwrap();
@@ -498,11 +507,11 @@ async fn a_reconcile_that_hangs_times_out(env: TestEnv) {
     cluster.ctx = Arc::new(Context::with_image(&cluster.shared, Some(IMAGE.into())));
     cluster.create(2).await;
     cluster.reconcile().await.unwrap();
-    // The Deployment read does not answer (a half-open connection, say).
+    // The Deployment write does not answer (a half-open connection, say).
     cluster
         .env
         .requests
-        .delay_next(Verb::Get, "deployments", Duration::from_secs(30));
+        .delay_next(Verb::Patch, "deployments", Duration::from_secs(30));
     let started = std::time::Instant::now();
     let err = cluster
         .reconcile()

@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
-use super::{APPLIED_HASH, Result, fingerprint, in_sync, resource_version as version};
+use super::{APPLIED_HASH, fingerprint, in_sync, resource_version as version};
 
 /// How long the cache may lag behind an apply of this controller before it is believed again
 /// anyway. A watch event comes within milliseconds; this bounds the wait when one never comes
@@ -172,42 +172,45 @@ where
         let _ = self.store.wait_until_ready().await;
     }
 
-    /// How `desired` compares with the cache. An object missing from the cache that this
-    /// process never applied is looked up with `api` once: the label-scoped cache does not hold
-    /// an object of that name that someone else made, and it must not be taken over.
-    pub async fn observe(&self, desired: &K, api: &Api<K>) -> Result<Observed<K>> {
+    /// How `desired` compares with the cache. The cache holds what the label selector picks:
+    /// an object of that name that someone else made is `Absent` here, and only an apply tells
+    /// (an apply that would take it over should fail: say, a Deployment's selector cannot
+    /// change, and an object has at most one controller).
+    pub async fn observe(&self, desired: &K) -> Observed<K> {
         self.ready().await;
         let key = ObjectRef::from_obj(desired);
-        let (fingerprint, known) = {
+        let fingerprint = {
             let mut applied = self.applied.lock().expect("applied lock");
             let seen = self.seen.load(Ordering::SeqCst);
-            match applied.get_mut(&key) {
-                Some(last) => {
-                    if let Some((version, at)) = last.version {
-                        let waited = at.elapsed();
-                        if version <= seen || waited >= PENDING_FOR {
-                            last.version = None;
-                        } else if last.hash.as_ref() == desired.annotations().get(APPLIED_HASH) {
-                            return Ok(Observed::Pending(PENDING_FOR - waited));
-                        }
-                    }
-                    (Some(last.fingerprint.clone()), true)
+            let Some(last) = applied.get_mut(&key) else {
+                return self.compare(&key, desired, None);
+            };
+            if let Some((version, at)) = last.version {
+                let waited = at.elapsed();
+                if version <= seen || waited >= PENDING_FOR {
+                    last.version = None;
+                } else if last.hash.as_ref() == desired.annotations().get(APPLIED_HASH) {
+                    return Observed::Pending(PENDING_FOR - waited);
                 }
-                None => (None, false),
             }
+            last.fingerprint.clone()
         };
-        let object = match self.store.get(&key) {
-            Some(object) => Some(object),
-            None if !known => api.get_opt(&desired.name_any()).await?.map(Arc::new),
-            None => None,
-        };
-        Ok(match object {
+        self.compare(&key, desired, Some(&fingerprint))
+    }
+
+    fn compare(
+        &self,
+        key: &ObjectRef<K>,
+        desired: &K,
+        fingerprint: Option<&String>,
+    ) -> Observed<K> {
+        match self.store.get(key) {
             None => Observed::Absent,
-            Some(object) if in_sync(object.as_ref(), desired, fingerprint.as_ref()) => {
+            Some(object) if in_sync(object.as_ref(), desired, fingerprint) => {
                 Observed::InSync(object)
             }
             Some(object) => Observed::Differs(object),
-        })
+        }
     }
 
     /// Records that applying `desired` returned `result`, so that [`Self::observe`] waits for

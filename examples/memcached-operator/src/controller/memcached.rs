@@ -94,7 +94,7 @@ pub const RULES: &[Rule] = &[
         verbs: &["update"],
     },
     // Cache (list, watch) and server-side apply Deployments; get one of that name that is not
-    // ours before creating it; an apply that creates one needs create as well as patch.
+    // ours, to say so; an apply that creates one needs create as well as patch.
     Rule {
         api_group: "apps",
         resources: &["deployments"],
@@ -249,27 +249,17 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
     };
 
     let desired = desired_deployment(object, image)?;
-    let observed = match ctx.deployments.observe(&desired, &deployments).await? {
+    let observed = match ctx.deployments.observe(&desired).await {
         // Our apply of this very Deployment is not in the cache yet, and the status already
         // says what it returned: its watch event brings the next reconcile.
         Observed::Pending(wait) => return Ok(Action::requeue(wait)),
         observed => observed,
     };
-    // Never take over a Deployment that something else controls (as controller-runtime's
-    // SetControllerReference refuses to): say so, and leave it alone.
     if let Some(other) = observed
         .object()
         .filter(|d| !controlled_by(d.as_ref(), object))
     {
-        let controller = other
-            .owner_references()
-            .iter()
-            .find(|r| r.controller == Some(true))
-            .map_or("nothing".to_string(), |r| format!("{} {}", r.kind, r.name));
-        let message = format!(
-            "Deployment {name} already exists and is controlled by {controller}, not by this Memcached: delete or rename it"
-        );
-        return stuck(object, ctx, &mut status, condition::NOT_OWNED, message).await;
+        return not_owned(object, other, ctx, &mut status).await;
     }
 
     let resizing = observed
@@ -300,6 +290,15 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
                 Some(Arc::new(applied))
             }
             Err(err) => {
+                // The cache holds this operator's Deployments only: one of that name that is
+                // someone else's fails the apply (its selector cannot change, or it has another
+                // controller) and changes nothing. Read it, to say so.
+                if observed.object().is_none()
+                    && let Some(other) = deployments.get_opt(&name).await?
+                    && !controlled_by(&other, object)
+                {
+                    return not_owned(object, &other, ctx, &mut status).await;
+                }
                 // Say why in the status, then fail: the Controller retries with backoff.
                 let (verb, reason) = match (observed.object(), resizing) {
                     (None, _) => ("create", condition::CREATE_FAILED),
@@ -345,6 +344,26 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
     write_status(object, &status, ctx).await?;
     Ok(controller::resync(object, RESYNC))
 }
+/// Reports that the Deployment named for `object` is `other`'s, which is never taken over (as
+/// controller-runtime's SetControllerReference refuses to), and leaves it alone.
+async fn not_owned(
+    object: &Memcached,
+    other: &Deployment,
+    ctx: &Context,
+    status: &mut MemcachedStatus,
+) -> Result<Action> {
+    let controller = other
+        .owner_references()
+        .iter()
+        .find(|r| r.controller == Some(true))
+        .map_or("nothing".to_string(), |r| format!("{} {}", r.kind, r.name));
+    let message = format!(
+        "Deployment {} already exists and is controlled by {controller}, not by this Memcached: delete or rename it",
+        other.name_any()
+    );
+    stuck(object, ctx, status, condition::NOT_OWNED, message).await
+}
+
 /// Reports a problem the reconcile cannot get past by itself (`Available=False` and
 /// `Degraded=True` with `reason`, a Warning event, an error log), then fails, so that the
 /// Controller retries with backoff until someone fixes it.
