@@ -224,21 +224,8 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
     let generation = object.metadata.generation;
     let size = object.spec.size;
 
-    // First sight: say that reconciling started, as kubebuilder's controllers do.
-    if !status
-        .conditions
-        .iter()
-        .any(|c| c.type_ == condition::AVAILABLE)
-    {
-        let message = "Starting reconciliation".to_string();
-        Conditions::new(&mut status.conditions, generation).set(
-            condition::AVAILABLE,
-            Truth::Unknown,
-            condition::RECONCILING,
-            message,
-        );
-        write_status(object, &status, ctx).await?;
-    }
+    // Every path below ends with one status write. (kubebuilder's controllers first write
+    // "Starting reconciliation", which this reconcile would replace a moment later.)
     let mut conditions = Conditions::new(&mut status.conditions, generation);
 
     let Some(image) = ctx.image.as_deref() else {
