@@ -223,6 +223,12 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
     let mut status = object.status.clone().unwrap_or_default();
     let generation = object.metadata.generation;
     let size = object.spec.size;
+    // Whether this spec was reconciled before (the status reports on its generation): then a
+    // Deployment that differs was changed by someone else.
+    let spec_seen = status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == condition::AVAILABLE && c.observed_generation == generation);
 
     // Every path below ends with one status write. (kubebuilder's controllers first write
     // "Starting reconciliation", which this reconcile would replace a moment later.)
@@ -262,18 +268,25 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
             Ok(applied) => {
                 // What our fields look like now, admission webhooks' changes included.
                 ctx.deployments.applied(&desired, &applied);
-                let (reason, note) = match (observed.object(), resizing) {
-                    (None, _) => (
+                // An event for what the user did not ask for in this spec: a new Deployment, or
+                // one changed behind the operator's back. A resize to a new spec.size is in the
+                // status already (Resizing), and an event per object would cost a write each.
+                let event = match (observed.object(), resizing) {
+                    (None, _) => Some((
                         "Created",
                         format!("Created Deployment {name} with {size} replicas"),
-                    ),
-                    (Some(_), Some(from)) => (
+                    )),
+                    (Some(_), Some(from)) if spec_seen => Some((
                         "Resized",
-                        format!("Resized Deployment {name} from {from} to {size} replicas"),
-                    ),
-                    (Some(_), None) => ("Updated", format!("Updated Deployment {name}")),
+                        format!("Resized Deployment {name} from {from} back to {size} replicas"),
+                    )),
+                    (Some(_), Some(_)) => None,
+                    (Some(_), None) => Some(("Updated", format!("Updated Deployment {name}"))),
                 };
-                controller::publish(&ctx.recorder, object, EventType::Normal, reason, note).await;
+                if let Some((reason, note)) = event {
+                    controller::publish(&ctx.recorder, object, EventType::Normal, reason, note)
+                        .await;
+                }
                 Some(Arc::new(applied))
             }
             Err(err) => {
