@@ -2,9 +2,12 @@
 //! instead of the API server, with what the controller last applied to each: what
 //! controller-runtime's cache and `Owns()` are to a kubebuilder controller.
 //!
-//! [`Owned::watch`] keeps a reflector of the owned kind, limited to the objects a label
-//! selector picks and stripped of `managedFields` (the largest part of an object, which no
-//! reconcile reads). The controller's trigger is fed by that same watch ([`Owned::owned_by`]):
+//! [`Owned::watch`] keeps a cache of the owned kind, limited to the objects a label selector
+//! picks, stripped of `managedFields` (the largest part of an object, which no reconcile
+//! reads), and held as compact JSON: a Deployment takes about 2.6 kB so, against 11 kB as a
+//! `k8s_openapi` struct (most of whose fields are empty but take their room), which at 10,000
+//! objects is 26 MB instead of 110. A reconcile reads its object back into the struct (tens of
+//! microseconds). The controller's trigger is fed by that same watch ([`Owned::owned_by`]):
 //! one watch of the kind per controller, as with kube's `Controller::owns`. A reconcile asks
 //! [`Owned::observe`] how the object it wants compares with the cache, and tells
 //! [`Owned::applied`] what its apply returned.
@@ -13,18 +16,18 @@ use std::collections::HashMap;
 use std::fmt::Debug;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::{APPLIED_HASH, fingerprint, in_sync, resource_version as version};
 
@@ -37,14 +40,22 @@ const BACKLOG: usize = 1024;
 
 /// A cache of the objects of kind `K` a controller owns; dropping it stops its watch.
 pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
-    store: Store<K>,
-    /// The highest resourceVersion among the events the cache has applied.
-    seen: Arc<AtomicU64>,
+    cache: Arc<Cache<K>>,
     /// Where the cache sends what changed, once a controller asked ([`Self::owned_by`]).
     changes: Arc<Mutex<Option<mpsc::Sender<PartialObjectMeta<K>>>>>,
     /// Per object: what this process last applied.
     applied: Mutex<HashMap<ObjectRef<K>, Applied>>,
     watch: tokio::task::AbortHandle,
+}
+
+/// What the watch keeps, shared with the task that runs it.
+struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
+    /// Each object as compact JSON, without `managedFields`.
+    objects: RwLock<HashMap<ObjectRef<K>, Box<[u8]>>>,
+    /// The highest resourceVersion among the events the cache has applied.
+    seen: AtomicU64,
+    /// Whether the first list is in (then `objects` holds everything).
+    listed: watch::Sender<bool>,
 }
 
 /// What an apply of this process left on one object.
@@ -90,17 +101,22 @@ where
     /// owned object carries, so the cache holds those only). The watch runs until the `Owned`
     /// is dropped, and must run inside a Tokio runtime.
     pub fn watch(api: Api<K>, config: watcher::Config) -> Self {
-        let (store, writer) = reflector::store();
-        let seen = Arc::new(AtomicU64::new(0));
+        let cache = Arc::new(Cache {
+            objects: RwLock::default(),
+            seen: AtomicU64::new(0),
+            listed: watch::Sender::new(false),
+        });
         let changes: Arc<Mutex<Option<mpsc::Sender<PartialObjectMeta<K>>>>> = Arc::default();
         let events = watcher(api, config)
             .default_backoff()
-            .modify(|object| object.managed_fields_mut().clear())
-            .reflect(writer);
+            .modify(|object| object.managed_fields_mut().clear());
         let watch = tokio::spawn({
-            let (seen, changes) = (seen.clone(), changes.clone());
+            let (cache, changes) = (cache.clone(), changes.clone());
             async move {
                 futures::pin_mut!(events);
+                // A (re)list is gathered apart, then replaces the cache whole, as kube's
+                // reflector does: objects deleted while the watch was down go with it.
+                let mut relist = HashMap::new();
                 while let Some(event) = events.next().await {
                     let event = match event {
                         Ok(event) => event,
@@ -111,13 +127,37 @@ where
                         }
                     };
                     let touched = match &event {
-                        watcher::Event::Apply(object)
-                        | watcher::Event::Delete(object)
-                        | watcher::Event::InitApply(object) => object,
-                        watcher::Event::Init | watcher::Event::InitDone => continue,
+                        watcher::Event::Init => {
+                            relist.clear();
+                            continue;
+                        }
+                        watcher::Event::InitApply(object) => {
+                            relist.insert(ObjectRef::from_obj(object), compact(object));
+                            object
+                        }
+                        watcher::Event::InitDone => {
+                            *cache.objects.write().expect("cache lock") =
+                                std::mem::take(&mut relist);
+                            cache.listed.send_replace(true);
+                            continue;
+                        }
+                        watcher::Event::Apply(object) => {
+                            let key = ObjectRef::from_obj(object);
+                            cache
+                                .objects
+                                .write()
+                                .expect("cache lock")
+                                .insert(key, compact(object));
+                            object
+                        }
+                        watcher::Event::Delete(object) => {
+                            let key = ObjectRef::from_obj(object);
+                            cache.objects.write().expect("cache lock").remove(&key);
+                            object
+                        }
                     };
                     if let Some(version) = version(touched) {
-                        seen.fetch_max(version, Ordering::SeqCst);
+                        cache.seen.fetch_max(version, Ordering::SeqCst);
                     }
                     let sender = changes.lock().expect("changes lock").clone();
                     if let Some(sender) = sender {
@@ -136,8 +176,7 @@ where
             }
         });
         Self {
-            store,
-            seen,
+            cache,
             changes,
             applied: Mutex::default(),
             watch: watch.abort_handle(),
@@ -163,13 +202,32 @@ where
     /// The cached object `name` in `namespace`, once the cache has listed them all.
     pub async fn get(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
         self.ready().await;
-        self.store.get(&ObjectRef::new(name).within(namespace))
+        self.cached(&ObjectRef::new(name).within(namespace))
     }
 
     /// Waits until the cache has listed the objects once (at once after that).
     pub async fn ready(&self) {
-        // The writer lives as long as the watch, which lives as long as `self`.
-        let _ = self.store.wait_until_ready().await;
+        // The sender lives as long as `self`: waiting can only end with the list.
+        let _ = self
+            .cache
+            .listed
+            .subscribe()
+            .wait_for(|listed| *listed)
+            .await;
+    }
+
+    /// The cached object of `key`, read back from its JSON.
+    fn cached(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
+        let objects = self.cache.objects.read().expect("cache lock");
+        let json = objects.get(key)?;
+        match serde_json::from_slice(json) {
+            Ok(object) => Some(Arc::new(object)),
+            // It was written from a `K` a moment ago: this cannot fail but for a bug.
+            Err(err) => {
+                tracing::error!(%key, error = %err, "a cached object cannot be read back");
+                None
+            }
+        }
     }
 
     /// How `desired` compares with the cache. The cache holds what the label selector picks:
@@ -181,7 +239,7 @@ where
         let key = ObjectRef::from_obj(desired);
         let fingerprint = {
             let mut applied = self.applied.lock().expect("applied lock");
-            let seen = self.seen.load(Ordering::SeqCst);
+            let seen = self.cache.seen.load(Ordering::SeqCst);
             let Some(last) = applied.get_mut(&key) else {
                 return self.compare(&key, desired, None);
             };
@@ -204,7 +262,7 @@ where
         desired: &K,
         fingerprint: Option<&String>,
     ) -> Observed<K> {
-        match self.store.get(key) {
+        match self.cached(key) {
             None => Observed::Absent,
             Some(object) if in_sync(object.as_ref(), desired, fingerprint) => {
                 Observed::InSync(object)
@@ -233,6 +291,13 @@ where
         let key = ObjectRef::new(name).within(namespace);
         self.applied.lock().expect("applied lock").remove(&key);
     }
+}
+
+/// `object` as compact JSON.
+fn compact<K: Serialize>(object: &K) -> Box<[u8]> {
+    serde_json::to_vec(object)
+        .unwrap_or_default()
+        .into_boxed_slice()
 }
 
 impl<K: Resource<DynamicType = ()> + Clone + 'static> Drop for Owned<K> {
