@@ -173,12 +173,13 @@ pub async fn serve(
     };
     let tls = certificate.acceptor(http2)?;
     let router = measured(routes, shared.metrics.clone());
-    http::spawn(
+    http::spawn_with(
         "webhooks",
         addr,
         router,
         Some(tls),
         http2,
+        http::Limits::WEBHOOKS,
         shared.shutdown.clone(),
     )
     .await?;
