@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet
-memop="$PWD/target/debug/memop"
+target="${CARGO_TARGET_DIR:-target}"   # where cargo put it: CARGO_TARGET_DIR may move it
+[[ "$target" == /* ]] || target="$PWD/$target"
+memop="$target/debug/memop"
 export SOURCE_DATE_EPOCH=1795000000   # the example's license year stays put (see tests/common)
 rm -rf examples/memcached-operator
 mkdir -p examples/memcached-operator

@@ -182,6 +182,8 @@ pub const GENERATED_NAMES: &[&str] = &[
     "Mutex",
     "NAME",
     "ObjectMeta",
+    "Observed",
+    "Owned",
     "Patch",
     "PatchParams",
     "PodSecurityContext",

@@ -9,12 +9,13 @@ fn version_prints_the_version() {
     let out = memop(tmp.path(), "version").assert().success().stderr("");
     let report = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert!(report.starts_with(&expected), "{report}");
-    for line in [
-        "\n  commit:      ",
-        "\n  kubernetes:  1.33 (k8s-openapi ",
-        "\n  kube:        5.",
-        "\n  runtime:     memop-runtime ",
-    ] {
+    // The minor of the envtest control plane (scripts/envtest/k8s/go.mod: `require
+    // k8s.io/kubernetes v1.37.2`), which the projects' k8s-openapi feature follows.
+    let go_mod = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/envtest/k8s/go.mod")).unwrap();
+    let release = go_mod.lines().find_map(|line| line.strip_prefix("require k8s.io/kubernetes v")).unwrap();
+    let minor = release.split('.').nth(1).unwrap();
+    let kubernetes = format!("\n  kubernetes:  1.{minor} (k8s-openapi ");
+    for line in ["\n  commit:      ", &kubernetes, "\n  kube:        5.", "\n  runtime:     memop-runtime "] {
         assert!(report.contains(line), "{line:?} in {report}");
     }
     memop(tmp.path(), "--version").assert().success().stdout(expected);

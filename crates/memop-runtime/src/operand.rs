@@ -33,14 +33,16 @@ pub fn rollout(deployment: &Deployment, size: i32) -> Rollout {
     };
     let conditions = status.conditions.as_deref().unwrap_or_default();
     let failure = conditions.iter().find(|c| {
-        (c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
-            || (c.type_ == "ReplicaFailure" && c.status == "True")
+        let (type_, status) = (text(&c.type_), text(&c.status));
+        (type_ == Some("Progressing") && c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
+            || (type_ == Some("ReplicaFailure") && status == Some("True"))
     });
     if let Some(failure) = failure {
         let reason = failure
             .reason
             .clone()
-            .unwrap_or_else(|| failure.type_.clone());
+            .or_else(|| text(&failure.type_).map(String::from))
+            .unwrap_or_default();
         return Rollout::Failed(match &failure.message {
             Some(message) => format!("{reason}: {message}"),
             None => reason,
@@ -56,6 +58,14 @@ pub fn rollout(deployment: &Deployment, size: i32) -> Rollout {
     } else {
         Rollout::InProgress
     }
+}
+
+/// A string field that k8s-openapi types as `String` for some Kubernetes versions and as
+/// `Option<String>` for others, as an `Option<&str>`: a Deployment condition's `type` and `status`
+/// are optional in the 1.37 schema, required before. The crate leaves the version to the
+/// project, so it builds with either.
+fn text<'a>(field: impl Into<Option<&'a String>>) -> Option<&'a str> {
+    field.into().map(String::as_str)
 }
 
 #[cfg(test)]

@@ -385,21 +385,25 @@ impl TestEnv {
 }
 
 /// A token for ServiceAccount `name`, from the TokenRequest API, valid for an hour.
+// The `into`s: k8s-openapi types the request's spec and the status' token as `Option`s from
+// Kubernetes 1.36 on, as required fields before; the project picks the version.
+#[allow(clippy::useless_conversion)]
 async fn token(accounts: &Api<ServiceAccount>, name: &str) -> String {
     let request = TokenRequest {
         spec: TokenRequestSpec {
             expiration_seconds: Some(3600),
             ..TokenRequestSpec::default()
-        },
+        }
+        .into(),
         ..TokenRequest::default()
     };
-    accounts
+    let status = accounts
         .create_token_request(name, &PostParams::default(), &request)
         .await
         .expect("a token for a ServiceAccount")
         .status
-        .expect("a token")
-        .token
+        .expect("a token");
+    Option::<String>::from(status.token).expect("a token")
 }
 
 /// Runs each listed scenario, an `async fn(TestEnv)`, as two tests: `in_memory::<name>` and

@@ -3,7 +3,7 @@
 //! up, as envtest users do.
 
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
@@ -15,11 +15,7 @@ pub async fn roll_out(deployments: &Api<Deployment>, name: &str) {
         .get(name)
         .await
         .expect("the Deployment to roll out");
-    let replicas = deployment
-        .spec
-        .as_ref()
-        .and_then(|s| s.replicas)
-        .unwrap_or(1);
+    let replicas = replicas(&deployment);
     let status = json!({ "status": {
         "observedGeneration": deployment.metadata.generation,
         "replicas": replicas,
@@ -37,13 +33,17 @@ pub async fn roll_out(deployments: &Api<Deployment>, name: &str) {
         .await;
 }
 
+/// The replicas `deployment`'s spec asks for (1 if it does not say). k8s-openapi types a
+/// Deployment's spec as a struct from Kubernetes 1.37 on, as an `Option` before: this reads
+/// either, whichever version the project picks.
+fn replicas(deployment: &Deployment) -> i32 {
+    let spec: Option<&DeploymentSpec> = (&deployment.spec).into();
+    spec.and_then(|spec| spec.replicas).unwrap_or(1)
+}
+
 /// Whether `deployment`'s status already reports its current spec rolled out.
 fn rolled_out(deployment: &Deployment) -> bool {
-    let replicas = deployment
-        .spec
-        .as_ref()
-        .and_then(|s| s.replicas)
-        .unwrap_or(1);
+    let replicas = replicas(deployment);
     deployment.status.as_ref().is_some_and(|status| {
         status.observed_generation == deployment.metadata.generation
             && status.available_replicas == Some(replicas)

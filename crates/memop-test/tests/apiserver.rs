@@ -285,7 +285,7 @@ async fn status_subresource_is_isolated_and_generation_follows_spec() {
         .unwrap();
     assert_eq!(after_status.status.as_ref().unwrap().replicas, Some(1));
     assert_eq!(
-        after_status.spec.as_ref().unwrap().replicas,
+        after_status.spec.replicas,
         Some(1),
         "status writes keep spec"
     );

@@ -227,7 +227,7 @@ fn condition<'a>(object: &'a Memcached, type_: &str) -> Option<&'a Condition> {
 }
 
 fn replicas(deployment: &Deployment) -> Option<i32> {
-    deployment.spec.as_ref()?.replicas
+    deployment.spec.replicas
 }
 
 /// Polls `check` until it holds; fails after 30 seconds (a real control plane on a busy
@@ -262,7 +262,7 @@ async fn create_makes_the_deployment_exactly_right(env: TestEnv) {
     );
 
     let deployment = cluster.deployment().await.expect("the Deployment exists");
-    let spec = deployment.spec.as_ref().unwrap();
+    let spec = &deployment.spec;
     assert_eq!(spec.replicas, Some(2));
     let owner = &deployment.owner_references()[0];
     assert_eq!(owner.uid, object.uid().unwrap());

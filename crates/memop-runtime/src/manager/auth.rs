@@ -197,9 +197,12 @@ impl Authorizer {
 
     /// Asks the API server who `token` is: `None` if it is not a valid token.
     async fn review_token(&self, token: &str) -> anyhow::Result<Option<UserInfo>> {
+        // `into`: k8s-openapi types the token as `String` from Kubernetes 1.36 on, as
+        // `Option<String>` before; the project picks the version.
+        #[allow(clippy::useless_conversion)]
         let review = TokenReview {
             spec: TokenReviewSpec {
-                token: Some(token.to_string()),
+                token: token.to_string().into(),
                 ..TokenReviewSpec::default()
             },
             ..TokenReview::default()

@@ -257,7 +257,7 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
 
     let resizing = observed
         .object()
-        .and_then(|d| d.spec.as_ref()?.replicas)
+        .and_then(|d| d.spec.replicas)
         .filter(|&replicas| replicas != size);
     let current = if let Observed::InSync(current) = observed {
         Some(current)
@@ -532,7 +532,7 @@ pub fn desired_deployment(object: &Memcached, image: &str) -> Result<Deployment>
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         },
-        spec: Some(DeploymentSpec {
+        spec: DeploymentSpec {
             replicas: Some(object.spec.size),
             selector: LabelSelector {
                 match_labels: Some(selector_labels(object)),
@@ -557,7 +557,7 @@ pub fn desired_deployment(object: &Memcached, image: &str) -> Result<Deployment>
                 }),
             },
             ..DeploymentSpec::default()
-        }),
+        },
         ..Deployment::default()
     }))
 }
