@@ -30,6 +30,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, watch};
 
 use super::{APPLIED_HASH, fingerprint, in_sync, resource_version as version};
+use crate::manager::Readiness;
 
 /// How long the cache may lag behind an apply of this controller before it is believed again
 /// anyway. A watch event comes within milliseconds; this bounds the wait when one never comes
@@ -100,7 +101,16 @@ where
     /// Starts watching the objects of `api` that `config` selects (give it the label every
     /// owned object carries, so the cache holds those only). The watch runs until the `Owned`
     /// is dropped, and must run inside a Tokio runtime.
-    pub fn watch(api: Api<K>, config: watcher::Config) -> Self {
+    ///
+    /// `readiness` waits for its first list under `name` (as for a controller's own cache):
+    /// until then `/readyz` says so, and a cache that never lists (the role does not allow
+    /// listing the kind, say) stops the manager after its cache-sync timeout, saying which.
+    pub fn watch(
+        api: Api<K>,
+        config: watcher::Config,
+        readiness: &Readiness,
+        name: &'static str,
+    ) -> Self {
         let cache = Arc::new(Cache {
             objects: RwLock::default(),
             seen: AtomicU64::new(0),
@@ -173,6 +183,16 @@ where
                         }
                     }
                 }
+            }
+        });
+        readiness.expect(name);
+        let mut listed = cache.listed.subscribe();
+        let readiness = readiness.clone();
+        tokio::spawn(async move {
+            // Ends without a word if the cache is dropped first.
+            if listed.wait_for(|listed| *listed).await.is_ok() {
+                tracing::info!(cache = name, "cache synced");
+                readiness.synced(name);
             }
         });
         Self {

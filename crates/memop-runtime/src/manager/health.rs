@@ -96,7 +96,7 @@ impl Readiness {
         }
     }
 
-    fn synced(&self, name: &'static str) {
+    pub(crate) fn synced(&self, name: &'static str) {
         let mut state = self.state.lock().expect("readiness lock");
         state.syncing.remove(name);
         state.synced.insert(name);

@@ -70,6 +70,8 @@ const FIELD_MANAGER: &str = "memcached-operator";
 /// How often an object in sync is looked at again anyway (give or take a tenth, so that
 /// objects made together do not all come back together).
 pub const RESYNC: Duration = Duration::from_secs(300);
+/// The cache of this controller's Deployments, in `/readyz` and logs.
+const DEPLOYMENTS: &str = "memcached deployments";
 /// Deployments of this controller carry this label; the Deployment cache is limited to them,
 /// so the controller does not hold every Deployment of the cluster.
 const MANAGED_BY: &str = "memcached-operator";
@@ -139,7 +141,12 @@ impl Context {
             recorder: Recorder::new(shared.client.clone(), shared.reporter.clone()),
             instruments: Instruments::new(NAME, shared),
             image: image.filter(|image| !image.trim().is_empty()),
-            deployments: Owned::watch(shared.namespaced_api(), config),
+            deployments: Owned::watch(
+                shared.namespaced_api(),
+                config,
+                &shared.readiness,
+                DEPLOYMENTS,
+            ),
         }
     }
 
