@@ -176,10 +176,8 @@ pub async fn run(shared: Shared) -> anyhow::Result<()> {
 /// [`run`] with a context of the caller's (tests choose the image).
 pub async fn run_with(shared: Shared, ctx: Context) -> anyhow::Result<()> {
     let objects: Api<Memcached> = shared.namespaced_api();
-    // Reconcile each Memcached, and the owner of each Deployment that changes. Both watches
-    // list in pages of 500 (kube's default): a list from the API server's cache
-    // (`.any_semantic()`) comes back whole, whatever the page size, 20 MB at 10,000 objects.
-    let controller = controller::new(objects, watcher::Config::default());
+    // Reconcile each Memcached, and the owner of each Deployment that changes.
+    let controller = controller::new(objects, watcher::Config::default().any_semantic());
     let controller = ctx.deployments.owned_by(controller);
     controller::run(
         NAME,
