@@ -160,6 +160,7 @@ pub const GENERATED_NAMES: &[&str] = &[
     "Context",
     "Controller",
     "CustomResource",
+    "DEPLOYMENTS",
     "DeleteParams",
     "Deployment",
     "DeploymentSpec",
