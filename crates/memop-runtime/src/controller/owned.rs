@@ -120,8 +120,9 @@ where
         let events = watcher(api, config)
             .default_backoff()
             .modify(|object| object.managed_fields_mut().clear());
+        readiness.expect(name);
         let watch = tokio::spawn({
-            let (cache, changes) = (cache.clone(), changes.clone());
+            let (cache, changes, readiness) = (cache.clone(), changes.clone(), readiness.clone());
             async move {
                 futures::pin_mut!(events);
                 // A (re)list is gathered apart, then replaces the cache whole, as kube's
@@ -148,7 +149,10 @@ where
                         watcher::Event::InitDone => {
                             *cache.objects.write().expect("cache lock") =
                                 std::mem::take(&mut relist);
-                            cache.listed.send_replace(true);
+                            if !cache.listed.send_replace(true) {
+                                tracing::info!(cache = name, "cache synced");
+                                readiness.synced(name);
+                            }
                             continue;
                         }
                         watcher::Event::Apply(object) => {
@@ -183,16 +187,6 @@ where
                         }
                     }
                 }
-            }
-        });
-        readiness.expect(name);
-        let mut listed = cache.listed.subscribe();
-        let readiness = readiness.clone();
-        tokio::spawn(async move {
-            // Ends without a word if the cache is dropped first.
-            if listed.wait_for(|listed| *listed).await.is_ok() {
-                tracing::info!(cache = name, "cache synced");
-                readiness.synced(name);
             }
         });
         Self {
