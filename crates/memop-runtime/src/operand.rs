@@ -1,6 +1,9 @@
 //! What a controller that keeps an operand running (a Deployment per object, as kubebuilder's
 //! deploy-image plugin scaffolds) reads of what it owns: whether it controls an object, and how
-//! a Deployment's rollout stands.
+//! a Deployment's rollout stands, and how many rollouts it may start on its own at once.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Resource, ResourceExt};
@@ -60,6 +63,70 @@ pub fn rollout(deployment: &Deployment, size: i32) -> Rollout {
     }
 }
 
+/// Paces the rollouts a controller starts on its own, so that a change of the operator's
+/// making (a new operand image in its environment, a new version of its code) does not restart
+/// every operand at once: at most `max` Deployments roll out at a time (`--max-concurrent-rollouts`),
+/// and a rollout that fails keeps its place, so a bad image stops after `max` of them.
+///
+/// Every Deployment the controller sees rolling out counts, whoever started it; only the
+/// operator's own changes wait. A change the user asked for (a new spec of that object) is
+/// never held back. The count is rebuilt from what the controller observes, so after a restart
+/// the first reconciles of the objects find the rollouts still under way.
+pub struct Rollouts {
+    max: usize,
+    /// The Deployments (namespace/name) seen rolling out or told to, until seen complete.
+    rolling: Mutex<HashSet<String>>,
+}
+
+impl Rollouts {
+    /// At most `max` rollouts at once; 0 for no limit.
+    pub fn new(max: usize) -> Self {
+        Self {
+            max,
+            rolling: Mutex::default(),
+        }
+    }
+
+    /// Whether the controller may start a rollout of `deployment` (namespace/name) now, a
+    /// change of its own making: yes when it is rolling out already or fewer than `max` are.
+    /// A yes counts it as rolling until [`Self::observed`] sees it complete.
+    pub fn start(&self, deployment: &str) -> bool {
+        let mut rolling = self.rolling();
+        if self.max == 0 || rolling.contains(deployment) || rolling.len() < self.max {
+            rolling.insert(deployment.to_string());
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Records how the rollout of `deployment` stands, as a reconcile saw it.
+    pub fn observed(&self, deployment: &str, rollout: &Rollout) {
+        let mut rolling = self.rolling();
+        if *rollout == Rollout::Complete {
+            rolling.remove(deployment);
+        } else if !rolling.contains(deployment) {
+            rolling.insert(deployment.to_string());
+        }
+    }
+
+    /// Forgets `deployment`, which is gone.
+    pub fn forget(&self, deployment: &str) {
+        self.rolling().remove(deployment);
+    }
+
+    /// How many Deployments are rolling out, as far as the controller knows.
+    pub fn rolling_count(&self) -> usize {
+        self.rolling().len()
+    }
+
+    fn rolling(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.rolling
+            .lock()
+            .expect("the rollouts are never poisoned")
+    }
+}
+
 /// A string field that k8s-openapi types as `String` for some Kubernetes versions and as
 /// `Option<String>` for others, as an `Option<&str>`: a Deployment condition's `type` and `status`
 /// are optional in the 1.37 schema, required before. The crate leaves the version to the
@@ -100,6 +167,47 @@ mod tests {
             rollout(&deployment(quota), 2),
             Rollout::Failed("FailedCreate".into())
         );
+    }
+
+    #[test]
+    fn at_most_max_rollouts_start_and_a_failed_one_keeps_its_place() {
+        let rollouts = Rollouts::new(2);
+        assert!(rollouts.start("ns/a"));
+        assert!(rollouts.start("ns/b"));
+        assert!(!rollouts.start("ns/c"), "two are rolling out");
+        assert!(
+            rollouts.start("ns/a"),
+            "a rollout under way may be applied again"
+        );
+
+        rollouts.observed("ns/a", &Rollout::Failed("ProgressDeadlineExceeded".into()));
+        assert!(!rollouts.start("ns/c"), "a failed rollout still counts");
+        rollouts.observed("ns/a", &Rollout::Complete);
+        assert!(rollouts.start("ns/c"));
+        assert_eq!(rollouts.rolling_count(), 2);
+
+        rollouts.forget("ns/b");
+        rollouts.forget("ns/c");
+        assert_eq!(rollouts.rolling_count(), 0);
+    }
+
+    #[test]
+    fn rollouts_the_controller_did_not_start_count_too() {
+        let rollouts = Rollouts::new(1);
+        // A Deployment seen rolling out (created, or its spec changed by the user).
+        rollouts.observed("ns/new", &Rollout::InProgress);
+        assert!(!rollouts.start("ns/a"));
+        rollouts.observed("ns/new", &Rollout::Complete);
+        assert!(rollouts.start("ns/a"));
+    }
+
+    #[test]
+    fn no_limit_at_zero() {
+        let rollouts = Rollouts::new(0);
+        for name in ["a", "b", "c"] {
+            rollouts.observed(name, &Rollout::InProgress);
+        }
+        assert!(rollouts.start("d"));
     }
 
     #[test]

@@ -65,6 +65,7 @@ memop_test::scenarios!(
     a_deployment_deleted_by_hand_is_recreated,
     a_reconcile_in_steady_state_writes_nothing,
     an_object_older_than_the_last_status_write_is_not_reconciled,
+    a_new_image_rolls_out_a_few_deployments_at_a_time,
     deletion_runs_the_finalizer_then_the_deployment_is_collected,
     a_failed_deployment_write_is_reported_and_retried,
     a_throttled_deployment_write_is_reported_and_retried,
@@ -597,6 +598,80 @@ async fn an_object_older_than_the_last_status_write_is_not_reconciled(env: TestE
         state(&cluster.object().await, "Available"),
         ("True", "Reconciling")
     );
+}
+
+/// A new operand image (the operator's own change: the objects' specs are the same) rolls out
+/// to at most `--max-concurrent-rollouts` Deployments at a time; a spec change the user makes
+/// meanwhile is not held back.
+async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
+    let cluster = &Cluster::new(env);
+    let names = ["first", "second", "third"];
+    let image = |name: &'static str| async move {
+        let deployment = cluster.deployments.get(name).await.unwrap();
+        let pod = deployment.spec.template.spec.unwrap();
+        pod.containers[0].image.clone().unwrap()
+    };
+    // One reconcile of `name` by `ctx`, once `ctx`'s cache holds its Deployment as it is.
+    let reconcile_with = |ctx: Arc<Context>, name: &'static str| async move {
+        let live = cluster.deployments.get_opt(name).await.unwrap();
+        let live = live.and_then(|d| d.metadata.resource_version);
+        eventually("the cache to hold the Deployment as it is", || async {
+            let cached = ctx.deployments().get(&cluster.env.namespace, name).await;
+            cached.and_then(|d| d.metadata.resource_version.clone()) == live
+        })
+        .await;
+        let object = cluster.objects.get(name).await.unwrap();
+        reconcile(Arc::new(object), ctx).await.unwrap()
+    };
+    for name in names {
+        let object = Memcached::new(name, MemcachedSpec { size: 1 });
+        cluster
+            .objects
+            .create(&PostParams::default(), &object)
+            .await
+            .unwrap();
+        reconcile_with(cluster.ctx.clone(), name).await; // the finalizer
+        reconcile_with(cluster.ctx.clone(), name).await; // the Deployment
+        roll_out(&cluster.deployments, name).await;
+        reconcile_with(cluster.ctx.clone(), name).await; // Available
+    }
+
+    // The operator restarts with a new image, one rollout at a time.
+    let mut shared = cluster.shared.clone();
+    shared.max_concurrent_rollouts = 1;
+    let new_image = format!("{IMAGE}-new");
+    let ctx = Arc::new(Context::with_image(&shared, Some(new_image.clone())));
+    reconcile_with(ctx.clone(), "first").await;
+    assert_eq!(image("first").await, new_image);
+    let waits = reconcile_with(ctx.clone(), "second").await;
+    assert_eq!(
+        image("second").await,
+        IMAGE,
+        "the second waits for the first"
+    );
+    assert_ne!(waits, Action::await_change(), "it comes back to try again");
+
+    // The user resizes the third meanwhile: that goes through at once (with the new image).
+    cluster
+        .objects
+        .patch(
+            "third",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "size": 2 } })),
+        )
+        .await
+        .unwrap();
+    reconcile_with(ctx.clone(), "third").await;
+    let third = cluster.deployments.get("third").await.unwrap();
+    assert_eq!(replicas(&third), Some(2));
+
+    // Once the first and the third have rolled out, the second goes.
+    for name in ["first", "third"] {
+        roll_out(&cluster.deployments, name).await;
+        reconcile_with(ctx.clone(), name).await;
+    }
+    reconcile_with(ctx.clone(), "second").await;
+    assert_eq!(image("second").await, new_image);
 }
 
 async fn deletion_runs_the_finalizer_then_the_deployment_is_collected(env: TestEnv) {

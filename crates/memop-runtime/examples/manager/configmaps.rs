@@ -13,10 +13,10 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{EventType, Recorder};
+use kube::runtime::events::EventType;
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
-use memop_runtime::controller::{self, Error, Instruments, Result};
+use memop_runtime::controller::{self, Error, Instruments, Recorder, Result};
 use memop_runtime::manager::{Manager, Shared};
 use memop_runtime::rbac::Rule;
 use serde_json::json;
@@ -44,7 +44,7 @@ pub const RULES: &[Rule] = &[
         resources: &["configmaps"],
         verbs: &["list", "watch", "patch"],
     },
-    // kube's Recorder writes events.k8s.io/v1 Events, patching them for repeats.
+    // The Recorder writes events.k8s.io/v1 Events, patching them for repeats.
     Rule {
         api_group: "events.k8s.io",
         resources: &["events"],

@@ -1,7 +1,7 @@
 //! What every controller shares: the error type, [`run`] (kube's `Controller` driven until
 //! shutdown), what runs around every reconcile ([`Instruments`]: time limit, tracing span,
 //! metrics, retry backoff, status writes), the resync with jitter, status conditions, the cache of owned
-//! objects ([`Owned`]), and the comparison that keeps reconciles free of needless writes
+//! objects ([`Owned`]), an event [`Recorder`], and the comparison that keeps reconciles free of needless writes
 //! ([`stamp`], [`in_sync`]).
 
 use std::collections::HashMap;
@@ -17,7 +17,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
@@ -28,7 +28,9 @@ use tracing::Instrument;
 
 use crate::manager::{Metrics, Shared};
 
+mod events;
 mod owned;
+pub use events::Recorder;
 pub use owned::{Observed, Owned};
 
 /// Everything a reconcile can fail with.

@@ -49,6 +49,9 @@ pub struct Shared {
     pub reporter: Reporter,
     /// How many objects each controller reconciles at once (`--max-concurrent-reconciles`).
     pub max_concurrent_reconciles: u16,
+    /// How many rollouts of the operator's own making each operand controller lets run at
+    /// once (`--max-concurrent-rollouts`; 0: no limit); see [`crate::operand::Rollouts`].
+    pub max_concurrent_rollouts: usize,
     /// How long one reconcile may take, its API calls included: a call that hangs (on a
     /// half-open connection, say) fails the reconcile instead of blocking its object for ever.
     pub reconcile_timeout: Duration,
@@ -68,6 +71,7 @@ impl Shared {
                 instance: std::env::var("POD_NAME").ok(),
             },
             max_concurrent_reconciles: 10,
+            max_concurrent_rollouts: 10,
             reconcile_timeout: Duration::from_secs(60),
         }
     }
@@ -145,6 +149,7 @@ impl Manager {
         );
         shared.metrics = metrics;
         shared.max_concurrent_reconciles = flags.max_concurrent_reconciles;
+        shared.max_concurrent_rollouts = flags.max_concurrent_rollouts;
         match &shared.watch_namespace {
             Some(ns) => tracing::info!(namespace = %ns, "watching one namespace"),
             None => tracing::info!("watching all namespaces"),
