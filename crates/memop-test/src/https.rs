@@ -130,6 +130,33 @@ pub async fn https_get(
         .map_err(|_| "no answer within 10 s".to_string())?
 }
 
+/// The certificate chain the TLS server on `localhost:<port>` presents, not checked: to check
+/// it afterwards against a CA bundle read since, say.
+pub async fn served_certificates(port: u16) -> Result<Vec<CertificateDer<'static>>, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+        .with_no_client_auth();
+    let handshake = async {
+        let stream = TcpStream::connect(("127.0.0.1", port))
+            .await
+            .map_err(|e| e.to_string())?;
+        let name = ServerName::try_from("localhost").expect("a server name");
+        let stream = TlsConnector::from(Arc::new(config))
+            .connect(name, stream)
+            .await
+            .map_err(|e| format!("TLS handshake: {e}"))?;
+        let chain = stream.get_ref().1.peer_certificates().unwrap_or_default();
+        Ok(chain.iter().map(|c| c.clone().into_owned()).collect())
+    };
+    tokio::time::timeout(Duration::from_secs(10), handshake)
+        .await
+        .map_err(|_| "no handshake within 10 s".to_string())?
+}
+
 /// Accepts any server certificate, still checking that the handshake is signed by its key.
 #[derive(Debug)]
 struct AnyCertificate(Arc<CryptoProvider>);
