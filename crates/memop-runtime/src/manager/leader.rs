@@ -492,7 +492,9 @@ mod tests {
                 let Some(mut lease) = self.lease.clone() else {
                     return status(404, "NotFound");
                 };
-                if request["metadata"]["resourceVersion"] != lease["metadata"]["resourceVersion"] {
+                // As the real one: a patch without a resourceVersion is unconditional.
+                let version = &request["metadata"]["resourceVersion"];
+                if !version.is_null() && *version != lease["metadata"]["resourceVersion"] {
                     return status(409, "Conflict");
                 }
                 json_patch::merge(&mut lease, &request);
@@ -556,6 +558,14 @@ mod tests {
         }
     }
 
+    /// `future`'s output; a test whose future never ends fails instead of running for ever (the
+    /// clock is paused: this costs no real time).
+    async fn bounded<T>(future: impl Future<Output = T>) -> T {
+        let limit = Duration::from_secs(600);
+        let output = tokio::time::timeout(limit, future).await;
+        output.expect("still waiting after 600 s")
+    }
+
     /// A Lease held by `holder`, renewed at the wall-clock `renewed`.
     fn held_by(holder: &str, renewed: Timestamp) -> Value {
         json!({ "holderIdentity": holder, "leaseDurationSeconds": 15, "renewTime": MicroTime(renewed), "leaseTransitions": 3 })
@@ -598,7 +608,7 @@ mod tests {
         renewing.await.unwrap();
         // Its last renewal, 60 s in: a lease duration after the elector saw it, it is expired.
         let stopped = Instant::now();
-        let renewed = elector.lead().await;
+        let renewed = bounded(elector.lead()).await;
         assert!(renewed >= stopped + LEASE_DURATION - RETRY_PERIOD);
         assert!(renewed <= stopped + LEASE_DURATION + RETRY_PERIOD);
         assert_eq!(fake.holder(), "a");
@@ -609,7 +619,7 @@ mod tests {
     async fn a_released_lease_is_taken_at_the_next_try() {
         let fake = Fake::default();
         let mut leader = fake.elector("a");
-        leader.lead().await;
+        bounded(leader.lead()).await;
         let mut standby = fake.elector("b");
         let standby = tokio::spawn(async move { standby.lead().await });
         tokio::time::sleep(Duration::from_secs(5)).await;
@@ -617,7 +627,7 @@ mod tests {
         assert!(leader.release().await.unwrap());
         assert_eq!(fake.holder(), Value::Null);
         let released = Instant::now();
-        let taken = standby.await.unwrap();
+        let taken = bounded(standby).await.unwrap();
         assert!(taken <= released + RETRY_PERIOD, "{:?}", taken - released);
         assert_eq!(fake.holder(), "b");
         // The former leader, which no longer holds it, does not write it again.
@@ -629,7 +639,7 @@ mod tests {
     async fn a_write_from_a_stale_view_gets_a_conflict_and_does_not_lead() {
         let fake = Fake::default();
         let mut first = fake.elector("a");
-        first.lead().await;
+        bounded(first.lead()).await;
         first.release().await.unwrap();
         // "b" reads the free Lease, but "c" writes it before b's write arrives.
         let mut b = fake.elector("b");
@@ -644,14 +654,14 @@ mod tests {
     async fn a_leader_stops_at_its_next_renewal_when_another_replica_holds_the_lease() {
         let fake = Fake::default();
         let mut elector = fake.elector("a");
-        let renewed = elector.lead().await;
+        let renewed = bounded(elector.lead()).await;
         let lease = Lease::renew(elector, renewed);
         tokio::time::sleep(Duration::from_secs(5)).await;
         // Written over without a precondition, as by an admin: the leader's renewal, from its
         // last view, conflicts, and it reads the new holder.
         fake.state().write_spec(held_by("other", Timestamp::now()));
         let usurped = Instant::now();
-        lease.lost().await;
+        bounded(lease.lost()).await;
         assert!(Instant::now() <= usurped + RETRY_PERIOD);
         assert_eq!(fake.holder(), "other");
         // Nor does its release touch it.
@@ -663,17 +673,17 @@ mod tests {
     async fn a_leader_whose_renewals_are_refused_stops_before_a_standby_takes_over() {
         let fake = Fake::default();
         let mut elector = fake.elector("a");
-        let renewed = elector.lead().await;
+        let renewed = bounded(elector.lead()).await;
         let lease = Lease::renew(elector, renewed);
         let mut standby = fake.elector("b");
         let standby = tokio::spawn(async move { standby.lead().await });
         tokio::time::sleep(Duration::from_secs(7)).await;
         fake.state().refused.insert("a".into());
-        lease.lost().await;
+        bounded(lease.lost()).await;
         let stopped = Instant::now();
         let renewed = fake.last_write("a");
         assert_eq!(stopped, renewed + RENEW_DEADLINE);
-        let taken = standby.await.unwrap();
+        let taken = bounded(standby).await.unwrap();
         assert_eq!(fake.holder(), "b");
         // The standby saw the last renewal when it polled next, and waited a lease duration.
         assert!(taken >= renewed + LEASE_DURATION, "{:?}", taken - renewed);
@@ -684,7 +694,7 @@ mod tests {
     async fn a_leader_whose_requests_hang_stops_at_the_renew_deadline() {
         let fake = Fake::default();
         let mut elector = fake.elector("a");
-        let renewed = elector.lead().await;
+        let renewed = bounded(elector.lead()).await;
         // A client whose every request hangs, as on a half-open connection.
         elector.leases = Api::namespaced(
             Client::new(
@@ -698,7 +708,7 @@ mod tests {
             "default",
         );
         let lease = Lease::renew(elector, renewed);
-        lease.lost().await;
+        bounded(lease.lost()).await;
         assert_eq!(Instant::now(), renewed + RENEW_DEADLINE);
     }
 
@@ -706,7 +716,7 @@ mod tests {
     async fn a_release_is_conditional() {
         let fake = Fake::default();
         let mut elector = fake.elector("a");
-        elector.lead().await;
+        bounded(elector.lead()).await;
         // A renewal of its own that timed out, but landed: the release reads it and goes on.
         let mut landed = fake.spec();
         landed["renewTime"] = serde_json::to_value(MicroTime(Timestamp::now())).unwrap();
@@ -715,7 +725,7 @@ mod tests {
         assert_eq!(fake.holder(), Value::Null);
         assert_eq!(fake.spec()["leaseDurationSeconds"], 1);
         // Another replica took it since this one last saw it: left alone.
-        elector.lead().await;
+        bounded(elector.lead()).await;
         fake.state().write_spec(held_by("other", Timestamp::now()));
         assert!(!elector.release().await.unwrap());
         assert_eq!(fake.holder(), "other");
