@@ -6,8 +6,8 @@
 //! kube-runtime has no leader election, and the crates that do it for kube 5 decide differently
 //! from client-go: kube-lease-manager judges expiry by comparing the holder's wall-clock
 //! `renewTime` with the local clock and releases an "expired" lease with an unconditional write;
-//! kubert's lease (on kube 1.1) also judges by the wall clock. So this module keeps client-go's
-//! rules, which are about 150 lines:
+//! kubert's lease (on kube 1.1) also judges by the wall clock. So this module implements
+//! client-go's rules:
 //! - A candidate judges expiry by its own monotonic clock: it notes when it last saw the Lease's
 //!   spec change, and takes the Lease over only `leaseDurationSeconds` after that. A holder whose
 //!   clock is behind or ahead cannot make its lease look expired early.
@@ -16,7 +16,8 @@
 //! - The leader renews every [`RETRY_PERIOD`], and stops leading when it has not renewed for
 //!   [`RENEW_DEADLINE`], counted from when it sent its last successful renewal. A standby saw
 //!   that renewal only after it was written, so it cannot take over until [`LEASE_DURATION`]
-//!   after it: the leader has stopped 5 s before.
+//!   after it: the leader has stopped 5 s before. A leader that reads another holder in the
+//!   Lease stops at once (client-go waits for its deadline).
 //! - A standby tries every [`RETRY_PERIOD`], so it takes a released Lease within one.
 
 use std::time::Duration;
