@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::rbac::v1::Role;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -37,6 +38,11 @@ const LEASE: &str = "example-operator.example.com";
 const OPERATOR_NAME: &str = "example-operator";
 /// The manager's lease holder identity (in a pod, the pod's name).
 const IDENTITY: &str = "manager-under-test";
+/// The identity of a second replica.
+const STANDBY: &str = "standby-replica";
+/// How long a lease lasts without renewal, from when a standby last saw it renewed (client-go's
+/// default, which the manager uses).
+const LEASE_DURATION: Duration = Duration::from_secs(15);
 /// The manager pod's termination grace period (`terminationGracePeriodSeconds` of a project's
 /// `config/manager/manager.yaml`), which the default `--graceful-shutdown-timeout` (8 s) fits.
 const GRACE_PERIOD: Duration = Duration::from_secs(10);
@@ -174,6 +180,198 @@ async fn the_manager_stops_at_once_when_another_replica_takes_the_lease() {
         Some("another-replica"),
         "the Lease was left alone"
     );
+}
+
+#[tokio::test]
+async fn only_one_replica_leads_and_a_standby_takes_over_soon_after_a_release() {
+    let Some(env) = real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut leader = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
+    eventually("the Lease held", || async {
+        holder(&env).await.as_deref() == Some(IDENTITY)
+    })
+    .await;
+    let mut standby = Manager::start_as(&env, &kubeconfig(&env), STANDBY, &["--leader-elect"]);
+    eventually("the standby waiting", || async {
+        standby.log().contains("waiting to become the leader")
+    })
+    .await;
+    // For longer than a lease lasts, the leader keeps it renewed and the standby waits.
+    let waited = Instant::now();
+    while waited.elapsed() < LEASE_DURATION + Duration::from_secs(2) {
+        assert_eq!(holder(&env).await.as_deref(), Some(IDENTITY));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        !standby.log().contains("became the leader"),
+        "{}",
+        standby.log()
+    );
+
+    // The leader releases the Lease as it stops; the standby, which tries every 2 s, takes it
+    // over long before the released lease would have expired.
+    leader.stop().await;
+    let released = Instant::now();
+    let taken = tokio::time::timeout(Duration::from_secs(5), async {
+        while holder(&env).await.as_deref() != Some(STANDBY) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    assert!(
+        taken.await.is_ok(),
+        "the standby did not take the released Lease within 5 s:\n{}",
+        standby.log()
+    );
+    println!("the standby led {:?} after the release", released.elapsed());
+    standby.stop().await;
+}
+
+#[tokio::test]
+async fn a_lease_renewed_by_a_clock_far_behind_is_not_taken_over() {
+    let Some(env) = real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    // Another replica holds the Lease and renews it every 2 s, but its clock is an hour behind:
+    // by comparing renewTime with its own clock, a candidate would think it expired long ago.
+    let leases = Api::<Lease>::namespaced(env.admin.clone(), &env.namespace);
+    let behind = Timestamp::now() - Duration::from_secs(3600);
+    let lease = json!({
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": { "name": LEASE, "namespace": env.namespace },
+        "spec": {
+            "holderIdentity": "another-replica",
+            "leaseDurationSeconds": 15,
+            "acquireTime": MicroTime(behind),
+            "renewTime": MicroTime(behind),
+        },
+    });
+    apply(&env.admin, &lease).await;
+    let renewing = {
+        let leases = leases.clone();
+        tokio::spawn(async move {
+            for renewal in 1.. {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let renewed = MicroTime(behind + Duration::from_secs(2 * renewal));
+                let renewal = json!({ "spec": { "renewTime": renewed } });
+                (leases
+                    .patch(LEASE, &PatchParams::default(), &Patch::Merge(renewal))
+                    .await)
+                    .unwrap();
+            }
+        })
+    };
+    let mut manager = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
+    eventually("the manager waiting", || async {
+        manager.log().contains("waiting to become the leader")
+    })
+    .await;
+    let waited = Instant::now();
+    while waited.elapsed() < LEASE_DURATION + Duration::from_secs(5) {
+        assert_eq!(
+            holder(&env).await.as_deref(),
+            Some("another-replica"),
+            "a renewed lease was taken over:\n{}",
+            manager.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Once it is no longer renewed, it expires a lease duration later, and the manager leads.
+    renewing.abort();
+    eventually("the manager leading", || async {
+        holder(&env).await.as_deref() == Some(IDENTITY)
+    })
+    .await;
+    manager.stop().await;
+}
+
+#[tokio::test]
+async fn a_leader_whose_renewals_are_refused_stops_before_another_replica_leads() {
+    let Some(env) = real().await else {
+        return;
+    };
+    let Backend::Real { plane, .. } = &env.backend else {
+        unreachable!("TestEnv::real_for is the real control plane")
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut leader = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
+    eventually("the Lease held", || async {
+        holder(&env).await.as_deref() == Some(IDENTITY)
+    })
+    .await;
+    // A standby whose rights nobody takes away.
+    let mut standby = Manager::start_as(
+        &env,
+        &plane.admin_kubeconfig(),
+        STANDBY,
+        &["--leader-elect"],
+    );
+    eventually("the standby waiting", || async {
+        standby.log().contains("waiting to become the leader")
+    })
+    .await;
+
+    // Right after a renewal, the leader may no longer write the Lease (as when an admission
+    // rule rejects its writes, or the API server throttles them); 9 s later, it may not even
+    // read it (as when it is cut off). It must stop leading 10 s after its last successful
+    // renewal, however its reads fare, and before the standby, 15 s after it saw that renewal.
+    let leases = Api::<Lease>::namespaced(env.admin.clone(), &env.namespace);
+    let version = |lease: Lease| lease.metadata.resource_version;
+    let renewed = version(leases.get(LEASE).await.unwrap());
+    eventually("a renewal", || async {
+        version(leases.get(LEASE).await.unwrap()) != renewed
+    })
+    .await;
+    let roles = Api::<Role>::namespaced(env.admin.clone(), &env.namespace);
+    let role = format!("{}-leader-election-role", env.namespace);
+    let read_only = json!({ "rules": [{ "apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get"] }] });
+    (roles
+        .patch(&role, &PatchParams::default(), &Patch::Merge(read_only))
+        .await)
+        .unwrap();
+    let revoked = Instant::now();
+    let mut stopped = None;
+    let mut cut_off = false;
+    let taken = loop {
+        if !cut_off && revoked.elapsed() >= Duration::from_secs(9) {
+            roles.delete(&role, &Default::default()).await.unwrap();
+            cut_off = true;
+        }
+        if stopped.is_none() && leader.child.try_wait().unwrap().is_some() {
+            stopped = Some(revoked.elapsed());
+        }
+        if holder(&env).await.as_deref() == Some(STANDBY) {
+            break revoked.elapsed();
+        }
+        assert!(
+            revoked.elapsed() < Duration::from_secs(60),
+            "the standby never led:\n{}",
+            standby.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let stopped = stopped.unwrap_or_else(|| {
+        panic!(
+            "the standby led {taken:?} after the revocation, while the leader still ran:\n{}",
+            leader.log()
+        )
+    });
+    println!(
+        "the leader stopped {stopped:?} after its rights were revoked, the standby led {taken:?} after"
+    );
+    let exited = leader.wait(Duration::ZERO).await;
+    assert_eq!(exited.code(), Some(1), "{exited}\n{}", leader.log());
+    assert!(
+        leader
+            .log()
+            .contains("the lease was not renewed within the renew deadline"),
+        "{}",
+        leader.log()
+    );
+    standby.stop().await;
 }
 
 #[tokio::test]
@@ -587,6 +785,11 @@ struct Manager {
 
 impl Manager {
     fn start(env: &TestEnv, kubeconfig: &Path, args: &[&str]) -> Self {
+        Self::start_as(env, kubeconfig, IDENTITY, args)
+    }
+
+    /// [`Manager::start`] as the replica (pod) `identity`.
+    fn start_as(env: &TestEnv, kubeconfig: &Path, identity: &str, args: &[&str]) -> Self {
         static STARTED: AtomicUsize = AtomicUsize::new(0);
         let (probes, metrics) = (free_port().unwrap(), free_port().unwrap());
         let log = std::env::temp_dir().join(format!(
@@ -602,7 +805,7 @@ impl Manager {
             .arg(format!("--metrics-bind-address=127.0.0.1:{metrics}"))
             .env("KUBECONFIG", kubeconfig)
             // As the downward API sets them in a pod (config/manager/manager.yaml).
-            .env("POD_NAME", IDENTITY)
+            .env("POD_NAME", identity)
             .env("POD_NAMESPACE", &env.namespace)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")

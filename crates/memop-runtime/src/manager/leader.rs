@@ -1,31 +1,51 @@
-//! Leader election through a `coordination.k8s.io/v1` Lease, with kube-lease-manager
-//! (kube-runtime has none of its own). Only the leader runs controllers; a replica that loses
-//! the lease exits, as controller-runtime's managers do, so that it restarts as a clean standby.
+//! Leader election through a `coordination.k8s.io/v1` Lease, with client-go's algorithm
+//! (`tools/leaderelection`, which controller-runtime uses). Only the leader runs controllers; a
+//! replica that loses the lease exits, as controller-runtime's managers do, so that it restarts
+//! as a clean standby.
+//!
+//! kube-runtime has no leader election, and the crates that do it for kube 5 decide differently
+//! from client-go: kube-lease-manager judges expiry by comparing the holder's wall-clock
+//! `renewTime` with the local clock and releases an "expired" lease with an unconditional write;
+//! kubert's lease (on kube 1.1) also judges by the wall clock. So this module implements
+//! client-go's rules:
+//! - A candidate judges expiry by its own monotonic clock: it notes when it last saw the Lease's
+//!   spec change, and takes the Lease over only `leaseDurationSeconds` after that. A holder whose
+//!   clock is behind or ahead cannot make its lease look expired early.
+//! - Every write (create, acquire, renew, release) is conditional: a merge patch that carries the
+//!   `resourceVersion` read, so of two writers racing from one view, one gets a 409 and loses.
+//! - The leader renews every [`RETRY_PERIOD`], and stops leading when it has not renewed for
+//!   [`RENEW_DEADLINE`], counted from when it sent its last successful renewal. A standby saw
+//!   that renewal only after it was written, so it cannot take over until [`LEASE_DURATION`]
+//!   after it: the leader has stopped 5 s before. A leader that reads another holder in the
+//!   Lease stops at once (client-go waits for its deadline).
+//! - A standby tries every [`RETRY_PERIOD`], so it takes a released Lease within one.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::Context as _;
-use k8s_openapi::api::coordination::v1::Lease as LeaseObject;
+use k8s_openapi::api::coordination::v1::{Lease as LeaseObject, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::core::Status;
 use kube::{Api, Client};
-use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
-use tokio::sync::watch;
+use serde_json::{Value, json};
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use super::{Flags, Shutdown};
 use crate::Operator;
 
-/// How long a lease lasts without renewal, and how long before that the holder renews it
-/// (seconds): the leader renews about every 5 s, and a standby takes over 15 s after the
-/// last renewal. These are client-go's defaults.
-const LEASE_DURATION: u64 = 15;
-const LEASE_GRACE: u64 = 10;
-/// A leader that has not renewed for this long steps down, before a standby can take over
-/// (client-go's RenewDeadline): kube-lease-manager keeps retrying a failed renewal without
-/// reporting it, so without this deadline two replicas could reconcile at once.
+/// How long a standby waits, from when it last saw the Lease change, before it takes it over
+/// (client-go's LeaseDuration, the default of controller-runtime and kube-controller-manager).
+const LEASE_DURATION: Duration = Duration::from_secs(15);
+/// How long the leader keeps leading after it sent its last successful renewal (RenewDeadline).
 const RENEW_DEADLINE: Duration = Duration::from_secs(10);
-/// How often the leader checks that its lease is still renewed.
-const RENEW_CHECK: Duration = Duration::from_secs(2);
+/// How often the leader renews, and a standby tries to acquire (RetryPeriod).
+const RETRY_PERIOD: Duration = Duration::from_secs(2);
+/// How long the release of the Lease at shutdown may take: after a graceful drain, inside the
+/// pod's grace period. A release that does not make it leaves the Lease to expire.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(1);
 
 pub struct Config {
     lease_name: String,
@@ -60,143 +80,655 @@ impl Config {
     }
 }
 
-/// A held lease.
+/// A held lease, renewed in the background until it is released, abandoned or lost.
 pub struct Lease {
-    leading: watch::Receiver<bool>,
-    task: JoinHandle<kube_lease_manager::Result<LeaseManager>>,
-    leases: Api<LeaseObject>,
-    name: String,
-    identity: String,
+    lost: watch::Receiver<bool>,
+    stop: oneshot::Sender<()>,
+    renewing: JoinHandle<Elector>,
 }
 
 /// Waits until this replica holds the lease; `None` if shutdown came first.
-pub async fn acquire(
-    client: Client,
-    config: &Config,
-    shutdown: &Shutdown,
-) -> anyhow::Result<Option<Lease>> {
+pub async fn acquire(client: Client, config: &Config, shutdown: &Shutdown) -> Option<Lease> {
     // Outside a cluster the client's default namespace comes from the kubeconfig context.
     let namespace = config
         .namespace
         .clone()
         .unwrap_or_else(|| client.default_namespace().to_string());
-    let leases = Api::namespaced(client.clone(), &namespace);
-    let manager = LeaseManagerBuilder::new(client, &config.lease_name)
-        .with_namespace(&namespace)
-        .with_identity(&config.identity)
-        .with_duration(LEASE_DURATION)
-        .with_grace(LEASE_GRACE)
-        // A field manager per replica: with a shared one, two standbys taking a free lease
-        // at once would both "win" (server-side apply merges a manager's own writes).
-        .with_field_manager(field_manager(&config.identity))
-        .build()
-        .await
-        .with_context(|| {
-            format!(
-                "preparing the leader election lease {namespace}/{}",
-                config.lease_name
-            )
-        })?;
-    let (mut leading, task) = manager.watch().await;
-    let lease = |leading, task| Lease {
-        leading,
-        task,
-        leases: leases.clone(),
-        name: config.lease_name.clone(),
-        identity: config.identity.clone(),
-    };
+    let leases = Api::namespaced(client, &namespace);
+    let mut elector = Elector::new(leases, &config.lease_name, &config.identity);
     tracing::info!(lease = %config.lease_name, %namespace, identity = %config.identity, "waiting to become the leader");
-    while !*leading.borrow_and_update() {
-        tokio::select! {
-            changed = leading.changed() => changed.context("leader election stopped")?,
-            () = shutdown.wait() => {
-                lease(leading, task).release().await;
-                return Ok(None);
-            }
-        }
-    }
+    let renewed = tokio::select! {
+        renewed = elector.lead() => renewed,
+        () = shutdown.wait() => return None,
+    };
     tracing::info!(identity = %config.identity, "became the leader");
-    Ok(Some(lease(leading, task)))
+    Some(Lease::renew(elector, renewed))
 }
 
 impl Lease {
-    /// Resolves when the lease is lost: kube-lease-manager saw another holder, or this replica
-    /// has not renewed it within [`RENEW_DEADLINE`].
+    fn renew(elector: Elector, renewed: Instant) -> Self {
+        let (lost, lost_receiver) = watch::channel(false);
+        let (stop, stopped) = oneshot::channel();
+        Self {
+            lost: lost_receiver,
+            stop,
+            renewing: tokio::spawn(elector.keep(renewed, stopped, lost)),
+        }
+    }
+
+    /// Resolves when this replica must stop leading: another replica holds the Lease, or this
+    /// one has not renewed it within [`RENEW_DEADLINE`].
     pub async fn lost(&self) {
-        let mut leading = self.leading.clone();
-        tokio::select! {
-            _ = leading.wait_for(|&is_leader| !is_leader) => {}
-            () = self.renewal_overdue() => {}
-        }
+        let mut lost = self.lost.clone();
+        // An error means the renewing task is gone, and the lease with it.
+        let _ = lost.wait_for(|&lost| lost).await;
     }
 
-    /// Resolves once the lease, as the API server has it, is no longer held by this replica or
-    /// was last renewed more than [`RENEW_DEADLINE`] ago (or cannot be read for that long: a
-    /// request that hangs counts against the deadline too).
-    async fn renewal_overdue(&self) {
-        let mut confirmed = Instant::now();
-        loop {
-            tokio::time::sleep(RENEW_CHECK).await;
-            let left = RENEW_DEADLINE.saturating_sub(confirmed.elapsed());
-            let Ok(read) = tokio::time::timeout(left, self.leases.get(&self.name)).await else {
-                tracing::warn!("no answer about the lease within the renew deadline");
-                return;
-            };
-            match read {
-                Ok(lease) => {
-                    let spec = lease.spec.unwrap_or_default();
-                    if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
-                        tracing::warn!(holder = ?spec.holder_identity, "another replica holds the lease");
-                        return;
-                    }
-                    // renewTime was written by this replica, with this clock.
-                    let renewed = spec.renew_time.map(|t| t.0).unwrap_or_default();
-                    let age = Timestamp::now().duration_since(renewed);
-                    if age.as_secs() >= RENEW_DEADLINE.as_secs() as i64 {
-                        tracing::warn!(
-                            seconds = age.as_secs(),
-                            "the lease was not renewed in time"
-                        );
-                        return;
-                    }
-                    confirmed = Instant::now();
-                }
-                Err(err) if confirmed.elapsed() >= RENEW_DEADLINE => {
-                    tracing::warn!(error = %err, "cannot confirm the lease within the renew deadline");
-                    return;
-                }
-                Err(err) => tracing::debug!(error = %err, "reading the lease failed; retrying"),
-            }
-        }
-    }
-
-    /// Lets go of a lease that another replica holds now, without touching it: the watch task
-    /// is stopped first, since dropping its last receiver would make it release the lease,
-    /// clearing the new holder's claim.
+    /// Lets go of a lost lease without touching it: another replica may hold it now.
     pub fn abandon(self) {
-        self.task.abort();
+        self.renewing.abort();
     }
 
-    /// Gives the lease up, so a standby takes over without waiting for it to expire; a
-    /// release that does not answer within [`RENEW_DEADLINE`] is given up (the lease then expires).
+    /// Stops renewing and gives the Lease up, if this replica still holds it, so that a standby
+    /// takes over at its next try instead of when the lease expires. Bounded by
+    /// [`RELEASE_TIMEOUT`].
     pub async fn release(self) {
-        // Dropping the last receiver tells kube-lease-manager's watch task to release and stop.
-        drop(self.leading);
-        match tokio::time::timeout(RENEW_DEADLINE, self.task).await {
-            Ok(Ok(Ok(_))) => tracing::info!("released the leader election lease"),
-            Ok(Ok(Err(err))) => {
+        // The renewing task returns at once, dropping a renewal under way.
+        let _ = self.stop.send(());
+        let release = async {
+            let mut elector = self.renewing.await?;
+            anyhow::Ok(elector.release().await?)
+        };
+        match tokio::time::timeout(RELEASE_TIMEOUT, release).await {
+            Ok(Ok(true)) => tracing::info!("released the leader election lease"),
+            Ok(Ok(false)) => tracing::info!("the leader election lease is no longer ours"),
+            Ok(Err(err)) => {
                 tracing::warn!(error = %err, "could not release the leader election lease")
             }
-            Ok(Err(err)) => tracing::warn!(error = %err, "the leader election task failed"),
             Err(_) => tracing::warn!("releasing the leader election lease timed out"),
         }
     }
 }
 
-/// The field manager of this replica's Lease writes (at most 128 characters, as the API allows).
-fn field_manager(identity: &str) -> String {
-    format!("leader-election-{identity}")
-        .chars()
-        .take(128)
-        .collect()
+/// What one attempt to acquire or renew the Lease found.
+#[derive(Debug, PartialEq)]
+enum Attempt {
+    /// This replica holds it.
+    Held,
+    /// Another replica holds it, and it has not expired by this replica's observation.
+    HeldBy(String),
+    /// The attempt failed, or lost a race: it says nothing about who holds the Lease.
+    Failed,
+}
+
+/// One replica's view of the Lease, and its conditional writes to it.
+struct Elector {
+    leases: Api<LeaseObject>,
+    name: String,
+    identity: String,
+    /// The Lease as this replica last read or wrote it.
+    observed: Option<Observed>,
+}
+
+struct Observed {
+    spec: LeaseSpec,
+    version: String,
+    /// When this replica first saw `spec`, by its own clock.
+    seen: Instant,
+}
+
+impl Observed {
+    /// Whether the lease, as seen, has expired at `now`: `leaseDurationSeconds` after it was
+    /// first seen, whatever its wall-clock times say.
+    fn expired(&self, now: Instant) -> bool {
+        let duration = self.spec.lease_duration_seconds.unwrap_or(0);
+        now >= self.seen + Duration::from_secs(u64::try_from(duration).unwrap_or(0))
+    }
+
+    fn holder(&self) -> Option<&str> {
+        self.spec
+            .holder_identity
+            .as_deref()
+            .filter(|h| !h.is_empty())
+    }
+}
+
+impl Elector {
+    fn new(leases: Api<LeaseObject>, name: &str, identity: &str) -> Self {
+        Self {
+            leases,
+            name: name.to_string(),
+            identity: identity.to_string(),
+            observed: None,
+        }
+    }
+
+    /// Tries to acquire the Lease every [`RETRY_PERIOD`] until this replica holds it; returns
+    /// when it sent the write that won.
+    async fn lead(&mut self) -> Instant {
+        loop {
+            let sent = Instant::now();
+            match self.try_acquire_or_renew().await {
+                Attempt::Held => return sent,
+                Attempt::HeldBy(holder) => tracing::debug!(%holder, "the lease is held"),
+                Attempt::Failed => {}
+            }
+            tokio::time::sleep_until(sent + RETRY_PERIOD).await;
+        }
+    }
+
+    /// Renews the Lease every [`RETRY_PERIOD`] until `stop`, or until this replica must stop
+    /// leading, which it then sends to `lost`. `renewed` is when it sent its last successful
+    /// renewal (or acquisition).
+    async fn keep(
+        mut self,
+        mut renewed: Instant,
+        mut stop: oneshot::Receiver<()>,
+        lost: watch::Sender<bool>,
+    ) -> Self {
+        loop {
+            let deadline = renewed + RENEW_DEADLINE;
+            tokio::select! {
+                () = tokio::time::sleep_until((Instant::now() + RETRY_PERIOD).min(deadline)) => {}
+                _ = &mut stop => return self,
+            }
+            let sent = Instant::now();
+            let attempt = tokio::select! {
+                attempt = tokio::time::timeout_at(deadline, self.try_acquire_or_renew()) => attempt,
+                _ = &mut stop => return self,
+            };
+            match attempt {
+                Ok(Attempt::Held) => renewed = sent,
+                Ok(Attempt::HeldBy(holder)) => {
+                    tracing::warn!(%holder, "another replica holds the lease");
+                    break;
+                }
+                Ok(Attempt::Failed) if Instant::now() < deadline => {}
+                Ok(Attempt::Failed) | Err(_) => {
+                    tracing::warn!(
+                        deadline = ?RENEW_DEADLINE,
+                        "the lease was not renewed within the renew deadline"
+                    );
+                    break;
+                }
+            }
+        }
+        lost.send_replace(true);
+        self
+    }
+
+    /// client-go's `tryAcquireOrRenew`: renews the Lease if this replica holds it, or takes it
+    /// if it is free or has expired by this replica's observation.
+    async fn try_acquire_or_renew(&mut self) -> Attempt {
+        // The leader's fast path: renew from the Lease as it last wrote it, without reading it.
+        if self.is_leader() && !self.expired() {
+            match self.write(self.claim()).await {
+                Ok(()) => return Attempt::Held,
+                Err(err) => tracing::debug!(error = %err, "renewing failed; reading the lease"),
+            }
+        }
+        match self.leases.get_opt(&self.name).await {
+            Ok(Some(lease)) => self.observe(lease),
+            Ok(None) => return self.create().await,
+            Err(err) => {
+                tracing::warn!(error = %err, "reading the leader election lease failed");
+                return Attempt::Failed;
+            }
+        }
+        if !self.is_leader()
+            && !self.expired()
+            && let Some(holder) = self.observed.as_ref().and_then(Observed::holder)
+        {
+            return Attempt::HeldBy(holder.to_string());
+        }
+        match self.write(self.claim()).await {
+            Ok(()) => Attempt::Held,
+            Err(kube::Error::Api(status)) if status.is_conflict() => {
+                tracing::debug!("another replica wrote the lease first");
+                Attempt::Failed
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "writing the leader election lease failed");
+                Attempt::Failed
+            }
+        }
+    }
+
+    /// Gives the Lease up if this replica holds it, as client-go does: no holder, and a
+    /// one-second duration. Returns whether it did.
+    async fn release(&mut self) -> kube::Result<bool> {
+        if !self.is_leader() {
+            return Ok(false);
+        }
+        match self.write(Self::vacated()).await {
+            // Written since this replica last saw it: by a renewal of its own that timed out
+            // but landed, or by another replica. Read it again, and release only the former.
+            Err(kube::Error::Api(status)) if status.is_conflict() => {
+                match self.leases.get_opt(&self.name).await? {
+                    Some(lease) => self.observe(lease),
+                    None => return Ok(false),
+                }
+                if !self.is_leader() {
+                    return Ok(false);
+                }
+                self.write(Self::vacated()).await?;
+            }
+            written => written?,
+        }
+        Ok(true)
+    }
+
+    /// Records the Lease as read or written now.
+    fn observe(&mut self, lease: LeaseObject) {
+        let spec = lease.spec.unwrap_or_default();
+        let seen = match &self.observed {
+            Some(observed) if observed.spec == spec => observed.seen,
+            _ => Instant::now(),
+        };
+        self.observed = Some(Observed {
+            spec,
+            version: lease.metadata.resource_version.unwrap_or_default(),
+            seen,
+        });
+    }
+
+    /// Whether this replica holds the Lease, as it last saw it.
+    fn is_leader(&self) -> bool {
+        let holder = self.observed.as_ref().and_then(Observed::holder);
+        holder == Some(self.identity.as_str())
+    }
+
+    fn expired(&self) -> bool {
+        (self.observed.as_ref()).is_none_or(|observed| observed.expired(Instant::now()))
+    }
+
+    /// The spec with which this replica holds the Lease: renewed now, and acquired now unless
+    /// it held it already.
+    fn claim(&self) -> LeaseSpec {
+        let now = MicroTime(Timestamp::now());
+        let old = self.observed.as_ref().map(|observed| &observed.spec);
+        let (acquired, transitions) = match old {
+            Some(old) if self.is_leader() => (old.acquire_time.clone(), old.lease_transitions),
+            Some(old) => (None, Some(old.lease_transitions.unwrap_or(0) + 1)),
+            None => (None, Some(0)),
+        };
+        LeaseSpec {
+            holder_identity: Some(self.identity.clone()),
+            lease_duration_seconds: Some(LEASE_DURATION.as_secs() as i32),
+            acquire_time: acquired.or_else(|| Some(now.clone())),
+            renew_time: Some(now),
+            lease_transitions: transitions,
+            ..LeaseSpec::default()
+        }
+    }
+
+    /// The spec of a released Lease.
+    fn vacated() -> Value {
+        let now = MicroTime(Timestamp::now());
+        json!({
+            "holderIdentity": null,
+            "leaseDurationSeconds": 1,
+            "acquireTime": now,
+            "renewTime": now,
+        })
+    }
+
+    async fn create(&mut self) -> Attempt {
+        let lease = LeaseObject {
+            metadata: ObjectMeta {
+                name: Some(self.name.clone()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(self.claim()),
+        };
+        let params = PostParams {
+            field_manager: Some(self.field_manager()),
+            ..PostParams::default()
+        };
+        match self.leases.create(&params, &lease).await {
+            Ok(created) => {
+                self.observe(created);
+                Attempt::Held
+            }
+            Err(err) => {
+                // AlreadyExists when another replica created it first.
+                tracing::debug!(error = %err, "creating the leader election lease failed");
+                Attempt::Failed
+            }
+        }
+    }
+
+    /// Patches the Lease's spec on condition that it is still the version this replica last
+    /// saw: the API server answers 409 Conflict to a patch whose resourceVersion is not the
+    /// object's.
+    async fn write(&mut self, spec: impl serde::Serialize) -> kube::Result<()> {
+        let version = self.observed.as_ref().map(|o| o.version.as_str());
+        // An empty resourceVersion would make the patch unconditional.
+        let Some(version) = version.filter(|v| !v.is_empty()) else {
+            let status = Status::failure("no resourceVersion of the lease is known", "Conflict");
+            return Err(kube::Error::Api(status.with_code(409).boxed()));
+        };
+        let patch = json!({ "metadata": { "resourceVersion": version }, "spec": spec });
+        let params = PatchParams {
+            field_manager: Some(self.field_manager()),
+            ..PatchParams::default()
+        };
+        let lease = (self.leases)
+            .patch(&self.name, &params, &Patch::Merge(&patch))
+            .await?;
+        self.observe(lease);
+        Ok(())
+    }
+
+    /// The field manager of this replica's Lease writes (at most 128 characters, as the API
+    /// allows), which names the replica in the Lease's managedFields.
+    fn field_manager(&self) -> String {
+        format!("leader-election-{}", self.identity)
+            .chars()
+            .take(128)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::sync::{Arc, Mutex};
+
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    const NAME: &str = "example-lease";
+    const PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+
+    /// An API server holding one Lease, that answers GET, POST and merge PATCH of it with the
+    /// real one's resourceVersion preconditions. It can refuse the writes of a replica (403),
+    /// and apply another writer's spec just before it handles the next patch (a racing write).
+    #[derive(Clone, Default)]
+    struct Fake(Arc<Mutex<State>>);
+
+    #[derive(Default)]
+    struct State {
+        lease: Option<Value>,
+        version: u64,
+        refused: HashSet<String>,
+        race: Option<Value>,
+        /// When each replica's writes succeeded.
+        written: Vec<(String, Instant)>,
+    }
+
+    impl State {
+        fn store(&mut self, mut lease: Value) -> Value {
+            self.version += 1;
+            lease["metadata"]["resourceVersion"] = self.version.to_string().into();
+            self.lease = Some(lease.clone());
+            lease
+        }
+
+        fn answer(&mut self, who: &str, method: &http::Method, body: &[u8]) -> (u16, Value) {
+            let status = |code: u16, reason: &str| {
+                let status = json!({ "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason, "message": reason });
+                (code, status)
+            };
+            if *method == http::Method::GET {
+                return match &self.lease {
+                    Some(lease) => (200, lease.clone()),
+                    None => status(404, "NotFound"),
+                };
+            }
+            if self.refused.contains(who) {
+                return status(403, "Forbidden");
+            }
+            let request: Value = serde_json::from_slice(body).expect("a JSON body");
+            let written = if *method == http::Method::POST {
+                if self.lease.is_some() {
+                    return status(409, "AlreadyExists");
+                }
+                self.store(request)
+            } else {
+                if let Some(spec) = self.race.take() {
+                    self.write_spec(spec);
+                }
+                let Some(mut lease) = self.lease.clone() else {
+                    return status(404, "NotFound");
+                };
+                // As the real one: a patch without a resourceVersion is unconditional.
+                let version = &request["metadata"]["resourceVersion"];
+                if !version.is_null() && *version != lease["metadata"]["resourceVersion"] {
+                    return status(409, "Conflict");
+                }
+                json_patch::merge(&mut lease, &request);
+                self.store(lease)
+            };
+            self.written.push((who.to_string(), Instant::now()));
+            (200, written)
+        }
+
+        /// Another writer's update of the spec.
+        fn write_spec(&mut self, spec: Value) {
+            let mut lease = self.lease.clone().unwrap_or_else(|| {
+                json!({ "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": { "name": NAME, "namespace": "default" } })
+            });
+            lease["spec"] = spec;
+            self.store(lease);
+        }
+    }
+
+    impl Fake {
+        fn state(&self) -> std::sync::MutexGuard<'_, State> {
+            self.0.lock().unwrap()
+        }
+
+        /// The elector of replica `who`.
+        fn elector(&self, who: &str) -> Elector {
+            let fake = self.clone();
+            let identity = who.to_string();
+            let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+                let (fake, who) = (fake.clone(), identity.clone());
+                async move {
+                    let path = request.uri().path();
+                    assert!(path == PATH || path == format!("{PATH}/{NAME}"), "{path}");
+                    let method = request.method().clone();
+                    let body = request.into_body().collect().await?.to_bytes();
+                    let (code, answer) = fake.state().answer(&who, &method, &body);
+                    let body = kube::client::Body::from(serde_json::to_vec(&answer)?);
+                    Ok::<_, Box<dyn std::error::Error + Send + Sync>>(
+                        http::Response::builder().status(code).body(body)?,
+                    )
+                }
+            });
+            let leases = Api::namespaced(Client::new(service, "default"), "default");
+            Elector::new(leases, NAME, who)
+        }
+
+        fn spec(&self) -> Value {
+            let state = self.state();
+            state.lease.as_ref().map(|l| l["spec"].clone()).unwrap()
+        }
+
+        fn holder(&self) -> Value {
+            self.spec()["holderIdentity"].clone()
+        }
+
+        /// When `who` last wrote the Lease.
+        fn last_write(&self, who: &str) -> Instant {
+            let state = self.state();
+            let writes = state.written.iter().filter(|(w, _)| w == who);
+            writes.map(|(_, at)| *at).max().unwrap()
+        }
+    }
+
+    /// `future`'s output; a test whose future never ends fails instead of running for ever (the
+    /// clock is paused: this costs no real time).
+    async fn bounded<T>(future: impl Future<Output = T>) -> T {
+        let limit = Duration::from_secs(600);
+        let output = tokio::time::timeout(limit, future).await;
+        output.expect("still waiting after 600 s")
+    }
+
+    /// A Lease held by `holder`, renewed at the wall-clock `renewed`.
+    fn held_by(holder: &str, renewed: Timestamp) -> Value {
+        json!({ "holderIdentity": holder, "leaseDurationSeconds": 15, "renewTime": MicroTime(renewed), "leaseTransitions": 3 })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_free_lease_is_created_and_held() {
+        let fake = Fake::default();
+        let mut elector = fake.elector("a");
+        assert_eq!(elector.try_acquire_or_renew().await, Attempt::Held);
+        assert_eq!(fake.holder(), "a");
+        assert_eq!(fake.spec()["leaseTransitions"], 0);
+        // Renewals keep the acquisition time, and count no transition.
+        let acquired = fake.spec()["acquireTime"].clone();
+        tokio::time::sleep(RETRY_PERIOD).await;
+        assert_eq!(elector.try_acquire_or_renew().await, Attempt::Held);
+        assert_eq!(fake.spec()["acquireTime"], acquired);
+        assert_eq!(fake.spec()["leaseTransitions"], 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_renewed_by_a_clock_far_behind_is_taken_only_when_it_stops_changing() {
+        let fake = Fake::default();
+        // The holder's clock is an hour behind: by the wall clock its lease expired long ago.
+        let behind = Timestamp::now() - Duration::from_secs(3600);
+        fake.state().write_spec(held_by("other", behind));
+        let mut elector = fake.elector("a");
+        let renewing = {
+            let fake = fake.clone();
+            tokio::spawn(async move {
+                for renewal in 1..=30 {
+                    tokio::time::sleep(RETRY_PERIOD).await;
+                    let renewed = behind + Duration::from_secs(renewal * 2);
+                    fake.state().write_spec(held_by("other", renewed));
+                }
+            })
+        };
+        let wait = tokio::time::timeout(Duration::from_secs(55), elector.lead());
+        assert!(wait.await.is_err(), "took a lease that is still renewed");
+        renewing.await.unwrap();
+        // Its last renewal, 60 s in: a lease duration after the elector saw it, it is expired.
+        let stopped = Instant::now();
+        let renewed = bounded(elector.lead()).await;
+        assert!(renewed >= stopped + LEASE_DURATION - RETRY_PERIOD);
+        assert!(renewed <= stopped + LEASE_DURATION + RETRY_PERIOD);
+        assert_eq!(fake.holder(), "a");
+        assert_eq!(fake.spec()["leaseTransitions"], 4);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_released_lease_is_taken_at_the_next_try() {
+        let fake = Fake::default();
+        let mut leader = fake.elector("a");
+        bounded(leader.lead()).await;
+        let mut standby = fake.elector("b");
+        let standby = tokio::spawn(async move { standby.lead().await });
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(!standby.is_finished());
+        assert!(leader.release().await.unwrap());
+        assert_eq!(fake.holder(), Value::Null);
+        let released = Instant::now();
+        let taken = bounded(standby).await.unwrap();
+        assert!(taken <= released + RETRY_PERIOD, "{:?}", taken - released);
+        assert_eq!(fake.holder(), "b");
+        // The former leader, which no longer holds it, does not write it again.
+        assert!(!leader.release().await.unwrap());
+        assert_eq!(fake.holder(), "b");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_from_a_stale_view_gets_a_conflict_and_does_not_lead() {
+        let fake = Fake::default();
+        let mut first = fake.elector("a");
+        bounded(first.lead()).await;
+        first.release().await.unwrap();
+        // "b" reads the free Lease, but "c" writes it before b's write arrives.
+        let mut b = fake.elector("b");
+        fake.state().race = Some(held_by("c", Timestamp::now()));
+        assert_eq!(b.try_acquire_or_renew().await, Attempt::Failed);
+        assert_eq!(fake.holder(), "c");
+        assert_eq!(b.try_acquire_or_renew().await, Attempt::HeldBy("c".into()));
+        assert_eq!(fake.holder(), "c");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_leader_stops_at_its_next_renewal_when_another_replica_holds_the_lease() {
+        let fake = Fake::default();
+        let mut elector = fake.elector("a");
+        let renewed = bounded(elector.lead()).await;
+        let lease = Lease::renew(elector, renewed);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        // Written over without a precondition, as by an admin: the leader's renewal, from its
+        // last view, conflicts, and it reads the new holder.
+        fake.state().write_spec(held_by("other", Timestamp::now()));
+        let usurped = Instant::now();
+        bounded(lease.lost()).await;
+        assert!(Instant::now() <= usurped + RETRY_PERIOD);
+        assert_eq!(fake.holder(), "other");
+        // Nor does its release touch it.
+        lease.release().await;
+        assert_eq!(fake.holder(), "other");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_leader_whose_renewals_are_refused_stops_before_a_standby_takes_over() {
+        let fake = Fake::default();
+        let mut elector = fake.elector("a");
+        let renewed = bounded(elector.lead()).await;
+        let lease = Lease::renew(elector, renewed);
+        let mut standby = fake.elector("b");
+        let standby = tokio::spawn(async move { standby.lead().await });
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        fake.state().refused.insert("a".into());
+        bounded(lease.lost()).await;
+        let stopped = Instant::now();
+        let renewed = fake.last_write("a");
+        assert_eq!(stopped, renewed + RENEW_DEADLINE);
+        let taken = bounded(standby).await.unwrap();
+        assert_eq!(fake.holder(), "b");
+        // The standby saw the last renewal when it polled next, and waited a lease duration.
+        assert!(taken >= renewed + LEASE_DURATION, "{:?}", taken - renewed);
+        assert!(taken >= stopped + (LEASE_DURATION - RENEW_DEADLINE));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_leader_whose_requests_hang_stops_at_the_renew_deadline() {
+        let fake = Fake::default();
+        let mut elector = fake.elector("a");
+        let renewed = bounded(elector.lead()).await;
+        // A client whose every request hangs, as on a half-open connection.
+        elector.leases = Api::namespaced(
+            Client::new(
+                tower::service_fn(|_: http::Request<kube::client::Body>| {
+                    std::future::pending::<
+                        Result<http::Response<kube::client::Body>, std::convert::Infallible>,
+                    >()
+                }),
+                "default",
+            ),
+            "default",
+        );
+        let lease = Lease::renew(elector, renewed);
+        bounded(lease.lost()).await;
+        assert_eq!(Instant::now(), renewed + RENEW_DEADLINE);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_release_is_conditional() {
+        let fake = Fake::default();
+        let mut elector = fake.elector("a");
+        bounded(elector.lead()).await;
+        // A renewal of its own that timed out, but landed: the release reads it and goes on.
+        let mut landed = fake.spec();
+        landed["renewTime"] = serde_json::to_value(MicroTime(Timestamp::now())).unwrap();
+        fake.state().write_spec(landed);
+        assert!(elector.release().await.unwrap());
+        assert_eq!(fake.holder(), Value::Null);
+        assert_eq!(fake.spec()["leaseDurationSeconds"], 1);
+        // Another replica took it since this one last saw it: left alone.
+        bounded(elector.lead()).await;
+        fake.state().write_spec(held_by("other", Timestamp::now()));
+        assert!(!elector.release().await.unwrap());
+        assert_eq!(fake.holder(), "other");
+    }
 }

@@ -208,13 +208,13 @@ impl Manager {
     }
 
     async fn run_controllers(&mut self) -> anyhow::Result<()> {
-        let lease = match &self.leader_election {
+        let mut lease = match &self.leader_election {
             Some(config) => {
                 self.shared.readiness.set_standby(true);
                 self.shared.metrics.leading(config.lease_name(), false);
                 let lease =
                     leader::acquire(self.shared.client.clone(), config, &self.shared.shutdown)
-                        .await?;
+                        .await;
                 self.shared.readiness.set_standby(false);
                 match lease {
                     Some(lease) => {
@@ -235,16 +235,10 @@ impl Manager {
         }
         self.shared.readiness.set_started();
         tracing::info!(controllers = running.len(), "started controllers");
-        let lost = async {
-            match &lease {
-                Some(lease) => lease.lost().await,
-                None => std::future::pending().await,
-            }
-        };
         let shutdown = self.shared.shutdown.clone();
         let mut lost_leadership = false;
         let outcome = tokio::select! {
-            () = lost => {
+            () = lost(&lease) => {
                 lost_leadership = true;
                 Ok(())
             }
@@ -258,15 +252,10 @@ impl Manager {
             result = wait_all(&mut running), if !running.is_empty() => result,
         };
         if lost_leadership {
-            // Another replica leads now: stop at once, without finishing what is in flight
+            // Another replica may lead now: stop at once, without finishing what is in flight
             // (as controller-runtime does), and do not touch the Lease.
             running.abort_all();
-            if let Some(lease) = lease {
-                lease.abandon();
-            }
-            if let Some(config) = &self.leader_election {
-                self.shared.metrics.leading(config.lease_name(), false);
-            }
+            self.abandon(lease);
             anyhow::bail!("lost leadership; exiting so that another replica takes over");
         }
         // Whatever ended the run, stop everything else and give it a bounded time to finish.
@@ -280,17 +269,43 @@ impl Manager {
         } else {
             let drained =
                 tokio::time::timeout(self.graceful_shutdown_timeout, wait_all(&mut running));
-            drained.await.unwrap_or_else(|_| {
-                running.abort_all();
-                tracing::warn!(timeout = ?self.graceful_shutdown_timeout, "controllers did not stop in time; stopped them");
-                Ok(())
-            })
+            tokio::select! {
+                drained = drained => drained.unwrap_or_else(|_| {
+                    running.abort_all();
+                    tracing::warn!(timeout = ?self.graceful_shutdown_timeout, "controllers did not stop in time; stopped them");
+                    Ok(())
+                }),
+                // The lease keeps being renewed while the controllers finish, and they stop at
+                // once if it is lost meanwhile, as they would before the shutdown.
+                () = lost(&lease) => {
+                    running.abort_all();
+                    tracing::warn!("lost leadership while stopping; stopped the controllers");
+                    self.abandon(lease.take());
+                    Ok(())
+                }
+            }
         };
         if let (Some(lease), Some(config)) = (lease, &self.leader_election) {
             lease.release().await;
             self.shared.metrics.leading(config.lease_name(), false);
         }
         outcome.and(rest)
+    }
+
+    /// Lets go of a lost lease without touching it.
+    fn abandon(&self, lease: Option<leader::Lease>) {
+        if let (Some(lease), Some(config)) = (lease, &self.leader_election) {
+            lease.abandon();
+            self.shared.metrics.leading(config.lease_name(), false);
+        }
+    }
+}
+
+/// Resolves when this replica must stop leading; never without leader election.
+async fn lost(lease: &Option<leader::Lease>) {
+    match lease {
+        Some(lease) => lease.lost().await,
+        None => std::future::pending().await,
     }
 }
 
