@@ -141,12 +141,7 @@ impl Context {
             recorder: Recorder::new(shared.client.clone(), shared.reporter.clone()),
             instruments: Instruments::new(NAME, shared),
             image: image.filter(|image| !image.trim().is_empty()),
-            deployments: Owned::watch(
-                shared.namespaced_api(),
-                config,
-                &shared.readiness,
-                DEPLOYMENTS,
-            ),
+            deployments: Owned::watch(shared.namespaced_api(), config, shared, DEPLOYMENTS),
         }
     }
 
@@ -177,7 +172,12 @@ pub async fn run(shared: Shared) -> anyhow::Result<()> {
 pub async fn run_with(shared: Shared, ctx: Context) -> anyhow::Result<()> {
     let objects: Api<Memcached> = shared.namespaced_api();
     // Reconcile each Memcached, and the owner of each Deployment that changes.
-    let controller = controller::new(objects, watcher::Config::default().any_semantic());
+    let controller = controller::new(
+        NAME,
+        &shared,
+        objects,
+        watcher::Config::default().any_semantic(),
+    );
     let controller = ctx.deployments.owned_by(controller);
     controller::run(
         NAME,
