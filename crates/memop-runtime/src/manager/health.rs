@@ -14,7 +14,7 @@
 //! limit (see `watchdog.rs`) makes `/readyz` fail too, naming it, until it hears again: its
 //! cache may be stale.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -54,8 +54,8 @@ struct State {
     syncing: BTreeSet<&'static str>,
     /// Controllers that have synced.
     synced: BTreeSet<&'static str>,
-    /// Watches silent for longer than the silence limit.
-    silent: BTreeSet<&'static str>,
+    /// Watches silent for longer than the silence limit, by name, with how many of that name.
+    silent: BTreeMap<&'static str, usize>,
 }
 
 impl Readiness {
@@ -77,7 +77,7 @@ impl Readiness {
         let mut why = Vec::new();
         why.extend(Self::not_synced(&state));
         if !state.silent.is_empty() {
-            let silent: Vec<_> = state.silent.iter().copied().collect();
+            let silent: Vec<_> = state.silent.keys().copied().collect();
             why.push(format!(
                 "no answer from the API server for more than {:?} on watches: {}",
                 self.silence_limit,
@@ -121,13 +121,18 @@ impl Readiness {
         self.silence_limit
     }
 
-    /// Records whether watch `name` has gone without an answer for longer than the limit.
+    /// Records that a watch named `name` has gone without an answer for longer than the limit,
+    /// or (`false`) that one that had answers again or stopped.
     pub(crate) fn silent(&self, name: &'static str, silent: bool) {
         let mut state = self.state.lock().expect("readiness lock");
+        let count = state.silent.entry(name).or_default();
         if silent {
-            state.silent.insert(name);
+            *count += 1;
         } else {
-            state.silent.remove(name);
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                state.silent.remove(name);
+            }
         }
     }
 

@@ -19,7 +19,7 @@
 //! says when it last heard from the API server.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, ready};
 use std::time::{Duration, SystemTime};
@@ -50,6 +50,8 @@ pub(crate) struct Pulse {
     /// The same as a Unix time, for the metrics.
     last_seen: Gauge<f64, AtomicU64>,
     errors: Counter,
+    /// Whether the watchdog has marked the watch silent in `readiness`.
+    silent: AtomicBool,
     readiness: Readiness,
 }
 
@@ -76,7 +78,9 @@ impl Pulse {
 impl Drop for Pulse {
     /// A watch that stopped is no longer silent: it is gone.
     fn drop(&mut self) {
-        self.readiness.silent(self.name, false);
+        if *self.silent.get_mut() {
+            self.readiness.silent(self.name, false);
+        }
     }
 }
 
@@ -91,6 +95,7 @@ pub(crate) fn start(name: &'static str, readiness: &Readiness, metrics: &Metrics
         last: AtomicU64::new(0),
         last_seen,
         errors,
+        silent: AtomicBool::new(false),
         readiness: readiness.clone(),
     });
     tokio::spawn(watch_over(
@@ -106,12 +111,12 @@ pub(crate) fn start(name: &'static str, readiness: &Readiness, metrics: &Metrics
 async fn watch_over(pulse: Weak<Pulse>, readiness: Readiness, limit: Duration) {
     // How soon a silent watch that answers again is seen to: the kubelet probes every 10 s.
     let recheck = (limit / 10).clamp(Duration::from_millis(100), Duration::from_secs(10));
-    let mut silent = false;
     loop {
         let Some(pulse) = pulse.upgrade() else {
             return;
         };
         let quiet = pulse.silent_for();
+        let silent = pulse.silent.load(Ordering::Relaxed);
         if quiet >= limit && !silent {
             tracing::warn!(
                 watch = pulse.name,
@@ -119,13 +124,17 @@ async fn watch_over(pulse: Weak<Pulse>, readiness: Readiness, limit: Duration) {
                 "no answer from the API server on this watch; not ready until it answers"
             );
             readiness.silent(pulse.name, true);
-            silent = true;
+            pulse.silent.store(true, Ordering::Relaxed);
         } else if quiet < limit && silent {
             tracing::info!(watch = pulse.name, "the watch answers again");
             readiness.silent(pulse.name, false);
-            silent = false;
+            pulse.silent.store(false, Ordering::Relaxed);
         }
-        let wait = if silent { recheck } else { limit - quiet };
+        let wait = if quiet >= limit {
+            recheck
+        } else {
+            limit - quiet
+        };
         drop(pulse);
         tokio::time::sleep(wait).await;
     }
@@ -226,10 +235,17 @@ mod tests {
         tokio::time::sleep(LIMIT / 10).await;
         assert_eq!(readiness.check(), None, "answering again");
 
-        // Silent again, then gone: a watch that stopped is not waited for.
+        // Silent again, then gone: a watch that stopped is not waited for, but another of the
+        // same name (a controller's context made again, say) still is.
         tokio::time::sleep(LIMIT * 2).await;
-        assert!(readiness.check().is_some());
+        let again = start("memcached deployments", &readiness, &metrics);
+        tokio::time::sleep(LIMIT + Duration::from_secs(1)).await;
         drop((pulse, other));
+        let why = readiness
+            .check()
+            .expect("the other watch of that name is silent");
+        assert!(why.contains("memcached deployments"), "{why}");
+        drop(again);
         assert_eq!(readiness.check(), None);
     }
 
