@@ -6,21 +6,28 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
+use memop_runtime::Operator;
 use memop_runtime::controller::Owned;
-use memop_runtime::manager::Readiness;
+use memop_runtime::manager::Shared;
 use memop_test::{TestEnv, Verb};
+
+const OPERATOR: Operator = Operator {
+    name: "test-operator",
+    domain: "example.com",
+};
 
 #[tokio::test]
 async fn a_cache_that_cannot_list_keeps_the_manager_unready_until_it_can() {
     let env = TestEnv::in_memory();
-    let readiness = Readiness::default();
+    let shared = Shared::new(&OPERATOR, env.operator.clone(), None);
+    let readiness = &shared.readiness;
     let configmaps: Api<ConfigMap> = Api::namespaced(env.operator.clone(), &env.namespace);
     // The role does not allow listing ConfigMaps, for now: the first two lists are refused.
     env.requests.fail_next(Verb::List, "configmaps", 403, 2);
     let owned = Owned::watch(
         configmaps,
         watcher::Config::default(),
-        &readiness,
+        &shared,
         "configmaps",
     );
 

@@ -72,7 +72,8 @@ pub async fn run(shared: Shared) -> anyhow::Result<()> {
         instruments: Instruments::new(NAME, &shared),
     };
     let configmaps: Api<ConfigMap> = shared.namespaced_api();
-    let watched = controller::new(configmaps, watcher::Config::default().labels(SELECTOR));
+    let config = watcher::Config::default().labels(SELECTOR);
+    let watched = controller::new(NAME, &shared, configmaps, config);
     controller::run(
         NAME,
         &shared,

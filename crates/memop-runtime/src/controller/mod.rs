@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
@@ -73,7 +73,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///     Action::await_change()
 /// }
 /// async fn run(shared: Shared) -> anyhow::Result<()> {
-///     let watched = controller::new(shared.namespaced_api::<ConfigMap>(), watcher::Config::default());
+///     let objects = shared.namespaced_api::<ConfigMap>();
+///     let watched = controller::new("configmaps", &shared, objects, watcher::Config::default());
 ///     controller::run("configmaps", &shared, watched, reconcile, error_policy, Arc::new(())).await
 /// }
 /// ```
@@ -127,16 +128,76 @@ where
 /// kube's `Controller::new(api, config)`, with the objects' `managedFields` left out of its
 /// cache: no reconcile reads them, and they are often the larger part of an object (one entry
 /// per writer: the user, the finalizer, the status). At 10,000 objects that is megabytes.
-pub fn new<K>(api: Api<K>, config: watcher::Config) -> Controller<K>
+///
+/// The watch is kept an eye on as `name` (give it the controller's name): the manager is not
+/// ready while it has gone without an answer for longer than [`WATCH_SILENCE_LIMIT`] (a
+/// half-open connection, say), and its errors are counted in `memop_watch_errors_total`. It asks
+/// for bookmarks whatever `config` says, so that a quiet watch still shows life.
+///
+/// [`WATCH_SILENCE_LIMIT`]: crate::manager::WATCH_SILENCE_LIMIT
+pub fn new<K>(
+    name: &'static str,
+    shared: &Shared,
+    api: Api<K>,
+    config: watcher::Config,
+) -> Controller<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::Scope: WatchScope,
 {
+    let (api, pulse) = shared.watched(name, api);
+    let config = watcher::Config {
+        bookmarks: true,
+        ..config
+    };
     let (reader, writer) = reflector::store();
     let objects = watcher(api, config)
+        .inspect(move |event| {
+            if event.is_err() {
+                pulse.failed();
+            }
+        })
         .modify(|object| object.managed_fields_mut().clear())
         .reflect(writer)
         .applied_objects();
     Controller::for_stream(objects, reader)
+}
+
+/// The scope of a kind a controller watches, namespaced or cluster-wide: how to make its `Api`
+/// in the same namespace on another client (the watchdog's, see [`new`]). Implemented for
+/// k8s-openapi's scopes (sealed).
+pub trait WatchScope: sealed::Sealed + Sized {
+    /// The `Api` of `K` on `client`, in `namespace` (or all of them).
+    fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = Self>;
+}
+
+impl WatchScope for NamespaceResourceScope {
+    fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = Self>,
+    {
+        match namespace {
+            Some(namespace) => Api::namespaced(client, namespace),
+            None => Api::all(client),
+        }
+    }
+}
+
+impl WatchScope for ClusterResourceScope {
+    fn api<K>(client: Client, _: Option<&str>) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = Self>,
+    {
+        Api::all(client)
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::NamespaceResourceScope {}
+    impl Sealed for super::ClusterResourceScope {}
 }
 
 /// Records an event on `object` with `reason` and `note`, with kubebuilder's action names

@@ -29,8 +29,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, watch};
 
-use super::{APPLIED_HASH, fingerprint, in_sync, resource_version as version};
-use crate::manager::Readiness;
+use super::{APPLIED_HASH, WatchScope, fingerprint, in_sync, resource_version as version};
+use crate::manager::Shared;
 
 /// How long the cache may lag behind an apply of this controller before it is believed again
 /// anyway. A watch event comes within milliseconds; this bounds the wait when one never comes
@@ -97,18 +97,22 @@ impl<K> Owned<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug + Send + Sync,
     K: 'static,
+    K::Scope: WatchScope,
 {
     /// Starts watching the objects of `api` that `config` selects (give it the label every
     /// owned object carries, so the cache holds those only). The watch runs until the `Owned`
     /// is dropped, and must run inside a Tokio runtime.
     ///
-    /// `readiness` waits for its first list under `name` (as for a controller's own cache):
-    /// until then `/readyz` says so, and a cache that never lists (the role does not allow
-    /// listing the kind, say) stops the manager after its cache-sync timeout, saying which.
+    /// The manager's readiness waits for its first list under `name` (as for a controller's
+    /// own cache): until then `/readyz` says so, and a cache that never lists (the role does
+    /// not allow listing the kind, say) stops the manager after its cache-sync timeout, saying
+    /// which. After that the watch is kept an eye on as a controller's own is (see
+    /// [`super::new`]): `/readyz` names it while it goes without an answer for longer than the
+    /// silence limit, and `memop_watch_errors_total{watch="<name>"}` counts its errors.
     pub fn watch(
         api: Api<K>,
         config: watcher::Config,
-        readiness: &Readiness,
+        shared: &Shared,
         name: &'static str,
     ) -> Self {
         let cache = Arc::new(Cache {
@@ -117,12 +121,18 @@ where
             listed: watch::Sender::new(false),
         });
         let changes: Arc<Mutex<Option<mpsc::Sender<PartialObjectMeta<K>>>>> = Arc::default();
+        let (api, pulse) = shared.watched(name, api);
+        let config = watcher::Config {
+            bookmarks: true,
+            ..config
+        };
         let events = watcher(api, config)
             .default_backoff()
             .modify(|object| object.managed_fields_mut().clear());
+        let readiness = shared.readiness.clone();
         readiness.expect(name);
         let watch = tokio::spawn({
-            let (cache, changes, readiness) = (cache.clone(), changes.clone(), readiness.clone());
+            let (cache, changes) = (cache.clone(), changes.clone());
             async move {
                 futures::pin_mut!(events);
                 // A (re)list is gathered apart, then replaces the cache whole, as kube's
@@ -133,6 +143,7 @@ where
                         Ok(event) => event,
                         Err(err) => {
                             // The backoff retries; until then the cache stays as it was.
+                            pulse.failed();
                             tracing::warn!(kind = %K::kind(&()), error = %err, "cannot list or watch; retrying");
                             continue;
                         }

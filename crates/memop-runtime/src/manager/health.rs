@@ -9,8 +9,12 @@
 //! to ready pods only, and cannot list a converted kind for the controllers' caches before;
 //! waiting for those caches would deadlock a single replica (its cache-sync timeout still ends a
 //! manager whose caches never sync).
+//!
+//! Once synced, a watch that has not heard from the API server for longer than the silence
+//! limit (see `watchdog.rs`) makes `/readyz` fail too, naming it, until it hears again: its
+//! cache may be stale.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,14 +24,23 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use kube::runtime::reflector::{Lookup, Store};
 
+use super::watchdog::WATCH_SILENCE_LIMIT;
+
 /// How often a controller's cache is checked for its first sync.
 const POLL: Duration = Duration::from_millis(100);
 
-#[derive(Clone, Default)]
-/// Whether the manager is ready (`/readyz`): every controller's cache synced, and this replica
-/// either leading or standing by.
+#[derive(Clone)]
+/// Whether the manager is ready (`/readyz`): every controller's cache synced and no watch
+/// silent for longer than the silence limit, and this replica either leading or standing by.
 pub struct Readiness {
     state: Arc<Mutex<State>>,
+    silence_limit: Duration,
+}
+
+impl Default for Readiness {
+    fn default() -> Self {
+        Self::with_silence_limit(WATCH_SILENCE_LIMIT)
+    }
 }
 
 #[derive(Default)]
@@ -41,15 +54,45 @@ struct State {
     syncing: BTreeSet<&'static str>,
     /// Controllers that have synced.
     synced: BTreeSet<&'static str>,
+    /// Watches silent for longer than the silence limit, by name, with how many of that name.
+    silent: BTreeMap<&'static str, usize>,
 }
 
 impl Readiness {
+    /// Readiness whose watches may be silent for `limit` (rather than
+    /// [`WATCH_SILENCE_LIMIT`]) before the manager is not ready: for tests.
+    pub fn with_silence_limit(limit: Duration) -> Self {
+        Self {
+            state: Arc::default(),
+            silence_limit: limit,
+        }
+    }
+
     /// `None` when ready; otherwise why not.
     pub fn check(&self) -> Option<String> {
         let state = self.state.lock().expect("readiness lock");
         if state.standby || state.converting {
             return None;
         }
+        let mut why = Vec::new();
+        why.extend(Self::not_synced(&state));
+        if !state.silent.is_empty() {
+            let silent: Vec<_> = state.silent.keys().copied().collect();
+            why.push(format!(
+                "no answer from the API server for more than {:?} on watches: {}",
+                self.silence_limit,
+                silent.join(", ")
+            ));
+        }
+        (!why.is_empty()).then(|| why.join("; "))
+    }
+
+    /// Which controllers have not synced yet, if any (or that none has started).
+    pub(crate) fn unsynced(&self) -> Option<String> {
+        Self::not_synced(&self.state.lock().expect("readiness lock"))
+    }
+
+    fn not_synced(state: &State) -> Option<String> {
         if !state.started {
             return Some("controllers have not started yet".to_string());
         }
@@ -67,9 +110,29 @@ impl Readiness {
     /// within `timeout`; never resolves once they have.
     pub async fn not_synced_within(&self, timeout: Duration) -> String {
         tokio::time::sleep(timeout).await;
-        match self.check() {
+        match self.unsynced() {
             Some(why) => why,
             None => std::future::pending().await,
+        }
+    }
+
+    /// How long a watch may go without an answer before the manager is not ready.
+    pub(crate) fn silence_limit(&self) -> Duration {
+        self.silence_limit
+    }
+
+    /// Records that a watch named `name` has gone without an answer for longer than the limit,
+    /// or (`false`) that one that had answers again or stopped.
+    pub(crate) fn silent(&self, name: &'static str, silent: bool) {
+        let mut state = self.state.lock().expect("readiness lock");
+        let count = state.silent.entry(name).or_default();
+        if silent {
+            *count += 1;
+        } else {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                state.silent.remove(name);
+            }
         }
     }
 

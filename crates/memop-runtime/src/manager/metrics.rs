@@ -10,6 +10,10 @@
 //!   reconciles requeued with backoff);
 //! - the API client: `rest_client_requests_total{code, method, host}`;
 //! - leadership: `leader_election_master_status{name}`;
+//! - each watch of the controllers (memop's own: controller-runtime has none):
+//!   `memop_watch_errors_total{watch}` (lists and watches that failed) and
+//!   `memop_watch_last_activity_timestamp_seconds{watch}` (when the API server last answered
+//!   on it, bookmarks included; see `watchdog.rs`);
 //! - webhooks (with `memop create webhook`), by the path a webhook is served at:
 //!   `controller_runtime_webhook_requests_total{webhook, code}`,
 //!   `controller_runtime_webhook_requests_in_flight{webhook}` and
@@ -82,6 +86,11 @@ struct LeaseLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WatchLabels {
+    watch: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct WebhookLabels {
     webhook: String,
 }
@@ -116,6 +125,8 @@ pub struct Metrics {
     in_flight: Arc<InFlight>,
     requests: Family<RequestLabels, Counter>,
     leader: Family<LeaseLabels, Gauge>,
+    watch_errors: Family<WatchLabels, Counter>,
+    watch_activity: Family<WatchLabels, Gauge<f64, AtomicU64>>,
     webhook_requests: Family<WebhookCodeLabels, Counter>,
     webhook_in_flight: Family<WebhookLabels, Gauge>,
     webhook_latency: Histograms<WebhookLabels>,
@@ -149,6 +160,8 @@ impl Default for Metrics {
             in_flight: Arc::default(),
             requests: Family::default(),
             leader: Family::default(),
+            watch_errors: Family::default(),
+            watch_activity: Family::default(),
             webhook_requests: Family::default(),
             webhook_in_flight: Family::default(),
             webhook_latency: Family::new_with_constructor(webhook_buckets),
@@ -198,6 +211,16 @@ impl Default for Metrics {
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
             metrics.leader.clone(),
+        );
+        registry.register(
+            "memop_watch_errors",
+            "Total number of failed lists and watches per watch of the controllers",
+            metrics.watch_errors.clone(),
+        );
+        registry.register(
+            "memop_watch_last_activity_timestamp_seconds",
+            "When the API server last answered on each watch of the controllers (a list page, an event, a bookmark), in seconds since the Unix epoch",
+            metrics.watch_activity.clone(),
         );
         registry.register(
             "controller_runtime_webhook_requests",
@@ -283,6 +306,15 @@ impl Metrics {
             name: name.to_string(),
         };
         self.leader.get_or_create(&labels).set(leading.into());
+    }
+
+    /// The error count and the time of the last answer of watch `name` (see `watchdog.rs`):
+    /// handles on its series, which show from the next scrape.
+    pub(crate) fn watch(&self, name: &'static str) -> (Counter, Gauge<f64, AtomicU64>) {
+        let labels = WatchLabels { watch: name };
+        let errors = self.watch_errors.get_or_create(&labels).clone();
+        let activity = self.watch_activity.get_or_create(&labels).clone();
+        (errors, activity)
     }
 
     /// A layer for the manager's API client that counts its requests by status code, method

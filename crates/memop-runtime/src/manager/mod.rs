@@ -12,6 +12,7 @@ mod metrics;
 mod shutdown;
 pub mod telemetry;
 pub mod tls;
+mod watchdog;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -31,6 +32,8 @@ pub use flags::{Flags, LogFormat, parse_bind_address};
 pub use health::Readiness;
 pub use metrics::Metrics;
 pub use shutdown::Shutdown;
+use watchdog::Pulse;
+pub use watchdog::WATCH_SILENCE_LIMIT;
 
 /// What every controller gets from the manager.
 #[derive(Clone)]
@@ -79,6 +82,20 @@ impl Shared {
     /// The settings every controller runs with.
     pub fn controller_config(&self) -> controller::Config {
         controller::Config::default().concurrency(self.max_concurrent_reconciles)
+    }
+
+    /// Starts the watchdog of watch `name` (see `watchdog.rs`): returns `api` on a client whose
+    /// answers show the watch alive, and the pulse to tell of the watch's errors.
+    pub(crate) fn watched<K>(&self, name: &'static str, api: Api<K>) -> (Api<K>, Arc<Pulse>)
+    where
+        K: Resource<DynamicType = ()>,
+        K::Scope: crate::controller::WatchScope,
+    {
+        let pulse = watchdog::start(name, &self.readiness, &self.metrics);
+        let namespace = api.namespace().map(str::to_owned);
+        let client = watchdog::answers_beat(api.into_client(), pulse.clone());
+        let api = <K::Scope as crate::controller::WatchScope>::api(client, namespace.as_deref());
+        (api, pulse)
     }
 
     /// The API of a namespaced kind, limited to the watched namespace when there is one.
@@ -260,7 +277,7 @@ impl Manager {
         }
         // Whatever ended the run, stop everything else and give it a bounded time to finish.
         self.shared.shutdown.trigger();
-        let rest = if let Some(why) = self.shared.readiness.check() {
+        let rest = if let Some(why) = self.shared.readiness.unsynced() {
             // Nothing was reconciled yet, and kube's Controller only sees the signal once its
             // cache has synced: stop at once.
             tracing::info!(%why, "stopping controllers that never synced");
