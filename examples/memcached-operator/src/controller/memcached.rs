@@ -20,7 +20,8 @@
 //! 1. adds the finalizer on first sight (kube's [`finalizer()`] helper), so that deletion waits
 //!    for [`cleanup`];
 //! 2. compares the Deployment that should exist ([`desired_deployment`], a pure function) with
-//!    the one in the controller's cache, and server-side applies it only when they differ;
+//!    the one in the controller's cache, and server-side applies it only when they differ (a
+//!    change of the operator's own making, such as a new image, waits its turn: [`Rollouts`]);
 //! 3. computes the status conditions and writes them only when they changed.
 //!
 //! So a reconcile of an object already in sync writes nothing, and one that fails returns the
@@ -38,17 +39,17 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{EventType, Recorder};
+use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{self, finalizer};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 
 use memop_runtime::controller::{
-    self, Conditions, Error, Instruments, Observed, Owned, Result, Truth, condition, label_value,
-    stamp,
+    self, Conditions, Error, Instruments, Observed, Owned, Recorder, Result, Truth, condition,
+    label_value, stamp,
 };
 use memop_runtime::manager::{Manager, Shared};
-use memop_runtime::operand::{Rollout, controlled_by, rollout};
+use memop_runtime::operand::{Rollout, Rollouts, controlled_by, rollout};
 use memop_runtime::rbac::Rule;
 
 use crate::api::cache::v1alpha1::{Memcached, MemcachedStatus};
@@ -70,6 +71,9 @@ const FIELD_MANAGER: &str = "memcached-operator";
 /// How often an object in sync is looked at again anyway (give or take a tenth, so that
 /// objects made together do not all come back together).
 pub const RESYNC: Duration = Duration::from_secs(300);
+/// How long a rollout of the operator's own making waits, when
+/// `--max-concurrent-rollouts` are under way, before it asks again.
+const ROLLOUT_WAIT: Duration = Duration::from_secs(30);
 /// The cache of this controller's Deployments, in `/readyz` and logs.
 const DEPLOYMENTS: &str = "memcached deployments";
 /// Deployments of this controller carry this label; the Deployment cache is limited to them,
@@ -102,7 +106,7 @@ pub const RULES: &[Rule] = &[
         resources: &["deployments"],
         verbs: &["get", "list", "watch", "create", "patch"],
     },
-    // kube's Recorder writes events.k8s.io/v1 Events, patching them for repeats.
+    // The Recorder writes events.k8s.io/v1 Events, patching them for repeats.
     Rule {
         api_group: "events.k8s.io",
         resources: &["events"],
@@ -122,6 +126,8 @@ pub struct Context {
     image: Option<String>,
     /// The Deployments this controller manages, as the cache of its watch holds them.
     deployments: Owned<Deployment>,
+    /// How many of them may roll out at once for a change of the operator's own making.
+    rollouts: Rollouts,
 }
 
 impl Context {
@@ -142,6 +148,7 @@ impl Context {
             instruments: Instruments::new(NAME, shared),
             image: image.filter(|image| !image.trim().is_empty()),
             deployments: Owned::watch(shared.namespaced_api(), config, shared, DEPLOYMENTS),
+            rollouts: Rollouts::new(shared.max_concurrent_rollouts),
         }
     }
 
@@ -266,6 +273,19 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
         .object()
         .and_then(|d| d.spec.replicas)
         .filter(|&replicas| replicas != size);
+    let key = format!("{namespace}/{name}");
+    // The same spec, the same size, and yet another Deployment: the change is the operator's
+    // (a new image, a new version of this code) or a correction of someone's edit. It waits
+    // while --max-concurrent-rollouts Deployments are rolling out, so that the fleet does not
+    // restart at once and a bad image stops there.
+    if matches!(observed, Observed::Differs(_))
+        && spec_seen
+        && resizing.is_none()
+        && !ctx.rollouts.start(&key)
+    {
+        tracing::debug!(%name, rolling = ctx.rollouts.rolling_count(), "the rollout waits for others to complete");
+        return Ok(controller::resync(object, ROLLOUT_WAIT));
+    }
     let current = if let Observed::InSync(current) = observed {
         Some(current)
     } else {
@@ -324,6 +344,7 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
     let rollout = current
         .as_deref()
         .map_or(Rollout::InProgress, |d| rollout(d, size));
+    ctx.rollouts.observed(&key, &rollout);
     let healthy = "The Deployment matches the spec".to_string();
     match rollout {
         Rollout::Complete => {
@@ -427,7 +448,9 @@ async fn cleanup(object: &Memcached, ctx: &Context) -> Result<Action> {
     );
     write_status(object, &status, ctx).await?;
     // Its Deployment goes with it: forget what it looked like.
-    ctx.deployments.forget(&namespace, &deployment_name(object));
+    let deployment = deployment_name(object);
+    ctx.rollouts.forget(&format!("{namespace}/{deployment}"));
+    ctx.deployments.forget(&namespace, &deployment);
     Ok(Action::await_change())
 }
 
