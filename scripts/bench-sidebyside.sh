@@ -22,7 +22,7 @@
 # What it builds, in $CACHE (default ~/.cache/memop-bench; nothing in the repository):
 #   - memop, from `git archive` of MEMOP_REF (default HEAD: commit first what you want measured),
 #     then the README's two commands, then `cargo build --release --locked` of that project
-#     (fat LTO: 13 min or more on 2 cores the first time; reused while the commit is the same);
+#     (about 4 min on 2 cores the first time; reused while the commit is the same);
 #   - kubebuilder $KB_VERSION from its Go module (the Go module proxy), the Getting Started
 #     tutorial's operator scaffolded by it (deploy-image plugin), `make generate manifests`,
 #     `go build -o bin/manager cmd/main.go`.
@@ -104,7 +104,7 @@ build_memop() {
     log "memop $short: generating the Memcached project"
     "$memop" -C "$memop_dir/memcached-operator" init --domain example.com >/dev/null
     "$memop" -C "$memop_dir/memcached-operator" create api --group cache --kind Memcached >/dev/null
-    log "memop $short: cargo build --release --locked of the project (fat LTO, slow)"
+    log "memop $short: cargo build --release --locked of the project (slow the first time)"
     t0=$(now)
     (cd "$memop_dir/memcached-operator" && CARGO_TARGET_DIR="$CACHE/target-operator" \
         timeout "$BUILD_TIMEOUT" nice -n 10 cargo build --release --locked -q) ||
