@@ -6,7 +6,11 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::Patch;
 use kube::{Resource, ResourceExt};
+use serde_json::{Value, json};
+
+use crate::controller::{APPLIED_HASH, in_sync, stamp};
 
 /// Whether `owner` is the controller of `owned` (the owner reference a controller sets with
 /// `controller: true`, as controller-runtime's `SetControllerReference` does).
@@ -61,6 +65,44 @@ pub fn rollout(deployment: &Deployment, size: i32) -> Rollout {
     } else {
         Rollout::InProgress
     }
+}
+
+/// The patch that takes `current` to `desired` (both [`stamp`]ed) when only the replicas
+/// differ, if they do: `current` is in sync with `desired` at its own size. A JSON merge patch of
+/// the replicas and the hash annotation costs the API server a fraction of a server-side apply
+/// of the whole Deployment, which counts when a whole fleet is resized at once. `None` when
+/// anything else differs too (apply then), or when the replicas are the same.
+///
+/// Send it with the field manager of the applies: the API server then records the replicas as
+/// that manager's (an update), and the next apply takes them back.
+pub fn resize_patch(current: &Deployment, desired: &Deployment) -> Option<Patch<Value>> {
+    let replicas = |d: &Deployment| {
+        serde_json::to_value(d)
+            .ok()?
+            .pointer("/spec/replicas")
+            .cloned()
+    };
+    let (from, to) = (replicas(current)?, replicas(desired)?);
+    if from == to {
+        return None;
+    }
+    // `desired` as it would be at the current size, stamped again.
+    let mut same_size = serde_json::to_value(desired).ok()?;
+    same_size["spec"]["replicas"] = from;
+    let metadata = same_size["metadata"].as_object_mut()?;
+    let annotations = metadata.get_mut("annotations")?.as_object_mut()?;
+    annotations.remove(APPLIED_HASH);
+    if annotations.is_empty() {
+        metadata.remove("annotations");
+    }
+    let same_size = stamp(serde_json::from_value::<Deployment>(same_size).ok()?);
+    if !in_sync(current, &same_size, None) {
+        return None;
+    }
+    Some(Patch::Merge(json!({
+        "metadata": { "annotations": { APPLIED_HASH: desired.annotations().get(APPLIED_HASH) } },
+        "spec": { "replicas": to },
+    })))
 }
 
 /// Paces the rollouts a controller starts on its own, so that a change of the operator's
@@ -167,6 +209,74 @@ mod tests {
             rollout(&deployment(quota), 2),
             Rollout::Failed("FailedCreate".into())
         );
+    }
+
+    /// A Deployment as a controller builds it, `size` replicas, stamped.
+    fn desired(size: i32, image: &str) -> Deployment {
+        stamp(
+            serde_json::from_value(json!({
+                "metadata": { "name": "a", "namespace": "ns", "labels": { "app": "a" } },
+                "spec": {
+                    "replicas": size,
+                    "selector": { "matchLabels": { "app": "a" } },
+                    "template": {
+                        "metadata": { "labels": { "app": "a" } },
+                        "spec": { "containers": [{ "name": "a", "image": image }] },
+                    },
+                },
+            }))
+            .unwrap(),
+        )
+    }
+
+    /// `deployment` as the API server returns it: with defaults and a status.
+    fn served(deployment: &Deployment) -> Deployment {
+        let mut value = serde_json::to_value(deployment).unwrap();
+        value["metadata"]["resourceVersion"] = json!("7");
+        value["metadata"]["generation"] = json!(1);
+        value["spec"]["strategy"] = json!({ "type": "RollingUpdate" });
+        value["spec"]["template"]["spec"]["containers"][0]["terminationMessagePath"] =
+            json!("/dev/termination-log");
+        value["status"] = json!({ "replicas": 1 });
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_resize_alone_is_a_merge_patch_of_the_replicas_and_the_hash() {
+        let current = served(&desired(1, "memcached:1"));
+        let wanted = desired(3, "memcached:1");
+        let Some(Patch::Merge(patch)) = resize_patch(&current, &wanted) else {
+            panic!("a merge patch")
+        };
+        let hash = wanted.annotations()[APPLIED_HASH].clone();
+        assert_eq!(
+            patch,
+            json!({ "metadata": { "annotations": { APPLIED_HASH: hash } }, "spec": { "replicas": 3 } })
+        );
+        // Patched so, the Deployment is in sync with what is wanted.
+        let mut patched = serde_json::to_value(&current).unwrap();
+        json_patch::merge(&mut patched, &patch);
+        let patched: Deployment = serde_json::from_value(patched).unwrap();
+        assert!(in_sync(&patched, &wanted, None));
+    }
+
+    #[test]
+    fn anything_else_that_differs_is_left_to_an_apply() {
+        let current = served(&desired(1, "memcached:1"));
+        assert!(
+            resize_patch(&current, &desired(1, "memcached:1")).is_none(),
+            "same size"
+        );
+        assert!(
+            resize_patch(&current, &desired(3, "memcached:2")).is_none(),
+            "a new image"
+        );
+        // Someone changed the image behind the controller's back: the hash is the same, the
+        // Deployment is not.
+        let mut edited = serde_json::to_value(&current).unwrap();
+        edited["spec"]["template"]["spec"]["containers"][0]["image"] = json!("theirs:1");
+        let edited: Deployment = serde_json::from_value(edited).unwrap();
+        assert!(resize_patch(&edited, &desired(3, "memcached:1")).is_none());
     }
 
     #[test]

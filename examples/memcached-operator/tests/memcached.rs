@@ -365,6 +365,10 @@ async fn a_size_change_converges(env: TestEnv) {
         available.message
     );
     assert_eq!(available.observed_generation, Some(2));
+    // Resized with a patch of its replicas, the Deployment is in sync: nothing to write.
+    cluster.env.requests.clear();
+    cluster.reconcile().await.unwrap();
+    assert_eq!(cluster.env.requests.writes("*"), 0);
 }
 
 async fn a_stuck_rollout_is_reported_degraded(env: TestEnv) {

@@ -49,7 +49,7 @@ use memop_runtime::controller::{
     label_value, stamp,
 };
 use memop_runtime::manager::{Manager, Shared};
-use memop_runtime::operand::{Rollout, Rollouts, controlled_by, rollout};
+use memop_runtime::operand::{Rollout, Rollouts, controlled_by, resize_patch, rollout};
 use memop_runtime::rbac::Rule;
 
 use crate::api::cache::v1alpha1::{Memcached, MemcachedStatus};
@@ -289,9 +289,24 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
     let current = if let Observed::InSync(current) = observed {
         Some(current)
     } else {
-        let params = PatchParams::apply(FIELD_MANAGER).force();
-        let patch = Patch::Apply(&desired);
-        match deployments.patch(&name, &params, &patch).await {
+        let written = match observed.object().and_then(|d| resize_patch(d, &desired)) {
+            // Only spec.size changed: patch the replicas, a fraction of an apply's work for
+            // the API server (which counts when a fleet is resized at once).
+            Some(patch) => {
+                let params = PatchParams {
+                    field_manager: Some(FIELD_MANAGER.into()),
+                    ..PatchParams::default()
+                };
+                deployments.patch(&name, &params, &patch).await
+            }
+            None => {
+                let params = PatchParams::apply(FIELD_MANAGER).force();
+                deployments
+                    .patch(&name, &params, &Patch::Apply(&desired))
+                    .await
+            }
+        };
+        match written {
             Ok(applied) => {
                 // What our fields look like now, admission webhooks' changes included.
                 ctx.deployments.applied(&desired, &applied);
