@@ -28,12 +28,14 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use memop_runtime::rbac::{Scope, role_yaml};
 use memop_test::envtest::{apply, free_port, http_get};
 use memop_test::https::{Trust, https_get, write_serving_certificate};
-use memop_test::{Backend, TestEnv};
+use memop_test::{Backend, TestEnv, eventually};
 use serde_json::{Value, json};
 
 /// The example's leader election Lease: `<name>.<domain>` of its `Operator`, the default of
 /// `--leader-election-id`.
 const LEASE: &str = "example-operator.example.com";
+/// How long a test waits for what the manager does in the background.
+const WAIT: Duration = Duration::from_secs(60);
 /// The example's `Operator::name`: who its events are reported by.
 const OPERATOR_NAME: &str = "example-operator";
 /// The manager's lease holder identity (in a pod, the pod's name).
@@ -60,16 +62,16 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
     let reader = env
         .service_account_token("scraper", Some("metrics-reader"))
         .await;
-    eventually("/healthz", || async {
+    eventually("/healthz", WAIT, || async {
         manager.probe("/healthz") == Some((200, "ok".into()))
     })
     .await;
-    eventually("/readyz", || async {
+    eventually("/readyz", WAIT, || async {
         manager.probe("/readyz") == Some((200, "ok".into()))
     })
     .await;
     // (A standby is ready too: /readyz does not wait for the Lease.)
-    eventually("the Lease held", || async {
+    eventually("the Lease held", WAIT, || async {
         holder(&env).await.as_deref() == Some(IDENTITY)
     })
     .await;
@@ -98,7 +100,7 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
     });
     apply(&env.admin, &sample).await;
     let maps = Api::<ConfigMap>::namespaced(env.admin.clone(), &env.namespace);
-    eventually("the sample reconciled", || async {
+    eventually("the sample reconciled", WAIT, || async {
         let sample = maps.get("sample").await.unwrap();
         sample
             .annotations()
@@ -107,7 +109,7 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
             == Some("2")
     })
     .await;
-    eventually("a successful reconcile counted", || async {
+    eventually("a successful reconcile counted", WAIT, || async {
         manager.reconciles(&reader, "success").await >= 1
     })
     .await;
@@ -118,7 +120,7 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
         e.reason.as_deref() == Some(configmaps::REASON)
             && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("sample")
     };
-    eventually("the reconcile's event", || async {
+    eventually("the reconcile's event", WAIT, || async {
         let list = events.list(&ListParams::default()).await.unwrap();
         list.items.iter().any(counted)
     })
@@ -152,7 +154,7 @@ async fn the_manager_stops_at_once_when_another_replica_takes_the_lease() {
     };
     let _one = ONE_AT_A_TIME.lock().await;
     let mut manager = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
-    eventually("the Lease held", || async {
+    eventually("the Lease held", WAIT, || async {
         holder(&env).await.as_deref() == Some(IDENTITY)
     })
     .await;
@@ -189,12 +191,12 @@ async fn only_one_replica_leads_and_a_standby_takes_over_soon_after_a_release() 
     };
     let _one = ONE_AT_A_TIME.lock().await;
     let mut leader = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
-    eventually("the Lease held", || async {
+    eventually("the Lease held", WAIT, || async {
         holder(&env).await.as_deref() == Some(IDENTITY)
     })
     .await;
     let mut standby = Manager::start_as(&env, &kubeconfig(&env), STANDBY, &["--leader-elect"]);
-    eventually("the standby waiting", || async {
+    eventually("the standby waiting", WAIT, || async {
         standby.log().contains("waiting to become the leader")
     })
     .await;
@@ -265,7 +267,7 @@ async fn a_lease_renewed_by_a_clock_far_behind_is_not_taken_over() {
         })
     };
     let mut manager = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
-    eventually("the manager waiting", || async {
+    eventually("the manager waiting", WAIT, || async {
         manager.log().contains("waiting to become the leader")
     })
     .await;
@@ -281,7 +283,7 @@ async fn a_lease_renewed_by_a_clock_far_behind_is_not_taken_over() {
     }
     // Once it is no longer renewed, it expires a lease duration later, and the manager leads.
     renewing.abort();
-    eventually("the manager leading", || async {
+    eventually("the manager leading", WAIT, || async {
         holder(&env).await.as_deref() == Some(IDENTITY)
     })
     .await;
@@ -298,7 +300,7 @@ async fn a_leader_whose_renewals_are_refused_stops_before_another_replica_leads(
     };
     let _one = ONE_AT_A_TIME.lock().await;
     let mut leader = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
-    eventually("the Lease held", || async {
+    eventually("the Lease held", WAIT, || async {
         holder(&env).await.as_deref() == Some(IDENTITY)
     })
     .await;
@@ -309,7 +311,7 @@ async fn a_leader_whose_renewals_are_refused_stops_before_another_replica_leads(
         STANDBY,
         &["--leader-elect"],
     );
-    eventually("the standby waiting", || async {
+    eventually("the standby waiting", WAIT, || async {
         standby.log().contains("waiting to become the leader")
     })
     .await;
@@ -321,7 +323,7 @@ async fn a_leader_whose_renewals_are_refused_stops_before_another_replica_leads(
     let leases = Api::<Lease>::namespaced(env.admin.clone(), &env.namespace);
     let version = |lease: Lease| lease.metadata.resource_version;
     let renewed = version(leases.get(LEASE).await.unwrap());
-    eventually("a renewal", || async {
+    eventually("a renewal", WAIT, || async {
         version(leases.get(LEASE).await.unwrap()) != renewed
     })
     .await;
@@ -384,7 +386,7 @@ async fn a_manager_whose_caches_cannot_sync_fails_visibly_and_stops_on_sigterm()
     let nobody = env.kubeconfig_without_rights("nobody").await;
 
     let mut manager = Manager::start(&env, &nobody, &["--cache-sync-timeout=5m"]);
-    eventually("/healthz", || async {
+    eventually("/healthz", WAIT, || async {
         manager.probe("/healthz") == Some((200, "ok".into()))
     })
     .await;
@@ -399,7 +401,7 @@ async fn a_manager_whose_caches_cannot_sync_fails_visibly_and_stops_on_sigterm()
     let reader = env
         .service_account_token("scraper", Some("metrics-reader"))
         .await;
-    eventually("the metrics endpoint", || async {
+    eventually("the metrics endpoint", WAIT, || async {
         manager.scrape(None).await.is_ok()
     })
     .await;
@@ -442,7 +444,7 @@ async fn idle_connections_neither_starve_the_probes_nor_stay_open() {
     };
     let _one = ONE_AT_A_TIME.lock().await;
     let mut manager = Manager::start(&env, &kubeconfig(&env), &[]);
-    eventually("/healthz", || async {
+    eventually("/healthz", WAIT, || async {
         manager.probe("/healthz") == Some((200, "ok".into()))
     })
     .await;
@@ -481,7 +483,7 @@ async fn metrics_are_served_over_https_to_metrics_readers_only() {
         .service_account_token("scraper", Some("metrics-reader"))
         .await;
     let stranger = env.service_account_token("stranger", None).await;
-    eventually("the Lease held", || async {
+    eventually("the Lease held", WAIT, || async {
         holder(&env).await.as_deref() == Some(IDENTITY)
     })
     .await;
@@ -573,7 +575,7 @@ async fn a_flood_of_random_tokens_is_no_flood_of_token_reviews() {
     let reader = env
         .service_account_token("scraper", Some("metrics-reader"))
         .await;
-    eventually("metrics", || async {
+    eventually("metrics", WAIT, || async {
         matches!(manager.scrape(Some(&reader)).await, Ok((200, _)))
     })
     .await;
@@ -627,7 +629,7 @@ async fn metrics_are_served_over_plain_http_to_anyone_when_not_secure() {
     let _one = ONE_AT_A_TIME.lock().await;
     // As for `make run RUN_ARGS="--metrics-bind-address=:8080 --metrics-secure=false"`.
     let mut manager = Manager::start(&env, &kubeconfig(&env), &["--metrics-secure=false"]);
-    eventually("/healthz", || async {
+    eventually("/healthz", WAIT, || async {
         manager.probe("/healthz") == Some((200, "ok".into()))
     })
     .await;
@@ -659,7 +661,7 @@ async fn metrics_are_served_with_the_certificate_of_metrics_cert_path() {
         .await;
     let ca = dir.join("ca.crt");
     let scrape = || https_get(manager.metrics, "/metrics", Some(&reader), Trust::Ca(&ca));
-    eventually("a verified scrape", || async {
+    eventually("a verified scrape", WAIT, || async {
         matches!(scrape().await, Ok((200, body)) if body.contains("process_cpu_seconds_total"))
     })
     .await;
@@ -906,19 +908,4 @@ impl Drop for Manager {
         }
         let _ = std::fs::remove_file(&self.log);
     }
-}
-
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let waited = tokio::time::timeout(Duration::from_secs(60), async {
-        while !check().await {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    });
-    waited
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
 }

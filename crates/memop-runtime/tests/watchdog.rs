@@ -4,7 +4,6 @@
 //! without closing) makes the manager unready, naming it, until it answers again (that one on
 //! the real control plane, skipped without `KUBEBUILDER_ASSETS`).
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,7 +18,7 @@ use kube::runtime::watcher;
 use memop_runtime::Operator;
 use memop_runtime::controller::{self, Owned};
 use memop_runtime::manager::{Readiness, Shared};
-use memop_test::{Backend, TestEnv, Verb};
+use memop_test::{Backend, TestEnv, Verb, eventually};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -33,6 +32,8 @@ const OPERATOR: Operator = Operator {
 
 /// The label of the objects the tests' caches of owned objects hold.
 const OWNED: &str = "app.kubernetes.io/managed-by=watchdog-test";
+/// How long a test waits for what the manager does in the background.
+const WAIT: Duration = Duration::from_secs(60);
 
 #[tokio::test]
 async fn refused_lists_are_counted_per_watch() {
@@ -50,7 +51,7 @@ async fn refused_lists_are_counted_per_watch() {
     let running = tokio::spawn(run_controller(shared.clone()));
 
     // Both watchers back off and list again, and then get through.
-    eventually("both caches synced", || async {
+    eventually("both caches synced", WAIT, || async {
         shared.readiness.check().is_none()
     })
     .await;
@@ -121,13 +122,13 @@ async fn a_watch_that_stops_answering_makes_the_manager_unready_until_it_answers
         }
     });
     let readiness = &shared.readiness;
-    eventually("ready once synced", || async {
+    eventually("ready once synced", WAIT, || async {
         readiness.check().is_none()
     })
     .await;
 
     proxy.forward(false);
-    eventually("unready, naming both silent watches", || async {
+    eventually("unready, naming both silent watches", WAIT, || async {
         readiness.check().is_some_and(|why| {
             why.contains("no answer") && why.contains("configmaps, owned configmaps")
         })
@@ -135,7 +136,7 @@ async fn a_watch_that_stops_answering_makes_the_manager_unready_until_it_answers
     .await;
 
     proxy.forward(true);
-    eventually("ready again once the watches answer", || async {
+    eventually("ready again once the watches answer", WAIT, || async {
         readiness.check().is_none()
     })
     .await;
@@ -225,19 +226,4 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut open: watch::
 /// list and watch ConfigMaps.
 fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixture")
-}
-
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let waited = tokio::time::timeout(Duration::from_secs(60), async {
-        while !check().await {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    });
-    waited
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
 }

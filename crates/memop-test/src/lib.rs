@@ -9,7 +9,8 @@
 //!   [`scenarios!`] runs each scenario on both;
 //! - [`requests`]: a log of every request a client sends, with fault injection;
 //! - [`workloads`]: a stand-in for the deployment controller and kubelets;
-//! - [`https`]: HTTPS clients and a test CA for the manager's endpoints and webhooks.
+//! - [`https`]: HTTPS clients and a test CA for the manager's endpoints and webhooks;
+//! - [`eventually`]: waits for what a controller does in the background.
 //!
 //! ```no_run
 //! use memop_test::TestEnv;
@@ -35,3 +36,20 @@ pub mod workloads;
 pub use apiserver::*;
 pub use envtest::{Backend, ControlPlane, TestEnv};
 pub use requests::{Request, RequestLog, Verb};
+
+/// Polls `check` every 20 ms until it holds; panics, naming `what`, after `within` (a real
+/// control plane on a busy machine can take seconds, say, to collect garbage).
+pub async fn eventually<F, Fut>(what: &str, within: std::time::Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let waited = tokio::time::timeout(within, async {
+        while !check().await {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    });
+    waited
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
+}

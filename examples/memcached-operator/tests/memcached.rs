@@ -23,7 +23,6 @@
 //! function `main.rs` registers. Neither back end runs a deployment controller or kubelets:
 //! [`roll_out`] reports a Deployment's pods up, as envtest users do.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,7 +35,7 @@ use kube::api::{
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use memop_test::workloads::{Workloads, roll_out};
-use memop_test::{TestEnv, Verb};
+use memop_test::{TestEnv, Verb, eventually};
 use serde_json::json;
 
 use memcached_operator::api::cache::v1alpha1::{Memcached, MemcachedSpec};
@@ -49,6 +48,9 @@ use memop_runtime::manager::Shared;
 const NAME: &str = "memcached-sample";
 /// The operand image, as `config/manager/manager.yaml` sets it in the manager's environment.
 const IMAGE: &str = "memcached:1.6.26-alpine3.19";
+/// How long a test waits for what happens in the background (a real control plane on a busy
+/// machine can take seconds to collect garbage).
+const WAIT: Duration = Duration::from_secs(30);
 
 memop_test::scenarios!(
     create_makes_the_deployment_exactly_right,
@@ -138,10 +140,14 @@ impl Cluster {
             .filter(ours)
             .and_then(|d| d.metadata.resource_version);
         let cache = self.ctx.deployments();
-        eventually("the cache to hold the Deployment as it is", || async {
-            let cached = cache.get(&self.env.namespace, NAME).await;
-            cached.and_then(|d| d.metadata.resource_version.clone()) == live
-        })
+        eventually(
+            "the cache to hold the Deployment as it is",
+            WAIT,
+            || async {
+                let cached = cache.get(&self.env.namespace, NAME).await;
+                cached.and_then(|d| d.metadata.resource_version.clone()) == live
+            },
+        )
         .await;
         reconcile(Arc::new(self.object().await), self.ctx.clone()).await
     }
@@ -229,23 +235,6 @@ fn condition<'a>(object: &'a Memcached, type_: &str) -> Option<&'a Condition> {
 
 fn replicas(deployment: &Deployment) -> Option<i32> {
     deployment.spec.replicas
-}
-
-/// Polls `check` until it holds; fails after 30 seconds (a real control plane on a busy
-/// machine can take seconds to collect garbage).
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let waited = tokio::time::timeout(Duration::from_secs(30), async {
-        while !check().await {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    });
-    waited
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
 }
 
 async fn create_makes_the_deployment_exactly_right(env: TestEnv) {
@@ -619,10 +608,14 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
     let reconcile_with = |ctx: Arc<Context>, name: &'static str| async move {
         let live = cluster.deployments.get_opt(name).await.unwrap();
         let live = live.and_then(|d| d.metadata.resource_version);
-        eventually("the cache to hold the Deployment as it is", || async {
-            let cached = ctx.deployments().get(&cluster.env.namespace, name).await;
-            cached.and_then(|d| d.metadata.resource_version.clone()) == live
-        })
+        eventually(
+            "the cache to hold the Deployment as it is",
+            WAIT,
+            || async {
+                let cached = ctx.deployments().get(&cluster.env.namespace, name).await;
+                cached.and_then(|d| d.metadata.resource_version.clone()) == live
+            },
+        )
         .await;
         let object = cluster.objects.get(name).await.unwrap();
         reconcile(Arc::new(object), ctx).await.unwrap()
@@ -718,7 +711,7 @@ async fn deletion_runs_the_finalizer_then_the_deployment_is_collected(env: TestE
     );
     if cluster.env.collects_garbage() {
         let deployments = &cluster.deployments;
-        eventually("the Deployment garbage-collected", || async {
+        eventually("the Deployment garbage-collected", WAIT, || async {
             deployments.get_opt(NAME).await.unwrap().is_none()
         })
         .await;
@@ -840,7 +833,7 @@ async fn the_real_controller_loop_converges_and_shuts_down(env: TestEnv) {
     cluster.create(2).await;
 
     let deployments = &cluster.deployments;
-    eventually("the Deployment at size 2", || async {
+    eventually("the Deployment at size 2", WAIT, || async {
         deployments
             .get_opt(NAME)
             .await
@@ -850,13 +843,13 @@ async fn the_real_controller_loop_converges_and_shuts_down(env: TestEnv) {
             == Some(2)
     })
     .await;
-    eventually("Available=True", || async {
+    eventually("Available=True", WAIT, || async {
         let object = cluster.object().await;
         condition(&object, "Available").is_some_and(|c| c.status == "True")
     })
     .await;
     let readiness = &shared.readiness;
-    eventually("the controller ready once synced", || async {
+    eventually("the controller ready once synced", WAIT, || async {
         readiness.check().is_none()
     })
     .await;
@@ -864,7 +857,7 @@ async fn the_real_controller_loop_converges_and_shuts_down(env: TestEnv) {
     cluster
         .edit_deployment(json!({ "spec": { "replicas": 1 } }))
         .await;
-    eventually("the hand-scaled Deployment restored to 2", || async {
+    eventually("the hand-scaled Deployment restored to 2", WAIT, || async {
         deployments
             .get_opt(NAME)
             .await
@@ -881,12 +874,12 @@ async fn the_real_controller_loop_converges_and_shuts_down(env: TestEnv) {
         .await
         .unwrap();
     let objects = &cluster.objects;
-    eventually("the object gone", || async {
+    eventually("the object gone", WAIT, || async {
         objects.get_opt(NAME).await.unwrap().is_none()
     })
     .await;
     if cluster.env.collects_garbage() {
-        eventually("its Deployment gone", || async {
+        eventually("its Deployment gone", WAIT, || async {
             deployments.get_opt(NAME).await.unwrap().is_none()
         })
         .await;
