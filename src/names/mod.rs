@@ -208,6 +208,7 @@ pub const GENERATED_NAMES: &[&str] = &[
     "TestEnv",
     "Truth",
     "Verb",
+    "WAIT",
     "Workloads",
 ];
 
