@@ -191,6 +191,7 @@ pub const GENERATED_NAMES: &[&str] = &[
     "PodSpec",
     "PodTemplateSpec",
     "PostParams",
+    "REPORT_WAIT",
     "RESYNC",
     "ROLLOUT_WAIT",
     "RULES",

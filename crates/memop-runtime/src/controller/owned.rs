@@ -38,6 +38,12 @@ use crate::manager::Shared;
 const PENDING_FOR: Duration = Duration::from_secs(10);
 /// Changes the controller has not taken yet; beyond this the watch waits for it.
 const BACKLOG: usize = 1024;
+/// Applies in one second from which on the controller is changing objects in bulk (a fleet
+/// resized or created at once); see [`Owned::in_burst`].
+const BURST_RATE: u32 = 50;
+/// How long a burst may hold reports back: a fleet that keeps changing still gets its
+/// reports, interleaved with its applies, after this.
+const BURST_HOLD: Duration = Duration::from_secs(60);
 
 /// A cache of the objects of kind `K` a controller owns; dropping it stops its watch.
 pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
@@ -46,6 +52,8 @@ pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
     changes: Arc<Mutex<Option<mpsc::Sender<PartialObjectMeta<K>>>>>,
     /// Per object: what this process last applied.
     applied: Mutex<HashMap<ObjectRef<K>, Applied>>,
+    /// How many applies this process made lately.
+    burst: Mutex<Burst>,
     watch: tokio::task::AbortHandle,
 }
 
@@ -204,6 +212,7 @@ where
             cache,
             changes,
             applied: Mutex::default(),
+            burst: Mutex::default(),
             watch: watch.abort_handle(),
         }
     }
@@ -309,12 +318,77 @@ where
             .lock()
             .expect("applied lock")
             .insert(key, record);
+        self.burst.lock().expect("burst lock").count(Instant::now());
+    }
+
+    /// Whether this process is applying objects in bulk: at least 50 in the last second, as
+    /// when a fleet is resized or created at once. A reconcile then holds back a report that
+    /// can wait (a status that says what was applied, not a failure), so that the API server,
+    /// which sets the pace, spends itself on the changes users asked for; kubebuilder's
+    /// controllers, whose requeues go through a 10-per-second limiter, report after their
+    /// applies too. A burst holds reports back for a minute at most.
+    pub fn in_burst(&self) -> bool {
+        self.burst
+            .lock()
+            .expect("burst lock")
+            .active(Instant::now())
     }
 
     /// Forgets what was applied to `name` in `namespace` (it is going away).
     pub fn forget(&self, namespace: &str, name: &str) {
         let key = ObjectRef::new(name).within(namespace);
         self.applied.lock().expect("applied lock").remove(&key);
+    }
+}
+
+/// Applies per second, counted in whole seconds: the last complete one and the current one.
+#[derive(Debug, Default)]
+struct Burst {
+    /// Where the current second began, and the applies in it.
+    second: Option<(Instant, u32)>,
+    /// The applies of the second before.
+    previous: u32,
+    /// Since when every second has had [`BURST_RATE`] applies or more, while they do.
+    since: Option<Instant>,
+}
+
+impl Burst {
+    /// Counts an apply at `now`.
+    fn count(&mut self, now: Instant) {
+        self.roll(now);
+        let (_, count) = self.second.get_or_insert((now, 0));
+        *count += 1;
+        if *count >= BURST_RATE {
+            self.since.get_or_insert(now);
+        }
+    }
+
+    /// Whether `now` is in a burst that began less than [`BURST_HOLD`] ago.
+    fn active(&mut self, now: Instant) -> bool {
+        self.roll(now);
+        self.since
+            .is_some_and(|since| now.duration_since(since) < BURST_HOLD)
+    }
+
+    /// Moves the window on to the second `now` is in.
+    fn roll(&mut self, now: Instant) {
+        let Some((start, count)) = self.second else {
+            return;
+        };
+        let elapsed = now.duration_since(start);
+        if elapsed < Duration::from_secs(1) {
+            return;
+        }
+        // The second just ended, or a quiet one after it.
+        self.previous = if elapsed < Duration::from_secs(2) {
+            count
+        } else {
+            0
+        };
+        self.second = Some((start + Duration::from_secs(elapsed.as_secs()), 0));
+        if self.previous < BURST_RATE {
+            self.since = None;
+        }
     }
 }
 
@@ -328,5 +402,59 @@ fn compact<K: Serialize>(object: &K) -> Box<[u8]> {
 impl<K: Resource<DynamicType = ()> + Clone + 'static> Drop for Owned<K> {
     fn drop(&mut self) {
         self.watch.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` applies spread evenly over the second from `start`.
+    fn applies(burst: &mut Burst, start: Instant, n: u32) {
+        for i in 0..n {
+            burst.count(start + Duration::from_secs(1) * i / n);
+        }
+    }
+
+    #[test]
+    fn a_burst_is_fifty_applies_in_a_second() {
+        let start = Instant::now();
+        let mut burst = Burst::default();
+        applies(&mut burst, start, BURST_RATE - 1);
+        assert!(!burst.active(start + Duration::from_millis(999)));
+        burst.count(start + Duration::from_millis(999));
+        assert!(burst.active(start + Duration::from_millis(999)));
+        // The second after still counts the one before; a quiet one after that ends it.
+        assert!(burst.active(start + Duration::from_millis(1500)));
+        assert!(!burst.active(start + Duration::from_millis(2500)));
+    }
+
+    #[test]
+    fn a_few_applies_now_and_then_are_no_burst() {
+        let start = Instant::now();
+        let mut burst = Burst::default();
+        for second in 0..10 {
+            applies(&mut burst, start + Duration::from_secs(second), 10);
+            assert!(!burst.active(start + Duration::from_secs(second)));
+        }
+    }
+
+    #[test]
+    fn a_burst_holds_reports_back_for_a_minute_at_most() {
+        let start = Instant::now();
+        let mut burst = Burst::default();
+        for second in 0..70 {
+            let now = start + Duration::from_secs(second);
+            applies(&mut burst, now, BURST_RATE * 2);
+            assert_eq!(
+                burst.active(now + Duration::from_millis(999)),
+                second < 60,
+                "second {second}"
+            );
+        }
+        // A pause ends the burst; the next one holds reports back again.
+        let later = start + Duration::from_secs(80);
+        applies(&mut burst, later, BURST_RATE * 2);
+        assert!(burst.active(later + Duration::from_millis(999)));
     }
 }

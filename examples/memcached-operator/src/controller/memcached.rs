@@ -36,7 +36,7 @@ use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, PodSecurityContext, PodSpec, PodTemplateSpec,
     SeccompProfile, SecurityContext,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
@@ -46,7 +46,7 @@ use kube::{Client, Resource, ResourceExt};
 
 use memop_runtime::controller::{
     self, Conditions, Error, Instruments, Observed, Owned, Recorder, Result, Truth, condition,
-    label_value, stamp,
+    label_value, owned_conditions, stamp,
 };
 use memop_runtime::manager::{Manager, Shared};
 use memop_runtime::operand::{Rollout, Rollouts, controlled_by, resize_patch, rollout};
@@ -74,6 +74,9 @@ pub const RESYNC: Duration = Duration::from_secs(300);
 /// How long a rollout of the operator's own making waits, when
 /// `--max-concurrent-rollouts` are under way, before it asks again.
 const ROLLOUT_WAIT: Duration = Duration::from_secs(30);
+/// How long a report of progress waits while the controller applies Deployments in bulk (a
+/// fleet resized at once) before it is tried again.
+const REPORT_WAIT: Duration = Duration::from_secs(5);
 /// The cache of this controller's Deployments, in `/readyz` and logs.
 const DEPLOYMENTS: &str = "memcached deployments";
 /// Deployments of this controller carry this label; the Deployment cache is limited to them,
@@ -360,6 +363,7 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
         .as_deref()
         .map_or(Rollout::InProgress, |d| rollout(d, size));
     ctx.rollouts.observed(&key, &rollout);
+    let failed = matches!(rollout, Rollout::Failed(_));
     let healthy = "The Deployment matches the spec".to_string();
     match rollout {
         Rollout::Complete => {
@@ -383,6 +387,11 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
             conditions.set(condition::AVAILABLE, false, reason, message);
             conditions.set(condition::DEGRADED, false, condition::RECONCILING, healthy);
         }
+    }
+    // While Deployments are applied in bulk, the Deployments come first: a report of progress
+    // waits (a failure is reported at once).
+    if !failed && ctx.deployments.in_burst() && status_changes(object, &status) {
+        return Ok(controller::resync(object, REPORT_WAIT));
     }
     write_status(object, &status, ctx).await?;
     Ok(controller::resync(object, RESYNC))
@@ -472,21 +481,31 @@ async fn cleanup(object: &Memcached, ctx: &Context) -> Result<Action> {
 /// Writes the conditions this controller owns into the status of `object`, unless they are
 /// what it already has (see [`Instruments::write_conditions`]).
 async fn write_status(object: &Memcached, status: &MemcachedStatus, ctx: &Context) -> Result<()> {
-    let current = object
-        .status
-        .as_ref()
-        .map(|s| s.conditions.as_slice())
-        .unwrap_or_default();
     ctx.instruments
         .write_conditions(
             &ctx.client,
             object,
             FIELD_MANAGER,
             OWNED_CONDITIONS,
-            current,
+            reported(object),
             &status.conditions,
         )
         .await
+}
+
+/// Whether `status` says something else than `object` reports now.
+fn status_changes(object: &Memcached, status: &MemcachedStatus) -> bool {
+    owned_conditions(reported(object), OWNED_CONDITIONS)
+        != owned_conditions(&status.conditions, OWNED_CONDITIONS)
+}
+
+/// The conditions `object` reports now.
+fn reported(object: &Memcached) -> &[Condition] {
+    object
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default()
 }
 
 /// The Deployment of `object`: named after it, or, for a name too long to be a label value
