@@ -247,8 +247,9 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
         .iter()
         .any(|c| c.type_ == condition::AVAILABLE && c.observed_generation == generation);
 
-    // Every path below ends with one status write. (kubebuilder's controllers first write
-    // "Starting reconciliation", which this reconcile would replace a moment later.)
+    // Every path below ends with one status write, or a report deferred while Deployments are
+    // applied in bulk (see the end). (kubebuilder's controllers first write "Starting
+    // reconciliation", which this reconcile would replace a moment later.)
     let mut conditions = Conditions::new(&mut status.conditions, generation);
 
     let Some(image) = ctx.image.as_deref() else {
