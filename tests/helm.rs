@@ -137,6 +137,9 @@ fn the_chart_lints_and_renders_the_objects_of_config_default() {
     let memcached = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
     common::run(&memcached, &["edit", "--plugins=helm/v2-alpha"]);
     assert_renders_what_kustomize_renders(&helm, &memcached);
+    // The generated project's own target, which its CI workflow runs.
+    let lint = common::check(&memcached, "make", &["helm-lint", &format!("HELM={}", helm.display())]);
+    assert!(lint.contains("1 chart(s) linted, 0 chart(s) failed"), "{lint}");
 
     // Two operands and a cluster-scoped skeleton kind in another group, the chart made first and
     // updated by each kind.
