@@ -3,8 +3,9 @@
 //! `create webhook` and `update` renders the chart again.
 //!
 //! The chart's objects are rendered from what `config/` is rendered from (PROJECT, the manager
-//! role's rules, the CRDs of `config/crd/bases`), so that with the default values `helm template`
-//! gives the objects of `kubectl kustomize config/default`.
+//! role's rules, the CRDs of `config/crd/bases`, the webhook configurations of
+//! `config/webhook/manifests.yaml`), so that with the default values `helm template` gives the
+//! objects of `kubectl kustomize config/default`.
 //!
 //! Whose file is whose: the chart's templates (`templates/`, `values.schema.json`,
 //! `.helmignore`) are memop's, regenerated and merged three ways with your edits by the engine of
@@ -115,20 +116,15 @@ pub(crate) fn plan_chart_of(project: &Project, plan: &mut Plan) -> Result<Merged
 /// changes them first gets a chart that has the changes.
 pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force: bool) -> Result<Merged> {
     let Some(helm) = &project.plugins.helm else { return Ok(Merged::default()) };
-    if let Some(resource) = project.resources.iter().find(|r| r.webhooks.is_some()) {
-        bail!(
-            "{} has webhooks, and memop's Helm chart does not deploy webhooks yet (their Service, \
-             configurations and certificates); deploy this project with kustomize (`make deploy`, or \
-             `make build-installer` for one YAML file)",
-            resource.describe()
-        );
-    }
     let chart = format!("{}/{CHART}", helm.output);
-    let templates = Templates::load(&["helm/", "helm-kind/"])?;
+    let templates = Templates::load(&["helm/", "helm-kind/", "helm-webhook/"])?;
     let ctx = chart_context(project, plan)?;
+    let mut contexts = vec![("helm", ctx.clone())];
+    contexts.extend(kind_contexts(project, plan, &ctx)?);
+    contexts.extend(webhook_context(project, plan, &ctx)?);
     let mut memops = Vec::new();
     let mut yours = Vec::new();
-    for (root, ctx) in std::iter::once(("helm", ctx.clone())).chain(kind_contexts(project, plan, &ctx)?) {
+    for (root, ctx) in contexts {
         for entry in templates.entries(root, &ctx)? {
             let Entry::File { template, path, owner } = entry else { continue };
             let file = (format!("{chart}/{path}"), templates.render(&template, &ctx)?);
@@ -186,7 +182,34 @@ fn chart_context(project: &Project, plan: &Plan) -> Result<tera::Context> {
     }
     let mut ctx = tera::Context::from_serialize(project_ctx)?;
     ctx.insert("operands", &operand_images(project));
+    ctx.insert("webhooks", &project.resources.iter().any(|r| r.webhooks.is_some()));
+    let mut conversion_crds: Vec<String> =
+        project.resources.iter().filter(|r| r.converts()).map(|r| r.names.crd_name()).collect();
+    conversion_crds.dedup();
+    ctx.insert("conversion_crds", &conversion_crds);
     Ok(ctx)
+}
+
+/// The context of the webhooks' templates, for a project that has webhooks: the chart's, with
+/// the webhook configurations as `config/webhook/manifests.yaml` has them now.
+fn webhook_context(
+    project: &Project,
+    plan: &Plan,
+    chart: &tera::Context,
+) -> Result<Option<(&'static str, tera::Context)>> {
+    if !project.resources.iter().any(|r| r.webhooks.is_some()) {
+        return Ok(None);
+    }
+    let path = "config/webhook/manifests.yaml";
+    let Some(manifests) = plan.read(Path::new(path))? else {
+        bail!(
+            "{path} is missing, and the chart installs the webhook configurations from it; run `make manifests` to \
+             write it, then run this command again"
+        );
+    };
+    let mut ctx = chart.clone();
+    ctx.insert("webhook_manifests", &webhook_manifests_template(&manifests, &project.project_name));
+    Ok(Some(("helm-webhook", ctx)))
 }
 
 /// The context of each kind's templates (its CRD, its RBAC helper roles): the chart's, with the
@@ -209,41 +232,115 @@ fn kind_contexts(project: &Project, plan: &Plan, chart: &tera::Context) -> Resul
         };
         let mut ctx = chart.clone();
         ctx.extend(tera::Context::from_serialize(names)?);
-        ctx.insert("crd_yaml", &crd_template(&crd));
+        let converts = project.resources.iter().any(|r| r.converts() && r.names.crd_file() == names.crd_file());
+        ctx.insert("crd_yaml", &crd_template(&crd, converts.then_some(project.project_name.as_str())));
         contexts.push(("helm-kind", ctx));
     }
     Ok(contexts)
 }
 
+/// `{{ include "<chart>.resourceName" … }}`: the name of the chart's object `suffix`.
+fn resource_name(chart: &str, suffix: &str) -> String {
+    format!("{{{{ include \"{chart}.resourceName\" (dict \"suffix\" \"{suffix}\" \"context\" .) }}}}")
+}
+
+/// `{{ include "<chart>.namespace" . }}`.
+fn namespace(chart: &str) -> String {
+    format!("{{{{ include \"{chart}.namespace\" . }}}}")
+}
+
+/// The Helm condition of cert-manager's webhook certificate.
+const WEBHOOK_CERT_MANAGER: &str = "and .Values.webhook.enabled (eq .Values.webhook.certificates \"certManager\")";
+
+/// The annotation by which cert-manager injects the CA of the webhook certificate.
+fn inject_ca(chart: &str) -> String {
+    format!("cert-manager.io/inject-ca-from: {}/{}", namespace(chart), resource_name(chart, "serving-cert"))
+}
+
 /// A CRD of `config/crd/bases` as a template of the chart: its one document, with Helm's
 /// `helm.sh/resource-policy: keep` annotation under `crd.keep`, and any `{{` of its text (in a
-/// description) written as Helm's template of itself.
-fn crd_template(crd: &str) -> String {
-    // Under annotations the CRD has, or as the annotations of one that has none.
-    let keep = "    {{- if .Values.crd.keep }}\n    helm.sh/resource-policy: keep\n    {{- end }}";
-    let annotations = "  {{- if .Values.crd.keep }}\n  annotations:\n    helm.sh/resource-policy: keep\n  {{- end }}";
+/// description) written as Helm's template of itself. A CRD that converts through the webhook of
+/// chart `converts` gets the conversion config/crd/patches gives it, and cert-manager's CA.
+fn crd_template(crd: &str, converts: Option<&str>) -> String {
+    // What goes under `annotations:`, and the condition that there is any.
+    let mut annotations = vec![
+        "    {{- if .Values.crd.keep }}".to_string(),
+        "    helm.sh/resource-policy: keep".into(),
+        "    {{- end }}".into(),
+    ];
+    let mut any = ".Values.crd.keep".to_string();
+    if let Some(chart) = converts {
+        annotations.extend([
+            format!("    {{{{- if {WEBHOOK_CERT_MANAGER} }}}}"),
+            format!("    {}", inject_ca(chart)),
+            "    {{- end }}".into(),
+        ]);
+        any = format!("or {any} ({WEBHOOK_CERT_MANAGER})");
+    }
+    let annotations = annotations.join("\n");
     let mut out = Vec::new();
-    let mut in_metadata = false;
+    let mut section = String::new();
     let mut annotated = false;
     let body = crd.lines().skip_while(|l| l.starts_with('#') || l.trim() == "---" || l.trim().is_empty());
     for line in body {
-        let line = line.replace("{{", "{{ \"{{\" }}");
+        let line = escape(line);
         let top = !line.starts_with(' ') && !line.is_empty();
-        if top && in_metadata && !annotated {
+        if top && section == "metadata:" && !annotated {
             // metadata had no annotations: give it Helm's.
-            out.push(annotations.to_string());
+            out.push(format!("  {{{{- if {any} }}}}\n  annotations:\n{annotations}\n  {{{{- end }}}}"));
             annotated = true;
         }
         if top {
-            in_metadata = line == "metadata:";
+            section = line.clone();
         }
         out.push(line.clone());
-        if in_metadata && line == "  annotations:" {
-            out.push(keep.to_string());
+        if section == "metadata:" && line == "  annotations:" {
+            out.push(annotations.clone());
             annotated = true;
+        }
+        if let (Some(chart), "spec:") = (converts, line.as_str()) {
+            out.push(format!(
+                "  {{{{- if .Values.webhook.enabled }}}}\n  conversion:\n    strategy: Webhook\n    webhook:\n      \
+                 clientConfig:\n        service:\n          name: {}\n          namespace: {}\n          path: \
+                 /convert\n      conversionReviewVersions:\n      - v1\n  {{{{- end }}}}",
+                resource_name(chart, "webhook-service"),
+                namespace(chart)
+            ));
         }
     }
     out.join("\n")
+}
+
+/// `config/webhook/manifests.yaml` (as `make manifests` writes it) as a template of chart
+/// `chart`: each configuration named as the chart names its objects, with cert-manager's CA
+/// under `webhook.certificates: certManager`, calling the chart's webhook Service.
+fn webhook_manifests_template(manifests: &str, chart: &str) -> String {
+    let mut out = Vec::new();
+    let mut after_metadata = false;
+    let body = manifests.lines().skip_while(|l| l.starts_with('#') || l.trim() == "---" || l.trim().is_empty());
+    for line in body {
+        let indent = &line[..line.len() - line.trim_start().len()];
+        match line.trim() {
+            name if after_metadata && line.starts_with("  name: ") => {
+                let name = name.trim_start_matches("name:").trim();
+                out.push(format!("  name: {}", resource_name(chart, name)));
+                out.push(format!(
+                    "  {{{{- if eq .Values.webhook.certificates \"certManager\" }}}}\n  annotations:\n    {}\n  {{{{- end }}}}",
+                    inject_ca(chart)
+                ));
+            }
+            "name: webhook-service" => out.push(format!("{indent}name: {}", resource_name(chart, "webhook-service"))),
+            "namespace: system" => out.push(format!("{indent}namespace: {}", namespace(chart))),
+            _ => out.push(escape(line)),
+        }
+        after_metadata = line == "metadata:";
+    }
+    out.join("\n")
+}
+
+/// `line` with each `{{` written as Helm's template of it, so Helm renders it as text.
+fn escape(line: &str) -> String {
+    line.replace("{{", "{{ \"{{\" }}")
 }
 
 /// Adds to the user's `values.yaml` the image of each operand it does not list yet, at its
@@ -277,17 +374,17 @@ mod tests {
     fn a_crd_gets_the_keep_annotation_under_its_metadata() {
         let crd = "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: \
                    memcacheds.cache.example.com\nspec:\n  group: cache.example.com\n";
-        let template = crd_template(crd);
+        let template = crd_template(crd, None);
         assert!(template.starts_with("apiVersion:"), "{template}");
         assert!(
             template.contains(
                 "metadata:\n  name: memcacheds.cache.example.com\n  {{- if .Values.crd.keep }}\n  annotations:\n    \
-                 helm.sh/resource-policy: keep\n  {{- end }}\nspec:"
+                 {{- if .Values.crd.keep }}\n    helm.sh/resource-policy: keep\n    {{- end }}\n  {{- end }}\nspec:"
             ),
             "{template}"
         );
         // Annotations it has already get Helm's beside them.
-        let annotated = crd_template("metadata:\n  annotations:\n    a: b\n  name: x\nspec: {}\n");
+        let annotated = crd_template("metadata:\n  annotations:\n    a: b\n  name: x\nspec: {}\n", None);
         assert!(
             annotated.contains(
                 "  annotations:\n    {{- if .Values.crd.keep }}\n    helm.sh/resource-policy: keep\n    {{- end }}\n    a: b"
@@ -296,7 +393,7 @@ mod tests {
         );
         assert_eq!(annotated.matches("annotations:").count(), 1, "{annotated}");
         // A description's `{{` stays text for Helm.
-        assert!(crd_template("metadata:\n  name: x\nspec:\n  d: a {{ b\n").contains("a {{ \"{{\" }} b"));
+        assert!(crd_template("metadata:\n  name: x\nspec:\n  d: a {{ b\n", None).contains("a {{ \"{{\" }} b"));
     }
 
     #[test]
