@@ -456,3 +456,114 @@ fn the_chart_command_refuses_what_it_cannot_do_and_writes_nothing() {
         assert_eq!(common::tree(&dir), before, "{args:?} wrote something");
     }
 }
+
+/// `kubectl args` as the control plane's cluster admin: its stdout, or its output as the error.
+fn kubectl(plane: &memop_test::ControlPlane, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(plane.admin_kubeconfig())
+        .args(args)
+        .output()
+        .expect("running kubectl");
+    match out.status.success() {
+        true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+        false => Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))),
+    }
+}
+
+/// Stops the manager when the test ends, however it ends.
+struct Manager(std::process::Child);
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// On the real control plane: `helm install` the chart, run the manager as the chart's
+/// ServiceAccount (a token for it, so only the chart's RBAC authorizes it), see a sample
+/// reconciled into its Deployment, then `helm uninstall`, which keeps the CRD (`crd.keep`).
+#[test]
+fn the_chart_installs_and_its_rbac_runs_the_manager_and_uninstall_keeps_the_crds() {
+    let Some(helm) = helm() else { return };
+    let Some(plane) = memop_test::ControlPlane::shared() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    // A name of its own: the projects the tests build share one target directory.
+    let name = "helm-install-operator";
+    let dir = project(scratch.path(), name, &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    let namespace = format!("{name}-system");
+    let kubeconfig = plane.admin_kubeconfig();
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let install = ["install", name, "dist/chart", "-n", &namespace, "--create-namespace", "--kubeconfig", kubeconfig];
+    let installed = run_helm(&helm, &dir, &install).unwrap();
+    assert!(installed.contains("STATUS: deployed"), "{installed}");
+
+    // The manager the chart deploys, run here (the control plane has no nodes), with the chart's
+    // arguments and environment but for the ports, as the chart's ServiceAccount.
+    common::check(&dir, "cargo", &["build", "--locked", "--quiet", "--bin", name]);
+    let binary = common::generated_target_dir().join("debug").join(name);
+    let account = format!("{name}-controller-manager");
+    let token = kubectl(plane, &["create", "token", &account, "-n", &namespace]).unwrap();
+    let as_account = plane.kubeconfig_for_token(name, token.trim(), &namespace);
+    let probes = memop_test::envtest::free_port().unwrap();
+    let _manager = Manager(
+        Command::new(&binary)
+            .args([
+                "--leader-elect",
+                "--metrics-bind-address=0",
+                &format!("--health-probe-bind-address=127.0.0.1:{probes}"),
+            ])
+            .env("KUBECONFIG", &as_account)
+            .env("POD_NAME", "manager-0")
+            .env("POD_NAMESPACE", &namespace)
+            .env("MEMCACHED_IMAGE", "memcached:1.6.26-alpine3.19")
+            .env("RUST_LOG", "info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.join("manager.log")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    kubectl(
+        plane,
+        &["apply", "-n", &namespace, "-f", dir.join("config/samples/cache_v1alpha1_memcached.yaml").to_str().unwrap()],
+    )
+    .unwrap();
+    // The reconcile: the sample's Deployment, created by the manager under the chart's role.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        if let Ok(image) = kubectl(
+            plane,
+            &[
+                "get",
+                "deployment",
+                "memcached-sample",
+                "-n",
+                &namespace,
+                "-o",
+                "jsonpath={.spec.template.spec.containers[0].image}",
+            ],
+        ) {
+            assert_eq!(image, "memcached:1.6.26-alpine3.19");
+            break;
+        }
+        let log = std::fs::read_to_string(dir.join("manager.log")).unwrap_or_default();
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no Deployment for the sample within 2 minutes; the manager's log:\n{log}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let log = std::fs::read_to_string(dir.join("manager.log")).unwrap_or_default();
+    assert!(!log.contains("forbidden"), "the chart's RBAC refused the manager something:\n{log}");
+    drop(_manager);
+
+    let uninstalled =
+        run_helm(&helm, &dir, &["uninstall", name, "-n", &namespace, "--kubeconfig", kubeconfig]).unwrap();
+    assert!(uninstalled.contains("kept due to the resource policy"), "{uninstalled}");
+    kubectl(plane, &["get", "crd", "memcacheds.cache.example.com"]).expect("the CRD is kept");
+    kubectl(plane, &["get", "memcached", "memcached-sample", "-n", &namespace]).expect("and so the sample");
+    let gone = kubectl(plane, &["get", "serviceaccount", &account, "-n", &namespace]).unwrap_err();
+    assert!(gone.contains("NotFound"), "{gone}");
+}
