@@ -180,20 +180,24 @@ fn the_chart_lints_and_renders_the_objects_of_config_default() {
     );
     assert_renders_what_kustomize_renders(&helm, &fleet);
 
-    // Webhooks: defaulting and validation of Memcached v1alpha1, and its conversion to v1 (the
-    // hub), added to a project with a chart: their Service, configurations, cert-manager's
-    // certificate and CA, the CRD's conversion; then the manager keeping its own certificate.
+    // Webhooks: defaulting and validation of Memcached v1alpha1, its conversion to v1 (the hub),
+    // and validation of a second kind, added to a project with a chart: their Service,
+    // configurations, cert-manager's certificate and CA, the CRD's conversion; then the manager
+    // keeping its own certificate.
     let hooks = project(
         scratch.path(),
         "hooks-operator",
         &[&["init", "--domain", "example.com"], MEMCACHED, &["edit", "--plugins=helm/v2-alpha"]],
     );
     let memcached_v1 = ["--group", "cache", "--version", "v1", "--kind", "Memcached"];
+    let redis = ["--group", "cache", "--kind", "Redis"];
     for args in [
         &["create", "webhook", "--group", "cache", "--kind", "Memcached", "--defaulting", "--programmatic-validation"]
             [..],
         &[&["create", "api"][..], &memcached_v1, &["--storage-version"]].concat(),
         &[&["create", "webhook"][..], &memcached_v1, &["--conversion"]].concat(),
+        &[&["create", "api"][..], &redis, &["--image", "redis:7.4", "--image-container-port", "6379"]].concat(),
+        &[&["create", "webhook"][..], &redis, &["--programmatic-validation"]].concat(),
     ] {
         common::run(&hooks, args);
     }

@@ -352,7 +352,7 @@ mod tests {
         let memops: Vec<&String> = sources.iter().filter(|(_, text)| text.starts_with(MEMOP)).map(|(n, _)| n).collect();
         assert!(memops.len() > 20, "{memops:?}");
         for name in memops {
-            let roots = ["init/", "helm/", "helm-kind/"];
+            let roots = ["init/", "helm/", "helm-kind/", "helm-webhook/"];
             assert!(roots.iter().any(|root| name.starts_with(root)), "{name} is memop's but not init's");
             let path = output(name).unwrap();
             for (other, _) in sources.iter().filter(|(other, _)| other != name) {
