@@ -503,6 +503,12 @@ fn the_chart_installs_and_its_rbac_runs_the_manager_and_uninstall_keeps_the_crds
     let install = ["install", name, "dist/chart", "-n", &namespace, "--create-namespace", "--kubeconfig", kubeconfig];
     let installed = run_helm(&helm, &dir, &install).unwrap();
     assert!(installed.contains("STATUS: deployed"), "{installed}");
+    // NOTES.txt's way to the CRDs finds them.
+    let crds = format!("app.kubernetes.io/instance={name}");
+    assert!(installed.contains(&format!("kubectl get crds -l {crds}")), "{installed}");
+    assert!(
+        kubectl(plane, &["get", "crds", "-l", &crds, "-o", "name"]).unwrap().contains("memcacheds.cache.example.com")
+    );
 
     // The manager the chart deploys, run here (the control plane has no nodes), with the chart's
     // arguments and environment but for the ports, as the chart's ServiceAccount.

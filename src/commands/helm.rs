@@ -143,9 +143,7 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
     for (path, text) in yours {
         match plan.read(Path::new(&path))? {
             None => plan.write(&path, text, IfExists::Overwrite)?,
-            Some(current) if path.ends_with(&format!("/{VALUES}")) => {
-                add_operand_images(plan, &path, &current, project)?
-            }
+            Some(_) if path.ends_with(&format!("/{VALUES}")) => add_operand_images(plan, &path, project)?,
             Some(_) => {}
         }
     }
@@ -233,7 +231,7 @@ fn kind_contexts(project: &Project, plan: &Plan, chart: &tera::Context) -> Resul
         let mut ctx = chart.clone();
         ctx.extend(tera::Context::from_serialize(names)?);
         let converts = project.resources.iter().any(|r| r.converts() && r.names.crd_file() == names.crd_file());
-        ctx.insert("crd_yaml", &crd_template(&crd, converts.then_some(project.project_name.as_str())));
+        ctx.insert("crd_yaml", &crd_template(&crd, &project.project_name, converts));
         contexts.push(("helm-kind", ctx));
     }
     Ok(contexts)
@@ -257,11 +255,12 @@ fn inject_ca(chart: &str) -> String {
     format!("cert-manager.io/inject-ca-from: {}/{}", namespace(chart), resource_name(chart, "serving-cert"))
 }
 
-/// A CRD of `config/crd/bases` as a template of the chart: its one document, with Helm's
-/// `helm.sh/resource-policy: keep` annotation under `crd.keep`, and any `{{` of its text (in a
-/// description) written as Helm's template of itself. A CRD that converts through the webhook of
-/// chart `converts` gets the conversion config/crd/patches gives it, and cert-manager's CA.
-fn crd_template(crd: &str, converts: Option<&str>) -> String {
+/// A CRD of `config/crd/bases` as a template of chart `chart`: its one document, with the chart's
+/// labels, Helm's `helm.sh/resource-policy: keep` annotation under `crd.keep`, and any `{{` of its
+/// text (in a description) written as Helm's template of itself. A CRD that `converts` through
+/// the chart's webhook gets the conversion config/crd/patches gives it, and cert-manager's CA.
+fn crd_template(crd: &str, chart: &str, converts: bool) -> String {
+    let labels = format!("    {{{{- include \"{chart}.labels\" . | nindent 4 }}}}");
     // What goes under `annotations:`, and the condition that there is any.
     let mut annotations = vec![
         "    {{- if .Values.crd.keep }}".to_string(),
@@ -269,7 +268,7 @@ fn crd_template(crd: &str, converts: Option<&str>) -> String {
         "    {{- end }}".into(),
     ];
     let mut any = ".Values.crd.keep".to_string();
-    if let Some(chart) = converts {
+    if converts {
         annotations.extend([
             format!("    {{{{- if {WEBHOOK_CERT_MANAGER} }}}}"),
             format!("    {}", inject_ca(chart)),
@@ -280,32 +279,41 @@ fn crd_template(crd: &str, converts: Option<&str>) -> String {
     let annotations = annotations.join("\n");
     let mut out = Vec::new();
     let mut section = String::new();
-    let mut annotated = false;
+    let (mut labeled, mut annotated) = (false, false);
     let body = crd.lines().skip_while(|l| l.starts_with('#') || l.trim() == "---" || l.trim().is_empty());
     for line in body {
         let line = escape(line);
         let top = !line.starts_with(' ') && !line.is_empty();
-        if top && section == "metadata:" && !annotated {
-            // metadata had no annotations: give it Helm's.
-            out.push(format!("  {{{{- if {any} }}}}\n  annotations:\n{annotations}\n  {{{{- end }}}}"));
-            annotated = true;
+        if top && section == "metadata:" {
+            // What metadata did not have: Helm's.
+            if !labeled {
+                out.push(format!("  labels:\n{labels}"));
+            }
+            if !annotated {
+                out.push(format!("  {{{{- if {any} }}}}\n  annotations:\n{annotations}\n  {{{{- end }}}}"));
+            }
         }
         if top {
             section = line.clone();
         }
         out.push(line.clone());
-        if section == "metadata:" && line == "  annotations:" {
-            out.push(annotations.clone());
-            annotated = true;
-        }
-        if let (Some(chart), "spec:") = (converts, line.as_str()) {
-            out.push(format!(
+        match line.as_str() {
+            "  labels:" if section == "metadata:" => {
+                out.push(labels.clone());
+                labeled = true;
+            }
+            "  annotations:" if section == "metadata:" => {
+                out.push(annotations.clone());
+                annotated = true;
+            }
+            "spec:" if converts => out.push(format!(
                 "  {{{{- if .Values.webhook.enabled }}}}\n  conversion:\n    strategy: Webhook\n    webhook:\n      \
                  clientConfig:\n        service:\n          name: {}\n          namespace: {}\n          path: \
                  /convert\n      conversionReviewVersions:\n      - v1\n  {{{{- end }}}}",
                 resource_name(chart, "webhook-service"),
                 namespace(chart)
-            ));
+            )),
+            _ => {}
         }
     }
     out.join("\n")
@@ -345,14 +353,14 @@ fn escape(line: &str) -> String {
 
 /// Adds to the user's `values.yaml` the image of each operand it does not list yet, at its
 /// marker line; without the marker, a note says what to add.
-fn add_operand_images(plan: &mut Plan, path: &str, current: &str, project: &Project) -> Result<()> {
+fn add_operand_images(plan: &mut Plan, path: &str, project: &Project) -> Result<()> {
     let marker = format!("+memop:scaffold:{OPERAND_IMAGES}");
     for operand in operand_images(project) {
-        let listed = current.lines().any(|l| l.trim_start().starts_with(&format!("{}:", operand.env)));
-        if listed {
+        let text = plan.read(Path::new(path))?.unwrap_or_default();
+        // Listed already, with the user's image or memop's.
+        if text.lines().any(|l| l.trim_start().starts_with(&format!("{}:", operand.env))) {
             continue;
         }
-        let text = plan.read(Path::new(path))?.unwrap_or_default();
         if !text.lines().any(|l| l.trim() == format!("# {marker}")) {
             plan.note(format!(
                 "{path} is yours and has no `# {marker}` line under manager.operandImages, so memop did not add \
@@ -374,17 +382,19 @@ mod tests {
     fn a_crd_gets_the_keep_annotation_under_its_metadata() {
         let crd = "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: \
                    memcacheds.cache.example.com\nspec:\n  group: cache.example.com\n";
-        let template = crd_template(crd, None);
+        let template = crd_template(crd, "p", false);
         assert!(template.starts_with("apiVersion:"), "{template}");
         assert!(
             template.contains(
-                "metadata:\n  name: memcacheds.cache.example.com\n  {{- if .Values.crd.keep }}\n  annotations:\n    \
-                 {{- if .Values.crd.keep }}\n    helm.sh/resource-policy: keep\n    {{- end }}\n  {{- end }}\nspec:"
+                "metadata:\n  name: memcacheds.cache.example.com\n  labels:\n    {{- include \"p.labels\" . | nindent \
+                 4 }}\n  {{- if .Values.crd.keep }}\n  annotations:\n    {{- if .Values.crd.keep }}\n    \
+                 helm.sh/resource-policy: keep\n    {{- end }}\n  {{- end }}\nspec:"
             ),
             "{template}"
         );
         // Annotations it has already get Helm's beside them.
-        let annotated = crd_template("metadata:\n  annotations:\n    a: b\n  name: x\nspec: {}\n", None);
+        let annotated =
+            crd_template("metadata:\n  annotations:\n    a: b\n  labels:\n    c: d\n  name: x\nspec: {}\n", "p", false);
         assert!(
             annotated.contains(
                 "  annotations:\n    {{- if .Values.crd.keep }}\n    helm.sh/resource-policy: keep\n    {{- end }}\n    a: b"
@@ -392,8 +402,20 @@ mod tests {
             "{annotated}"
         );
         assert_eq!(annotated.matches("annotations:").count(), 1, "{annotated}");
+        assert!(
+            annotated.contains("  labels:\n    {{- include \"p.labels\" . | nindent 4 }}\n    c: d"),
+            "{annotated}"
+        );
+        assert_eq!(annotated.matches("labels:").count(), 1, "{annotated}");
+        // A CRD that converts gets its conversion and, with cert-manager, the CA.
+        let converts = crd_template("metadata:\n  name: x\nspec:\n  group: g\n", "p", true);
+        assert!(converts.contains("cert-manager.io/inject-ca-from: {{ include \"p.namespace\" . }}/"), "{converts}");
+        assert!(
+            converts.contains("spec:\n  {{- if .Values.webhook.enabled }}\n  conversion:\n    strategy: Webhook"),
+            "{converts}"
+        );
         // A description's `{{` stays text for Helm.
-        assert!(crd_template("metadata:\n  name: x\nspec:\n  d: a {{ b\n", None).contains("a {{ \"{{\" }} b"));
+        assert!(crd_template("metadata:\n  name: x\nspec:\n  d: a {{ b\n", "p", false).contains("a {{ \"{{\" }} b"));
     }
 
     #[test]
@@ -416,7 +438,7 @@ mod tests {
         redis.operand.as_mut().unwrap().image = "redis:7".into();
         project.resources.push(redis);
         let mut plan = Plan::new(dir.path());
-        add_operand_images(&mut plan, path, values, &project).unwrap();
+        add_operand_images(&mut plan, path, &project).unwrap();
         // The user's image of Memcached is kept; Redis's is added once.
         let text = plan.read(Path::new(path)).unwrap().unwrap();
         assert_eq!(
@@ -428,7 +450,7 @@ mod tests {
         let mut plan = Plan::new(dir.path());
         let bare = "manager:\n  operandImages:\n    MEMCACHED_IMAGE: \"mine:1\"\n";
         std::fs::write(dir.path().join(path), bare).unwrap();
-        add_operand_images(&mut plan, path, bare, &project).unwrap();
+        add_operand_images(&mut plan, path, &project).unwrap();
         assert!(plan.is_empty());
         assert!(plan.notes()[0].contains("REDIS_IMAGE: \"redis:7\""), "{:?}", plan.notes());
     }
