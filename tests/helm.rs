@@ -443,6 +443,59 @@ fn edits_that_touch_the_lines_memop_changes_are_marked_and_fail_the_command() {
 }
 
 #[test]
+fn a_deleted_chart_file_stays_deleted_and_a_deleted_chart_is_left_alone() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    let chart = dir.join("dist/chart");
+    std::fs::remove_file(chart.join("templates/NOTES.txt")).unwrap();
+    std::fs::remove_file(chart.join("values.schema.json")).unwrap();
+    let redis = [
+        "create",
+        "api",
+        "--group",
+        "cache",
+        "--kind",
+        "Redis",
+        "--image",
+        "redis:7.4",
+        "--image-container-port",
+        "6379",
+    ];
+    common::run(&dir, &redis);
+    assert!(!chart.join("templates/NOTES.txt").exists() && !chart.join("values.schema.json").exists());
+    assert!(chart.join("templates/crd/cache.example.com_redis.yaml").is_file());
+
+    // Without its Chart.yaml the chart is not made again in parts; --force makes it whole.
+    std::fs::remove_dir_all(&chart).unwrap();
+    let web = [
+        "create",
+        "api",
+        "--group",
+        "web",
+        "--kind",
+        "Nginx",
+        "--image",
+        "nginx:1.27",
+        "--image-container-port",
+        "8080",
+    ];
+    let output = common::memop().current_dir(&dir).args(web).assert().success();
+    let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+    assert!(stderr.contains("dist/chart/Chart.yaml is gone, so memop left the Helm chart alone"), "{stderr}");
+    assert!(!chart.exists());
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha", "--force"]);
+    for file in ["Chart.yaml", "values.yaml", "templates/NOTES.txt", "templates/crd/web.example.com_nginxes.yaml"] {
+        assert!(chart.join(file).is_file(), "{file}");
+    }
+    let values = std::fs::read_to_string(chart.join("values.yaml")).unwrap();
+    assert!(
+        values.contains("REDIS_IMAGE: \"redis:7.4\"") && values.contains("NGINX_IMAGE: \"nginx:1.27\""),
+        "{values}"
+    );
+}
+
+#[test]
 fn the_chart_command_refuses_what_it_cannot_do_and_writes_nothing() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);

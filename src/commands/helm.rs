@@ -117,6 +117,15 @@ pub(crate) fn plan_chart_of(project: &Project, plan: &mut Plan) -> Result<Merged
 pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force: bool) -> Result<Merged> {
     let Some(helm) = &project.plugins.helm else { return Ok(Merged::default()) };
     let chart = format!("{}/{CHART}", helm.output);
+    // A chart whose Chart.yaml memop wrote and the user deleted is gone: not made again in parts.
+    let chart_yaml = format!("{chart}/Chart.yaml");
+    if !force && record.get(&chart_yaml).is_some() && plan.read(Path::new(&chart_yaml))?.is_none() {
+        plan.note(format!(
+            "{chart_yaml} is gone, so memop left the Helm chart alone; make it again with `memop edit \
+             --plugins=helm/v2-alpha --force`"
+        ));
+        return Ok(Merged::default());
+    }
     let templates = Templates::load(&["helm/", "helm-kind/", "helm-webhook/"])?;
     let ctx = chart_context(project, plan)?;
     let mut contexts = vec![("helm", ctx.clone())];
@@ -142,6 +151,8 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
     }
     for (path, text) in yours {
         match plan.read(Path::new(&path))? {
+            // Unless the user deleted it.
+            None if record.get(&path).is_some() => {}
             None => plan.write(&path, text, IfExists::Overwrite)?,
             Some(_) if path.ends_with(&format!("/{VALUES}")) => add_operand_images(plan, &path, project)?,
             Some(_) => {}
