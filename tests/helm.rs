@@ -220,6 +220,21 @@ fn the_chart_lints_and_renders_the_objects_of_config_default() {
         "hooks-operator-webhook-service"
     );
     assert!(crd["metadata"].get("annotations").is_none(), "no cert-manager CA to inject: {crd:?}");
+    // Both NetworkPolicies; and without webhooks, none of their objects and no webhook server.
+    let set = "networkPolicy.enabled=true";
+    let policies =
+        objects(&run_helm(&helm, &hooks, &["template", "hooks-operator", "dist/chart", "--set", set]).unwrap());
+    for name in ["hooks-operator-allow-metrics-traffic", "hooks-operator-allow-webhook-traffic"] {
+        assert!(policies.contains_key(&("NetworkPolicy".to_string(), name.to_string())), "{name}");
+    }
+    let set = "webhook.enabled=false";
+    let off = objects(&run_helm(&helm, &hooks, &["template", "hooks-operator", "dist/chart", "--set", set]).unwrap());
+    assert!(!off.keys().any(|(kind, name)| kind.contains("Webhook") || name.contains("webhook")), "{off:?}");
+    let manager = &off[&("Deployment".to_string(), "hooks-operator-controller-manager".to_string())];
+    let args = serde_yaml::to_string(&manager["spec"]["template"]["spec"]["containers"][0]["args"]).unwrap();
+    assert!(args.contains("--enable-webhooks=false"), "{args}");
+    let crd = &off[&("CustomResourceDefinition".to_string(), "memcacheds.cache.example.com".to_string())];
+    assert!(crd["spec"].get("conversion").is_none(), "{crd:?}");
 
     // A namespaced project: a Role, not a ClusterRole, and WATCH_NAMESPACE.
     let shop =
