@@ -110,11 +110,11 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
 #[derive(Debug, Default)]
 pub(crate) struct Merged {
     /// Edited files whose edits and memop's changes were merged.
-    pub merged: Vec<String>,
+    merged: Vec<String>,
     /// Merged files with conflicts, marked in the text.
-    pub conflicts: Vec<String>,
+    conflicts: Vec<String>,
     /// Edited files kept as they are: no base to merge with.
-    pub kept: Vec<String>,
+    kept: Vec<String>,
     /// memop's text of each merged file, by path, to keep for the next merge.
     bases: Vec<(String, String)>,
 }
