@@ -40,9 +40,7 @@ enum Command {
     /// versions of the projects it generates
     Version,
     Completion(commands::completion::Args),
-    /// kubebuilder's `edit`, answered with what memop offers instead
-    #[command(hide = true)]
-    Edit(Ignored),
+    Edit(commands::helm::Args),
     /// kubebuilder's `alpha`, answered with what memop offers instead
     #[command(hide = true)]
     Alpha(Ignored),
@@ -67,7 +65,7 @@ fn main() -> ExitCode {
     memop::catch_interrupts();
     let mut dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));
     // Commands on a project work from any directory inside it, as cargo and git find their root.
-    if matches!(cli.command, Command::Create(_) | Command::Update(_))
+    if matches!(cli.command, Command::Create(_) | Command::Update(_) | Command::Edit(_))
         && !dir.join(memop::project::FILE).exists()
         && let Some(root) = memop::project::find_root(&dir)
     {
@@ -89,7 +87,8 @@ fn main() -> ExitCode {
     }
     // Commands that change a project hold its lock while they read, plan and write.
     let changes_the_project =
-        matches!(cli.command, Command::Init(_) | Command::Create(_) | Command::Update(_)) && !global.dry_run;
+        matches!(cli.command, Command::Init(_) | Command::Create(_) | Command::Update(_) | Command::Edit(_))
+            && !global.dry_run;
     let lock = match changes_the_project {
         true => commands::Lock::take(&global.dir),
         false => Ok(None),
@@ -101,10 +100,7 @@ fn main() -> ExitCode {
         (Ok(_lock), Command::Create(Create::Webhook(args))) => commands::create_webhook::run(&global, args),
         (Ok(_lock), Command::Update(args)) => commands::update::run(&global, args),
         (Ok(_), Command::Version) => commands::say(&commands::version::text()),
-        (Ok(_), Command::Edit(_)) => Err(anyhow::anyhow!(
-            "memop has no `edit`: a memop project always supports several groups and keeps its \
-             settings in PROJECT, Cargo.toml and config/; change them there"
-        )),
+        (Ok(_lock), Command::Edit(args)) => commands::helm::run(&global, args),
         (Ok(_), Command::Alpha(_)) => Err(anyhow::anyhow!(
             "memop has no `alpha` commands: for `alpha update`, run `memop update` (it moves the \
              project to this memop's runtime); for `alpha generate`, run `memop init` in a new \

@@ -39,6 +39,9 @@ pub struct Project {
     pub namespaced: bool,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub owner: String,
+    /// kubebuilder's plugins the project uses, with their settings: `edit --plugins` records them.
+    #[serde(default, skip_serializing_if = "Plugins::is_empty")]
+    pub plugins: Plugins,
     pub project_name: String,
     /// The project's repository (`init --repo`), kubebuilder's `repo` (there a Go module path).
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -46,6 +49,29 @@ pub struct Project {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<Resource>,
     pub version: String,
+}
+
+/// The plugins of a project, under kubebuilder's keys.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plugins {
+    /// The Helm chart (`memop edit --plugins=helm/v2-alpha`): `create api` and `create webhook`
+    /// regenerate it too.
+    #[serde(rename = "helm.kubebuilder.io/v2-alpha", default, skip_serializing_if = "Option::is_none")]
+    pub helm: Option<HelmPlugin>,
+}
+
+impl Plugins {
+    fn is_empty(&self) -> bool {
+        self.helm.is_none()
+    }
+}
+
+/// Where the Helm chart is: `<output>/chart`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HelmPlugin {
+    pub output: String,
 }
 
 /// One API of the project: its names, validated when PROJECT is read, and what memop
@@ -219,6 +245,22 @@ pub struct Operand {
     pub run_as_user: Option<i64>,
 }
 
+/// Holds the directory of the Helm chart (`edit --plugins=helm/v2-alpha --output-dir`) to a
+/// relative path inside the project, in plain segments: memop never writes outside the project.
+pub fn check_output_dir(dir: &str) -> Result<()> {
+    let plain = |segment: &str| {
+        !matches!(segment, "" | "." | "..")
+            && segment.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    if !dir.split('/').all(plain) {
+        bail!(
+            "{dir:?} is not a directory memop writes the chart in: give a relative path inside the project, of \
+             letters, digits, '-', '_' and '.' between '/' (no '..'), such as dist"
+        );
+    }
+    Ok(())
+}
+
 fn is_false(b: &bool) -> bool {
     !b
 }
@@ -300,6 +342,10 @@ impl Project {
         if !project.repo.is_empty() && crate::names::repository(&project.repo)? != project.repo {
             bail!("repo {:?} must be a URL, as `init --repo` writes it", project.repo);
         }
+        if let Some(helm) = &project.plugins.helm {
+            check_output_dir(&helm.output)
+                .map_err(|err| anyhow::anyhow!("its plugin helm.kubebuilder.io/v2-alpha: output {err}"))?;
+        }
         let domain = crate::names::Domain::parse(&project.domain)?;
         if !LICENSES.contains(&project.license.as_str()) {
             bail!("license {:?} is not one memop writes (one of {})", project.license, LICENSES.join(", "));
@@ -366,6 +412,7 @@ mod tests {
             license: "apache2".into(),
             namespaced: false,
             owner: String::new(),
+            plugins: Plugins::default(),
             project_name: "memcached-operator".into(),
             repo: String::new(),
             resources: vec![Resource {

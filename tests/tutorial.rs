@@ -17,7 +17,8 @@
 //!
 //! What this machine cannot run is skipped, and listed: kind, docker, `make deploy` and
 //! `make undeploy` (no nodes), the metrics port-forward, `cargo install` (the test runs the
-//! memop it built), `git` (the project is not a repository), and `make test`, `cargo test`,
+//! memop it built), `git` (the project is not a repository), `helm` and `make helm-lint` (the
+//! chart's own tests are tests/helm.rs), and `make test`, `cargo test`,
 //! `make setup-envtest`, `cargo bench` and `make test-e2e` (the generated projects' own tests
 //! run in tests/generated.rs).
 
@@ -108,6 +109,8 @@ fn step(command: &str) -> Step {
         ("cargo bench", "a benchmark, not an outcome"),
         ("cargo test", "the generated projects' tests run in tests/generated.rs"),
         ("git ", "the tutorial's project is not a git repository"),
+        ("make helm-lint", "helm's lint of the chart runs in tests/helm.rs"),
+        ("helm ", "the chart is linted, rendered and installed in tests/helm.rs"),
     ];
     if let Some((_, why)) = skipped.iter().find(|(prefix, _)| command.starts_with(prefix)) {
         return Step::Skipped(why);

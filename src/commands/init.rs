@@ -146,6 +146,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         license: args.license,
         namespaced: args.namespaced,
         owner: args.owner,
+        plugins: Default::default(),
         project_name: name.to_string(),
         repo,
         resources: Vec::new(),

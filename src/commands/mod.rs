@@ -7,6 +7,7 @@ mod crd;
 pub mod create_api;
 pub mod create_webhook;
 mod gvk;
+pub mod helm;
 pub mod init;
 pub mod lockfile;
 pub mod plugins;

@@ -8,7 +8,11 @@ use anyhow::{Result, bail};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Command {
     Init,
-    CreateApi { image: bool },
+    CreateApi {
+        image: bool,
+    },
+    /// `edit`, which takes helm/v2-alpha.
+    Edit,
 }
 
 /// The notes for `plugins` given to `command`, or the refusal of one memop cannot honour.
@@ -32,7 +36,7 @@ pub fn answer(command: Command, plugins: &[String]) -> Result<Vec<String>> {
                  --image-container-command, --run-as-user), as kubebuilder's deploy-image takes them; \
                  memop needs no plugin for it"
             ),
-            ("deploy-image", Command::Init) => bail!(
+            ("deploy-image", Command::Init | Command::Edit) => bail!(
                 "--plugins {plugin} belongs to `create api`: run `memop create api --image IMG ...` for \
                  the kind that deploys it"
             ),
@@ -40,9 +44,11 @@ pub fn answer(command: Command, plugins: &[String]) -> Result<Vec<String>> {
                 "--plugins {plugin}: every memop project has grafana/ dashboards of the manager's \
                  metrics already"
             )),
+            // `edit` makes the chart; its caller looks for the plugin in the list.
+            ("helm", Command::Edit) => {}
             ("helm", _) => bail!(
-                "--plugins {plugin}: memop has no Helm chart yet; deploy with kustomize (`make deploy`), \
-                 or `make build-installer` for one YAML file (dist/install.yaml)"
+                "--plugins {plugin} makes a Helm chart of an existing project: run `memop edit \
+                 --plugins=helm/v2-alpha` once the project has its APIs (later `create api` runs update the chart)"
             ),
             _ => bail!(
                 "--plugins {plugin} is not a plugin memop knows; memop answers kubebuilder's go/v4, \
@@ -76,7 +82,8 @@ mod tests {
     #[test]
     fn what_memop_cannot_honour_is_refused_with_what_to_do() {
         let refused = |command, plugin: &str| answer(command, &plugins(&[plugin])).unwrap_err().to_string();
-        assert!(refused(Command::Init, "helm/v2-alpha").contains("make build-installer"));
+        assert!(refused(Command::Init, "helm/v2-alpha").contains("memop edit --plugins=helm/v2-alpha"));
+        assert!(answer(Command::Edit, &plugins(&["helm.kubebuilder.io/v2-alpha"])).unwrap().is_empty());
         assert!(refused(Command::CreateApi { image: false }, "deploy-image/v1-alpha").contains("--image"));
         assert!(refused(Command::Init, "deploy-image/v1-alpha").contains("memop create api --image"));
         assert!(refused(Command::Init, "kotlin/v1").contains("leave --plugins out"));

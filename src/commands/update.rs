@@ -89,45 +89,26 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     }
     let from = std::mem::replace(&mut project.cli_version, version.to_string());
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
-    if finish(global, plan)? {
-        // The text memop's templates give now, which PROJECT.sum records as the base of the next
-        // merge: kept where git can read it back, as the text of every file committed is.
-        store_bases(dir, &merged.bases);
+    let written = finish(global, plan)?;
+    if written {
         let from = if from.is_empty() { "an earlier memop".to_string() } else { format!("memop {from}") };
         super::report(&format!(
             "\nUpdated from {from} to memop {version}: its runtime, and its files outside vendor/. Next:\n  \
              $ cargo test   # the lock follows the new runtime's dependencies on the first build\n"
         ))?;
-        if !merged.merged.is_empty() {
-            super::report(&format!("Merged memop's changes with your edits in: {}\n", merged.merged.join(", ")))?;
-        }
-        if !dropped.is_empty() {
-            super::report(&format!(
-                "The runtime no longer has these files, which nothing builds now; delete them:\n  $ git rm {}\n",
-                dropped.join(" ")
-            ))?;
-        }
     }
-    for path in &merged.kept {
-        crate::warn_line!(
-            "note: {path} changed since memop wrote it, and git has no copy of what memop wrote (it was never \
-             committed as memop left it), so it was kept as it is; compare it with `memop init` in an empty \
-             directory"
-        );
+    if written && !dropped.is_empty() {
+        super::report(&format!(
+            "The runtime no longer has these files, which nothing builds now; delete them:\n  $ git rm {}\n",
+            dropped.join(" ")
+        ))?;
     }
-    if !merged.conflicts.is_empty() && !global.dry_run {
-        bail!(
-            "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
-             <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest of the update is written), then run `make test` and commit",
-            merged.conflicts.join(", ")
-        );
-    }
-    Ok(())
+    merged.finish(global, written, "`memop init` in an empty directory")
 }
 
-/// What [`update_memop_files`] did with memop's files.
+/// What [`merge_memop_files`] did with memop's files.
 #[derive(Debug, Default)]
-struct Merged {
+pub(crate) struct Merged {
     /// Edited files whose edits and memop's changes were merged.
     merged: Vec<String>,
     /// Merged files with conflicts, marked in the text.
@@ -138,17 +119,81 @@ struct Merged {
     bases: Vec<(String, String)>,
 }
 
+impl Merged {
+    /// Once the plan is written: keeps memop's text of the merged files for the next merge, and
+    /// says which files were merged or kept (`what`: the files, as the user knows them). Fails,
+    /// naming the files, when there are conflicts to resolve.
+    pub fn finish(&self, global: &Global, written: bool, what: &str) -> Result<()> {
+        if written {
+            // The text memop's templates give now, which PROJECT.sum records as the base of the
+            // next merge: kept where git can read it back, as the text of every file committed is.
+            store_bases(&global.dir, &self.bases);
+            if !self.merged.is_empty() {
+                super::report(&format!("Merged memop's changes with your edits in: {}\n", self.merged.join(", ")))?;
+            }
+        }
+        for path in &self.kept {
+            crate::warn_line!(
+                "note: {path} changed since memop wrote it, and git has no copy of what memop wrote (it was never \
+                 committed as memop left it), so it was kept as it is; compare it with {what}"
+            );
+        }
+        if !self.conflicts.is_empty() && !global.dry_run {
+            bail!(
+                "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
+                 <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest is written), then \
+                 run `make test` and commit",
+                self.conflicts.join(", ")
+            );
+        }
+        Ok(())
+    }
+}
+
 /// Plans memop's files (templates that say `{# owner: memop #}`) as this memop renders them
 /// from PROJECT: replaced where unedited, three-way merged where edited (see the module doc).
 fn update_memop_files(project: &Project, plan: &mut Plan, record: &Sum, dir: &Path) -> Result<Merged> {
     let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(project))?;
     let templates = scaffold::Templates::load(&["init/"])?;
-    let mut merged = Merged::default();
+    let mut files = Vec::new();
     for entry in templates.entries("init", &ctx)? {
         let scaffold::Entry::File { template, path, owner: scaffold::Owner::Memop } = entry else { continue };
-        let new = templates.render(&template, &ctx)?;
-        // A file you deleted stays deleted: memop's files are yours to drop.
-        let Some(current) = plan.read(Path::new(&path))? else { continue };
+        files.push((path, templates.render(&template, &ctx)?));
+    }
+    let mut merged = merge_memop_files(plan, record, dir, files, Missing::Keep)?;
+    // A project with a Helm chart gets memop's chart templates too.
+    merged.extend(super::helm::plan_chart(project, plan, record, false)?);
+    Ok(merged)
+}
+
+/// What [`merge_memop_files`] does with a file of memop's that the project does not have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Missing {
+    /// Leave it out: memop's files are yours to drop.
+    Keep,
+    /// Create it unless PROJECT.sum says memop wrote it before (then you deleted it: it stays
+    /// deleted), for files that come and go with the project's APIs.
+    CreateNew,
+}
+
+/// Plans each of `files` (path, memop's text now) over the project's file: created or left out
+/// when missing (`missing`), replaced when unedited since memop wrote it (`record`), else merged
+/// three ways with what memop wrote then (read from git) as the base.
+pub(crate) fn merge_memop_files(
+    plan: &mut Plan,
+    record: &Sum,
+    dir: &Path,
+    files: Vec<(String, String)>,
+    missing: Missing,
+) -> Result<Merged> {
+    let mut merged = Merged::default();
+    for (path, new) in files {
+        let Some(current) = plan.read(Path::new(&path))? else {
+            if missing == Missing::CreateNew && record.get(&path).is_none() {
+                plan.write(&path, new, IfExists::Overwrite)?;
+            }
+            continue;
+        };
         if current == new {
             continue;
         }
@@ -174,6 +219,15 @@ fn update_memop_files(project: &Project, plan: &mut Plan, record: &Sum, dir: &Pa
         }
     }
     Ok(merged)
+}
+
+impl Merged {
+    fn extend(&mut self, other: Merged) {
+        self.merged.extend(other.merged);
+        self.conflicts.extend(other.conflicts);
+        self.kept.extend(other.kept);
+        self.bases.extend(other.bases);
+    }
 }
 
 /// The text of git blob `id` in the repository `dir` is in, if it has it.

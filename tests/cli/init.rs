@@ -190,7 +190,11 @@ fn kubebuilders_plugins_are_answered_with_what_memop_does() {
     assert!(out.stderr.contains("note: --plugins go/v4: memop always scaffolds its one layout"), "{}", out.stderr);
     assert!(out.stderr.contains("grafana/ dashboards"), "{}", out.stderr);
     let before = snapshot(&dir);
-    refused(&dir, "create api --group cache --kind Memcached --plugins helm/v2-alpha", &["no Helm chart yet"]);
+    refused(
+        &dir,
+        "create api --group cache --kind Memcached --plugins helm/v2-alpha",
+        &["memop edit --plugins=helm/v2-alpha"],
+    );
     refused(&dir, "create api --group cache --kind Memcached --plugins deploy-image/v1-alpha", &["--image"]);
     assert_unchanged(&dir, &before, "refused plugins");
     let out = ok(

@@ -236,3 +236,34 @@ fn an_edited_file_without_memops_text_in_git_is_kept() {
     assert!(out.stderr.contains("note: Makefile changed since memop wrote it"), "{}", out.stderr);
     assert_eq!(read(&dir, "Makefile"), edited);
 }
+
+/// A project with a Helm chart gets memop's chart templates too: replaced where unedited, merged
+/// where the user edited them, as memop's other files.
+#[test]
+fn the_helm_chart_is_updated_with_memops_other_files() {
+    let (_tmp, dir) = older_project();
+    ok(&dir, "edit --plugins=helm/v2-alpha");
+    let helpers = "dist/chart/templates/_helpers.tpl";
+    let manager = "dist/chart/templates/manager/manager.yaml";
+    let helpers_now = as_older_memop_wrote(&dir, helpers, "{{/* The chart label. */}}", "{{/* memop 0.1.9 */}}");
+    let manager_now =
+        as_older_memop_wrote(&dir, manager, "          initialDelaySeconds: 15", "          initialDelaySeconds: 30");
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "the chart of memop 0.1.9"]);
+    // The user's edit of the manager's template, away from memop's change.
+    let mine = "        kubectl.kubernetes.io/default-container: manager\n";
+    fs::write(
+        dir.join(manager),
+        read(&dir, manager).replacen(mine, &format!("{mine}        example.com/mine: \"yes\"\n"), 1),
+    )
+    .unwrap();
+    git(&dir, &["commit", "-qam", "my annotation"]);
+
+    let out = ok(&dir, "update");
+    assert!(out.stdout.contains(&format!("Merged memop's changes with your edits in: {manager}")), "{}", out.stdout);
+    assert_eq!(read(&dir, helpers), helpers_now, "unedited: replaced");
+    assert_eq!(
+        read(&dir, manager),
+        manager_now.replacen(mine, &format!("{mine}        example.com/mine: \"yes\"\n"), 1)
+    );
+}

@@ -101,6 +101,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut plan = Plan::new(&global.dir);
     let mut notes = scaffold::scaffold(&request, &mut project, &mut plan)?;
     notes.splice(0..0, request.notes.iter().cloned());
+    let chart = super::helm::plan_chart_of(&project, &mut plan)?;
 
     // Said once the plan went through, so that no success line comes before a failure.
     let summary = summary(&request);
@@ -118,7 +119,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if written {
         super::report(&next(&request))?;
     }
-    Ok(())
+    chart.finish(global, written, super::helm::FRESH_CHART)
 }
 
 /// The line that says which controller the kind got.

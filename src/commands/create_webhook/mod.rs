@@ -55,10 +55,12 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let request = validate(&args, &project)?;
     let mut plan = Plan::new(&global.dir);
     scaffold::scaffold(&request, &mut project, &mut plan)?;
-    if finish(global, plan)? {
+    let chart = super::helm::plan_chart_of(&project, &mut plan)?;
+    let written = finish(global, plan)?;
+    if written {
         super::report(&next(&request))?;
     }
-    Ok(())
+    chart.finish(global, written, super::helm::FRESH_CHART)
 }
 
 /// What to do once the files are written.

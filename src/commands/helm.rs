@@ -1,0 +1,468 @@
+//! `memop edit --plugins=helm/v2-alpha`: a Helm chart of the project in `<output-dir>/chart`,
+//! kubebuilder's plugin under its name. PROJECT records it, and every later `create api`,
+//! `create webhook` and `update` renders the chart again.
+//!
+//! The chart's objects are rendered from what `config/` is rendered from (PROJECT, the manager
+//! role's rules, the CRDs of `config/crd/bases`, the webhook configurations of
+//! `config/webhook/manifests.yaml`), so that with the default values `helm template` gives the
+//! objects of `kubectl kustomize config/default`.
+//!
+//! Whose file is whose: the chart's templates (`templates/`, `values.schema.json`,
+//! `.helmignore`) are memop's, regenerated and merged three ways with your edits by the engine of
+//! `memop update`; `Chart.yaml` and `values.yaml` are written once and then yours (memop only adds
+//! the operand image of a new kind at the marker line of `values.yaml`); other files you add to
+//! the chart are never touched. `--force` writes every file of the chart as memop makes it.
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use super::context::ProjectContext;
+use super::update::{Merged, Missing, merge_memop_files};
+use super::{Global, finish};
+use crate::project::{self, HelmPlugin, Project};
+use crate::scaffold::{Entry, IfExists, Owner, Plan, Templates};
+use crate::sum::{self, Sum};
+
+/// The chart's directory under `--output-dir`, as kubebuilder names it.
+const CHART: &str = "chart";
+/// The manager role that `make manifests` writes (and whose rules the chart's role repeats).
+const ROLE_FILE: &str = "config/rbac/role.yaml";
+/// The file of the chart that memop extends with the operand image of each new kind.
+const VALUES: &str = "values.yaml";
+/// Its marker line.
+const OPERAND_IMAGES: &str = "operand-images";
+
+/// Change the project's scaffolding with kubebuilder's plugins: helm/v2-alpha writes a Helm chart
+/// of the project, which later `create api` and `create webhook` runs keep up to date
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  memop edit --plugins=helm/v2-alpha && helm lint dist/chart")]
+pub struct Args {
+    /// The plugins to add: helm/v2-alpha (kubebuilder's full key helm.kubebuilder.io/v2-alpha too)
+    #[arg(long, value_delimiter = ',', value_name = "PLUGINS")]
+    plugins: Vec<String>,
+
+    /// Directory the chart is written in, as <DIR>/chart [default: dist, or the one PROJECT records]
+    #[arg(long, value_name = "DIR")]
+    output_dir: Option<String>,
+
+    /// Write every file of the chart as memop makes it, Chart.yaml and values.yaml included (your
+    /// edits of them are lost; files you added are kept)
+    #[arg(long)]
+    force: bool,
+
+    /// kubebuilder's `edit --multigroup` and `--namespaced`: answered with what memop does instead
+    #[arg(long, hide = true, num_args = 0..=1, default_missing_value = "true")]
+    multigroup: Option<String>,
+    #[arg(long, hide = true, num_args = 0..=1, default_missing_value = "true")]
+    namespaced: Option<String>,
+}
+
+pub fn run(global: &Global, args: Args) -> Result<()> {
+    for note in super::plugins::answer(super::plugins::Command::Edit, &args.plugins)? {
+        crate::warn_line!("note: {note}");
+    }
+    let helm = args.plugins.iter().any(|p| p.trim().split('/').next().is_some_and(|n| n.starts_with("helm")));
+    if !helm || args.multigroup.is_some() || args.namespaced.is_some() {
+        bail!(
+            "memop's `edit` only adds a Helm chart (--plugins=helm/v2-alpha): a memop project always supports \
+             several groups and keeps its settings in PROJECT, Cargo.toml and config/; change them there"
+        );
+    }
+    let mut project = Project::load(&global.dir)?;
+    let output = match (&args.output_dir, &project.plugins.helm) {
+        (Some(dir), _) => dir.trim_end_matches('/').to_string(),
+        (None, Some(helm)) => helm.output.clone(),
+        (None, None) => "dist".to_string(),
+    };
+    project::check_output_dir(&output).map_err(|err| anyhow::anyhow!("--output-dir {err}"))?;
+    if project.resources.iter().all(|r| r.api.is_none()) {
+        bail!(
+            "the project has no API yet, and a chart of it would deploy a manager with nothing to reconcile; \
+             run `memop create api` first (later `create api` runs update the chart)"
+        );
+    }
+    project.plugins.helm = Some(HelmPlugin { output: output.clone() });
+    let mut plan = Plan::new(&global.dir);
+    let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
+    let merged = plan_chart(&project, &mut plan, &record, args.force)?;
+    plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+    let written = finish(global, plan)?;
+    if written {
+        super::report(&format!(
+            "\nThe Helm chart of {name} is in {output}/{CHART}. Next:\n  $ helm lint {output}/{CHART}\n  \
+             $ helm install {name} {output}/{CHART} -n {name}-system --create-namespace \\\n      \
+             --set manager.image.repository=<registry>/{name} --set manager.image.tag=<tag>\n",
+            name = project.project_name
+        ))?;
+    }
+    merged.finish(global, written, FRESH_CHART)
+}
+
+/// Where to see memop's text of a chart file it could not merge.
+pub(crate) const FRESH_CHART: &str = "`memop edit --plugins=helm/v2-alpha --force` in a copy of the project";
+
+/// [`plan_chart`] for a command that changed the project in `plan`, with what memop wrote as
+/// `PROJECT.sum` records it.
+pub(crate) fn plan_chart_of(project: &Project, plan: &mut Plan) -> Result<Merged> {
+    let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
+    plan_chart(project, plan, &record, false)
+}
+
+/// Plans the chart of a project whose PROJECT records the Helm plugin (nothing otherwise): memop's
+/// files merged with the user's edits, `Chart.yaml` and `values.yaml` created once (`force`:
+/// every file replaced). Reads the project's CRDs and manager role from `plan`, so a command that
+/// changes them first gets a chart that has the changes.
+pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force: bool) -> Result<Merged> {
+    let Some(helm) = &project.plugins.helm else { return Ok(Merged::default()) };
+    let chart = format!("{}/{CHART}", helm.output);
+    // A chart whose Chart.yaml memop wrote and the user deleted is gone: not made again in parts.
+    let chart_yaml = format!("{chart}/Chart.yaml");
+    if !force && record.get(&chart_yaml).is_some() && plan.read(Path::new(&chart_yaml))?.is_none() {
+        plan.note(format!(
+            "{chart_yaml} is gone, so memop left the Helm chart alone; make it again with `memop edit \
+             --plugins=helm/v2-alpha --force`"
+        ));
+        return Ok(Merged::default());
+    }
+    let templates = Templates::load(&["helm/", "helm-kind/", "helm-webhook/"])?;
+    let ctx = chart_context(project, plan)?;
+    let mut contexts = vec![("helm", ctx.clone())];
+    contexts.extend(kind_contexts(project, plan, &ctx)?);
+    contexts.extend(webhook_context(project, plan, &ctx)?);
+    let mut memops = Vec::new();
+    let mut yours = Vec::new();
+    for (root, ctx) in contexts {
+        for entry in templates.entries(root, &ctx)? {
+            let Entry::File { template, path, owner } = entry else { continue };
+            let file = (format!("{chart}/{path}"), templates.render(&template, &ctx)?);
+            match owner {
+                Owner::Memop => memops.push(file),
+                _ => yours.push(file),
+            }
+        }
+    }
+    if force {
+        for (path, text) in memops.into_iter().chain(yours) {
+            plan.write(path, text, IfExists::Overwrite)?;
+        }
+        return Ok(Merged::default());
+    }
+    for (path, text) in yours {
+        match plan.read(Path::new(&path))? {
+            // Unless the user deleted it.
+            None if record.get(&path).is_some() => {}
+            None => plan.write(&path, text, IfExists::Overwrite)?,
+            Some(_) if path.ends_with(&format!("/{VALUES}")) => add_operand_images(plan, &path, project)?,
+            Some(_) => {}
+        }
+    }
+    let dir = plan.root().to_path_buf();
+    merge_memop_files(plan, record, &dir, memops, Missing::CreateNew)
+}
+
+/// An operand's image, as the manager's environment has it.
+#[derive(Debug, Serialize)]
+struct OperandImage {
+    env: String,
+    image: String,
+}
+
+/// The operands of the project's controllers, in PROJECT's order (that of the manager's env).
+fn operand_images(project: &Project) -> Vec<OperandImage> {
+    let mut images: Vec<OperandImage> = Vec::new();
+    for resource in project.resources.iter().filter(|r| r.controller) {
+        let Some(operand) = &resource.operand else { continue };
+        let env = format!("{}_IMAGE", resource.names.kind.screaming());
+        if !images.iter().any(|i| i.env == env) {
+            images.push(OperandImage { env, image: operand.image.clone() });
+        }
+    }
+    images
+}
+
+/// The context of the chart's templates: the project's, with the manager role's rules as
+/// `config/rbac/role.yaml` has them now, and the operands.
+fn chart_context(project: &Project, plan: &Plan) -> Result<tera::Context> {
+    let mut project_ctx = ProjectContext::new(project);
+    if let Some(role) = plan.read(Path::new(ROLE_FILE))? {
+        project_ctx.keep_rules_of(&role);
+    }
+    let mut ctx = tera::Context::from_serialize(project_ctx)?;
+    ctx.insert("operands", &operand_images(project));
+    ctx.insert("webhooks", &project.resources.iter().any(|r| r.webhooks.is_some()));
+    let mut conversion_crds: Vec<String> =
+        project.resources.iter().filter(|r| r.converts()).map(|r| r.names.crd_name()).collect();
+    conversion_crds.dedup();
+    ctx.insert("conversion_crds", &conversion_crds);
+    Ok(ctx)
+}
+
+/// The context of the webhooks' templates, for a project that has webhooks: the chart's, with
+/// the webhook configurations as `config/webhook/manifests.yaml` has them now.
+fn webhook_context(
+    project: &Project,
+    plan: &Plan,
+    chart: &tera::Context,
+) -> Result<Option<(&'static str, tera::Context)>> {
+    if !project.resources.iter().any(|r| r.webhooks.is_some()) {
+        return Ok(None);
+    }
+    let path = "config/webhook/manifests.yaml";
+    let Some(manifests) = plan.read(Path::new(path))? else {
+        bail!(
+            "{path} is missing, and the chart installs the webhook configurations from it; run `make manifests` to \
+             write it, then run this command again"
+        );
+    };
+    let mut ctx = chart.clone();
+    ctx.insert("webhook_manifests", &webhook_manifests_template(&manifests, &project.project_name));
+    Ok(Some(("helm-webhook", ctx)))
+}
+
+/// The context of each kind's templates (its CRD, its RBAC helper roles): the chart's, with the
+/// kind's names and its CRD as `config/crd/bases` has it now; one per CRD.
+fn kind_contexts(project: &Project, plan: &Plan, chart: &tera::Context) -> Result<Vec<(&'static str, tera::Context)>> {
+    let mut contexts = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for resource in project.resources.iter().filter(|r| r.api.is_some()) {
+        let names = &resource.names;
+        if !seen.insert(names.crd_file()) {
+            continue; // another version of a kind already listed: one CRD
+        }
+        let path = format!("config/crd/bases/{}.yaml", names.crd_file());
+        let Some(crd) = plan.read(Path::new(&path))? else {
+            bail!(
+                "{path} is missing, and the chart installs the CRD of {} from it; run `make manifests` to write it, \
+                 then run this command again",
+                names.kind
+            );
+        };
+        let mut ctx = chart.clone();
+        ctx.extend(tera::Context::from_serialize(names)?);
+        let converts = project.resources.iter().any(|r| r.converts() && r.names.crd_file() == names.crd_file());
+        ctx.insert("crd_yaml", &crd_template(&crd, &project.project_name, converts));
+        contexts.push(("helm-kind", ctx));
+    }
+    Ok(contexts)
+}
+
+/// `{{ include "<chart>.resourceName" … }}`: the name of the chart's object `suffix`.
+fn resource_name(chart: &str, suffix: &str) -> String {
+    format!("{{{{ include \"{chart}.resourceName\" (dict \"suffix\" \"{suffix}\" \"context\" .) }}}}")
+}
+
+/// `{{ include "<chart>.namespace" . }}`.
+fn namespace(chart: &str) -> String {
+    format!("{{{{ include \"{chart}.namespace\" . }}}}")
+}
+
+/// The Helm condition of cert-manager's webhook certificate.
+const WEBHOOK_CERT_MANAGER: &str = "and .Values.webhook.enabled (eq .Values.webhook.certificates \"certManager\")";
+
+/// The annotation by which cert-manager injects the CA of the webhook certificate.
+fn inject_ca(chart: &str) -> String {
+    format!("cert-manager.io/inject-ca-from: {}/{}", namespace(chart), resource_name(chart, "serving-cert"))
+}
+
+/// A CRD of `config/crd/bases` as a template of chart `chart`: its one document, with the chart's
+/// labels, Helm's `helm.sh/resource-policy: keep` annotation under `crd.keep`, and any `{{` of its
+/// text (in a description) written as Helm's template of itself. A CRD that `converts` through
+/// the chart's webhook gets the conversion config/crd/patches gives it, and cert-manager's CA.
+fn crd_template(crd: &str, chart: &str, converts: bool) -> String {
+    let labels = format!("    {{{{- include \"{chart}.labels\" . | nindent 4 }}}}");
+    // What goes under `annotations:`, and the condition that there is any.
+    let mut annotations = vec![
+        "    {{- if .Values.crd.keep }}".to_string(),
+        "    helm.sh/resource-policy: keep".into(),
+        "    {{- end }}".into(),
+    ];
+    let mut any = ".Values.crd.keep".to_string();
+    if converts {
+        annotations.extend([
+            format!("    {{{{- if {WEBHOOK_CERT_MANAGER} }}}}"),
+            format!("    {}", inject_ca(chart)),
+            "    {{- end }}".into(),
+        ]);
+        any = format!("or {any} ({WEBHOOK_CERT_MANAGER})");
+    }
+    let annotations = annotations.join("\n");
+    let mut out = Vec::new();
+    let mut section = String::new();
+    let (mut labeled, mut annotated) = (false, false);
+    let body = crd.lines().skip_while(|l| l.starts_with('#') || l.trim() == "---" || l.trim().is_empty());
+    for line in body {
+        let line = escape(line);
+        let top = !line.starts_with(' ') && !line.is_empty();
+        if top && section == "metadata:" {
+            // What metadata did not have: Helm's.
+            if !labeled {
+                out.push(format!("  labels:\n{labels}"));
+            }
+            if !annotated {
+                out.push(format!("  {{{{- if {any} }}}}\n  annotations:\n{annotations}\n  {{{{- end }}}}"));
+            }
+        }
+        if top {
+            section = line.clone();
+        }
+        out.push(line.clone());
+        match line.as_str() {
+            "  labels:" if section == "metadata:" => {
+                out.push(labels.clone());
+                labeled = true;
+            }
+            "  annotations:" if section == "metadata:" => {
+                out.push(annotations.clone());
+                annotated = true;
+            }
+            "spec:" if converts => out.push(format!(
+                "  {{{{- if .Values.webhook.enabled }}}}\n  conversion:\n    strategy: Webhook\n    webhook:\n      \
+                 clientConfig:\n        service:\n          name: {}\n          namespace: {}\n          path: \
+                 /convert\n      conversionReviewVersions:\n      - v1\n  {{{{- end }}}}",
+                resource_name(chart, "webhook-service"),
+                namespace(chart)
+            )),
+            _ => {}
+        }
+    }
+    out.join("\n")
+}
+
+/// `config/webhook/manifests.yaml` (as `make manifests` writes it) as a template of chart
+/// `chart`: each configuration named as the chart names its objects, with cert-manager's CA
+/// under `webhook.certificates: certManager`, calling the chart's webhook Service.
+fn webhook_manifests_template(manifests: &str, chart: &str) -> String {
+    let mut out = Vec::new();
+    let mut after_metadata = false;
+    let body = manifests.lines().skip_while(|l| l.starts_with('#') || l.trim() == "---" || l.trim().is_empty());
+    for line in body {
+        let indent = &line[..line.len() - line.trim_start().len()];
+        match line.trim() {
+            name if after_metadata && line.starts_with("  name: ") => {
+                let name = name.trim_start_matches("name:").trim();
+                out.push(format!("  name: {}", resource_name(chart, name)));
+                out.push(format!(
+                    "  {{{{- if eq .Values.webhook.certificates \"certManager\" }}}}\n  annotations:\n    {}\n  {{{{- end }}}}",
+                    inject_ca(chart)
+                ));
+            }
+            "name: webhook-service" => out.push(format!("{indent}name: {}", resource_name(chart, "webhook-service"))),
+            "namespace: system" => out.push(format!("{indent}namespace: {}", namespace(chart))),
+            _ => out.push(escape(line)),
+        }
+        after_metadata = line == "metadata:";
+    }
+    out.join("\n")
+}
+
+/// `line` with each `{{` written as Helm's template of it, so Helm renders it as text.
+fn escape(line: &str) -> String {
+    line.replace("{{", "{{ \"{{\" }}")
+}
+
+/// Adds to the user's `values.yaml` the image of each operand it does not list yet, at its
+/// marker line; without the marker, a note says what to add.
+fn add_operand_images(plan: &mut Plan, path: &str, project: &Project) -> Result<()> {
+    let marker = format!("+memop:scaffold:{OPERAND_IMAGES}");
+    for operand in operand_images(project) {
+        let text = plan.read(Path::new(path))?.unwrap_or_default();
+        // Listed already, with the user's image or memop's.
+        if text.lines().any(|l| l.trim_start().starts_with(&format!("{}:", operand.env))) {
+            continue;
+        }
+        if !text.lines().any(|l| l.trim() == format!("# {marker}")) {
+            plan.note(format!(
+                "{path} is yours and has no `# {marker}` line under manager.operandImages, so memop did not add \
+                 `{}: \"{}\"` there; add it yourself (the chart's default is that image)",
+                operand.env, operand.image
+            ));
+            continue;
+        }
+        plan.insert(path, OPERAND_IMAGES, &format!("{}: \"{}\"\n", operand.env, operand.image))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_crd_gets_the_keep_annotation_under_its_metadata() {
+        let crd = "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: \
+                   memcacheds.cache.example.com\nspec:\n  group: cache.example.com\n";
+        let template = crd_template(crd, "p", false);
+        assert!(template.starts_with("apiVersion:"), "{template}");
+        assert!(
+            template.contains(
+                "metadata:\n  name: memcacheds.cache.example.com\n  labels:\n    {{- include \"p.labels\" . | nindent \
+                 4 }}\n  {{- if .Values.crd.keep }}\n  annotations:\n    {{- if .Values.crd.keep }}\n    \
+                 helm.sh/resource-policy: keep\n    {{- end }}\n  {{- end }}\nspec:"
+            ),
+            "{template}"
+        );
+        // Annotations it has already get Helm's beside them.
+        let annotated =
+            crd_template("metadata:\n  annotations:\n    a: b\n  labels:\n    c: d\n  name: x\nspec: {}\n", "p", false);
+        assert!(
+            annotated.contains(
+                "  annotations:\n    {{- if .Values.crd.keep }}\n    helm.sh/resource-policy: keep\n    {{- end }}\n    a: b"
+            ),
+            "{annotated}"
+        );
+        assert_eq!(annotated.matches("annotations:").count(), 1, "{annotated}");
+        assert!(
+            annotated.contains("  labels:\n    {{- include \"p.labels\" . | nindent 4 }}\n    c: d"),
+            "{annotated}"
+        );
+        assert_eq!(annotated.matches("labels:").count(), 1, "{annotated}");
+        // A CRD that converts gets its conversion and, with cert-manager, the CA.
+        let converts = crd_template("metadata:\n  name: x\nspec:\n  group: g\n", "p", true);
+        assert!(converts.contains("cert-manager.io/inject-ca-from: {{ include \"p.namespace\" . }}/"), "{converts}");
+        assert!(
+            converts.contains("spec:\n  {{- if .Values.webhook.enabled }}\n  conversion:\n    strategy: Webhook"),
+            "{converts}"
+        );
+        // A description's `{{` stays text for Helm.
+        assert!(crd_template("metadata:\n  name: x\nspec:\n  d: a {{ b\n", "p", false).contains("a {{ \"{{\" }} b"));
+    }
+
+    #[test]
+    fn the_operand_image_of_a_new_kind_goes_into_values_at_the_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = "dist/chart/values.yaml";
+        let values =
+            "manager:\n  operandImages:\n    MEMCACHED_IMAGE: \"mine:1\"\n    # +memop:scaffold:operand-images\n";
+        std::fs::create_dir_all(dir.path().join("dist/chart")).unwrap();
+        std::fs::write(dir.path().join(path), values).unwrap();
+        let mut project = Project::parse(
+            "domain: example.com\ncrateName: p\nlayout:\n- memop.rs/rust/v2\nlicense: none\nprojectName: p\n\
+             resources:\n- api: {crdVersion: v1, namespaced: true}\n  controller: true\n  domain: example.com\n  \
+             group: cache\n  kind: Memcached\n  operand: {containerPort: 11211, image: 'memcached:1'}\n  \
+             version: v1\nversion: '3'\n",
+        )
+        .unwrap();
+        let mut redis = project.resources[0].clone();
+        redis.names = crate::resource::ApiNames::parse("cache", "v1", "Redis", None, "example.com").unwrap();
+        redis.operand.as_mut().unwrap().image = "redis:7".into();
+        project.resources.push(redis);
+        let mut plan = Plan::new(dir.path());
+        add_operand_images(&mut plan, path, &project).unwrap();
+        // The user's image of Memcached is kept; Redis's is added once.
+        let text = plan.read(Path::new(path)).unwrap().unwrap();
+        assert_eq!(
+            text,
+            "manager:\n  operandImages:\n    MEMCACHED_IMAGE: \"mine:1\"\n    REDIS_IMAGE: \"redis:7\"\n    # \
+             +memop:scaffold:operand-images\n"
+        );
+        // Without the marker: a note, and the file as it is.
+        let mut plan = Plan::new(dir.path());
+        let bare = "manager:\n  operandImages:\n    MEMCACHED_IMAGE: \"mine:1\"\n";
+        std::fs::write(dir.path().join(path), bare).unwrap();
+        add_operand_images(&mut plan, path, &project).unwrap();
+        assert!(plan.is_empty());
+        assert!(plan.notes()[0].contains("REDIS_IMAGE: \"redis:7\""), "{:?}", plan.notes());
+    }
+}

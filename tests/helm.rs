@@ -1,0 +1,647 @@
+//! The Helm chart of `memop edit --plugins=helm/v2-alpha`, checked with the real `helm` (the
+//! `HELM` variable, which `scripts/helm/build.sh` prints): it lints, renders the objects of
+//! `kubectl kustomize config/default`, takes every option, refuses a bad value by its schema, and
+//! keeps the user's edits when a later `create api` regenerates it.
+//!
+//! Without `HELM` the tests that need helm skip with a notice; `ENVTEST_REQUIRED=1` (as CI sets)
+//! makes them fail instead.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_yaml::Value;
+
+/// The helm binary, or `None` (with a notice) when the test is to be skipped.
+fn helm() -> Option<PathBuf> {
+    match std::env::var_os("HELM") {
+        Some(helm) => Some(PathBuf::from(helm)),
+        None if std::env::var_os("ENVTEST_REQUIRED").is_some_and(|v| v == "1") => {
+            panic!("HELM is not set, and ENVTEST_REQUIRED=1: run HELM=\"$(scripts/helm/build.sh)\" cargo test")
+        }
+        None => {
+            eprintln!("skipped: needs HELM (HELM=\"$(scripts/helm/build.sh)\")");
+            None
+        }
+    }
+}
+
+/// Runs `helm args` in `dir`: its stdout, or its stderr as the error.
+fn run_helm(helm: &Path, dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(helm).current_dir(dir).args(args).output().expect("running helm");
+    match out.status.success() {
+        true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+        false => Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))),
+    }
+}
+
+/// A new project in `scratch/<name>` made by `commands`, committed to git.
+fn project(scratch: &Path, name: &str, commands: &[&[&str]]) -> PathBuf {
+    let dir = scratch.join(name);
+    std::fs::create_dir(&dir).unwrap();
+    for args in commands {
+        common::run(&dir, args);
+    }
+    git(&dir, &["init", "-q"]);
+    commit(&dir, "scaffold");
+    dir
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+fn commit(dir: &Path, message: &str) {
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", message]);
+}
+
+const MEMCACHED: &[&str] = &["create", "api", "--group", "cache", "--kind", "Memcached"];
+
+/// The objects of a multi-document YAML text by kind and name, without what Helm adds or names
+/// differently: its labels (app.kubernetes.io/*, helm.sh/*, in labels and selectors alike) and
+/// annotations (helm.sh/*), and the Namespace, which is the release's.
+fn objects(yaml: &str) -> std::collections::BTreeMap<(String, String), Value> {
+    fn strip(value: &mut Value) {
+        match value {
+            Value::Mapping(map) => {
+                map.retain(|key, _| {
+                    key.as_str().is_none_or(|k| !k.starts_with("app.kubernetes.io/") && !k.starts_with("helm.sh/"))
+                });
+                for (_, v) in map.iter_mut() {
+                    strip(v);
+                }
+                // Maps left empty by that are no maps at all.
+                map.retain(|key, v| {
+                    let empty = v.is_null() || v.as_mapping().is_some_and(|m| m.is_empty());
+                    !(empty && matches!(key.as_str(), Some("labels" | "annotations" | "matchLabels" | "selector")))
+                });
+            }
+            Value::Sequence(items) => items.iter_mut().for_each(strip),
+            // One number however written (the CRD's `maximum: 3.0` is kustomize's `3`), as the
+            // API server reads JSON.
+            Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0 && f.abs() < 1e15) => {
+                *value = Value::from(n.as_f64().unwrap() as i64)
+            }
+            _ => {}
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for document in serde_yaml::Deserializer::from_str(yaml) {
+        let mut object = Value::deserialize(document).unwrap();
+        if object.is_null() || object["kind"] == "Namespace" {
+            continue;
+        }
+        strip(&mut object);
+        let key = (object["kind"].as_str().unwrap().to_string(), object["metadata"]["name"].as_str().unwrap().into());
+        assert!(out.insert(key.clone(), object).is_none(), "{key:?} twice");
+    }
+    out
+}
+
+use serde::Deserialize as _;
+
+/// `helm template` with the default values gives `kubectl kustomize config/default`'s objects,
+/// for a release named like the project in the project's namespace, and the chart lints.
+///
+/// Two differences are Helm's names: the chart names the webhook certificate's Secret after the
+/// release too (kustomize's prefix does not reach a Secret it does not make). And kustomize's
+/// config/certmanager, which config/default takes whole with webhooks, brings along the metrics
+/// Certificate that nothing uses by default (its DNS names unreplaced placeholders): the chart makes
+/// it only with `certManager.enabled`.
+fn assert_renders_what_kustomize_renders(helm: &Path, dir: &Path) {
+    let name = dir.file_name().unwrap().to_str().unwrap();
+    run_helm(helm, dir, &["lint", "--strict", "dist/chart"]).unwrap();
+    let chart = run_helm(helm, dir, &["template", name, "dist/chart", "-n", &format!("{name}-system")]).unwrap();
+    let chart = chart.replace(&format!("secretName: {name}-webhook-server-cert"), "secretName: webhook-server-cert");
+    let kustomize = common::check(dir, "kubectl", &["kustomize", "config/default"]);
+    let (chart, mut kustomize) = (objects(&chart), objects(&kustomize));
+    if chart.keys().any(|(kind, _)| kind == "ValidatingWebhookConfiguration" || kind == "MutatingWebhookConfiguration")
+    {
+        kustomize.remove(&("Certificate".to_string(), format!("{name}-metrics-certs")));
+    }
+    let keys =
+        |objects: &std::collections::BTreeMap<(String, String), Value>| objects.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&chart), keys(&kustomize), "the chart's objects and config/default's differ");
+    for (key, object) in &kustomize {
+        // Value's maps compare regardless of key order.
+        assert!(
+            &chart[key] == object,
+            "{key:?}: the chart's and config/default's differ:\n{}\n---\n{}",
+            serde_yaml::to_string(&chart[key]).unwrap(),
+            serde_yaml::to_string(object).unwrap()
+        );
+    }
+}
+
+#[test]
+fn the_chart_lints_and_renders_the_objects_of_config_default() {
+    let Some(helm) = helm() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let memcached = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&memcached, &["edit", "--plugins=helm/v2-alpha"]);
+    assert_renders_what_kustomize_renders(&helm, &memcached);
+    // The generated project's own target, which its CI workflow runs.
+    let lint = common::check(&memcached, "make", &["helm-lint", &format!("HELM={}", helm.display())]);
+    assert!(lint.contains("1 chart(s) linted, 0 chart(s) failed"), "{lint}");
+
+    // Two operands and a cluster-scoped skeleton kind in another group, the chart made first and
+    // updated by each kind.
+    let fleet = project(
+        scratch.path(),
+        "fleet-operator",
+        &[&["init", "--domain", "example.org"], MEMCACHED, &["edit", "--plugins=helm/v2-alpha"]],
+    );
+    common::run(
+        &fleet,
+        &[
+            "create",
+            "api",
+            "--group",
+            "cache",
+            "--kind",
+            "Redis",
+            "--image",
+            "redis:7.4",
+            "--image-container-port",
+            "6379",
+        ],
+    );
+    common::run(
+        &fleet,
+        &["create", "api", "--group", "batch", "--version", "v1", "--kind", "CronJob", "--namespaced=false"],
+    );
+    assert_renders_what_kustomize_renders(&helm, &fleet);
+
+    // Webhooks: defaulting and validation of Memcached v1alpha1, its conversion to v1 (the hub),
+    // and validation of a second kind, added to a project with a chart: their Service,
+    // configurations, cert-manager's certificate and CA, the CRD's conversion; then the manager
+    // keeping its own certificate.
+    let hooks = project(
+        scratch.path(),
+        "hooks-operator",
+        &[&["init", "--domain", "example.com"], MEMCACHED, &["edit", "--plugins=helm/v2-alpha"]],
+    );
+    let memcached_v1 = ["--group", "cache", "--version", "v1", "--kind", "Memcached"];
+    let redis = ["--group", "cache", "--kind", "Redis"];
+    for args in [
+        &["create", "webhook", "--group", "cache", "--kind", "Memcached", "--defaulting", "--programmatic-validation"]
+            [..],
+        &[&["create", "api"][..], &memcached_v1, &["--storage-version"]].concat(),
+        &[&["create", "webhook"][..], &memcached_v1, &["--conversion"]].concat(),
+        &[&["create", "api"][..], &redis, &["--image", "redis:7.4", "--image-container-port", "6379"]].concat(),
+        &[&["create", "webhook"][..], &redis, &["--programmatic-validation"]].concat(),
+    ] {
+        common::run(&hooks, args);
+    }
+    assert_renders_what_kustomize_renders(&helm, &hooks);
+    let set = "webhook.certificates=selfManaged";
+    run_helm(&helm, &hooks, &["lint", "--strict", "dist/chart", "--set", set]).unwrap();
+    let self_managed =
+        objects(&run_helm(&helm, &hooks, &["template", "hooks-operator", "dist/chart", "--set", set]).unwrap());
+    let role = &self_managed[&("ClusterRole".to_string(), "hooks-operator-webhook-certs-role".to_string())];
+    assert_eq!(role["rules"][1]["resourceNames"][0], "memcacheds.cache.example.com", "{role:?}");
+    assert!(self_managed.contains_key(&("Secret".to_string(), "hooks-operator-webhook-server-cert".to_string())));
+    assert!(!self_managed.keys().any(|(kind, _)| kind == "Certificate" || kind == "Issuer"), "{self_managed:?}");
+    let manager = &self_managed[&("Deployment".to_string(), "hooks-operator-controller-manager".to_string())];
+    let args = serde_yaml::to_string(&manager["spec"]["template"]["spec"]["containers"][0]["args"]).unwrap();
+    assert!(args.contains("--webhook-cert-secret=hooks-operator-webhook-server-cert"), "{args}");
+    assert!(args.contains("--webhook-service=hooks-operator-webhook-service"), "{args}");
+    let crd = &self_managed[&("CustomResourceDefinition".to_string(), "memcacheds.cache.example.com".to_string())];
+    assert_eq!(
+        crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["name"],
+        "hooks-operator-webhook-service"
+    );
+    assert!(crd["metadata"].get("annotations").is_none(), "no cert-manager CA to inject: {crd:?}");
+    // Both NetworkPolicies; and without webhooks, none of their objects and no webhook server.
+    let set = "networkPolicy.enabled=true";
+    let policies =
+        objects(&run_helm(&helm, &hooks, &["template", "hooks-operator", "dist/chart", "--set", set]).unwrap());
+    for name in ["hooks-operator-allow-metrics-traffic", "hooks-operator-allow-webhook-traffic"] {
+        assert!(policies.contains_key(&("NetworkPolicy".to_string(), name.to_string())), "{name}");
+    }
+    let set = "webhook.enabled=false";
+    let off = objects(&run_helm(&helm, &hooks, &["template", "hooks-operator", "dist/chart", "--set", set]).unwrap());
+    assert!(!off.keys().any(|(kind, name)| kind.contains("Webhook") || name.contains("webhook")), "{off:?}");
+    let manager = &off[&("Deployment".to_string(), "hooks-operator-controller-manager".to_string())];
+    let args = serde_yaml::to_string(&manager["spec"]["template"]["spec"]["containers"][0]["args"]).unwrap();
+    assert!(args.contains("--enable-webhooks=false"), "{args}");
+    let crd = &off[&("CustomResourceDefinition".to_string(), "memcacheds.cache.example.com".to_string())];
+    assert!(crd["spec"].get("conversion").is_none(), "{crd:?}");
+
+    // A namespaced project: a Role, not a ClusterRole, and WATCH_NAMESPACE.
+    let shop =
+        project(scratch.path(), "shop-operator", &[&["init", "--domain", "example.com", "--namespaced"], MEMCACHED]);
+    common::run(&shop, &["edit", "--plugins=helm/v2-alpha"]);
+    assert_renders_what_kustomize_renders(&helm, &shop);
+}
+
+#[test]
+fn every_option_renders_and_lints_and_a_bad_value_is_refused_naming_it() {
+    let Some(helm) = helm() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    let values = dir.join("all-on.yaml");
+    std::fs::write(
+        &values,
+        r#"namespaceOverride: ops
+fullnameOverride: mc
+manager:
+  replicas: 2
+  image: {repository: registry.example.com/memcached-operator, tag: v1.2.3, pullPolicy: Always}
+  imagePullSecrets: [{name: regcred}]
+  leaderElection: {enabled: true}
+  logLevel: "info,kube=debug"
+  operandImages: {MEMCACHED_IMAGE: "registry.example.com/memcached:1.6"}
+  env: [{name: EXTRA, value: "1"}]
+  extraArgs: [--zap-devel]
+  resources: {limits: {cpu: "1", memory: 256Mi}}
+  nodeSelector: {kubernetes.io/os: linux}
+  tolerations: [{key: dedicated, operator: Exists, effect: NoSchedule}]
+  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]}]}}}
+  podAnnotations: {example.com/a: "b"}
+  podLabels: {team: storage}
+serviceAccount: {annotations: {example.com/role: operator}}
+rbac: {helpers: {enabled: true}}
+crd: {enabled: true, keep: true}
+metrics: {enabled: true, secure: true, port: 9443}
+certManager: {enabled: true}
+prometheus: {enabled: true}
+networkPolicy: {enabled: true}
+"#,
+    )
+    .unwrap();
+    run_helm(&helm, &dir, &["lint", "--strict", "dist/chart", "-f", "all-on.yaml"]).unwrap();
+    let rendered = objects(&run_helm(&helm, &dir, &["template", "r", "dist/chart", "-f", "all-on.yaml"]).unwrap());
+    let object = |kind: &str, name: &str| {
+        rendered.get(&(kind.to_string(), name.to_string())).unwrap_or_else(|| panic!("no {kind} {name}: {rendered:?}"))
+    };
+    for (kind, name) in [
+        ("ServiceMonitor", "mc-controller-manager-metrics-monitor"),
+        ("Certificate", "mc-metrics-certs"),
+        ("Issuer", "mc-selfsigned-issuer"),
+        ("NetworkPolicy", "mc-allow-metrics-traffic"),
+        ("ClusterRole", "mc-cache-memcached-editor-role"),
+    ] {
+        assert_eq!(object(kind, name)["metadata"]["namespace"].as_str().unwrap_or("ops"), "ops", "{kind} {name}");
+    }
+    let deployment = object("Deployment", "mc-controller-manager");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(container["image"], "registry.example.com/memcached-operator:v1.2.3");
+    let args: Vec<&str> = container["args"].as_sequence().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(
+        args,
+        [
+            "--metrics-bind-address=:9443",
+            "--leader-elect",
+            "--health-probe-bind-address=:8081",
+            "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs",
+            "--zap-devel"
+        ]
+    );
+    let env = serde_yaml::to_string(&container["env"]).unwrap();
+    assert!(env.contains("value: registry.example.com/memcached:1.6") && env.contains("name: EXTRA"), "{env}");
+    assert_eq!(pod["volumes"][0]["secret"]["secretName"], "mc-metrics-server-cert");
+    assert_eq!(pod["nodeSelector"]["kubernetes.io/os"], "linux");
+    assert_eq!(pod["imagePullSecrets"][0]["name"], "regcred");
+    assert_eq!(deployment["spec"]["template"]["metadata"]["labels"]["team"], "storage");
+
+    // Off: no metrics Service, no metrics-auth roles, no CRD.
+    let off = run_helm(
+        &helm,
+        &dir,
+        &["template", "r", "dist/chart", "--set", "metrics.enabled=false,crd.enabled=false,rbac.helpers.enabled=false"],
+    )
+    .unwrap();
+    let off = objects(&off);
+    assert!(
+        off.keys().all(|(kind, name)| kind != "Service"
+            && kind != "CustomResourceDefinition"
+            && !name.ends_with("-admin-role")),
+        "{off:?}"
+    );
+
+    // The schema refuses a wrong value, naming it.
+    for (set, named) in [
+        ("metrics.port=https", "/metrics/port"),
+        ("manager.image.pullPolicy=Sometimes", "/manager/image/pullPolicy"),
+        ("crd.keep=maybe", "/crd/keep"),
+        ("manager.replicaz=2", "replicaz"),
+    ] {
+        let refused = run_helm(&helm, &dir, &["template", "r", "dist/chart", "--set", set]).unwrap_err();
+        assert!(
+            refused.contains("values don't meet the specifications of the schema") && refused.contains(named),
+            "{set}: {refused}"
+        );
+    }
+}
+
+#[test]
+fn the_users_chart_edits_survive_create_api_of_another_kind() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    let project_file = std::fs::read_to_string(dir.join("PROJECT")).unwrap();
+    assert!(project_file.contains("plugins:\n  helm.kubebuilder.io/v2-alpha:\n    output: dist\n"), "{project_file}");
+    commit(&dir, "the chart");
+
+    // The user's edits: a changed value, an added one, an edited template, a template of their own.
+    let chart = dir.join("dist/chart");
+    let edit = |path: &str, from: &str, to: &str| {
+        let text = std::fs::read_to_string(chart.join(path)).unwrap();
+        assert!(text.contains(from), "{path} has no {from:?}");
+        std::fs::write(chart.join(path), text.replacen(from, to, 1)).unwrap();
+    };
+    edit("values.yaml", "  replicas: 1\n", "  replicas: 3\n");
+    edit(
+        "values.yaml",
+        "\nmanager:\n",
+        "\n# The team that runs the operator (the user's value).\nteam: storage\n\nmanager:\n",
+    );
+    let annotation = "        kubectl.kubernetes.io/default-container: manager\n";
+    edit(
+        "templates/manager/manager.yaml",
+        annotation,
+        &format!("{annotation}        example.com/team: {{{{ .Values.team }}}}\n"),
+    );
+    let extra = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-team\ndata:\n  team: {{ .Values.team }}\n";
+    std::fs::write(chart.join("templates/team.yaml"), extra).unwrap();
+    commit(&dir, "the user's chart");
+
+    let output = common::memop()
+        .current_dir(&dir)
+        .args([
+            "create",
+            "api",
+            "--group",
+            "cache",
+            "--kind",
+            "Redis",
+            "--image",
+            "redis:7.4",
+            "--image-container-port",
+            "6379",
+        ])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&output.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains("Merged memop's changes with your edits in: dist/chart/templates/manager/manager.yaml"),
+        "{stdout}"
+    );
+
+    let read = |path: &str| std::fs::read_to_string(chart.join(path)).unwrap();
+    let values = read("values.yaml");
+    assert!(values.contains("  replicas: 3\n") && values.contains("\nteam: storage\n"), "{values}");
+    assert!(values.contains("    REDIS_IMAGE: \"redis:7.4\"\n    # +memop:scaffold:operand-images"), "{values}");
+    let manager = read("templates/manager/manager.yaml");
+    assert!(manager.contains("example.com/team: {{ .Values.team }}"), "the user's edit is lost:\n{manager}");
+    assert!(manager.contains("- name: REDIS_IMAGE"), "memop's change is missing:\n{manager}");
+    assert_eq!(read("templates/team.yaml"), extra);
+    assert!(chart.join("templates/crd/cache.example.com_redis.yaml").is_file());
+    assert!(read("templates/rbac/manager_role.yaml").contains("- redis"));
+
+    if let Some(helm) = helm() {
+        run_helm(&helm, &dir, &["lint", "--strict", "dist/chart"]).unwrap();
+        let rendered = run_helm(&helm, &dir, &["template", "memcached-operator", "dist/chart"]).unwrap();
+        assert!(rendered.contains("  team: storage") && rendered.contains("example.com/team: storage"), "{rendered}");
+        assert!(rendered.contains("replicas: 3") && rendered.contains("value: \"redis:7.4\""), "{rendered}");
+    }
+}
+
+#[test]
+fn edits_that_touch_the_lines_memop_changes_are_marked_and_fail_the_command() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    commit(&dir, "the chart");
+    // The manager role's rules for memcacheds, which a second kind of the group joins.
+    let role = dir.join("dist/chart/templates/rbac/manager_role.yaml");
+    let text = std::fs::read_to_string(&role).unwrap();
+    std::fs::write(&role, text.replacen("  - memcacheds\n", "  - memcacheds # mine\n", 1)).unwrap();
+    commit(&dir, "the user's role");
+    let output = common::memop()
+        .current_dir(&dir)
+        .args([
+            "create",
+            "api",
+            "--group",
+            "cache",
+            "--kind",
+            "Redis",
+            "--image",
+            "redis:7.4",
+            "--image-container-port",
+            "6379",
+        ])
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+    assert!(stderr.contains("touch the same lines of dist/chart/templates/rbac/manager_role.yaml"), "{stderr}");
+    let merged = std::fs::read_to_string(&role).unwrap();
+    assert!(
+        merged.contains("<<<<<<< ours") && merged.contains("  - memcacheds # mine") && merged.contains("  - redis"),
+        "{merged}"
+    );
+    // The rest was written: the kind, and its part of the chart.
+    assert!(dir.join("dist/chart/templates/crd/cache.example.com_redis.yaml").is_file());
+}
+
+#[test]
+fn a_deleted_chart_file_stays_deleted_and_a_deleted_chart_is_left_alone() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    let chart = dir.join("dist/chart");
+    std::fs::remove_file(chart.join("templates/NOTES.txt")).unwrap();
+    std::fs::remove_file(chart.join("values.schema.json")).unwrap();
+    let redis = [
+        "create",
+        "api",
+        "--group",
+        "cache",
+        "--kind",
+        "Redis",
+        "--image",
+        "redis:7.4",
+        "--image-container-port",
+        "6379",
+    ];
+    common::run(&dir, &redis);
+    assert!(!chart.join("templates/NOTES.txt").exists() && !chart.join("values.schema.json").exists());
+    assert!(chart.join("templates/crd/cache.example.com_redis.yaml").is_file());
+
+    // Without its Chart.yaml the chart is not made again in parts; --force makes it whole.
+    std::fs::remove_dir_all(&chart).unwrap();
+    let web = [
+        "create",
+        "api",
+        "--group",
+        "web",
+        "--kind",
+        "Nginx",
+        "--image",
+        "nginx:1.27",
+        "--image-container-port",
+        "8080",
+    ];
+    let output = common::memop().current_dir(&dir).args(web).assert().success();
+    let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+    assert!(stderr.contains("dist/chart/Chart.yaml is gone, so memop left the Helm chart alone"), "{stderr}");
+    assert!(!chart.exists());
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha", "--force"]);
+    for file in ["Chart.yaml", "values.yaml", "templates/NOTES.txt", "templates/crd/web.example.com_nginxes.yaml"] {
+        assert!(chart.join(file).is_file(), "{file}");
+    }
+    let values = std::fs::read_to_string(chart.join("values.yaml")).unwrap();
+    assert!(
+        values.contains("REDIS_IMAGE: \"redis:7.4\"") && values.contains("NGINX_IMAGE: \"nginx:1.27\""),
+        "{values}"
+    );
+}
+
+#[test]
+fn the_chart_command_refuses_what_it_cannot_do_and_writes_nothing() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    let before = common::tree(&dir);
+    for (args, says) in [
+        (&["edit", "--plugins=helm/v2-alpha", "--output-dir", "../elsewhere"][..], "relative path inside the project"),
+        (&["edit", "--plugins=helm/v2-alpha", "--output-dir", "/tmp/chart"][..], "relative path inside the project"),
+        (&["edit", "--plugins=kotlin/v1"][..], "not a plugin memop knows"),
+        (&["edit", "--multigroup=true"][..], "always supports several groups"),
+        (&["edit"][..], "only adds a Helm chart"),
+    ] {
+        let output = common::memop().current_dir(&dir).args(args).assert().failure();
+        let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_eq!(common::tree(&dir), before, "{args:?} wrote something");
+    }
+}
+
+/// `kubectl args` as the control plane's cluster admin: its stdout, or its output as the error.
+fn kubectl(plane: &memop_test::ControlPlane, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(plane.admin_kubeconfig())
+        .args(args)
+        .output()
+        .expect("running kubectl");
+    match out.status.success() {
+        true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+        false => Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))),
+    }
+}
+
+/// Stops the manager when the test ends, however it ends.
+struct Manager(std::process::Child);
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// On the real control plane: `helm install` the chart, run the manager as the chart's
+/// ServiceAccount (a token for it, so only the chart's RBAC authorizes it), see a sample
+/// reconciled into its Deployment, then `helm uninstall`, which keeps the CRD (`crd.keep`).
+#[test]
+fn the_chart_installs_and_its_rbac_runs_the_manager_and_uninstall_keeps_the_crds() {
+    let Some(helm) = helm() else { return };
+    let Some(plane) = memop_test::ControlPlane::shared() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    // A name of its own: the projects the tests build share one target directory.
+    let name = "helm-install-operator";
+    let dir = project(scratch.path(), name, &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    let namespace = format!("{name}-system");
+    let kubeconfig = plane.admin_kubeconfig();
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let install = ["install", name, "dist/chart", "-n", &namespace, "--create-namespace", "--kubeconfig", kubeconfig];
+    let installed = run_helm(&helm, &dir, &install).unwrap();
+    assert!(installed.contains("STATUS: deployed"), "{installed}");
+    // NOTES.txt's way to the CRDs finds them.
+    let crds = format!("app.kubernetes.io/instance={name}");
+    assert!(installed.contains(&format!("kubectl get crds -l {crds}")), "{installed}");
+    assert!(
+        kubectl(plane, &["get", "crds", "-l", &crds, "-o", "name"]).unwrap().contains("memcacheds.cache.example.com")
+    );
+
+    // The manager the chart deploys, run here (the control plane has no nodes), with the chart's
+    // arguments and environment but for the ports, as the chart's ServiceAccount.
+    common::check(&dir, "cargo", &["build", "--locked", "--quiet", "--bin", name]);
+    let binary = common::generated_target_dir().join("debug").join(name);
+    let account = format!("{name}-controller-manager");
+    let token = kubectl(plane, &["create", "token", &account, "-n", &namespace]).unwrap();
+    let as_account = plane.kubeconfig_for_token(name, token.trim(), &namespace);
+    let probes = memop_test::envtest::free_port().unwrap();
+    let _manager = Manager(
+        Command::new(&binary)
+            .args([
+                "--leader-elect",
+                "--metrics-bind-address=0",
+                &format!("--health-probe-bind-address=127.0.0.1:{probes}"),
+            ])
+            .env("KUBECONFIG", &as_account)
+            .env("POD_NAME", "manager-0")
+            .env("POD_NAMESPACE", &namespace)
+            .env("MEMCACHED_IMAGE", "memcached:1.6.26-alpine3.19")
+            .env("RUST_LOG", "info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.join("manager.log")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    kubectl(
+        plane,
+        &["apply", "-n", &namespace, "-f", dir.join("config/samples/cache_v1alpha1_memcached.yaml").to_str().unwrap()],
+    )
+    .unwrap();
+    // The reconcile: the sample's Deployment, created by the manager under the chart's role.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        if let Ok(image) = kubectl(
+            plane,
+            &[
+                "get",
+                "deployment",
+                "memcached-sample",
+                "-n",
+                &namespace,
+                "-o",
+                "jsonpath={.spec.template.spec.containers[0].image}",
+            ],
+        ) {
+            assert_eq!(image, "memcached:1.6.26-alpine3.19");
+            break;
+        }
+        let log = std::fs::read_to_string(dir.join("manager.log")).unwrap_or_default();
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no Deployment for the sample within 2 minutes; the manager's log:\n{log}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let log = std::fs::read_to_string(dir.join("manager.log")).unwrap_or_default();
+    assert!(!log.contains("forbidden"), "the chart's RBAC refused the manager something:\n{log}");
+    drop(_manager);
+
+    let uninstalled =
+        run_helm(&helm, &dir, &["uninstall", name, "-n", &namespace, "--kubeconfig", kubeconfig]).unwrap();
+    assert!(uninstalled.contains("kept due to the resource policy"), "{uninstalled}");
+    kubectl(plane, &["get", "crd", "memcacheds.cache.example.com"]).expect("the CRD is kept");
+    kubectl(plane, &["get", "memcached", "memcached-sample", "-n", &namespace]).expect("and so the sample");
+    let gone = kubectl(plane, &["get", "serviceaccount", &account, "-n", &namespace]).unwrap_err();
+    assert!(gone.contains("NotFound"), "{gone}");
+}
