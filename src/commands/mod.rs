@@ -297,9 +297,21 @@ fn record(plan: &mut Plan) -> Result<()> {
     let path = Path::new(crate::sum::FILE);
     let mut sum = crate::sum::Sum::parse(plan.read(path)?.as_deref())?;
     for (file, text) in plan.written_by_memop().filter(|(p, _)| *p != path) {
+        // A file you edited that memop inserted a fragment into holds your edits too: its record
+        // stays memop's text from before them, the base over which `memop update` merges (your
+        // edits would otherwise count as memop's, and an update replace them).
+        if plan.was_inserted_into(file) && edited(&sum, file, plan.read_disk(file)?.as_deref()) {
+            continue;
+        }
         sum.wrote(file, text);
     }
     plan.write(path, sum.render(env!("CARGO_PKG_VERSION")), crate::scaffold::IfExists::Overwrite)
+}
+
+/// Whether `text`, the file at `path`, is not what `sum` records memop wrote there.
+fn edited(sum: &crate::sum::Sum, path: &Path, text: Option<&str>) -> bool {
+    let recorded = sum.get(&path.to_string_lossy());
+    matches!((recorded, text), (Some(id), Some(text)) if crate::sum::blob_id(text) != id)
 }
 
 /// `vendor/<crate>` for a path inside it.

@@ -1,33 +1,47 @@
-//! `memop update`: moves a project to this memop's runtime. What runs a memop project is the
-//! memop-runtime and memop-test crates, which the project builds from memop's copies in
-//! `vendor/` and pins in `Cargo.toml`; this command replaces those copies with this memop's,
-//! moves the pins (and their `Cargo.lock` entries) and records the new memop in `PROJECT`.
+//! `memop update`: moves a project to this memop. What runs a memop project is the memop-runtime
+//! and memop-test crates, which the project builds from memop's copies in `vendor/` and pins in
+//! `Cargo.toml`; this command replaces those copies with this memop's, moves the pins (and their
+//! `Cargo.lock` entries), brings memop's files to this memop's text and records the new memop in
+//! `PROJECT`.
 //!
 //! `vendor/` is memop's alone: a vendored file that changed since memop wrote it (`PROJECT.sum`
 //! says what memop wrote) is refused with the way out, so an update never loses an edit.
 //!
-//! memop's files outside `vendor/` (those whose template says `{# owner: memop #}`: the
-//! Dockerfile, the Makefile, the CI workflows, the scaffolded parts of `config/`) are rendered
-//! again from PROJECT: one you did not edit is replaced; one you edited is merged three ways,
-//! with what memop wrote then as the base (read from git by the blob id `PROJECT.sum` records),
-//! so your edits and memop's changes both land; where they touch the same lines, the file gets
-//! git's conflict markers and the command fails, saying which files to resolve. Without that base
-//! (never committed, or no git) an edited file is kept as it is, and a note says so. Your own
-//! files (an API's types, a controller, its tests) are never rewritten.
+//! Every other file is rendered again from PROJECT: init's scaffold, then `create api` and
+//! `create webhook` replayed for each API PROJECT lists, into a scratch plan that sees no disk.
+//! What becomes of each file depends on whose its template says it is ([`Owner`]):
+//! - yours (an API's types, a controller's logic, the kind's tests, samples, the README): never
+//!   rewritten;
+//! - generated from your code (the CRDs, `config/rbac/role.yaml`,
+//!   `config/webhook/manifests.yaml`): left to `make manifests`, which the report says to run
+//!   where memop's text differs;
+//! - memop's, and the files memop inserts into at markers (`src/main.rs`, the kustomizations):
+//!   one you did not edit is replaced; one you edited is merged three ways, with what memop
+//!   wrote then as the base (read from git by the blob id `PROJECT.sum` records), so your edits
+//!   and memop's changes both land ([`merge::decide`]). Without that base (never committed, or
+//!   no git) an edited file is kept as it is, and a note says so.
+//!
+//! Where memop's changes and your edits touch the same lines, only the files in conflict are
+//! written, with git's conflict markers (and their records, so that the next update does not
+//! merge them again), and the command fails naming them: resolve, commit, and update again for
+//! the rest. The plan is written at the end, all at once: an interrupted update changes nothing.
 
 use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 
 use super::{Global, finish};
-use crate::project::{self, Project};
-use crate::scaffold::{self, IfExists, Plan, RUNTIME_CRATES};
+use crate::project::{self, Project, Resource};
+use crate::scaffold::merge::{self, Decision};
+use crate::scaffold::{self, IfExists, Owner, Plan, RUNTIME_CRATES, Templates};
 use crate::sum::{self, Sum};
 
-/// Update the project to this memop: its runtime (vendor/, the pins), memop's own files (merged
-/// with your edits), PROJECT
+/// Update the project to this memop: its runtime (vendor/, the pins), memop's files and the
+/// files it inserts into (merged with your edits), PROJECT
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  git commit -am 'before memop update' && memop update && cargo test")]
+#[command(
+    after_help = "Example:\n  git commit -am 'before memop update' && memop update && make manifests && cargo test"
+)]
 pub struct Args {
     /// Update even when the git work tree has uncommitted changes (the update is then not one
     /// reviewable diff)
@@ -81,7 +95,12 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             if edited.len() == 1 { "it" } else { "them" }
         );
     }
-    let merged = update_memop_files(&project, &mut plan, &record, dir)?;
+    let table = plan.read(Path::new(STORAGE_TABLE))?.unwrap_or_default();
+    let fresh = replay(&project, dir, &table)?;
+    let updated = update_files(&fresh, &mut plan, &record, dir)?;
+    if !updated.conflicts.is_empty() && !global.dry_run {
+        return write_conflicts(global, &updated);
+    }
     let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
     plan.write("Cargo.toml", pin(&manifest, version)?, IfExists::Overwrite)?;
     if let Some(lock) = plan.read(Path::new("Cargo.lock"))? {
@@ -92,14 +111,15 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if finish(global, plan)? {
         // The text memop's templates give now, which PROJECT.sum records as the base of the next
         // merge: kept where git can read it back, as the text of every file committed is.
-        store_bases(dir, &merged.bases);
+        sum::keep_bases(dir, &updated.bases);
         let from = if from.is_empty() { "an earlier memop".to_string() } else { format!("memop {from}") };
         super::report(&format!(
-            "\nUpdated from {from} to memop {version}: its runtime, and its files outside vendor/. Next:\n  \
-             $ cargo test   # the lock follows the new runtime's dependencies on the first build\n"
+            "\nUpdated from {from} to memop {version}: its runtime, and memop's files. Next:\n  \
+             $ make manifests   # config/crd, config/rbac/role.yaml, config/webhook from your code\n  \
+             $ cargo test       # the lock follows the new runtime's dependencies on the first build\n"
         ))?;
-        if !merged.merged.is_empty() {
-            super::report(&format!("Merged memop's changes with your edits in: {}\n", merged.merged.join(", ")))?;
+        if !updated.merged.is_empty() {
+            super::report(&format!("Merged memop's changes with your edits in: {}\n", updated.merged.join(", ")))?;
         }
         if !dropped.is_empty() {
             super::report(&format!(
@@ -108,148 +128,185 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             ))?;
         }
     }
-    for path in &merged.kept {
+    if !updated.generated.is_empty() {
+        crate::warn_line!(
+            "note: {} differ from what memop generates now; they are generated from your code: run `make manifests`",
+            updated.generated.join(", ")
+        );
+    }
+    for path in &updated.kept {
         crate::warn_line!(
             "note: {path} changed since memop wrote it, and git has no copy of what memop wrote (it was never \
              committed as memop left it), so it was kept as it is; compare it with `memop init` in an empty \
              directory"
         );
     }
-    if !merged.conflicts.is_empty() && !global.dry_run {
-        bail!(
-            "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
-             <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest of the update is written), then run `make test` and commit",
-            merged.conflicts.join(", ")
-        );
-    }
     Ok(())
 }
 
-/// What [`update_memop_files`] did with memop's files.
+/// memop's text of every file of the project, from PROJECT alone: init's scaffold, then `create
+/// api` for each API and `create webhook` for each kind with webhooks, replayed as PROJECT records
+/// them into a scratch plan (which sees no disk), and formatted.
+///
+/// PROJECT keeps no order of the commands but that of its APIs: the webhooks are replayed after
+/// every API, as a kind's spokes are then all there. The one fact of a project PROJECT does not
+/// hold, which version of a kind is stored, is read from `table`, the project's
+/// [`STORAGE_TABLE`].
+pub fn replay(project: &Project, dir: &Path, table: &str) -> Result<Plan> {
+    let mut scratch = Plan::scratch(dir);
+    let mut replayed =
+        Project { cli_version: env!("CARGO_PKG_VERSION").to_string(), resources: Vec::new(), ..project.clone() };
+    let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(&replayed))?;
+    scaffold::render_root(&Templates::load(&["init/"])?, "init", &ctx, &mut scratch, |_| IfExists::Overwrite)?;
+    for resource in &project.resources {
+        let flags = create_api_flags(resource, &replayed, table);
+        super::create_api::replay(&flags, &mut replayed, &mut scratch)
+            .with_context(|| format!("replaying `memop create api {}`", flags.join(" ")))?;
+    }
+    for resource in &project.resources {
+        let Some(flags) = create_webhook_flags(resource) else { continue };
+        super::create_webhook::replay(&flags, &mut replayed, &mut scratch)
+            .with_context(|| format!("replaying `memop create webhook {}`", flags.join(" ")))?;
+    }
+    scratch.format_rust()?;
+    Ok(scratch)
+}
+
+/// The file whose `STORAGE_VERSIONS` says which version of each kind is stored.
+const STORAGE_TABLE: &str = "src/api/mod.rs";
+
+/// The flags of the `create api` that made `resource`, replayed into `replayed` (the APIs
+/// replayed before it); `table` is the project's [`STORAGE_TABLE`].
+fn create_api_flags(resource: &Resource, replayed: &Project, table: &str) -> Vec<String> {
+    let api = &resource.names;
+    let mut flags = vec![
+        format!("--group={}", api.group),
+        format!("--version={}", api.version),
+        format!("--kind={}", api.kind),
+        format!("--plural={}", api.plural),
+        format!("--resource={}", resource.api.is_some()),
+        format!("--controller={}", resource.controller),
+    ];
+    if let Some(found) = &resource.api {
+        flags.push(format!("--namespaced={}", found.namespaced));
+    }
+    let sibling = replayed.other_versions(api).next().is_some();
+    // A new version of a kind takes its operand from the kind's first version.
+    if let (Some(operand), false) = (&resource.operand, sibling) {
+        flags.push(format!("--image={}", operand.image));
+        flags.push(format!("--image-container-port={}", operand.container_port));
+        if !operand.container_command.is_empty() {
+            flags.push(format!("--image-container-command={}", operand.container_command.join(",")));
+        }
+        if let Some(user) = operand.run_as_user {
+            flags.push(format!("--run-as-user={user}"));
+        }
+    }
+    let stored = format!("(\"{}\", \"{}\")", api.crd_name(), api.version);
+    if sibling && table.lines().any(|line| line.trim().starts_with(&stored)) {
+        flags.push("--storage-version".into());
+    }
+    flags
+}
+
+/// The flags of the `create webhook` that gave `resource` its webhooks, if it has some.
+fn create_webhook_flags(resource: &Resource) -> Option<Vec<String>> {
+    let (api, webhooks) = (&resource.names, resource.webhooks.as_ref()?);
+    let mut flags =
+        vec![format!("--group={}", api.group), format!("--version={}", api.version), format!("--kind={}", api.kind)];
+    for (set, flag) in [
+        (webhooks.defaulting, "--defaulting"),
+        (webhooks.validation, "--programmatic-validation"),
+        (webhooks.conversion, "--conversion"),
+    ] {
+        if set {
+            flags.push(flag.into());
+        }
+    }
+    if webhooks.conversion && !webhooks.spoke.is_empty() {
+        flags.push(format!("--spoke={}", webhooks.spoke.join(",")));
+    }
+    Some(flags)
+}
+
+/// What [`update_files`] did.
 #[derive(Debug, Default)]
-struct Merged {
+struct Updated {
     /// Edited files whose edits and memop's changes were merged.
     merged: Vec<String>,
-    /// Merged files with conflicts, marked in the text.
-    conflicts: Vec<String>,
+    /// Merged files with conflicts: path, the text with markers, and memop's text.
+    conflicts: Vec<(String, String, String)>,
     /// Edited files kept as they are: no base to merge with.
     kept: Vec<String>,
+    /// Files generated from the user's code that differ from memop's text: `make manifests`'.
+    generated: Vec<String>,
     /// memop's text of each merged file, by path, to keep for the next merge.
     bases: Vec<(String, String)>,
 }
 
-/// Plans memop's files (templates that say `{# owner: memop #}`) as this memop renders them
-/// from PROJECT: replaced where unedited, three-way merged where edited (see the module doc).
-fn update_memop_files(project: &Project, plan: &mut Plan, record: &Sum, dir: &Path) -> Result<Merged> {
-    let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(project))?;
-    let templates = scaffold::Templates::load(&["init/"])?;
-    let mut merged = Merged::default();
-    for entry in templates.entries("init", &ctx)? {
-        let scaffold::Entry::File { template, path, owner: scaffold::Owner::Memop } = entry else { continue };
-        let new = templates.render(&template, &ctx)?;
-        // A file you deleted stays deleted: memop's files are yours to drop.
-        let Some(current) = plan.read(Path::new(&path))? else { continue };
-        if current == new {
+/// Plans every file of `fresh` (memop's text of the project, from [`replay`]) into `plan` by
+/// whose it is (see the module doc): the user's are left alone, generated ones are
+/// `make manifests`', and the rest go by [`merge::decide`].
+fn update_files(fresh: &Plan, plan: &mut Plan, record: &Sum, dir: &Path) -> Result<Updated> {
+    let mut updated = Updated::default();
+    for (path, new) in fresh.planned() {
+        let shown = path.to_string_lossy().to_string();
+        if shown == project::FILE || shown == sum::FILE {
             continue;
         }
-        let recorded = record.get(&path);
-        if recorded == Some(sum::blob_id(&current).as_str()) {
-            plan.write(&path, new, IfExists::Overwrite)?;
-            continue;
+        let current = plan.read(path)?;
+        match fresh.owner(path) {
+            Some(Owner::User) => continue,
+            Some(Owner::Generated) => {
+                if current.as_deref().is_some_and(|text| text != new) {
+                    updated.generated.push(shown);
+                }
+                continue;
+            }
+            _ => {}
         }
-        let Some(base) = recorded.and_then(|id| git_blob(dir, id)) else {
-            merged.kept.push(path);
-            continue;
-        };
-        if base == new {
-            continue; // memop's text did not change: your edits are all there is
+        match merge::decide(current.as_deref(), new, record.get(&shown), |id| sum::base(dir, id)) {
+            Decision::Leave => continue,
+            Decision::Keep => updated.kept.push(shown),
+            Decision::Replace => plan.write(path, new.to_string(), IfExists::Overwrite)?,
+            Decision::Merge { text, conflicts } => {
+                plan.write(path, text.clone(), IfExists::Overwrite)?;
+                plan.set_base(path, new.to_string());
+                updated.bases.push((shown.clone(), new.to_string()));
+                match conflicts {
+                    true => updated.conflicts.push((shown, text, new.to_string())),
+                    false => updated.merged.push(shown),
+                }
+            }
         }
-        let (text, conflicts) = merge(&current, &base, &new);
-        plan.write(&path, text, IfExists::Overwrite)?;
-        plan.set_base(&path, new.clone());
-        merged.bases.push((path.clone(), new));
-        match conflicts {
-            true => merged.conflicts.push(path),
-            false => merged.merged.push(path),
-        }
+        // memop's text was formatted in the scratch plan; a merge is the user's formatting
+        // (and one with conflict markers would not parse).
+        plan.mark_formatted(path);
     }
-    Ok(merged)
+    Ok(updated)
 }
 
-/// The text of git blob `id` in the repository `dir` is in, if it has it.
-fn git_blob(dir: &Path, id: &str) -> Option<String> {
-    let out = std::process::Command::new("git")
-        .current_dir(dir)
-        .args(["cat-file", "blob", id])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    // What memop wrote has exactly that id: check, rather than trust the object store.
-    out.status.success().then(|| String::from_utf8(out.stdout).ok()).flatten().filter(|text| sum::blob_id(text) == id)
-}
-
-/// `ours` (the file as it is) and `theirs` (memop's new text) merged over `base` (what memop
-/// wrote then): the text, and whether it has conflicts, marked as git marks them (`<<<<<<< ours`,
-/// `||||||| original`, `=======`, `>>>>>>> theirs`).
-fn merge(ours: &str, base: &str, theirs: &str) -> (String, bool) {
-    match diffy::merge(base, ours, theirs) {
-        Ok(text) => (text, false),
-        Err(text) => (text, true),
+/// Writes only the files in conflict, with their markers, and their records (memop's new
+/// text, so that the next update finds your resolution merged already), then fails saying what
+/// to do.
+fn write_conflicts(global: &Global, updated: &Updated) -> Result<()> {
+    let mut marked = Plan::new(&global.dir);
+    for (path, text, new) in &updated.conflicts {
+        marked.write(path, text.clone(), IfExists::Overwrite)?;
+        marked.mark_formatted(path);
+        marked.set_base(path, new.clone());
     }
-}
-
-/// The git ref under which `memop update` keeps memop's text of each merged file (a tree of
-/// them), so that git never prunes the base of the next merge.
-const BASES_REF: &str = "refs/memop/bases";
-
-/// Writes each of `bases` (path, memop's text) into the git object store of the repository, so
-/// that the next update reads them back as its base, and keeps them referenced by
-/// [`BASES_REF`] (a tree holding the latest text of each path). Best effort: without them an
-/// edited file is kept, not merged. Nothing is written where the repository is not inside the
-/// project.
-fn store_bases(dir: &Path, bases: &[(String, String)]) {
-    use std::io::Write as _;
-    let git_dir = std::process::Command::new("git").current_dir(dir).args(["rev-parse", "--absolute-git-dir"]).output();
-    let Some(git_dir) = git_dir
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-    else {
-        return;
-    };
-    if !std::path::absolute(dir).is_ok_and(|project| git_dir.starts_with(project)) || bases.is_empty() {
-        return;
+    let bases: Vec<(String, String)> = updated.conflicts.iter().map(|(p, _, new)| (p.clone(), new.clone())).collect();
+    if finish(global, marked)? {
+        sum::keep_bases(&global.dir, &bases);
     }
-    // A scratch index of our own: the user's index (and staged work) is never touched.
-    let index = git_dir.join("memop-bases.index");
-    let git = |args: &[&str], input: Option<&str>| -> Option<String> {
-        let mut child = std::process::Command::new("git")
-            .current_dir(dir)
-            .env("GIT_INDEX_FILE", &index)
-            .args(args)
-            .stdin(if input.is_some() { std::process::Stdio::piped() } else { std::process::Stdio::null() })
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .ok()?;
-        if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
-            let _ = stdin.write_all(text.as_bytes());
-        }
-        let out = child.wait_with_output().ok()?;
-        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
-    // The bases an earlier update kept (none the first time), then this update's.
-    let _ = git(&["read-tree", BASES_REF], None);
-    for (path, text) in bases {
-        if let Some(id) = git(&["hash-object", "-w", "--stdin"], Some(text)) {
-            git(&["update-index", "--add", "--cacheinfo", &format!("100644,{id},{path}")], None);
-        }
-    }
-    if let Some(tree) = git(&["write-tree"], None) {
-        git(&["update-ref", BASES_REF, &tree], None);
-    }
-    let _ = std::fs::remove_file(&index);
+    let paths: Vec<&str> = updated.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
+    bail!(
+        "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
+         <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there, commit, and run `memop update` again \
+         for the rest of the update (nothing else was changed)",
+        paths.join(", ")
+    )
 }
 
 /// Refuses to update a git work tree with uncommitted changes, as `cargo publish` does, so that

@@ -4,6 +4,7 @@
 
 mod format;
 pub mod image_env;
+pub mod merge;
 mod plan;
 mod templates;
 mod vendor;
@@ -49,6 +50,7 @@ pub fn render_root(
             // A file several APIs extend is never rewritten: only its markers are.
             let if_exists = if *owner == Owner::Shared { IfExists::Skip } else { if_exists(path) };
             plan.write(path, contents, if_exists)?;
+            plan.set_owner(path, *owner);
             if templates.is_plain(template) {
                 plan.mark_formatted(path);
             }

@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
+use super::Owner;
+
 /// What to do when a file to create already exists with other contents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IfExists {
@@ -48,6 +50,12 @@ pub struct Plan {
     /// What memop's templates gave for a file whose planned text holds more (the user's edits,
     /// merged in): `PROJECT.sum` records this, the base of the next merge.
     bases: BTreeMap<PathBuf, String>,
+    /// Files a fragment was inserted into: their planned text holds what was there before.
+    inserted: BTreeSet<PathBuf>,
+    /// Whose each file a template rendered is (see [`Owner`]).
+    owners: BTreeMap<PathBuf, Owner>,
+    /// A scratch plan sees no disk: see [`Plan::scratch`].
+    scratch: bool,
 }
 
 /// What [`Plan::apply`] did, for the command's report.
@@ -65,7 +73,18 @@ impl Plan {
             formatted: BTreeSet::new(),
             notes: Vec::new(),
             bases: BTreeMap::new(),
+            inserted: BTreeSet::new(),
+            owners: BTreeMap::new(),
+            scratch: false,
         }
+    }
+
+    /// A plan of the project at `root` as if its directory were empty: it reads only what it
+    /// planned, so the commands' scaffolds replayed into it give the text memop writes for the
+    /// project from PROJECT alone (what `memop update` compares your files with). Formatting
+    /// follows the project's `rustfmt.toml`; it is never applied.
+    pub fn scratch(root: impl Into<PathBuf>) -> Self {
+        Self { scratch: true, ..Self::new(root) }
     }
 
     pub fn root(&self) -> &Path {
@@ -88,8 +107,28 @@ impl Plan {
         match self.changes.get(path) {
             Some(Change::Create { contents }) => Ok(Some(contents.clone())),
             Some(Change::Update { new, .. }) => Ok(Some(new.clone())),
-            None => read_disk(&self.root, path),
+            None => self.read_disk(path),
         }
+    }
+
+    /// What is on disk at `path`: nothing, for a scratch plan.
+    pub fn read_disk(&self, path: &Path) -> Result<Option<String>> {
+        if self.scratch { Ok(None) } else { read_disk(&self.root, path) }
+    }
+
+    /// Records whose the file at `path` is, as its template declares.
+    pub fn set_owner(&mut self, path: impl AsRef<Path>, owner: Owner) {
+        self.owners.insert(path.as_ref().to_path_buf(), owner);
+    }
+
+    /// Whose the file at `path` is, when a template of this plan rendered it.
+    pub fn owner(&self, path: &Path) -> Option<Owner> {
+        self.owners.get(path).copied()
+    }
+
+    /// Whether a fragment was inserted into the file at `path`.
+    pub fn was_inserted_into(&self, path: &Path) -> bool {
+        self.inserted.contains(path)
     }
 
     /// Records that the planned contents of `path` need no formatting pass (until changed).
@@ -104,7 +143,7 @@ impl Plan {
         let path = path.as_ref();
         self.check_inside(path)?;
         self.formatted.remove(path);
-        let disk = read_disk(&self.root, path)?;
+        let disk = self.read_disk(path)?;
         if disk.as_deref().is_some_and(|old| old.contains("\r\n")) && !contents.contains('\r') {
             contents = contents.replace('\n', "\r\n");
         }
@@ -230,7 +269,9 @@ impl Plan {
         if !current.ends_with('\n') {
             out.pop();
         }
-        self.write(path, out, IfExists::Overwrite)
+        self.write(path, out, IfExists::Overwrite)?;
+        self.inserted.insert(path.to_path_buf());
+        Ok(())
     }
 
     /// Runs rustfmt over every Rust file the plan writes, but those marked formatted. Without rustfmt the files stay
@@ -343,6 +384,9 @@ impl Plan {
     /// they renamed over their targets. If a rename fails, the files already renamed are put back
     /// as they were, so a failure leaves the directory as it was.
     pub fn apply(self) -> Result<Applied> {
+        if self.scratch {
+            bail!("memop tried to write a scratch plan, which sees no disk; please report it");
+        }
         // From here on a signal no longer stops memop at once: it would leave the files half-written.
         let Some(_writing) = crate::Writing::begin() else {
             bail!("interrupted; nothing was written");

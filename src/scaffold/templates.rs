@@ -21,6 +21,11 @@ const SUFFIX: &str = ".tera";
 const SHARED: &str = "{# shared:";
 /// How a template declares that its file is memop's (see [`Owner::Memop`]).
 const MEMOP: &str = "{# owner: memop";
+/// How a template declares that its file is the user's once scaffolded (see [`Owner::User`]).
+const USER: &str = "{# owner: user";
+/// How a template declares that its file is generated from the user's code (see
+/// [`Owner::Generated`]).
+const GENERATED: &str = "{# owner: generated";
 const PARTIALS: &str = "_partials/";
 
 /// One template of a scaffold root, already classified.
@@ -35,10 +40,19 @@ pub enum Entry {
 /// Whose a generated file is, as its template declares in a first-line Tera comment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Owner {
-    /// No declaration: the command that renders it decides, per path (the user's files after
-    /// scaffolding: an API's types, a controller, its tests; refused when present, unless
-    /// `--force`).
+    /// No declaration: memop's part of one API or of the project, which commands may extend at
+    /// its markers (`src/main.rs`, the kustomizations, an API's RBAC helper roles); the command
+    /// that renders it decides, per path, whether an existing one is replaced. `memop update`
+    /// merges the user's edits into it as into [`Owner::Memop`]'s files.
     Command,
+    /// `{# owner: user #}`: the user's once scaffolded (an API's types, a controller's logic, the
+    /// kind's tests, a sample): the command decides as for [`Owner::Command`], and `memop update`
+    /// never rewrites it.
+    User,
+    /// `{# owner: generated #}`: generated from the user's code by `make manifests` (a CRD, the
+    /// manager role, the webhook configurations): the command decides as for
+    /// [`Owner::Command`], and `memop update` leaves it to `make manifests`.
+    Generated,
     /// `{# shared: … #}`: a file several APIs extend at its markers: created once, never
     /// rewritten.
     Shared,
@@ -121,12 +135,12 @@ impl Templates {
                 }
                 None => {
                     let text = self.sources.get(name).copied().unwrap_or_default();
-                    let owner = if text.starts_with(SHARED) {
-                        Owner::Shared
-                    } else if text.starts_with(MEMOP) {
-                        Owner::Memop
-                    } else {
-                        Owner::Command
+                    let owner = match text {
+                        _ if text.starts_with(SHARED) => Owner::Shared,
+                        _ if text.starts_with(MEMOP) => Owner::Memop,
+                        _ if text.starts_with(USER) => Owner::User,
+                        _ if text.starts_with(GENERATED) => Owner::Generated,
+                        _ => Owner::Command,
                     };
                     Entry::File { template: name.clone(), path: resolved, owner }
                 }
@@ -358,6 +372,21 @@ mod tests {
                 let target = other_path.split('@').next().unwrap_or_default();
                 assert_ne!(target, path, "{other} renders or extends {name}'s file");
             }
+        }
+    }
+
+    /// The files a kind's scaffolds make for it to fill in (its types, its controller's logic,
+    /// its tests and benchmark, its webhooks and conversions: every Rust file named after the
+    /// kind) are declared the user's, which `memop update` never rewrites.
+    #[test]
+    fn a_kinds_own_code_is_declared_the_users() {
+        let mut sources = Vec::new();
+        collect(&TEMPLATES, &mut sources);
+        let kinds: Vec<&(String, &str)> =
+            sources.iter().filter(|(name, _)| name.contains("__kind_snake__") && name.ends_with(".rs.tera")).collect();
+        assert!(kinds.len() >= 8, "{kinds:?}");
+        for (name, text) in kinds {
+            assert!(text.starts_with(USER), "{name} does not say `{USER} #}}`");
         }
     }
 
