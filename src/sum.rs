@@ -62,6 +62,11 @@ impl Sum {
         self.files.insert(path.to_string_lossy().replace('\\', "/"), blob_id(text));
     }
 
+    /// Forgets `path`, which memop removed.
+    pub fn forget(&mut self, path: &Path) {
+        self.files.remove(&path.to_string_lossy().replace('\\', "/"));
+    }
+
     /// The id recorded for `path`, if memop wrote it.
     pub fn get(&self, path: &str) -> Option<&str> {
         self.files.get(path).map(String::as_str)

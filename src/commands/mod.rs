@@ -284,6 +284,9 @@ pub fn finish(global: &Global, mut plan: Plan) -> Result<bool> {
     for path in &applied.updated {
         report.push_str(&format!("  update  {}\n", root.join(path).display()));
     }
+    for path in &applied.removed {
+        report.push_str(&format!("  remove  {}\n", root.join(path).display()));
+    }
     self::report(&report)?;
     Ok(true)
 }
@@ -304,6 +307,9 @@ fn record(plan: &mut Plan) -> Result<()> {
             continue;
         }
         sum.wrote(file, text);
+    }
+    for file in plan.removed() {
+        sum.forget(file);
     }
     plan.write(path, sum.render(env!("CARGO_PKG_VERSION")), crate::scaffold::IfExists::Overwrite)
 }

@@ -33,7 +33,7 @@ use anyhow::{Context as _, Result, bail};
 use super::{Global, finish};
 use crate::project::{self, Project, Resource};
 use crate::scaffold::merge::{self, Decision};
-use crate::scaffold::{self, IfExists, Owner, Plan, RUNTIME_CRATES, Templates};
+use crate::scaffold::{self, IfExists, Layout, Owner, Plan, RUNTIME_CRATES, Templates};
 use crate::sum::{self, Sum};
 
 /// Update the project to this memop: its runtime (vendor/, the pins), memop's files and the
@@ -55,7 +55,15 @@ pub struct Args {
 
 pub fn run(global: &Global, args: Args) -> Result<()> {
     let dir = &global.dir;
-    let mut project = Project::load(dir)?;
+    let (mut project, v1) = Project::load_for_update(dir)?;
+    if v1 && let Some(resource) = project.resources.iter().find(|r| r.webhooks.is_some()) {
+        bail!(
+            "{} has webhooks, and memop update cannot move the webhooks of a project of memop 0.1 (layout \
+             memop.rs/rust/v1) to the runtime crates; scaffold a new project with this memop and move your \
+             src/api, src/controller/<kind>.rs, src/webhook/<kind>.rs and tests/<kind>.rs into it",
+            resource.describe()
+        );
+    }
     if !args.allow_dirty && !global.dry_run {
         refuse_a_dirty_tree(dir)?;
     }
@@ -97,9 +105,17 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     }
     let table = plan.read(Path::new(STORAGE_TABLE))?.unwrap_or_default();
     let fresh = replay(&project, dir, &table)?;
-    let updated = update_files(&fresh, &mut plan, &record, dir)?;
-    if !updated.conflicts.is_empty() && !global.dry_run {
+    // What memop 0.1 wrote, which it kept no record of: its templates, replayed.
+    let old = v1.then(|| scaffold::with_layout(Layout::V1, || replay(&project, dir, &table))).transpose()?;
+    let updated = update_files(&fresh, old.as_ref(), &mut plan, &record, dir)?;
+    // A conflict in a migration is written with the rest: the files of memop 0.1's layout that
+    // the update removes must go with it.
+    if !updated.conflicts.is_empty() && !global.dry_run && !v1 {
         return write_conflicts(global, &updated);
+    }
+    if v1 {
+        // The lock of the runtime crates' dependencies, as `init` writes it (cargo adds yours).
+        plan.write("Cargo.lock", super::lockfile::for_project(&project.project_name), IfExists::Overwrite)?;
     }
     let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
     plan.write("Cargo.toml", pin(&manifest, version)?, IfExists::Overwrite)?;
@@ -112,7 +128,11 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         // The text memop's templates give now, which PROJECT.sum records as the base of the next
         // merge: kept where git can read it back, as the text of every file committed is.
         sum::keep_bases(dir, &updated.bases);
-        let from = if from.is_empty() { "an earlier memop".to_string() } else { format!("memop {from}") };
+        let from = match (from.is_empty(), v1) {
+            (_, true) => "memop 0.1 (its framework in src/manager and tests/support)".to_string(),
+            (true, false) => "an earlier memop".to_string(),
+            (false, false) => format!("memop {from}"),
+        };
         super::report(&format!(
             "\nUpdated from {from} to memop {version}: its runtime, and memop's files. Next:\n  \
              $ make manifests   # config/crd, config/rbac/role.yaml, config/webhook from your code\n  \
@@ -127,6 +147,21 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
                 dropped.join(" ")
             ))?;
         }
+    }
+    for path in &updated.stranded {
+        crate::warn_line!(
+            "note: {path} is memop 0.1's framework, which the runtime crates provide now, and you edited it, so it \
+             was kept: move your change into your own code (or propose it to memop-runtime), then `git rm {path}`"
+        );
+    }
+    if v1 && !updated.conflicts.is_empty() && !global.dry_run {
+        let paths: Vec<&str> = updated.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
+        bail!(
+            "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
+             <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest of the update is written), \
+             then run `make manifests test` and commit",
+            paths.join(", ")
+        );
     }
     if !updated.generated.is_empty() {
         crate::warn_line!(
@@ -242,21 +277,46 @@ struct Updated {
     generated: Vec<String>,
     /// memop's text of each merged file, by path, to keep for the next merge.
     bases: Vec<(String, String)>,
+    /// Files of memop 0.1's framework that the user edited: kept.
+    stranded: Vec<String>,
 }
 
 /// Plans every file of `fresh` (memop's text of the project, from [`replay`]) into `plan` by
 /// whose it is (see the module doc): the user's are left alone, generated ones are
 /// `make manifests`', and the rest go by [`merge::decide`].
-fn update_files(fresh: &Plan, plan: &mut Plan, record: &Sum, dir: &Path) -> Result<Updated> {
+///
+/// With `old` (the replay of memop 0.1's layout, for a project made by it, which has no record),
+/// what memop wrote is `old`'s text: the base of every merge, the user's Rust files included, so
+/// that your code moves to the runtime crates' API with your edits; and the files of `old` that
+/// `fresh` no longer has (the framework in `src/manager` and `tests/support`) are removed where
+/// unedited.
+fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum, dir: &Path) -> Result<Updated> {
     let mut updated = Updated::default();
+    let old_text =
+        |path: &Path| old.and_then(|old| old.planned().find(|(p, _)| *p == path).map(|(_, t)| t.to_string()));
+    if let Some(old) = old {
+        for (path, text) in old.planned() {
+            if fresh.owner(path).is_some() || fresh.planned().any(|(p, _)| p == path) {
+                continue;
+            }
+            match plan.read(path)? {
+                Some(current) if current == text => plan.remove(path)?,
+                Some(_) => updated.stranded.push(path.to_string_lossy().to_string()),
+                None => {}
+            }
+        }
+    }
     for (path, new) in fresh.planned() {
         let shown = path.to_string_lossy().to_string();
         if shown == project::FILE || shown == sum::FILE {
             continue;
         }
         let current = plan.read(path)?;
+        let base = old_text(path);
+        let moved = base.is_some() && path.extension().is_some_and(|e| e == "rs");
         match fresh.owner(path) {
-            Some(Owner::User) => continue,
+            // In a migration, your Rust files move to the new API (merged).
+            Some(Owner::User) if !moved => continue,
             Some(Owner::Generated) => {
                 if current.as_deref().is_some_and(|text| text != new) {
                     updated.generated.push(shown);
@@ -265,8 +325,18 @@ fn update_files(fresh: &Plan, plan: &mut Plan, record: &Sum, dir: &Path) -> Resu
             }
             _ => {}
         }
-        match merge::decide(current.as_deref(), new, record.get(&shown), |id| sum::base(dir, id)) {
-            Decision::Leave => continue,
+        let decision = match &base {
+            Some(base) => merge::decide(current.as_deref(), new, Some(&sum::blob_id(base)), |_| Some(base.clone())),
+            None if old.is_some() => merge::decide(current.as_deref(), new, None, |_| None),
+            None => merge::decide(current.as_deref(), new, record.get(&shown), |id| sum::base(dir, id)),
+        };
+        match decision {
+            Decision::Leave => {
+                if current.as_deref() == Some(new) && record.get(&shown) != Some(sum::blob_id(new).as_str()) {
+                    plan.set_unchanged(path, new.to_string());
+                }
+                continue;
+            }
             Decision::Keep => updated.kept.push(shown),
             Decision::Replace => plan.write(path, new.to_string(), IfExists::Overwrite)?,
             Decision::Merge { text, conflicts } => {

@@ -11,7 +11,8 @@ mod vendor;
 
 pub use plan::{Applied, IfExists, Plan};
 pub use templates::{
-    Entry, Owner, Templates, dependency_crates, generated_names, locked_packages, reserved_kind_files, without_tera,
+    Entry, Layout, Owner, Templates, dependency_crates, generated_names, locked_packages, reserved_kind_files,
+    with_layout, without_tera,
 };
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 

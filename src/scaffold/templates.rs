@@ -16,6 +16,35 @@ use tera::{Context, Tera};
 
 static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 
+/// The templates of layout `memop.rs/rust/v1` (memop 0.1, commit 2a6d6ec: the framework inside
+/// `src/manager` and `tests/support`) that differ from today's: `TEMPLATES` lists that layout's
+/// names, and a name without a file here is today's template, unchanged since. `memop update`
+/// renders them to know what memop 0.1 wrote into a project (it kept no record), so that it can
+/// tell memop's files from your edits when it moves the project to the runtime crates.
+static LAYOUT_V1: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/layouts/v1");
+
+/// Which layout's templates [`Templates::load`] loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Today's.
+    Current,
+    /// `memop.rs/rust/v1`, see [`LAYOUT_V1`].
+    V1,
+}
+
+thread_local! {
+    static LAYOUT: std::cell::Cell<Layout> = const { std::cell::Cell::new(Layout::Current) };
+}
+
+/// Runs `f` with [`Templates::load`] loading `layout`'s templates: how `memop update` replays
+/// the commands' scaffolds as an older memop ran them, without another copy of the commands.
+pub fn with_layout<T>(layout: Layout, f: impl FnOnce() -> T) -> T {
+    let before = LAYOUT.replace(layout);
+    let result = f();
+    LAYOUT.set(before);
+    result
+}
+
 const SUFFIX: &str = ".tera";
 /// How a template declares that its file is shared (see [`Owner::Shared`]).
 const SHARED: &str = "{# shared:";
@@ -81,7 +110,10 @@ impl Templates {
     /// one template's full name), and the partials they include.
     pub fn load(prefixes: &[&str]) -> Result<Self> {
         let mut sources = Vec::new();
-        collect(&TEMPLATES, &mut sources);
+        match LAYOUT.get() {
+            Layout::Current => collect(&TEMPLATES, &mut sources),
+            Layout::V1 => collect_v1(&mut sources),
+        }
         sources.retain(|(name, _)| name.starts_with(PARTIALS) || prefixes.iter().any(|p| name.starts_with(p)));
         sources.sort();
         let mut tera = Tera::default();
@@ -293,6 +325,17 @@ pub fn reserved_kind_files() -> &'static [String] {
         paths.dedup();
         paths
     })
+}
+
+/// The templates of [`LAYOUT_V1`], by name.
+fn collect_v1(out: &mut Vec<(String, &'static str)>) {
+    let names = LAYOUT_V1.get_file("TEMPLATES").and_then(|f| f.contents_utf8()).unwrap_or_default();
+    for name in names.lines() {
+        let text = [&LAYOUT_V1, &TEMPLATES].iter().find_map(|dir| dir.get_file(name)?.contents_utf8());
+        if let Some(text) = text {
+            out.push((name.to_string(), text));
+        }
+    }
 }
 
 fn collect(dir: &'static Dir<'static>, out: &mut Vec<(String, &'static str)>) {

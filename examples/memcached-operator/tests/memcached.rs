@@ -621,7 +621,13 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
         reconcile(Arc::new(object), ctx).await.unwrap()
     };
     for name in names {
-        let object = Memcached::new(name, MemcachedSpec { size: 1 });
+        let object = Memcached::new(
+            name,
+            MemcachedSpec {
+                size: 1,
+                ..Default::default()
+            },
+        );
         cluster
             .objects
             .create(&PostParams::default(), &object)
