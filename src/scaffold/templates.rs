@@ -39,10 +39,15 @@ thread_local! {
 /// Runs `f` with [`Templates::load`] loading `layout`'s templates: how `memop update` replays
 /// the commands' scaffolds as an older memop ran them, without another copy of the commands.
 pub fn with_layout<T>(layout: Layout, f: impl FnOnce() -> T) -> T {
-    let before = LAYOUT.replace(layout);
-    let result = f();
-    LAYOUT.set(before);
-    result
+    /// Puts the layout back however `f` ends, a panic included.
+    struct Restore(Layout);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            LAYOUT.set(self.0);
+        }
+    }
+    let _restore = Restore(LAYOUT.replace(layout));
+    f()
 }
 
 const SUFFIX: &str = ".tera";
@@ -431,6 +436,20 @@ mod tests {
         for (name, text) in kinds {
             assert!(text.starts_with(USER), "{name} does not say `{USER} #}}`");
         }
+    }
+
+    /// Layout v1's templates are loaded only inside `with_layout`, and every one it lists has a
+    /// text: its own where it differs from today's, else today's.
+    #[test]
+    fn layout_v1_is_loaded_only_inside_with_layout() {
+        let listed = LAYOUT_V1.get_file("TEMPLATES").and_then(|f| f.contents_utf8()).unwrap().lines().count();
+        let mut v1 = Vec::new();
+        collect_v1(&mut v1);
+        assert_eq!(v1.len(), listed, "a template layout v1 lists has no text");
+        let old = with_layout(Layout::V1, || Templates::load(&["init/"])).unwrap();
+        assert!(old.names.iter().any(|n| n == "init/src/manager/mod.rs.tera"), "{:?}", old.names);
+        let now = Templates::load(&["init/"]).unwrap();
+        assert!(!now.names.iter().any(|n| n.starts_with("init/src/manager/")), "{:?}", now.names);
     }
 
     #[test]

@@ -621,6 +621,8 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
         reconcile(Arc::new(object), ctx).await.unwrap()
     };
     for name in names {
+        // The spec's other fields (those you add) from Default, so that this keeps compiling.
+        #[allow(clippy::needless_update)]
         let object = Memcached::new(
             name,
             MemcachedSpec {
