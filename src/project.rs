@@ -274,6 +274,20 @@ pub fn find_root(dir: &Path) -> Option<PathBuf> {
 
 impl Project {
     /// Reads `DIR/PROJECT`, with errors that say what to do.
+    /// Loads PROJECT as `memop update` does: a project of layout `memop.rs/rust/v1` (memop 0.1,
+    /// which `load` refuses) loads too, moved to today's layout; says whether it was one.
+    pub fn load_for_update(dir: &Path) -> Result<(Self, bool)> {
+        let text = crate::scaffold::Plan::new(dir).read(Path::new(FILE))?.unwrap_or_default();
+        let v1 = text.lines().any(|line| line.trim() == format!("- {LAYOUT_V1}"));
+        if !v1 {
+            return Ok((Self::load(dir)?, false));
+        }
+        let project = Self::parse(&text.replace(LAYOUT_V1, LAYOUT)).with_context(|| {
+            format!("{} is not a valid memop PROJECT file; restore it from version control", dir.join(FILE).display())
+        })?;
+        Ok((project, true))
+    }
+
     pub fn load(dir: &Path) -> Result<Self> {
         let path = dir.join(FILE);
         // Read as every file of the project is: a regular file only, never through a link.
@@ -320,8 +334,8 @@ impl Project {
             bail!(
                 "this project has layout {LAYOUT_V1}, made by memop 0.1: its framework lives in src/manager and \
                  tests/support, where memop {} keeps it in the memop-runtime and memop-test crates ({LAYOUT}); \
-                 extend it with memop 0.1 (`cargo install memop --version 0.1.0`), or scaffold a new project and \
-                 move your src/api, src/controller/<kind>.rs and tests/<kind>.rs into it",
+                 move it to them with `memop update` (commit first: it keeps your edits), or extend it with \
+                 memop 0.1 (`cargo install memop --version 0.1.0`)",
                 env!("CARGO_PKG_VERSION")
             );
         }

@@ -62,6 +62,11 @@ impl Sum {
         self.files.insert(path.to_string_lossy().replace('\\', "/"), blob_id(text));
     }
 
+    /// Forgets `path`, which memop removed.
+    pub fn forget(&mut self, path: &Path) {
+        self.files.remove(&path.to_string_lossy().replace('\\', "/"));
+    }
+
     /// The id recorded for `path`, if memop wrote it.
     pub fn get(&self, path: &str) -> Option<&str> {
         self.files.get(path).map(String::as_str)
@@ -80,6 +85,73 @@ impl Sum {
         }
         out
     }
+}
+
+/// memop's text that `id` records: the text of that git blob in the repository `dir` is in (or
+/// under [`BASES_REF`]), if it has it.
+pub fn base(dir: &Path, id: &str) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(["cat-file", "blob", id])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    // What memop wrote has exactly that id: check, rather than trust the object store.
+    out.status.success().then(|| String::from_utf8(out.stdout).ok()).flatten().filter(|text| blob_id(text) == id)
+}
+
+/// The git ref under which `memop update` keeps memop's text of each merged file (a tree of
+/// them), so that git never prunes the base of the next merge.
+const BASES_REF: &str = "refs/memop/bases";
+
+/// Writes each of `bases` (path, memop's text) into the git object store of the repository, so
+/// that the next update reads them back as its base, and keeps them referenced by
+/// [`BASES_REF`] (a tree holding the latest text of each path). Best effort: without them an
+/// edited file is kept, not merged. Nothing is written where the repository is not inside the
+/// project.
+pub fn keep_bases(dir: &Path, bases: &[(String, String)]) {
+    use std::io::Write as _;
+    let git_dir = std::process::Command::new("git").current_dir(dir).args(["rev-parse", "--absolute-git-dir"]).output();
+    let Some(git_dir) = git_dir
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+    else {
+        return;
+    };
+    if !std::path::absolute(dir).is_ok_and(|project| git_dir.starts_with(project)) || bases.is_empty() {
+        return;
+    }
+    // A scratch index of our own: the user's index (and staged work) is never touched.
+    let index = git_dir.join("memop-bases.index");
+    let git = |args: &[&str], input: Option<&str>| -> Option<String> {
+        let mut child = std::process::Command::new("git")
+            .current_dir(dir)
+            .env("GIT_INDEX_FILE", &index)
+            .args(args)
+            .stdin(if input.is_some() { std::process::Stdio::piped() } else { std::process::Stdio::null() })
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .ok()?;
+        if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+            let _ = stdin.write_all(text.as_bytes());
+        }
+        let out = child.wait_with_output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    // The bases an earlier update kept (none the first time), then this update's.
+    let _ = git(&["read-tree", BASES_REF], None);
+    for (path, text) in bases {
+        if let Some(id) = git(&["hash-object", "-w", "--stdin"], Some(text)) {
+            git(&["update-index", "--add", "--cacheinfo", &format!("100644,{id},{path}")], None);
+        }
+    }
+    if let Some(tree) = git(&["write-tree"], None) {
+        git(&["update-ref", BASES_REF, &tree], None);
+    }
+    let _ = std::fs::remove_file(&index);
 }
 
 fn is_id(text: &str) -> bool {

@@ -135,12 +135,41 @@ fn the_opt_in_sections_of_config_render_when_uncommented() {
     }
 }
 
+/// `memop update` of the example (committed, as a project is) changes nothing but `vendor/`,
+/// which the example links to the crates and a project holds memop's copies in: replaying its
+/// PROJECT gives every other file memop wrote, as it wrote it.
+#[test]
+fn updating_the_example_is_a_no_op_but_for_vendor() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("memcached-operator");
+    copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/memcached-operator"), &dir);
+    std::fs::remove_dir_all(dir.join("vendor")).unwrap();
+    let commit = ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "example"];
+    for args in [&["init", "-q"][..], &["add", "-A"], &commit] {
+        common::check(&dir, "git", args);
+    }
+    let update = || {
+        let out = common::memop().current_dir(&dir).arg("update").assert().success().get_output().clone();
+        assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    update();
+    let status = common::check(&dir, "git", &["status", "--porcelain", "--untracked-files=all"]);
+    let others: Vec<&str> = status.lines().filter(|line| !line.starts_with("?? vendor/")).collect();
+    assert!(others.is_empty(), "the update changed {others:?}");
+    common::check(&dir, "git", &["add", "-A"]);
+    common::check(&dir, "git", &commit);
+    let again = update();
+    assert!(again.starts_with("Nothing to do"), "{again}");
+}
+
+/// Copies the tree `from` to `to`, following symbolic links.
 fn copy(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
+        if std::fs::metadata(entry.path()).unwrap().is_dir() {
             copy(&entry.path(), &target);
         } else {
             std::fs::copy(entry.path(), target).unwrap();

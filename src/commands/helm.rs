@@ -19,7 +19,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::context::ProjectContext;
-use super::update::{Merged, Missing, merge_memop_files};
+use super::update::{Merged, merge_memop_files};
 use super::{Global, finish};
 use crate::project::{self, HelmPlugin, Project};
 use crate::scaffold::{Entry, IfExists, Owner, Plan, Templates};
@@ -159,7 +159,7 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
         }
     }
     let dir = plan.root().to_path_buf();
-    merge_memop_files(plan, record, &dir, memops, Missing::CreateNew)
+    merge_memop_files(plan, record, &dir, memops)
 }
 
 /// An operand's image, as the manager's environment has it.

@@ -285,6 +285,9 @@ pub fn finish(global: &Global, mut plan: Plan) -> Result<bool> {
     for path in &applied.updated {
         report.push_str(&format!("  update  {}\n", root.join(path).display()));
     }
+    for path in &applied.removed {
+        report.push_str(&format!("  remove  {}\n", root.join(path).display()));
+    }
     self::report(&report)?;
     Ok(true)
 }
@@ -298,9 +301,24 @@ fn record(plan: &mut Plan) -> Result<()> {
     let path = Path::new(crate::sum::FILE);
     let mut sum = crate::sum::Sum::parse(plan.read(path)?.as_deref())?;
     for (file, text) in plan.written_by_memop().filter(|(p, _)| *p != path) {
+        // A file you edited that memop inserted a fragment into holds your edits too: its record
+        // stays memop's text from before them, the base over which `memop update` merges (your
+        // edits would otherwise count as memop's, and an update replace them).
+        if plan.was_inserted_into(file) && edited(&sum, file, plan.read_disk(file)?.as_deref()) {
+            continue;
+        }
         sum.wrote(file, text);
     }
+    for file in plan.removed() {
+        sum.forget(file);
+    }
     plan.write(path, sum.render(env!("CARGO_PKG_VERSION")), crate::scaffold::IfExists::Overwrite)
+}
+
+/// Whether `text`, the file at `path`, is not what `sum` records memop wrote there.
+fn edited(sum: &crate::sum::Sum, path: &Path, text: Option<&str>) -> bool {
+    let recorded = sum.get(&path.to_string_lossy());
+    matches!((recorded, text), (Some(id), Some(text)) if crate::sum::blob_id(text) != id)
 }
 
 /// `vendor/<crate>` for a path inside it.

@@ -1,33 +1,47 @@
-//! `memop update`: moves a project to this memop's runtime. What runs a memop project is the
-//! memop-runtime and memop-test crates, which the project builds from memop's copies in
-//! `vendor/` and pins in `Cargo.toml`; this command replaces those copies with this memop's,
-//! moves the pins (and their `Cargo.lock` entries) and records the new memop in `PROJECT`.
+//! `memop update`: moves a project to this memop. What runs a memop project is the memop-runtime
+//! and memop-test crates, which the project builds from memop's copies in `vendor/` and pins in
+//! `Cargo.toml`; this command replaces those copies with this memop's, moves the pins (and their
+//! `Cargo.lock` entries), brings memop's files to this memop's text and records the new memop in
+//! `PROJECT`.
 //!
 //! `vendor/` is memop's alone: a vendored file that changed since memop wrote it (`PROJECT.sum`
 //! says what memop wrote) is refused with the way out, so an update never loses an edit.
 //!
-//! memop's files outside `vendor/` (those whose template says `{# owner: memop #}`: the
-//! Dockerfile, the Makefile, the CI workflows, the scaffolded parts of `config/`) are rendered
-//! again from PROJECT: one you did not edit is replaced; one you edited is merged three ways,
-//! with what memop wrote then as the base (read from git by the blob id `PROJECT.sum` records),
-//! so your edits and memop's changes both land; where they touch the same lines, the file gets
-//! git's conflict markers and the command fails, saying which files to resolve. Without that base
-//! (never committed, or no git) an edited file is kept as it is, and a note says so. Your own
-//! files (an API's types, a controller, its tests) are never rewritten.
+//! Every other file is rendered again from PROJECT: init's scaffold, then `create api` and
+//! `create webhook` replayed for each API PROJECT lists, into a scratch plan that sees no disk.
+//! What becomes of each file depends on whose its template says it is ([`Owner`]):
+//! - yours (an API's types, a controller's logic, the kind's tests, samples, the README): never
+//!   rewritten;
+//! - generated from your code (the CRDs, `config/rbac/role.yaml`,
+//!   `config/webhook/manifests.yaml`): left to `make manifests`, which the report says to run
+//!   where memop's text differs;
+//! - memop's, and the files memop inserts into at markers (`src/main.rs`, the kustomizations):
+//!   one you did not edit is replaced; one you edited is merged three ways, with what memop
+//!   wrote then as the base (read from git by the blob id `PROJECT.sum` records), so your edits
+//!   and memop's changes both land ([`merge::decide`]). Without that base (never committed, or
+//!   no git) an edited file is kept as it is, and a note says so.
+//!
+//! Where memop's changes and your edits touch the same lines, only the files in conflict are
+//! written, with git's conflict markers (and their records, so that the next update does not
+//! merge them again), and the command fails naming them: resolve, commit, and update again for
+//! the rest. The plan is written at the end, all at once: an interrupted update changes nothing.
 
 use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 
 use super::{Global, finish};
-use crate::project::{self, Project};
-use crate::scaffold::{self, IfExists, Plan, RUNTIME_CRATES};
+use crate::project::{self, Project, Resource};
+use crate::scaffold::merge::{self, Decision};
+use crate::scaffold::{self, IfExists, Layout, Owner, Plan, RUNTIME_CRATES, Templates};
 use crate::sum::{self, Sum};
 
-/// Update the project to this memop: its runtime (vendor/, the pins), memop's own files (merged
-/// with your edits), PROJECT
+/// Update the project to this memop: its runtime (vendor/, the pins), memop's files and the
+/// files it inserts into (merged with your edits), PROJECT
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  git commit -am 'before memop update' && memop update && cargo test")]
+#[command(
+    after_help = "Example:\n  git commit -am 'before memop update' && memop update && make manifests && cargo test"
+)]
 pub struct Args {
     /// Update even when the git work tree has uncommitted changes (the update is then not one
     /// reviewable diff)
@@ -41,7 +55,15 @@ pub struct Args {
 
 pub fn run(global: &Global, args: Args) -> Result<()> {
     let dir = &global.dir;
-    let mut project = Project::load(dir)?;
+    let (mut project, v1) = Project::load_for_update(dir)?;
+    if v1 && let Some(resource) = project.resources.iter().find(|r| r.webhooks.is_some()) {
+        bail!(
+            "{} has webhooks, and memop update cannot move the webhooks of a project of memop 0.1 (layout \
+             memop.rs/rust/v1) to the runtime crates; scaffold a new project with this memop and move your \
+             src/api, src/controller/<kind>.rs, src/webhook/<kind>.rs and tests/<kind>.rs into it",
+            resource.describe()
+        );
+    }
     if !args.allow_dirty && !global.dry_run {
         refuse_a_dirty_tree(dir)?;
     }
@@ -81,7 +103,22 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             if edited.len() == 1 { "it" } else { "them" }
         );
     }
-    let merged = update_memop_files(&project, &mut plan, &record, dir)?;
+    let table = plan.read(Path::new(STORAGE_TABLE))?.unwrap_or_default();
+    let fresh = replay(&project, dir, &table)?;
+    // What memop 0.1 wrote, which it kept no record of: its templates, replayed.
+    let old = v1.then(|| scaffold::with_layout(Layout::V1, || replay(&project, dir, &table))).transpose()?;
+    let updated = update_files(&fresh, old.as_ref(), &mut plan, &record, dir)?;
+    // A project with a Helm chart gets memop's chart templates too, merged the same way.
+    let chart = super::helm::plan_chart(&project, &mut plan, &record, false)?;
+    // A conflict in a migration is written with the rest: the files of memop 0.1's layout that
+    // the update removes must go with it.
+    if !updated.conflicts.is_empty() && !global.dry_run && !v1 {
+        return write_conflicts(global, &updated);
+    }
+    if v1 {
+        // The lock of the runtime crates' dependencies, as `init` writes it (cargo adds yours).
+        plan.write("Cargo.lock", super::lockfile::for_project(&project.project_name), IfExists::Overwrite)?;
+    }
     let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
     plan.write("Cargo.toml", pin(&manifest, version)?, IfExists::Overwrite)?;
     if let Some(lock) = plan.read(Path::new("Cargo.lock"))? {
@@ -91,22 +128,239 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
     let written = finish(global, plan)?;
     if written {
-        let from = if from.is_empty() { "an earlier memop".to_string() } else { format!("memop {from}") };
+        // The text memop's templates give now, which PROJECT.sum records as the base of the next
+        // merge: kept where git can read it back, as the text of every file committed is.
+        sum::keep_bases(dir, &updated.bases);
+        let from = match (from.is_empty(), v1) {
+            (_, true) => "memop 0.1 (its framework in src/manager and tests/support)".to_string(),
+            (true, false) => "an earlier memop".to_string(),
+            (false, false) => format!("memop {from}"),
+        };
         super::report(&format!(
-            "\nUpdated from {from} to memop {version}: its runtime, and its files outside vendor/. Next:\n  \
-             $ cargo test   # the lock follows the new runtime's dependencies on the first build\n"
+            "\nUpdated from {from} to memop {version}: its runtime, and memop's files. Next:\n  \
+             $ make manifests   # config/crd, config/rbac/role.yaml, config/webhook from your code\n  \
+             $ cargo test       # the lock follows the new runtime's dependencies on the first build\n"
         ))?;
+        if !updated.merged.is_empty() {
+            super::report(&format!("Merged memop's changes with your edits in: {}\n", updated.merged.join(", ")))?;
+        }
+        if !dropped.is_empty() {
+            super::report(&format!(
+                "The runtime no longer has these files, which nothing builds now; delete them:\n  $ git rm {}\n",
+                dropped.join(" ")
+            ))?;
+        }
     }
-    if written && !dropped.is_empty() {
-        super::report(&format!(
-            "The runtime no longer has these files, which nothing builds now; delete them:\n  $ git rm {}\n",
-            dropped.join(" ")
-        ))?;
+    for path in &updated.stranded {
+        crate::warn_line!(
+            "note: {path} is memop 0.1's framework, which the runtime crates provide now, and you edited it, so it \
+             was kept: move your change into your own code (or propose it to memop-runtime), then `git rm {path}`"
+        );
     }
-    merged.finish(global, written, "`memop init` in an empty directory")
+    if v1 && !updated.conflicts.is_empty() && !global.dry_run {
+        let paths: Vec<&str> = updated.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
+        bail!(
+            "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
+             <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest of the update is written), \
+             then run `make manifests test` and commit",
+            paths.join(", ")
+        );
+    }
+    if !updated.generated.is_empty() {
+        crate::warn_line!(
+            "note: {} differ from what memop generates now; they are generated from your code: run `make manifests`",
+            updated.generated.join(", ")
+        );
+    }
+    for path in &updated.kept {
+        crate::warn_line!(
+            "note: {path} changed since memop wrote it, and git has no copy of what memop wrote (it was never \
+             committed as memop left it), so it was kept as it is; compare it with `memop init` in an empty \
+             directory"
+        );
+    }
+    chart.finish(global, written, super::helm::FRESH_CHART)
 }
 
-/// What [`merge_memop_files`] did with memop's files.
+/// memop's text of every file of the project, from PROJECT alone: init's scaffold, then `create
+/// api` for each API and `create webhook` for each kind with webhooks, replayed as PROJECT records
+/// them into a scratch plan (which sees no disk), and formatted.
+///
+/// PROJECT keeps no order of the commands but that of its APIs: the webhooks are replayed after
+/// every API, as a kind's spokes are then all there. The one fact of a project PROJECT does not
+/// hold, which version of a kind is stored, is read from `table`, the project's
+/// [`STORAGE_TABLE`].
+pub fn replay(project: &Project, dir: &Path, table: &str) -> Result<Plan> {
+    let mut scratch = Plan::scratch(dir);
+    let mut replayed =
+        Project { cli_version: env!("CARGO_PKG_VERSION").to_string(), resources: Vec::new(), ..project.clone() };
+    let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(&replayed))?;
+    scaffold::render_root(&Templates::load(&["init/"])?, "init", &ctx, &mut scratch, |_| IfExists::Overwrite)?;
+    for resource in &project.resources {
+        let flags = create_api_flags(resource, &replayed, table);
+        super::create_api::replay(&flags, &mut replayed, &mut scratch)
+            .with_context(|| format!("replaying `memop create api {}`", flags.join(" ")))?;
+    }
+    for resource in &project.resources {
+        let Some(flags) = create_webhook_flags(resource) else { continue };
+        super::create_webhook::replay(&flags, &mut replayed, &mut scratch)
+            .with_context(|| format!("replaying `memop create webhook {}`", flags.join(" ")))?;
+    }
+    scratch.format_rust()?;
+    Ok(scratch)
+}
+
+/// The file whose `STORAGE_VERSIONS` says which version of each kind is stored.
+const STORAGE_TABLE: &str = "src/api/mod.rs";
+
+/// The flags of the `create api` that made `resource`, replayed into `replayed` (the APIs
+/// replayed before it); `table` is the project's [`STORAGE_TABLE`].
+fn create_api_flags(resource: &Resource, replayed: &Project, table: &str) -> Vec<String> {
+    let api = &resource.names;
+    let mut flags = vec![
+        format!("--group={}", api.group),
+        format!("--version={}", api.version),
+        format!("--kind={}", api.kind),
+        format!("--plural={}", api.plural),
+        format!("--resource={}", resource.api.is_some()),
+        format!("--controller={}", resource.controller),
+    ];
+    if let Some(found) = &resource.api {
+        flags.push(format!("--namespaced={}", found.namespaced));
+    }
+    let sibling = replayed.other_versions(api).next().is_some();
+    // A new version of a kind takes its operand from the kind's first version.
+    if let (Some(operand), false) = (&resource.operand, sibling) {
+        flags.push(format!("--image={}", operand.image));
+        flags.push(format!("--image-container-port={}", operand.container_port));
+        if !operand.container_command.is_empty() {
+            flags.push(format!("--image-container-command={}", operand.container_command.join(",")));
+        }
+        if let Some(user) = operand.run_as_user {
+            flags.push(format!("--run-as-user={user}"));
+        }
+    }
+    let stored = format!("(\"{}\", \"{}\")", api.crd_name(), api.version);
+    if sibling && table.lines().any(|line| line.trim().starts_with(&stored)) {
+        flags.push("--storage-version".into());
+    }
+    flags
+}
+
+/// The flags of the `create webhook` that gave `resource` its webhooks, if it has some.
+fn create_webhook_flags(resource: &Resource) -> Option<Vec<String>> {
+    let (api, webhooks) = (&resource.names, resource.webhooks.as_ref()?);
+    let mut flags =
+        vec![format!("--group={}", api.group), format!("--version={}", api.version), format!("--kind={}", api.kind)];
+    for (set, flag) in [
+        (webhooks.defaulting, "--defaulting"),
+        (webhooks.validation, "--programmatic-validation"),
+        (webhooks.conversion, "--conversion"),
+    ] {
+        if set {
+            flags.push(flag.into());
+        }
+    }
+    if webhooks.conversion && !webhooks.spoke.is_empty() {
+        flags.push(format!("--spoke={}", webhooks.spoke.join(",")));
+    }
+    Some(flags)
+}
+
+/// What [`update_files`] did.
+#[derive(Debug, Default)]
+struct Updated {
+    /// Edited files whose edits and memop's changes were merged.
+    merged: Vec<String>,
+    /// Merged files with conflicts: path, the text with markers, and memop's text.
+    conflicts: Vec<(String, String, String)>,
+    /// Edited files kept as they are: no base to merge with.
+    kept: Vec<String>,
+    /// Files generated from the user's code that differ from memop's text: `make manifests`'.
+    generated: Vec<String>,
+    /// memop's text of each merged file, by path, to keep for the next merge.
+    bases: Vec<(String, String)>,
+    /// Files of memop 0.1's framework that the user edited: kept.
+    stranded: Vec<String>,
+}
+
+/// Plans every file of `fresh` (memop's text of the project, from [`replay`]) into `plan` by
+/// whose it is (see the module doc): the user's are left alone, generated ones are
+/// `make manifests`', and the rest go by [`merge::decide`].
+///
+/// With `old` (the replay of memop 0.1's layout, for a project made by it, which has no record),
+/// what memop wrote is `old`'s text: the base of every merge, the user's Rust files included, so
+/// that your code moves to the runtime crates' API with your edits; and the files of `old` that
+/// `fresh` no longer has (the framework in `src/manager` and `tests/support`) are removed where
+/// unedited.
+fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum, dir: &Path) -> Result<Updated> {
+    let mut updated = Updated::default();
+    let old_text =
+        |path: &Path| old.and_then(|old| old.planned().find(|(p, _)| *p == path).map(|(_, t)| t.to_string()));
+    if let Some(old) = old {
+        for (path, text) in old.planned() {
+            if fresh.owner(path).is_some() || fresh.planned().any(|(p, _)| p == path) {
+                continue;
+            }
+            match plan.read(path)? {
+                Some(current) if current == text => plan.remove(path)?,
+                Some(_) => updated.stranded.push(path.to_string_lossy().to_string()),
+                None => {}
+            }
+        }
+    }
+    for (path, new) in fresh.planned() {
+        let shown = path.to_string_lossy().to_string();
+        if shown == project::FILE || shown == sum::FILE {
+            continue;
+        }
+        let current = plan.read(path)?;
+        let base = old_text(path);
+        let moved = base.is_some() && path.extension().is_some_and(|e| e == "rs");
+        match fresh.owner(path) {
+            // In a migration, your Rust files move to the new API (merged).
+            Some(Owner::User) if !moved => continue,
+            Some(Owner::Generated) => {
+                if current.as_deref().is_some_and(|text| text != new) {
+                    updated.generated.push(shown);
+                }
+                continue;
+            }
+            _ => {}
+        }
+        let decision = match &base {
+            Some(base) => merge::decide(current.as_deref(), new, Some(&sum::blob_id(base)), |_| Some(base.clone())),
+            None if old.is_some() => merge::decide(current.as_deref(), new, None, |_| None),
+            None => merge::decide(current.as_deref(), new, record.get(&shown), |id| sum::base(dir, id)),
+        };
+        match decision {
+            Decision::Leave => {
+                if current.as_deref() == Some(new) && record.get(&shown) != Some(sum::blob_id(new).as_str()) {
+                    plan.set_unchanged(path, new.to_string());
+                }
+                continue;
+            }
+            Decision::Keep => updated.kept.push(shown),
+            Decision::Replace => plan.write(path, new.to_string(), IfExists::Overwrite)?,
+            Decision::Merge { text, conflicts } => {
+                plan.write(path, text.clone(), IfExists::Overwrite)?;
+                plan.set_base(path, new.to_string());
+                updated.bases.push((shown.clone(), new.to_string()));
+                match conflicts {
+                    true => updated.conflicts.push((shown, text, new.to_string())),
+                    false => updated.merged.push(shown),
+                }
+            }
+        }
+        // memop's text was formatted in the scratch plan; a merge is the user's formatting
+        // (and one with conflict markers would not parse).
+        plan.mark_formatted(path);
+    }
+    Ok(updated)
+}
+
+/// What [`merge_memop_files`] did with memop's files, for the commands that plan memop's files
+/// of their own (the Helm chart's) beside theirs.
 #[derive(Debug, Default)]
 pub(crate) struct Merged {
     /// Edited files whose edits and memop's changes were merged.
@@ -125,9 +379,7 @@ impl Merged {
     /// naming the files, when there are conflicts to resolve.
     pub fn finish(&self, global: &Global, written: bool, what: &str) -> Result<()> {
         if written {
-            // The text memop's templates give now, which PROJECT.sum records as the base of the
-            // next merge: kept where git can read it back, as the text of every file committed is.
-            store_bases(&global.dir, &self.bases);
+            sum::keep_bases(&global.dir, &self.bases);
             if !self.merged.is_empty() {
                 super::report(&format!("Merged memop's changes with your edits in: {}\n", self.merged.join(", ")))?;
             }
@@ -150,160 +402,59 @@ impl Merged {
     }
 }
 
-/// Plans memop's files (templates that say `{# owner: memop #}`) as this memop renders them
-/// from PROJECT: replaced where unedited, three-way merged where edited (see the module doc).
-fn update_memop_files(project: &Project, plan: &mut Plan, record: &Sum, dir: &Path) -> Result<Merged> {
-    let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(project))?;
-    let templates = scaffold::Templates::load(&["init/"])?;
-    let mut files = Vec::new();
-    for entry in templates.entries("init", &ctx)? {
-        let scaffold::Entry::File { template, path, owner: scaffold::Owner::Memop } = entry else { continue };
-        files.push((path, templates.render(&template, &ctx)?));
-    }
-    let mut merged = merge_memop_files(plan, record, dir, files, Missing::Keep)?;
-    // A project with a Helm chart gets memop's chart templates too.
-    merged.extend(super::helm::plan_chart(project, plan, record, false)?);
-    Ok(merged)
-}
-
-/// What [`merge_memop_files`] does with a file of memop's that the project does not have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Missing {
-    /// Leave it out: memop's files are yours to drop.
-    Keep,
-    /// Create it unless PROJECT.sum says memop wrote it before (then you deleted it: it stays
-    /// deleted), for files that come and go with the project's APIs.
-    CreateNew,
-}
-
-/// Plans each of `files` (path, memop's text now) over the project's file: created or left out
-/// when missing (`missing`), replaced when unedited since memop wrote it (`record`), else merged
+/// Plans each of `files` (path, memop's text now) over the project's file by [`merge::decide`]:
+/// created when missing unless PROJECT.sum says memop wrote it before (then the user deleted it,
+/// and it stays deleted), replaced when unedited since memop wrote it (`record`), else merged
 /// three ways with what memop wrote then (read from git) as the base.
 pub(crate) fn merge_memop_files(
     plan: &mut Plan,
     record: &Sum,
     dir: &Path,
     files: Vec<(String, String)>,
-    missing: Missing,
 ) -> Result<Merged> {
     let mut merged = Merged::default();
     for (path, new) in files {
-        let Some(current) = plan.read(Path::new(&path))? else {
-            if missing == Missing::CreateNew && record.get(&path).is_none() {
-                plan.write(&path, new, IfExists::Overwrite)?;
+        let current = plan.read(Path::new(&path))?;
+        match merge::decide(current.as_deref(), &new, record.get(&path), |id| sum::base(dir, id)) {
+            Decision::Leave => {}
+            Decision::Keep => merged.kept.push(path),
+            Decision::Replace => plan.write(&path, new, IfExists::Overwrite)?,
+            Decision::Merge { text, conflicts } => {
+                plan.write(&path, text, IfExists::Overwrite)?;
+                plan.mark_formatted(&path);
+                plan.set_base(&path, new.clone());
+                merged.bases.push((path.clone(), new));
+                match conflicts {
+                    true => merged.conflicts.push(path),
+                    false => merged.merged.push(path),
+                }
             }
-            continue;
-        };
-        if current == new {
-            continue;
-        }
-        let recorded = record.get(&path);
-        if recorded == Some(sum::blob_id(&current).as_str()) {
-            plan.write(&path, new, IfExists::Overwrite)?;
-            continue;
-        }
-        let Some(base) = recorded.and_then(|id| git_blob(dir, id)) else {
-            merged.kept.push(path);
-            continue;
-        };
-        if base == new {
-            continue; // memop's text did not change: your edits are all there is
-        }
-        let (text, conflicts) = merge(&current, &base, &new);
-        plan.write(&path, text, IfExists::Overwrite)?;
-        plan.set_base(&path, new.clone());
-        merged.bases.push((path.clone(), new));
-        match conflicts {
-            true => merged.conflicts.push(path),
-            false => merged.merged.push(path),
         }
     }
     Ok(merged)
 }
 
-impl Merged {
-    fn extend(&mut self, other: Merged) {
-        self.merged.extend(other.merged);
-        self.conflicts.extend(other.conflicts);
-        self.kept.extend(other.kept);
-        self.bases.extend(other.bases);
+/// Writes only the files in conflict, with their markers, and their records (memop's new
+/// text, so that the next update finds your resolution merged already), then fails saying what
+/// to do.
+fn write_conflicts(global: &Global, updated: &Updated) -> Result<()> {
+    let mut marked = Plan::new(&global.dir);
+    for (path, text, new) in &updated.conflicts {
+        marked.write(path, text.clone(), IfExists::Overwrite)?;
+        marked.mark_formatted(path);
+        marked.set_base(path, new.clone());
     }
-}
-
-/// The text of git blob `id` in the repository `dir` is in, if it has it.
-fn git_blob(dir: &Path, id: &str) -> Option<String> {
-    let out = std::process::Command::new("git")
-        .current_dir(dir)
-        .args(["cat-file", "blob", id])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    // What memop wrote has exactly that id: check, rather than trust the object store.
-    out.status.success().then(|| String::from_utf8(out.stdout).ok()).flatten().filter(|text| sum::blob_id(text) == id)
-}
-
-/// `ours` (the file as it is) and `theirs` (memop's new text) merged over `base` (what memop
-/// wrote then): the text, and whether it has conflicts, marked as git marks them (`<<<<<<< ours`,
-/// `||||||| original`, `=======`, `>>>>>>> theirs`).
-fn merge(ours: &str, base: &str, theirs: &str) -> (String, bool) {
-    match diffy::merge(base, ours, theirs) {
-        Ok(text) => (text, false),
-        Err(text) => (text, true),
+    let bases: Vec<(String, String)> = updated.conflicts.iter().map(|(p, _, new)| (p.clone(), new.clone())).collect();
+    if finish(global, marked)? {
+        sum::keep_bases(&global.dir, &bases);
     }
-}
-
-/// The git ref under which `memop update` keeps memop's text of each merged file (a tree of
-/// them), so that git never prunes the base of the next merge.
-const BASES_REF: &str = "refs/memop/bases";
-
-/// Writes each of `bases` (path, memop's text) into the git object store of the repository, so
-/// that the next update reads them back as its base, and keeps them referenced by
-/// [`BASES_REF`] (a tree holding the latest text of each path). Best effort: without them an
-/// edited file is kept, not merged. Nothing is written where the repository is not inside the
-/// project.
-fn store_bases(dir: &Path, bases: &[(String, String)]) {
-    use std::io::Write as _;
-    let git_dir = std::process::Command::new("git").current_dir(dir).args(["rev-parse", "--absolute-git-dir"]).output();
-    let Some(git_dir) = git_dir
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-    else {
-        return;
-    };
-    if !std::path::absolute(dir).is_ok_and(|project| git_dir.starts_with(project)) || bases.is_empty() {
-        return;
-    }
-    // A scratch index of our own: the user's index (and staged work) is never touched.
-    let index = git_dir.join("memop-bases.index");
-    let git = |args: &[&str], input: Option<&str>| -> Option<String> {
-        let mut child = std::process::Command::new("git")
-            .current_dir(dir)
-            .env("GIT_INDEX_FILE", &index)
-            .args(args)
-            .stdin(if input.is_some() { std::process::Stdio::piped() } else { std::process::Stdio::null() })
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .ok()?;
-        if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
-            let _ = stdin.write_all(text.as_bytes());
-        }
-        let out = child.wait_with_output().ok()?;
-        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
-    // The bases an earlier update kept (none the first time), then this update's.
-    let _ = git(&["read-tree", BASES_REF], None);
-    for (path, text) in bases {
-        if let Some(id) = git(&["hash-object", "-w", "--stdin"], Some(text)) {
-            git(&["update-index", "--add", "--cacheinfo", &format!("100644,{id},{path}")], None);
-        }
-    }
-    if let Some(tree) = git(&["write-tree"], None) {
-        git(&["update-ref", BASES_REF, &tree], None);
-    }
-    let _ = std::fs::remove_file(&index);
+    let paths: Vec<&str> = updated.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
+    bail!(
+        "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
+         <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there, commit, and run `memop update` again \
+         for the rest of the update (nothing else was changed)",
+        paths.join(", ")
+    )
 }
 
 /// Refuses to update a git work tree with uncommitted changes, as `cargo publish` does, so that

@@ -4,13 +4,15 @@
 
 mod format;
 pub mod image_env;
+pub mod merge;
 mod plan;
 mod templates;
 mod vendor;
 
 pub use plan::{Applied, IfExists, Plan};
 pub use templates::{
-    Entry, Owner, Templates, dependency_crates, generated_names, locked_packages, reserved_kind_files, without_tera,
+    Entry, Layout, Owner, Templates, dependency_crates, generated_names, locked_packages, reserved_kind_files,
+    with_layout, without_tera,
 };
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
@@ -49,6 +51,7 @@ pub fn render_root(
             // A file several APIs extend is never rewritten: only its markers are.
             let if_exists = if *owner == Owner::Shared { IfExists::Skip } else { if_exists(path) };
             plan.write(path, contents, if_exists)?;
+            plan.set_owner(path, *owner);
             if templates.is_plain(template) {
                 plan.mark_formatted(path);
             }

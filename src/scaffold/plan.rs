@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
+use super::Owner;
+
 /// What to do when a file to create already exists with other contents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IfExists {
@@ -35,6 +37,7 @@ pub enum IfExists {
 enum Change {
     Create { contents: String },
     Update { old: String, new: String },
+    Remove { old: String },
 }
 
 /// The planned changes, keyed by path relative to the plan's root.
@@ -48,6 +51,14 @@ pub struct Plan {
     /// What memop's templates gave for a file whose planned text holds more (the user's edits,
     /// merged in): `PROJECT.sum` records this, the base of the next merge.
     bases: BTreeMap<PathBuf, String>,
+    /// Files the plan leaves as they are that hold memop's text, for `PROJECT.sum`.
+    unchanged: BTreeMap<PathBuf, String>,
+    /// Files a fragment was inserted into: their planned text holds what was there before.
+    inserted: BTreeSet<PathBuf>,
+    /// Whose each file a template rendered is (see [`Owner`]).
+    owners: BTreeMap<PathBuf, Owner>,
+    /// A scratch plan sees no disk: see [`Plan::scratch`].
+    scratch: bool,
 }
 
 /// What [`Plan::apply`] did, for the command's report.
@@ -55,6 +66,7 @@ pub struct Plan {
 pub struct Applied {
     pub created: Vec<PathBuf>,
     pub updated: Vec<PathBuf>,
+    pub removed: Vec<PathBuf>,
 }
 
 impl Plan {
@@ -65,7 +77,19 @@ impl Plan {
             formatted: BTreeSet::new(),
             notes: Vec::new(),
             bases: BTreeMap::new(),
+            unchanged: BTreeMap::new(),
+            inserted: BTreeSet::new(),
+            owners: BTreeMap::new(),
+            scratch: false,
         }
+    }
+
+    /// A plan of the project at `root` as if its directory were empty: it reads only what it
+    /// planned, so the commands' scaffolds replayed into it give the text memop writes for the
+    /// project from PROJECT alone (what `memop update` compares your files with). Formatting
+    /// follows the project's `rustfmt.toml`; it is never applied.
+    pub fn scratch(root: impl Into<PathBuf>) -> Self {
+        Self { scratch: true, ..Self::new(root) }
     }
 
     pub fn root(&self) -> &Path {
@@ -88,8 +112,29 @@ impl Plan {
         match self.changes.get(path) {
             Some(Change::Create { contents }) => Ok(Some(contents.clone())),
             Some(Change::Update { new, .. }) => Ok(Some(new.clone())),
-            None => read_disk(&self.root, path),
+            Some(Change::Remove { .. }) => Ok(None),
+            None => self.read_disk(path),
         }
+    }
+
+    /// What is on disk at `path`: nothing, for a scratch plan.
+    pub fn read_disk(&self, path: &Path) -> Result<Option<String>> {
+        if self.scratch { Ok(None) } else { read_disk(&self.root, path) }
+    }
+
+    /// Records whose the file at `path` is, as its template declares.
+    pub fn set_owner(&mut self, path: impl AsRef<Path>, owner: Owner) {
+        self.owners.insert(path.as_ref().to_path_buf(), owner);
+    }
+
+    /// Whose the file at `path` is, when a template of this plan rendered it.
+    pub fn owner(&self, path: &Path) -> Option<Owner> {
+        self.owners.get(path).copied()
+    }
+
+    /// Whether a fragment was inserted into the file at `path`.
+    pub fn was_inserted_into(&self, path: &Path) -> bool {
+        self.inserted.contains(path)
     }
 
     /// Records that the planned contents of `path` need no formatting pass (until changed).
@@ -104,13 +149,14 @@ impl Plan {
         let path = path.as_ref();
         self.check_inside(path)?;
         self.formatted.remove(path);
-        let disk = read_disk(&self.root, path)?;
+        let disk = self.read_disk(path)?;
         if disk.as_deref().is_some_and(|old| old.contains("\r\n")) && !contents.contains('\r') {
             contents = contents.replace('\n', "\r\n");
         }
         let current = match self.changes.get(path) {
             Some(Change::Create { contents }) => Some(contents),
             Some(Change::Update { new, .. }) => Some(new),
+            Some(Change::Remove { .. }) => None,
             None => disk.as_ref(),
         };
         match current {
@@ -137,6 +183,23 @@ impl Plan {
         };
         self.changes.insert(path.to_path_buf(), change);
         Ok(())
+    }
+
+    /// Plans removing the file at `path` (a file memop wrote that this memop no longer has); a
+    /// missing file is nothing to remove.
+    pub fn remove(&mut self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        self.check_inside(path)?;
+        match self.read_disk(path)? {
+            Some(old) => self.changes.insert(path.to_path_buf(), Change::Remove { old }),
+            None => self.changes.remove(path),
+        };
+        Ok(())
+    }
+
+    /// The files the plan removes.
+    pub fn removed(&self) -> impl Iterator<Item = &Path> {
+        self.changes.iter().filter(|(_, c)| matches!(c, Change::Remove { .. })).map(|(p, _)| p.as_path())
     }
 
     /// Refuses a path that could lead outside the project: not a plain relative path, or with a
@@ -230,7 +293,9 @@ impl Plan {
         if !current.ends_with('\n') {
             out.pop();
         }
-        self.write(path, out, IfExists::Overwrite)
+        self.write(path, out, IfExists::Overwrite)?;
+        self.inserted.insert(path.to_path_buf());
+        Ok(())
     }
 
     /// Runs rustfmt over every Rust file the plan writes, but those marked formatted. Without rustfmt the files stay
@@ -241,9 +306,10 @@ impl Plan {
             .changes
             .iter()
             .filter(|(path, _)| path.extension().is_some_and(|e| e == "rs") && !self.formatted.contains(*path))
-            .map(|(path, change)| match change {
-                Change::Create { contents } => (path.clone(), contents.clone()),
-                Change::Update { new, .. } => (path.clone(), new.clone()),
+            .filter_map(|(path, change)| match change {
+                Change::Create { contents } => Some((path.clone(), contents.clone())),
+                Change::Update { new, .. } => Some((path.clone(), new.clone())),
+                Change::Remove { .. } => None,
             })
             .collect();
         let result = super::format::rustfmt(&mut files, &self.root);
@@ -276,7 +342,7 @@ impl Plan {
                     };
                     old == new
                 }
-                None => false,
+                Some(Change::Remove { .. }) | None => false,
             };
             if unchanged {
                 self.changes.remove(&path);
@@ -292,15 +358,25 @@ impl Plan {
         self.bases.insert(path.as_ref().to_path_buf(), base);
     }
 
+    /// Says that `path`, which the plan does not change, holds memop's text `text`: for
+    /// `PROJECT.sum`, where a project made before it lacks the record.
+    pub fn set_unchanged(&mut self, path: impl AsRef<Path>, text: String) {
+        self.unchanged.insert(path.as_ref().to_path_buf(), text);
+    }
+
     /// memop's own text of each planned file: [`Plan::set_base`]'s where one was set, else the
-    /// planned text.
+    /// planned text; and of each file [`Plan::set_unchanged`] names.
     pub fn written_by_memop(&self) -> impl Iterator<Item = (&Path, &str)> {
-        self.planned().map(|(path, text)| (path, self.bases.get(path).map_or(text, String::as_str)))
+        let planned = self.planned().map(|(path, text)| (path, self.bases.get(path).map_or(text, String::as_str)));
+        planned.chain(self.unchanged.iter().map(|(path, text)| (path.as_path(), text.as_str())))
     }
 
     pub fn planned(&self) -> impl Iterator<Item = (&Path, &str)> {
-        self.changes.iter().map(|(path, change)| match change {
-            Change::Create { contents } | Change::Update { new: contents, .. } => (path.as_path(), contents.as_str()),
+        self.changes.iter().filter_map(|(path, change)| match change {
+            Change::Create { contents } | Change::Update { new: contents, .. } => {
+                Some((path.as_path(), contents.as_str()))
+            }
+            Change::Remove { .. } => None,
         })
     }
 
@@ -331,6 +407,9 @@ impl Plan {
                         .to_string();
                     out.push_str(&unified);
                 }
+                Change::Remove { old } => {
+                    let _ = writeln!(out, "remove {shown} ({} lines)", old.lines().count());
+                }
             }
         }
         let _ = writeln!(out, "dry run: {} file(s) would change; nothing was written", self.changes.len());
@@ -343,16 +422,20 @@ impl Plan {
     /// they renamed over their targets. If a rename fails, the files already renamed are put back
     /// as they were, so a failure leaves the directory as it was.
     pub fn apply(self) -> Result<Applied> {
+        if self.scratch {
+            bail!("memop tried to write a scratch plan, which sees no disk; please report it");
+        }
         // From here on a signal no longer stops memop at once: it would leave the files half-written.
         let Some(_writing) = crate::Writing::begin() else {
             bail!("interrupted; nothing was written");
         };
-        let mut staged: Vec<(PathBuf, PathBuf, &Change)> = Vec::new();
+        // Each file written from its temporary sibling, or removed (no sibling).
+        let mut staged: Vec<(Option<PathBuf>, PathBuf, &Change)> = Vec::new();
         let mut created_dirs: Vec<PathBuf> = Vec::new();
         let result = self.stage(&mut staged, &mut created_dirs);
         if let Err(err) = result {
             for (tmp, _, _) in &staged {
-                let _ = fs::remove_file(tmp);
+                tmp.as_ref().map(fs::remove_file);
             }
             remove_dirs(&created_dirs);
             return Err(err);
@@ -362,15 +445,19 @@ impl Plan {
         staged.sort_by_key(|(_, target, _)| target.file_name().is_some_and(|n| n == "PROJECT"));
         let mut done: Vec<(&PathBuf, &Change)> = Vec::new();
         for (tmp, target, change) in &staged {
-            if let Err(err) = fs::rename(tmp, target) {
+            let result = match tmp {
+                Some(tmp) => fs::rename(tmp, target),
+                None => fs::remove_file(target),
+            };
+            if let Err(err) = result {
                 for (target, change) in done.iter().rev() {
                     match change {
                         Change::Create { .. } => drop(fs::remove_file(target)),
-                        Change::Update { old, .. } => drop(fs::write(target, old)),
+                        Change::Update { old, .. } | Change::Remove { old } => drop(fs::write(target, old)),
                     }
                 }
                 for (tmp, _, _) in &staged {
-                    let _ = fs::remove_file(tmp);
+                    tmp.as_ref().map(fs::remove_file);
                 }
                 remove_dirs(&created_dirs);
                 return Err(err).with_context(|| format!("writing {}", target.display()));
@@ -382,6 +469,13 @@ impl Plan {
             match change {
                 Change::Create { .. } => applied.created.push(path),
                 Change::Update { .. } => applied.updated.push(path),
+                Change::Remove { .. } => {
+                    // The directory it leaves empty goes too (`src/manager/`).
+                    if let Some(parent) = self.root.join(&path).parent() {
+                        let _ = fs::remove_dir(parent);
+                    }
+                    applied.removed.push(path)
+                }
             }
         }
         Ok(applied)
@@ -389,23 +483,24 @@ impl Plan {
 
     fn stage<'a>(
         &'a self,
-        staged: &mut Vec<(PathBuf, PathBuf, &'a Change)>,
+        staged: &mut Vec<(Option<PathBuf>, PathBuf, &'a Change)>,
         created_dirs: &mut Vec<PathBuf>,
     ) -> Result<()> {
         for (path, change) in &self.changes {
             // Checked again right before writing: the tree may have changed since planning.
             self.check_inside(path)?;
             let target = self.root.join(path);
+            if let Change::Remove { .. } = change {
+                staged.push((None, target, change));
+                continue;
+            }
             let parent = target.parent().unwrap_or(&self.root).to_path_buf();
             create_dirs(&parent, created_dirs)?;
             let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let contents = match change {
-                Change::Create { contents } => contents,
-                Change::Update { new, .. } => new,
-            };
+            let (Change::Create { contents } | Change::Update { new: contents, .. }) = change else { continue };
             let (tmp, mut file) = create_temp(&parent, &name)?;
             // Staged at once, so that a failed write below is cleaned up with the rest.
-            staged.push((tmp.clone(), target.clone(), change));
+            staged.push((Some(tmp.clone()), target.clone(), change));
             file.write_all(contents.as_bytes()).with_context(|| format!("writing {}", tmp.display()))?;
             if let Ok(meta) = fs::metadata(&target) {
                 // Keep the mode of files we replace (a user may have made a script executable);
@@ -579,6 +674,24 @@ mod tests {
         plan.write("a.txt", "theirs\n".into(), IfExists::Overwrite).unwrap();
         plan.apply().unwrap();
         assert_eq!(fs::read_to_string(dir.path().join("a.txt")).unwrap(), "theirs\n");
+    }
+
+    #[test]
+    fn a_removal_is_shown_then_applied_and_its_emptied_directory_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("src/manager")).unwrap();
+        fs::write(dir.path().join("src/manager/mod.rs"), "// old\n").unwrap();
+        fs::write(dir.path().join("src/lib.rs"), "pub mod manager;\n").unwrap();
+        let mut plan = Plan::new(dir.path());
+        plan.remove("src/manager/mod.rs").unwrap();
+        plan.remove("src/missing.rs").unwrap();
+        plan.write("src/lib.rs", "\n".into(), IfExists::Overwrite).unwrap();
+        assert_eq!(plan.read(Path::new("src/manager/mod.rs")).unwrap(), None, "the plan sees it gone");
+        assert!(plan.render_dry_run().contains("remove src/manager/mod.rs (1 lines)"), "{}", plan.render_dry_run());
+        let applied = plan.apply().unwrap();
+        assert_eq!(applied.removed, vec![PathBuf::from("src/manager/mod.rs")]);
+        assert!(!dir.path().join("src/manager").exists());
+        assert_eq!(fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(), "\n");
     }
 
     #[test]

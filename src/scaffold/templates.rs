@@ -16,11 +16,50 @@ use tera::{Context, Tera};
 
 static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
 
+/// The templates of layout `memop.rs/rust/v1` (memop 0.1, commit 2a6d6ec: the framework inside
+/// `src/manager` and `tests/support`) that differ from today's: `TEMPLATES` lists that layout's
+/// names, and a name without a file here is today's template, unchanged since. `memop update`
+/// renders them to know what memop 0.1 wrote into a project (it kept no record), so that it can
+/// tell memop's files from your edits when it moves the project to the runtime crates.
+static LAYOUT_V1: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/layouts/v1");
+
+/// Which layout's templates [`Templates::load`] loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Today's.
+    Current,
+    /// `memop.rs/rust/v1`, see [`LAYOUT_V1`].
+    V1,
+}
+
+thread_local! {
+    static LAYOUT: std::cell::Cell<Layout> = const { std::cell::Cell::new(Layout::Current) };
+}
+
+/// Runs `f` with [`Templates::load`] loading `layout`'s templates: how `memop update` replays
+/// the commands' scaffolds as an older memop ran them, without another copy of the commands.
+pub fn with_layout<T>(layout: Layout, f: impl FnOnce() -> T) -> T {
+    /// Puts the layout back however `f` ends, a panic included.
+    struct Restore(Layout);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            LAYOUT.set(self.0);
+        }
+    }
+    let _restore = Restore(LAYOUT.replace(layout));
+    f()
+}
+
 const SUFFIX: &str = ".tera";
 /// How a template declares that its file is shared (see [`Owner::Shared`]).
 const SHARED: &str = "{# shared:";
 /// How a template declares that its file is memop's (see [`Owner::Memop`]).
 const MEMOP: &str = "{# owner: memop";
+/// How a template declares that its file is the user's once scaffolded (see [`Owner::User`]).
+const USER: &str = "{# owner: user";
+/// How a template declares that its file is generated from the user's code (see
+/// [`Owner::Generated`]).
+const GENERATED: &str = "{# owner: generated";
 const PARTIALS: &str = "_partials/";
 
 /// One template of a scaffold root, already classified.
@@ -35,10 +74,19 @@ pub enum Entry {
 /// Whose a generated file is, as its template declares in a first-line Tera comment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Owner {
-    /// No declaration: the command that renders it decides, per path (the user's files after
-    /// scaffolding: an API's types, a controller, its tests; refused when present, unless
-    /// `--force`).
+    /// No declaration: memop's part of one API or of the project, which commands may extend at
+    /// its markers (`src/main.rs`, the kustomizations, an API's RBAC helper roles); the command
+    /// that renders it decides, per path, whether an existing one is replaced. `memop update`
+    /// merges the user's edits into it as into [`Owner::Memop`]'s files.
     Command,
+    /// `{# owner: user #}`: the user's once scaffolded (an API's types, a controller's logic, the
+    /// kind's tests, a sample): the command decides as for [`Owner::Command`], and `memop update`
+    /// never rewrites it.
+    User,
+    /// `{# owner: generated #}`: generated from the user's code by `make manifests` (a CRD, the
+    /// manager role, the webhook configurations): the command decides as for
+    /// [`Owner::Command`], and `memop update` leaves it to `make manifests`.
+    Generated,
     /// `{# shared: … #}`: a file several APIs extend at its markers: created once, never
     /// rewritten.
     Shared,
@@ -67,7 +115,10 @@ impl Templates {
     /// one template's full name), and the partials they include.
     pub fn load(prefixes: &[&str]) -> Result<Self> {
         let mut sources = Vec::new();
-        collect(&TEMPLATES, &mut sources);
+        match LAYOUT.get() {
+            Layout::Current => collect(&TEMPLATES, &mut sources),
+            Layout::V1 => collect_v1(&mut sources),
+        }
         sources.retain(|(name, _)| name.starts_with(PARTIALS) || prefixes.iter().any(|p| name.starts_with(p)));
         sources.sort();
         let mut tera = Tera::default();
@@ -121,12 +172,12 @@ impl Templates {
                 }
                 None => {
                     let text = self.sources.get(name).copied().unwrap_or_default();
-                    let owner = if text.starts_with(SHARED) {
-                        Owner::Shared
-                    } else if text.starts_with(MEMOP) {
-                        Owner::Memop
-                    } else {
-                        Owner::Command
+                    let owner = match text {
+                        _ if text.starts_with(SHARED) => Owner::Shared,
+                        _ if text.starts_with(MEMOP) => Owner::Memop,
+                        _ if text.starts_with(USER) => Owner::User,
+                        _ if text.starts_with(GENERATED) => Owner::Generated,
+                        _ => Owner::Command,
                     };
                     Entry::File { template: name.clone(), path: resolved, owner }
                 }
@@ -281,6 +332,17 @@ pub fn reserved_kind_files() -> &'static [String] {
     })
 }
 
+/// The templates of [`LAYOUT_V1`], by name.
+fn collect_v1(out: &mut Vec<(String, &'static str)>) {
+    let names = LAYOUT_V1.get_file("TEMPLATES").and_then(|f| f.contents_utf8()).unwrap_or_default();
+    for name in names.lines() {
+        let text = [&LAYOUT_V1, &TEMPLATES].iter().find_map(|dir| dir.get_file(name)?.contents_utf8());
+        if let Some(text) = text {
+            out.push((name.to_string(), text));
+        }
+    }
+}
+
 fn collect(dir: &'static Dir<'static>, out: &mut Vec<(String, &'static str)>) {
     for file in dir.files() {
         let name = file.path().to_string_lossy().replace('\\', "/");
@@ -361,6 +423,35 @@ mod tests {
                 assert_ne!(target, path, "{other} renders or extends {name}'s file");
             }
         }
+    }
+
+    /// The files a kind's scaffolds make for it to fill in (its types, its controller's logic,
+    /// its tests and benchmark, its webhooks and conversions: every Rust file named after the
+    /// kind) are declared the user's, which `memop update` never rewrites.
+    #[test]
+    fn a_kinds_own_code_is_declared_the_users() {
+        let mut sources = Vec::new();
+        collect(&TEMPLATES, &mut sources);
+        let kinds: Vec<&(String, &str)> =
+            sources.iter().filter(|(name, _)| name.contains("__kind_snake__") && name.ends_with(".rs.tera")).collect();
+        assert!(kinds.len() >= 8, "{kinds:?}");
+        for (name, text) in kinds {
+            assert!(text.starts_with(USER), "{name} does not say `{USER} #}}`");
+        }
+    }
+
+    /// Layout v1's templates are loaded only inside `with_layout`, and every one it lists has a
+    /// text: its own where it differs from today's, else today's.
+    #[test]
+    fn layout_v1_is_loaded_only_inside_with_layout() {
+        let listed = LAYOUT_V1.get_file("TEMPLATES").and_then(|f| f.contents_utf8()).unwrap().lines().count();
+        let mut v1 = Vec::new();
+        collect_v1(&mut v1);
+        assert_eq!(v1.len(), listed, "a template layout v1 lists has no text");
+        let old = with_layout(Layout::V1, || Templates::load(&["init/"])).unwrap();
+        assert!(old.names.iter().any(|n| n == "init/src/manager/mod.rs.tera"), "{:?}", old.names);
+        let now = Templates::load(&["init/"]).unwrap();
+        assert!(!now.names.iter().any(|n| n.starts_with("init/src/manager/")), "{:?}", now.names);
     }
 
     #[test]

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use super::*;
 
 /// Longer than any of these commands takes, shorter than a hang worth waiting for.
-const LIMIT: Duration = Duration::from_secs(10);
+pub(crate) const LIMIT: Duration = Duration::from_secs(10);
 
 /// Starts `memop <line>` in `dir`, with `envs` set.
-fn spawn(dir: &Path, line: &str, envs: &[(&str, &Path)]) -> std::process::Child {
+pub(crate) fn spawn(dir: &Path, line: &str, envs: &[(&str, &Path)]) -> std::process::Child {
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("memop"));
     cmd.env("SOURCE_DATE_EPOCH", common::SOURCE_DATE_EPOCH).current_dir(dir).args(argv(line));
     for (name, value) in envs {
@@ -25,7 +25,7 @@ fn spawn(dir: &Path, line: &str, envs: &[(&str, &Path)]) -> std::process::Child 
 /// Waits for `child` at most `limit`, asserting it exited by itself (else it is killed, and the
 /// test fails rather than hangs).
 #[track_caller]
-fn exits_within(child: std::process::Child, limit: Duration, what: &str) -> Output {
+pub(crate) fn exits_within(child: std::process::Child, limit: Duration, what: &str) -> Output {
     let pid = child.id();
     let (send, receive) = mpsc::channel();
     std::thread::spawn(move || send.send(child.wait_with_output()));

@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use super::special_files::{LIMIT, exits_within, spawn};
 use super::*;
 
 /// Runs git in `dir`, asserting success.
@@ -131,13 +132,17 @@ fn uncommitted_changes_are_refused_unless_allowed_and_a_dry_run_writes_nothing()
     assert!(read(&dir, "src/lib.rs").ends_with("// not committed\n"));
 }
 
+/// Every command but `update` refuses a project of memop 0.1 and names `update`; `update`
+/// migrates it (tests/migrate.rs), but for its webhooks, which it refuses.
 #[test]
 fn a_project_of_memop_0_1_is_refused_with_the_way_out() {
     let (_tmp, dir) = project(&[MEMCACHED]);
+    ok(&dir, "create webhook --group cache --kind Memcached --defaulting");
     let project = read(&dir, "PROJECT").replace("memop.rs/rust/v2", "memop.rs/rust/v1");
     fs::write(dir.join("PROJECT"), project).unwrap();
     let before = snapshot(&dir);
-    refused(&dir, "update", &["made by memop 0.1"]);
+    refused(&dir, &format!("create api {NGINX}"), &["made by memop 0.1", "`memop update`"]);
+    refused(&dir, "update", &["cache/v1alpha1 Memcached has webhooks", "memop 0.1", "scaffold a new project"]);
     assert_unchanged(&dir, &before, "a refused update");
 }
 
@@ -207,10 +212,15 @@ fn an_edit_on_the_lines_memop_changed_leaves_conflict_markers_and_fails() {
     assert!(dry.stdout.contains("<<<<<<< ours"), "the dry run shows the conflict: {}", dry.stdout);
     assert_unchanged(&dir, &before, "a dry run");
 
-    // Exit 1, saying which file to resolve, with the rest of the update written.
+    // Exit 1, saying which file to resolve and what to do; only the file in conflict is written
+    // (and its record).
     let out = memop(&dir, "update").assert().code(1).get_output().clone();
     let stderr = String::from_utf8(out.stderr).unwrap();
-    for want in ["error: memop's changes and your edits touch the same lines of Makefile", "<<<<<<< ours (yours)"] {
+    for want in [
+        "error: memop's changes and your edits touch the same lines of Makefile",
+        "<<<<<<< ours (yours)",
+        "commit, and run `memop update` again",
+    ] {
         assert!(stderr.contains(want), "{want:?} not in:\n{stderr}");
     }
     let merged = read(&dir, "Makefile");
@@ -219,6 +229,19 @@ fn an_edit_on_the_lines_memop_changed_leaves_conflict_markers_and_fails() {
     {
         assert!(merged.contains(line), "{line:?} not in the conflicted Makefile:\n{merged}");
     }
+    let touched: Vec<PathBuf> =
+        changed(&before, &snapshot(&dir)).into_iter().filter(|p| !p.starts_with(".git")).collect();
+    assert_eq!(touched, ["Makefile", "PROJECT.sum"].map(PathBuf::from), "nothing else");
+
+    // Resolved and committed, the update goes on with the rest, and leaves the resolution alone.
+    let resolved = format!("{}IMG ?= registry.example.com/mine:v1\n{}", &merged[..merged.find("<<<<<<<").unwrap()], {
+        let after = &merged[merged.find(">>>>>>> theirs").unwrap()..];
+        &after[after.find('\n').unwrap() + 1..]
+    });
+    fs::write(dir.join("Makefile"), &resolved).unwrap();
+    git(&dir, &["commit", "-qam", "resolved"]);
+    ok(&dir, "update");
+    assert_eq!(read(&dir, "Makefile"), resolved);
     assert!(!read(&dir, "Dockerfile").contains("# memop 0.1.9"), "the rest of the update is written");
     assert!(read(&dir, "PROJECT").contains(&format!("cliVersion: {}\n", env!("CARGO_PKG_VERSION"))));
 }
@@ -235,6 +258,118 @@ fn an_edited_file_without_memops_text_in_git_is_kept() {
     let out = ok(&dir, "update");
     assert!(out.stderr.contains("note: Makefile changed since memop wrote it"), "{}", out.stderr);
     assert_eq!(read(&dir, "Makefile"), edited);
+}
+
+/// Makes `path` hold what an older memop wrote there, as [`as_older_memop_wrote`], and commits it.
+fn older(dir: &Path, path: &str, from: &str, to: &str) -> String {
+    let now = as_older_memop_wrote(dir, path, from, to);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", &format!("{path} as an older memop wrote it")]);
+    now
+}
+
+#[test]
+fn per_api_and_shared_files_are_updated_and_yours_are_not() {
+    let (_tmp, dir) = older_project();
+    // An API's own file of memop's (a helper role), unedited: replaced.
+    let role = older(&dir, "config/rbac/cache_memcached_admin_role.yaml", "- '*'", "- '*' # old");
+    // A file memop inserts into (the API's registration in src/main.rs), which you edited too:
+    // memop's change and yours.
+    let main = older(&dir, "src/main.rs", "memcached::register(", "memcached::register_old(");
+    // Your files (the controller, the kind's tests, the types): never rewritten.
+    let controller = "src/controller/memcached.rs";
+    older(&dir, controller, "//! The Memcached controller", "//! An older Memcached controller");
+    let mine = read(&dir, controller);
+    // Generated from your code: left to `make manifests`.
+    let crd = "config/crd/bases/cache.example.com_memcacheds.yaml";
+    older(&dir, crd, "scope: Namespaced", "scope: Namespaced # old");
+    let generated = read(&dir, crd);
+    append(&dir, "src/main.rs", "// my note\n");
+    git(&dir, &["commit", "-qam", "my note"]);
+
+    let out = ok(&dir, "update");
+    assert!(out.stdout.contains("Merged memop's changes with your edits in: src/main.rs"), "{}", out.stdout);
+    assert_eq!(read(&dir, "config/rbac/cache_memcached_admin_role.yaml"), role);
+    assert_eq!(read(&dir, "src/main.rs"), format!("{main}// my note\n"));
+    assert_eq!(read(&dir, controller), mine);
+    assert_eq!(read(&dir, crd), generated);
+    assert!(
+        out.stderr.contains(&format!("note: {crd} differ")) && out.stderr.contains("make manifests"),
+        "{}",
+        out.stderr
+    );
+
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "memop update"]);
+    let before = snapshot(&dir);
+    assert!(ok(&dir, "update").stdout.starts_with("Nothing to do"), "a second update is a no-op");
+    assert_unchanged(&dir, &before, "a second update");
+}
+
+/// Several APIs, versions of one kind (one stored as v1), admission and conversion webhooks:
+/// replaying PROJECT gives every file as the commands wrote it, so an update has nothing to do.
+#[test]
+fn a_project_of_many_commands_is_up_to_date() {
+    let (_tmp, dir) = project(&[MEMCACHED, NGINX, "--group batch --version v1 --kind CronJob"]);
+    for line in [
+        "create webhook --group cache --kind Memcached --defaulting --programmatic-validation",
+        "create api --group cache --version v1 --kind Memcached --storage-version",
+        "create webhook --group cache --version v1 --kind Memcached --conversion",
+        "create api --group cache --version v2 --kind Memcached",
+        "create webhook --group batch --version v1 --kind CronJob --programmatic-validation",
+    ] {
+        ok(&dir, line);
+    }
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by memop"]);
+    let before = snapshot(&dir);
+    let out = ok(&dir, "update");
+    assert!(out.stdout.starts_with("Nothing to do"), "{}{}", out.stdout, out.stderr);
+    assert_unchanged(&dir, &before, "an update of an up-to-date project");
+}
+
+/// memop inserting into a file you edited does not take your edits for its own: the record keeps
+/// memop's text from before them, so an update merges instead of replacing the file.
+#[test]
+fn your_edit_of_a_file_memop_inserts_into_later_survives_an_update() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by memop"]);
+    append(&dir, "src/main.rs", "// my note\n");
+    git(&dir, &["commit", "-qam", "my note"]);
+    ok(&dir, &format!("create api {NGINX}"));
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "nginx"]);
+    let main = read(&dir, "src/main.rs");
+    assert!(main.contains("nginx::register(") && main.ends_with("// my note\n"), "{main}");
+    ok(&dir, "update");
+    assert_eq!(read(&dir, "src/main.rs"), main);
+}
+
+/// A signal while the update formats memop's text stops it before it writes anything.
+#[test]
+fn an_interrupted_update_changes_nothing() {
+    let (tmp, dir) = older_project();
+    older(&dir, "src/main.rs", "memcached::register(", "memcached::register_old(");
+    // A "rustfmt" that says when it starts, then takes far longer than the test waits.
+    let slow = tmp.path().join("slow-rustfmt");
+    fs::write(&slow, "#!/bin/sh\ntouch \"$0.started\"\nsleep 10\n").unwrap();
+    fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let before = snapshot(&dir);
+    let child = spawn(&dir, "update", &[("RUSTFMT", &slow)]);
+    let deadline = std::time::Instant::now() + LIMIT;
+    while !tmp.path().join("slow-rustfmt.started").exists() {
+        assert!(std::time::Instant::now() < deadline, "memop never ran rustfmt");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let out = exits_within(child, LIMIT, "update");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("interrupted; nothing was written"), "{stderr}");
+    assert_unchanged(&dir, &before, "an interrupted update");
 }
 
 /// A project with a Helm chart gets memop's chart templates too: replaced where unedited, merged

@@ -621,7 +621,15 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
         reconcile(Arc::new(object), ctx).await.unwrap()
     };
     for name in names {
-        let object = Memcached::new(name, MemcachedSpec { size: 1 });
+        // The spec's other fields (those you add) from Default, so that this keeps compiling.
+        #[allow(clippy::needless_update)]
+        let object = Memcached::new(
+            name,
+            MemcachedSpec {
+                size: 1,
+                ..Default::default()
+            },
+        );
         cluster
             .objects
             .create(&PostParams::default(), &object)

@@ -22,7 +22,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// MemcachedSpec defines the desired state of Memcached.
-#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+// Default: the tests set the fields they are about and take the rest from it
+// (`..Default::default()`), so they keep compiling as you add fields.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "cache.example.com",
     version = "v1alpha1",
