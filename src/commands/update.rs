@@ -151,6 +151,17 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             ))?;
         }
     }
+    for (path, ids) in &updated.yours {
+        let see = match ids {
+            Some((old, new)) => format!("see what changed with `git diff {} {}`", &old[..12], &new[..12]),
+            None => "see memop's text now with `memop init` and `create api` in an empty directory".to_string(),
+        };
+        crate::warn_line!(
+            "note: {path} is yours, so it was left as it is, but memop now writes it otherwise than when it made \
+             your copy (its code, or the runtime's API it calls, changed): {see}, and bring into your file what \
+             you need"
+        );
+    }
     for path in &updated.stranded {
         crate::warn_line!(
             "note: {path} is memop 0.1's framework, which the runtime crates provide now, and you edited it, so it \
@@ -282,6 +293,9 @@ struct Updated {
     bases: Vec<(String, String)>,
     /// Files of memop 0.1's framework that the user edited: kept.
     stranded: Vec<String>,
+    /// Your files that memop writes otherwise now, with the git blob ids of memop's text then and
+    /// now where git has the former.
+    yours: Vec<(String, Option<(String, String)>)>,
 }
 
 /// Plans every file of `fresh` (memop's text of the project, from [`replay`]) into `plan` by
@@ -319,7 +333,20 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
         let moved = base.is_some() && path.extension().is_some_and(|e| e == "rs");
         match fresh.owner(path) {
             // In a migration, your Rust files move to the new API (merged).
-            Some(Owner::User) if !moved => continue,
+            Some(Owner::User) if !moved => {
+                // Yours, never rewritten. Where memop now writes it otherwise than when it made your
+                // copy (its logic, or the runtime's API it calls, changed), say so, with that change
+                // to read in git; recording memop's new text says it once.
+                if let Some(old) = record.get(&shown).filter(|old| *old != sum::blob_id(new))
+                    && current.as_deref() != Some(new)
+                {
+                    let readable = sum::base(dir, old).is_some();
+                    updated.yours.push((shown.clone(), readable.then(|| (old.to_string(), sum::blob_id(new)))));
+                    plan.set_unchanged(path, new.to_string());
+                    updated.bases.push((shown, new.to_string()));
+                }
+                continue;
+            }
             Some(Owner::Generated) => {
                 if current.as_deref().is_some_and(|text| text != new) {
                     updated.generated.push(shown);

@@ -402,3 +402,32 @@ fn the_helm_chart_is_updated_with_memops_other_files() {
         manager_now.replacen(mine, &format!("{mine}        example.com/mine: \"yes\"\n"), 1)
     );
 }
+
+/// Your files are never rewritten; where memop now writes one otherwise than when it made your
+/// copy, the update says so, once, with memop's change to read in git.
+#[test]
+fn your_files_are_kept_and_memops_change_to_them_is_named() {
+    let (_tmp, dir) = older_project();
+    let controller = "src/controller/memcached.rs";
+    as_older_memop_wrote(&dir, controller, "pub const RESYNC", "// as memop 0.1.9 wrote it\npub const RESYNC");
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by memop 0.1.9"]);
+    append(&dir, controller, "\n// mine\n");
+    git(&dir, &["commit", "-qam", "my comment"]);
+    let yours = read(&dir, controller);
+
+    let out = ok(&dir, "update");
+    assert_eq!(read(&dir, controller), yours, "your file, never rewritten");
+    let stderr = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(stderr.contains(&format!("note: {controller} is yours, so it was left as it is")), "{stderr}");
+    let diff = stderr.split("`git diff ").nth(1).and_then(|rest| rest.split('`').next()).expect("a git diff to run");
+    let shown = Command::new("git").current_dir(&dir).arg("diff").args(diff.split(' ')).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("-// as memop 0.1.9 wrote it"), "memop's change, in git: {shown}");
+    assert!(!shown.contains("mine"), "memop's texts, not yours: {shown}");
+
+    git(&dir, &["commit", "-qam", "memop update"]);
+    let again = ok(&dir, "update");
+    assert!(!again.stderr.contains(controller), "said once: {}", again.stderr);
+    assert_eq!(read(&dir, controller), yours);
+}
