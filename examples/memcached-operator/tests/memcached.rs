@@ -1042,6 +1042,101 @@ async fn a_field_no_longer_desired_is_pruned() {
     assert_eq!(cluster.env.requests.writes("*"), 0, "in sync again");
 }
 
+/// A Deployment that a mutating admission policy rewrites on the way in (here: its pods always
+/// pull their image) is not applied again, with an `Updated` event, by the operator's next
+/// process when nothing changed. (Real control plane only: the in-memory server runs no
+/// admission.)
+#[tokio::test]
+#[cfg_attr(
+    not(envtest),
+    ignore = "needs the real control plane: `make setup-envtest`, or KUBEBUILDER_ASSETS (ENVTEST_REQUIRED=1 fails without it)"
+)]
+async fn a_restart_does_not_apply_again_what_admission_rewrote() {
+    let Some(env) = TestEnv::real().await else {
+        return;
+    };
+    let policy = format!("{}-pull-always", env.namespace);
+    let rewrite = "[JSONPatch{op: 'replace', path: '/spec/template/spec/containers/0/imagePullPolicy', value: 'Always'}]";
+    let policy_objects = [
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingAdmissionPolicy",
+            "metadata": { "name": policy },
+            "spec": {
+                "matchConstraints": { "resourceRules": [{
+                    "apiGroups": ["apps"], "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"], "resources": ["deployments"],
+                }]},
+                "failurePolicy": "Fail",
+                "reinvocationPolicy": "Never",
+                "mutations": [{ "patchType": "JSONPatch", "jsonPatch": { "expression": rewrite } }],
+            },
+        }),
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingAdmissionPolicyBinding",
+            "metadata": { "name": policy },
+            "spec": {
+                "policyName": policy,
+                "matchResources": { "namespaceSelector": { "matchLabels": {
+                    "kubernetes.io/metadata.name": env.namespace,
+                }}},
+            },
+        }),
+    ];
+    for object in &policy_objects {
+        memop_test::envtest::apply(&env.admin, object).await;
+    }
+    let cluster = Cluster::new(env);
+    let pull_policy = |deployment: &Deployment| {
+        let pod = deployment.spec.template.spec.as_ref().unwrap();
+        pod.containers[0].image_pull_policy.clone()
+    };
+    // The policy is in force once a dry run of our Deployment comes back rewritten.
+    let mut owner = Memcached::new(NAME, MemcachedSpec { size: 1 });
+    owner.metadata.uid = Some("a-dry-run".into());
+    let probe = desired_deployment(&owner, IMAGE).unwrap();
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    eventually("the admission policy in force", WAIT, || async {
+        let created = cluster.deployments.create(&dry_run, &probe).await.unwrap();
+        pull_policy(&created).as_deref() == Some("Always")
+    })
+    .await;
+
+    cluster.converged(1).await;
+    let deployment = cluster.deployment().await.unwrap();
+    assert_eq!(
+        pull_policy(&deployment).as_deref(),
+        Some("Always"),
+        "rewritten"
+    );
+    assert_eq!(cluster.recorded("Updated").await, 0);
+
+    // The operator restarts: nothing of the last process is left in memory.
+    let shared = Shared::new(
+        &memcached_operator::OPERATOR,
+        cluster.env.operator.clone(),
+        Some(cluster.env.namespace.clone()),
+    );
+    let ctx = Arc::new(Context::with_image(&shared, Some(IMAGE.into())));
+    let cluster = Cluster {
+        shared,
+        ctx,
+        ..cluster
+    };
+    cluster.env.requests.clear();
+    cluster.reconcile().await.unwrap();
+    assert_eq!(
+        cluster.env.requests.writes("deployments"),
+        0,
+        "not applied again"
+    );
+    assert_eq!(cluster.recorded("Updated").await, 0);
+}
+
 /// The controller applies only its own condition types: another writer's condition survives
 /// its status writes, and stays that writer's to remove. (Real control plane only: the
 /// in-memory server replaces lists whole.)
