@@ -198,6 +198,7 @@ pub const GENERATED_NAMES: &[&str] = &[
     "Recorder",
     "Resource",
     "ResourceExt",
+    "ResourceQuota",
     "Rollout",
     "Rollouts",
     "Rule",

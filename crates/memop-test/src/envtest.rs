@@ -1,7 +1,11 @@
 //! A real Kubernetes control plane for tests, as controller-runtime's envtest starts it: etcd
 //! and kube-apiserver from `KUBEBUILDER_ASSETS` (`make setup-envtest`), on free loopback ports,
 //! with RBAC authorization on. When the assets also hold kube-controller-manager, it runs the
-//! garbage collector, so owner references cascade for real.
+//! garbage collector, so owner references cascade for real. When they hold kube-scheduler and
+//! kwok too (`scripts/envtest/build.sh` builds all of them), Deployments roll out for real:
+//! kube-controller-manager also runs the deployment, replicaset and resource quota controllers,
+//! kube-scheduler binds the pods to one node that kwok simulates, and kwok's stages make them
+//! Running and Ready, so a Deployment reports `Available=True` with no test writing its status.
 //!
 //! One control plane serves a whole test binary ([`ControlPlane::shared`]); every test gets a
 //! namespace of its own ([`TestEnv::real`]) and, in it, the project's own `config/rbac` objects,
@@ -23,7 +27,7 @@ use std::sync::{Once, OnceLock};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -37,7 +41,8 @@ use serde_json::Value;
 use super::requests::RequestLog;
 use crate::apiserver::ApiServer;
 
-/// The directory with `etcd`, `kube-apiserver` (and optionally `kube-controller-manager`).
+/// The directory with `etcd`, `kube-apiserver` (and optionally `kube-controller-manager`, and
+/// with it `kube-scheduler`, `kwok` and kwok's stages, `kwok.yaml`).
 pub const ASSETS_ENV: &str = "KUBEBUILDER_ASSETS";
 /// Set to `1` to fail, not skip, when [`ASSETS_ENV`] is unset.
 pub const REQUIRED_ENV: &str = "ENVTEST_REQUIRED";
@@ -45,14 +50,19 @@ pub const REQUIRED_ENV: &str = "ENVTEST_REQUIRED";
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// Field manager of everything the harness applies.
 const FIELD_MANAGER: &str = "envtest";
+/// The one node of the control plane, which kwok simulates.
+pub const NODE: &str = "kwok-node";
 
-/// A running etcd + kube-apiserver (+ kube-controller-manager).
+/// A running etcd + kube-apiserver (+ kube-controller-manager, + kube-scheduler and kwok).
 pub struct ControlPlane {
     dir: PathBuf,
     /// `https://127.0.0.1:<port>`.
     pub url: String,
     /// Whether kube-controller-manager runs its garbage collector.
     pub garbage_collection: bool,
+    /// Whether Deployments roll out: kube-controller-manager runs the deployment and replicaset
+    /// controllers, kube-scheduler binds pods to [`NODE`] and kwok makes them Ready.
+    pub rollouts: bool,
     /// Its end of the reaper's pipe: dropped (at exit), the reaper stops everything.
     _reaper: ChildStdin,
 }
@@ -102,6 +112,18 @@ impl ControlPlane {
         };
         let (etcd, apiserver) = (binary("etcd")?, binary("kube-apiserver")?);
         let controller_manager = binary("kube-controller-manager").ok();
+        // All of them or none: assets with kwok but not the rest are a broken build.
+        let rollouts = match binary("kwok") {
+            Ok(kwok) => {
+                if controller_manager.is_none() {
+                    return Err(format!(
+                        "kwok needs kube-controller-manager in {ASSETS_ENV} too"
+                    ));
+                }
+                Some((kwok, binary("kwok.yaml")?, binary("kube-scheduler")?))
+            }
+            Err(_) => None,
+        };
 
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -205,12 +227,19 @@ impl ControlPlane {
         // After the CRDs: its garbage collector then watches the custom kinds from the start.
         let garbage_collection = controller_manager.is_some();
         if let Some(binary) = controller_manager {
+            // The resource quota controller keeps quotas' usage, so that a test can fill a
+            // namespace's quota to make new pods fail as they would in a cluster.
+            let controllers = if rollouts.is_some() {
+                "garbage-collector-controller,deployment-controller,replicaset-controller,resourcequota-controller"
+            } else {
+                "garbage-collector-controller"
+            };
             let child = spawn(
                 &dir,
                 "kube-controller-manager",
                 Command::new(binary).args([
                     format!("--kubeconfig={}", d("admin.kubeconfig")),
-                    "--controllers=garbage-collector-controller".into(),
+                    format!("--controllers={controllers}"),
                     "--leader-elect=false".into(),
                     "--secure-port=0".into(),
                     "--use-service-account-credentials=false".into(),
@@ -218,10 +247,35 @@ impl ControlPlane {
             )?;
             reaper.watch(&child)?;
         }
+        if let Some((kwok, stages, scheduler)) = &rollouts {
+            let child = spawn(
+                &dir,
+                "kube-scheduler",
+                Command::new(scheduler).args([
+                    format!("--kubeconfig={}", d("admin.kubeconfig")),
+                    "--leader-elect=false".into(),
+                    "--secure-port=0".into(),
+                ]),
+            )?;
+            reaper.watch(&child)?;
+            // kwok serves nothing without --server-address: no port to pick.
+            let child = spawn(
+                &dir,
+                "kwok",
+                Command::new(kwok).args([
+                    format!("--kubeconfig={}", d("admin.kubeconfig")),
+                    format!("--config={}", stages.display()),
+                    "--manage-all-nodes=true".into(),
+                ]),
+            )?;
+            reaper.watch(&child)?;
+            runtime.block_on(add_node(&dir, child))?;
+        }
         Ok(ControlPlane {
             dir,
             url,
             garbage_collection,
+            rollouts: rollouts.is_some(),
             _reaper: reaper.stdin,
         })
     }
@@ -374,6 +428,17 @@ impl TestEnv {
         matches!(self.backend, Backend::Real { .. })
     }
 
+    /// Whether Deployments roll out by themselves: pods are created, scheduled and made Ready,
+    /// and the deployment controller reports it in the Deployment's status (on the real control
+    /// plane, only when kube-controller-manager, kube-scheduler and kwok run; see
+    /// [`crate::workloads`] for the stand-in elsewhere).
+    pub fn rolls_out(&self) -> bool {
+        match &self.backend {
+            Backend::InMemory(_) => false,
+            Backend::Real { plane, .. } => plane.rollouts,
+        }
+    }
+
     /// Whether deleting an owner deletes what it owns (on the real control plane, only when
     /// kube-controller-manager runs).
     pub fn collects_garbage(&self) -> bool {
@@ -381,6 +446,57 @@ impl TestEnv {
             Backend::InMemory(_) => true,
             Backend::Real { plane, .. } => plane.garbage_collection,
         }
+    }
+}
+
+/// Creates [`NODE`], schedulable, and waits until kwok reports it Ready: from then on, pods
+/// bound to it come up. It has kwok's default capacity (a thousand CPUs, a million pods).
+async fn add_node(dir: &Path, mut kwok: Child) -> Result<(), String> {
+    let admin = admin_client(dir, "default").await;
+    let nodes = Api::<Node>::all(admin);
+    let node = serde_json::from_value(serde_json::json!({ "metadata": {
+        "name": NODE,
+        "labels": { "kubernetes.io/hostname": NODE, "type": "kwok" },
+        "annotations": { "kwok.x-k8s.io/node": "fake" },
+    }}))
+    .expect("a node");
+    nodes
+        .create(&PostParams::default(), &node)
+        .await
+        .map_err(|e| format!("creating node {NODE}: {e}"))?;
+    // The API server taints a new node not-ready (admission plugin TaintNodesByCondition), and
+    // kube-controller-manager's node lifecycle controller lifts the taint once the node reports
+    // Ready. That controller would also evict pods from a node whose heartbeats stop, which
+    // kwok's fast stages do not send: lift the taint here instead.
+    let untainted = Patch::Merge(serde_json::json!({ "spec": { "taints": null } }));
+    nodes
+        .patch(NODE, &PatchParams::default(), &untainted)
+        .await
+        .map_err(|e| format!("untainting node {NODE}: {e}"))?;
+    // As JSON: k8s-openapi types conditions differently from one Kubernetes version to another.
+    let ready = |node: &Node| {
+        let node = serde_json::to_value(node).unwrap_or_default();
+        let conditions = node["status"]["conditions"].as_array().cloned();
+        conditions
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+    };
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if nodes.get(NODE).await.is_ok_and(|node| ready(&node)) {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = kwok.try_wait() {
+            return Err(exited(dir, "kwok", status));
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "kwok did not make node {NODE} Ready in {START_TIMEOUT:?}; {}",
+                log_tail(dir, "kwok")
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

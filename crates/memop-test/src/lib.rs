@@ -3,12 +3,14 @@
 //! - [`apiserver`]: a stateful in-memory Kubernetes API server behind a real `kube::Client`
 //!   (create, get, list, watch, patch including server-side apply, delete, finalizers,
 //!   owner references, status subresources), so controller tests run with no cluster;
-//! - [`envtest`]: a real kube-apiserver and etcd (and the garbage collector) from
+//! - [`envtest`]: a real kube-apiserver and etcd (and the garbage collector, and real rollouts:
+//!   the deployment controller, kube-scheduler and kwok's simulated node) from
 //!   `KUBEBUILDER_ASSETS`, as controller-runtime's envtest starts them, with the project's own
 //!   CRDs and `config/rbac` installed and clients that authenticate as its ServiceAccount;
 //!   [`scenarios!`] runs each scenario on both;
 //! - [`requests`]: a log of every request a client sends, with fault injection;
-//! - [`workloads`]: a stand-in for the deployment controller and kubelets;
+//! - [`workloads`]: Deployments rolled out: waited for where the back end rolls them out, else
+//!   reported by a stand-in for the deployment controller and kubelets;
 //! - [`https`]: HTTPS clients and a test CA for the manager's endpoints and webhooks;
 //! - [`eventually`]: waits for what a controller does in the background.
 //!

@@ -20,8 +20,10 @@
 //!
 //! It runs on the in-memory API server of `memop-test`, or with `BACKEND=real` on the real
 //! control plane of `KUBEBUILDER_ASSETS` (`make setup-envtest`), as the operator's
-//! ServiceAccount. Either way `Workloads` plays the deployment controller, reporting each
-//! Deployment's pods up as soon as its spec is written.
+//! ServiceAccount. On the in-memory server `Workloads` plays the deployment controller,
+//! reporting each Deployment's pods up as soon as its spec is written; on a real control plane
+//! that rolls out for real (memop's `scripts/envtest/build.sh` assets: kube-controller-manager,
+//! kube-scheduler, kwok) the pods come up as they would in a cluster, which takes longer.
 //!
 //! A benchmark, not a test: it asserts nothing about time, so it cannot flake on a slow
 //! machine. For the peak memory, run the binary under `/usr/bin/time -v`: with `BACKEND=real`
@@ -54,7 +56,7 @@ async fn main() {
             .expect("BACKEND=real needs KUBEBUILDER_ASSETS (make setup-envtest)"),
         _ => TestEnv::in_memory(),
     };
-    let _pods = Workloads::start(env.admin.clone(), &env.namespace);
+    let _pods = Workloads::start(&env);
     let shared = Shared::new(
         &memcached_operator::OPERATOR,
         env.operator.clone(),

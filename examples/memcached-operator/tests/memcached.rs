@@ -20,13 +20,17 @@
 //!
 //! Most tests call [`reconcile`] directly, as kube's Controller would, and look at what the
 //! cluster converged to; `the_real_controller_loop_converges_and_shuts_down` runs the very `run`
-//! function `main.rs` registers. Neither back end runs a deployment controller or kubelets:
-//! [`roll_out`] reports a Deployment's pods up, as envtest users do.
+//! function `main.rs` registers. Deployments roll out for real on the real control plane that
+//! `scripts/envtest/build.sh` of memop builds (kube-controller-manager's deployment controller,
+//! kube-scheduler and kwok's simulated node): [`roll_out`] waits for it there. The in-memory API
+//! server, and a real one from `make setup-envtest`'s assets, run no deployment controller or
+//! kubelets: [`roll_out`] reports a Deployment's pods up there, as envtest users do.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ResourceQuota;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{
@@ -126,7 +130,8 @@ impl Cluster {
 
     /// One reconcile of the object as it is now, as the Controller would run it: once the
     /// controller's cache holds the Deployment as it is now (the Controller reconciles on the
-    /// events of that cache, which holds the Deployments with the operator's label only).
+    /// events of that cache, which holds the Deployments with the operator's label only). The
+    /// Deployment is read again at each try: the deployment controller may be writing its status.
     async fn reconcile(&self) -> Result<Action, Error> {
         let ours = |d: &Deployment| {
             d.labels()
@@ -134,16 +139,16 @@ impl Cluster {
                 .map(String::as_str)
                 == Some("memcached-operator")
         };
-        let live = self
-            .deployment()
-            .await
-            .filter(ours)
-            .and_then(|d| d.metadata.resource_version);
         let cache = self.ctx.deployments();
         eventually(
             "the cache to hold the Deployment as it is",
             WAIT,
             || async {
+                let live = self
+                    .deployment()
+                    .await
+                    .filter(ours)
+                    .and_then(|d| d.metadata.resource_version);
                 let cached = cache.get(&self.env.namespace, NAME).await;
                 cached.and_then(|d| d.metadata.resource_version.clone()) == live
             },
@@ -165,7 +170,7 @@ impl Cluster {
         self.create(size).await;
         assert_eq!(self.reconcile().await.unwrap(), Action::await_change());
         assert_eq!(self.reconcile().await.unwrap(), self.resync().await);
-        roll_out(&self.deployments, NAME).await;
+        roll_out(&self.env, NAME).await;
         assert_eq!(self.reconcile().await.unwrap(), self.resync().await);
         self.object().await
     }
@@ -188,13 +193,29 @@ impl Cluster {
             .unwrap();
     }
 
-    /// Writes the Deployment's status as the deployment controller would, with a merge patch.
+    /// Writes the Deployment's status as the deployment controller would, with a merge patch
+    /// (only where no deployment controller runs: [`TestEnv::rolls_out`]).
     async fn edit_deployment_status(&self, patch: serde_json::Value) {
+        assert!(
+            !self.env.rolls_out(),
+            "the deployment controller would write it back"
+        );
         let patch = Patch::Merge(patch);
         self.deployments
             .patch_status(NAME, &PatchParams::default(), &patch)
             .await
             .unwrap();
+    }
+
+    /// Fills the namespace's pod quota with the `pods` that run: from now on the API server
+    /// refuses new pods, as in a namespace whose quota is used up (where the deployment
+    /// controller runs).
+    async fn fill_pod_quota(&self, pods: i32) {
+        let quotas: Api<ResourceQuota> =
+            Api::namespaced(self.env.admin.clone(), &self.env.namespace);
+        let quota = json!({ "metadata": { "name": "pods" }, "spec": { "hard": { "pods": pods.to_string() } } });
+        let quota = serde_json::from_value(quota).unwrap();
+        quotas.create(&PostParams::default(), &quota).await.unwrap();
     }
 
     /// What the operator sent since the log was last cleared, but for the watch of its cache
@@ -327,7 +348,7 @@ async fn available_waits_for_the_deployment_to_roll_out(env: TestEnv) {
 
     // The pods come up: the deployment controller reports them, and the Deployment change
     // brings the next reconcile.
-    roll_out(&cluster.deployments, NAME).await;
+    roll_out(&cluster.env, NAME).await;
     cluster.reconcile().await.unwrap();
     let object = cluster.object().await;
     assert_eq!(state(&object, "Available"), ("True", "Reconciling"));
@@ -344,7 +365,7 @@ async fn a_size_change_converges(env: TestEnv) {
     // Until the new pods are up, the object says it is resizing.
     let object = cluster.object().await;
     assert_eq!(state(&object, "Available"), ("False", "Resizing"));
-    roll_out(&cluster.deployments, NAME).await;
+    roll_out(&cluster.env, NAME).await;
     cluster.reconcile().await.unwrap();
     let object = cluster.object().await;
     let available = condition(&object, "Available").unwrap();
@@ -363,32 +384,67 @@ async fn a_size_change_converges(env: TestEnv) {
 async fn a_stuck_rollout_is_reported_degraded(env: TestEnv) {
     let cluster = Cluster::new(env);
     cluster.converged(2).await;
-    // The deployment controller gives up: the new pods never came up in time.
-    let stuck = json!({ "status": { "conditions": [{
-        "type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
-        "message": "ReplicaSet has timed out progressing.",
-    }]}});
-    cluster.edit_deployment_status(stuck).await;
-    cluster.reconcile().await.unwrap();
+    let failure = if cluster.env.rolls_out() {
+        // A third pod is asked for, and the quota refuses it: the ReplicaSet reports it failed
+        // (a progress deadline, 10 minutes by default, is too long to wait for here).
+        cluster.fill_pod_quota(2).await;
+        cluster.edit_object(json!({ "spec": { "size": 3 } })).await;
+        "FailedCreate"
+    } else {
+        // The deployment controller gives up: the new pods never came up in time.
+        let stuck = json!({ "status": { "conditions": [{
+            "type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+            "message": "ReplicaSet has timed out progressing.",
+        }]}});
+        cluster.edit_deployment_status(stuck).await;
+        "ProgressDeadlineExceeded"
+    };
+    // Reconciled as the Deployment's changes come (the deployment controller's take a while).
+    eventually("the rollout reported failed", WAIT, || async {
+        cluster.reconcile().await.unwrap();
+        condition(&cluster.object().await, "Degraded").is_some_and(|c| c.status == "True")
+    })
+    .await;
     let object = cluster.object().await;
     assert_eq!(state(&object, "Degraded"), ("True", "RolloutFailed"));
     assert_eq!(state(&object, "Available"), ("False", "RolloutFailed"));
     let degraded = condition(&object, "Degraded").unwrap();
-    assert!(
-        degraded.message.contains("ProgressDeadlineExceeded"),
-        "{}",
-        degraded.message
-    );
+    assert!(degraded.message.contains(failure), "{}", degraded.message);
 }
 
 async fn available_is_not_claimed_while_new_pods_fail(env: TestEnv) {
-    let cluster = Cluster::new(env);
+    let mut cluster = Cluster::new(env);
     cluster.converged(2).await;
     // A rolling update: the old pods still serve, the new ReplicaSet's do not come up.
-    let rolling = json!({ "status": {
-        "replicas": 3, "updatedReplicas": 1, "readyReplicas": 2, "availableReplicas": 2,
-    }});
-    cluster.edit_deployment_status(rolling).await;
+    if cluster.env.rolls_out() {
+        // To a new image, whose pods the full quota refuses.
+        cluster.fill_pod_quota(2).await;
+        let image = Some(format!("{IMAGE}-new"));
+        cluster.ctx = Arc::new(Context::with_image(&cluster.shared, image));
+        cluster.reconcile().await.unwrap();
+        let deployments = &cluster.deployments;
+        eventually(
+            "the deployment controller to see the new spec",
+            WAIT,
+            || async {
+                let deployment = deployments.get(NAME).await.unwrap();
+                let status = deployment.status.unwrap_or_default();
+                status.observed_generation == deployment.metadata.generation
+            },
+        )
+        .await;
+        let status = cluster.deployment().await.unwrap().status.unwrap();
+        assert_eq!(
+            status.available_replicas,
+            Some(2),
+            "the old pods still serve"
+        );
+    } else {
+        let rolling = json!({ "status": {
+            "replicas": 3, "updatedReplicas": 1, "readyReplicas": 2, "availableReplicas": 2,
+        }});
+        cluster.edit_deployment_status(rolling).await;
+    }
     cluster.reconcile().await.unwrap();
     let object = cluster.object().await;
     assert_eq!(condition(&object, "Available").unwrap().status, "False");
@@ -498,10 +554,12 @@ async fn any_valid_name_and_image_tag_work(env: TestEnv) {
 
 async fn a_reconcile_that_hangs_times_out(env: TestEnv) {
     let mut cluster = Cluster::new(env);
-    cluster.shared.reconcile_timeout = Duration::from_millis(300);
-    cluster.ctx = Arc::new(Context::with_image(&cluster.shared, Some(IMAGE.into())));
     cluster.create(2).await;
     cluster.reconcile().await.unwrap();
+    // The short time limit only from here: a busy control plane may take longer to answer the
+    // finalizer's write.
+    cluster.shared.reconcile_timeout = Duration::from_millis(300);
+    cluster.ctx = Arc::new(Context::with_image(&cluster.shared, Some(IMAGE.into())));
     // The Deployment write does not answer (a half-open connection, say).
     cluster
         .env
@@ -585,7 +643,7 @@ async fn an_object_older_than_the_last_status_write_is_not_reconciled(env: TestE
     let requests = cluster.requests();
     assert!(requests.is_empty(), "{requests:?}");
     // The object as it is now is reconciled as usual.
-    roll_out(&cluster.deployments, NAME).await;
+    roll_out(&cluster.env, NAME).await;
     cluster.reconcile().await.unwrap();
     assert_eq!(
         state(&cluster.object().await, "Available"),
@@ -606,12 +664,12 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
     };
     // One reconcile of `name` by `ctx`, once `ctx`'s cache holds its Deployment as it is.
     let reconcile_with = |ctx: Arc<Context>, name: &'static str| async move {
-        let live = cluster.deployments.get_opt(name).await.unwrap();
-        let live = live.and_then(|d| d.metadata.resource_version);
         eventually(
             "the cache to hold the Deployment as it is",
             WAIT,
             || async {
+                let live = cluster.deployments.get_opt(name).await.unwrap();
+                let live = live.and_then(|d| d.metadata.resource_version);
                 let cached = ctx.deployments().get(&cluster.env.namespace, name).await;
                 cached.and_then(|d| d.metadata.resource_version.clone()) == live
             },
@@ -637,7 +695,7 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
             .unwrap();
         reconcile_with(cluster.ctx.clone(), name).await; // the finalizer
         reconcile_with(cluster.ctx.clone(), name).await; // the Deployment
-        roll_out(&cluster.deployments, name).await;
+        roll_out(&cluster.env, name).await;
         reconcile_with(cluster.ctx.clone(), name).await; // Available
     }
 
@@ -672,7 +730,7 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
 
     // Once the first and the third have rolled out, the second goes.
     for name in ["first", "third"] {
-        roll_out(&cluster.deployments, name).await;
+        roll_out(&cluster.env, name).await;
         reconcile_with(ctx.clone(), name).await;
     }
     reconcile_with(ctx.clone(), "second").await;
@@ -763,7 +821,7 @@ async fn failed_deployment_write(env: TestEnv, code: u16) {
 
     cluster.reconcile().await.unwrap();
     assert_eq!(replicas(&cluster.deployment().await.unwrap()), Some(2));
-    roll_out(&cluster.deployments, NAME).await;
+    roll_out(&cluster.env, NAME).await;
     cluster.reconcile().await.unwrap();
     let object = cluster.object().await;
     assert_eq!(condition(&object, "Available").unwrap().status, "True");
@@ -792,7 +850,7 @@ async fn failed_status_write(env: TestEnv, code: u16) {
     assert!(object.status.is_none_or(|s| s.conditions.is_empty()));
     assert!(cluster.deployment().await.is_some());
 
-    roll_out(&cluster.deployments, NAME).await;
+    roll_out(&cluster.env, NAME).await;
     cluster.env.requests.clear();
     cluster.reconcile().await.unwrap();
     assert_eq!(
@@ -834,7 +892,7 @@ async fn failures_back_off_exponentially(env: TestEnv) {
 
 async fn the_real_controller_loop_converges_and_shuts_down(env: TestEnv) {
     let cluster = Cluster::new(env);
-    let _pods = Workloads::start(cluster.env.admin.clone(), &cluster.env.namespace);
+    let _pods = Workloads::start(&cluster.env);
     let shared = cluster.shared.clone();
     let ctx = Context::with_image(&shared, Some(IMAGE.into()));
     let controller = tokio::spawn(run_with(shared.clone(), ctx));
@@ -974,9 +1032,109 @@ async fn a_field_no_longer_desired_is_pruned() {
         deployment.labels()
     );
     assert_eq!(cluster.recorded("Updated").await, 1);
+    // A new annotation makes a new generation of a Deployment (the deployment controller copies
+    // them to its ReplicaSets): `Available` waits until that generation is reported observed,
+    // and then nothing is left to write.
+    roll_out(&cluster.env, NAME).await;
+    cluster.reconcile().await.unwrap();
     cluster.env.requests.clear();
     cluster.reconcile().await.unwrap();
     assert_eq!(cluster.env.requests.writes("*"), 0, "in sync again");
+}
+
+/// A Deployment that a mutating admission policy rewrites on the way in (here: its pods always
+/// pull their image) is not applied again, with an `Updated` event, by the operator's next
+/// process when nothing changed. (Real control plane only: the in-memory server runs no
+/// admission.)
+#[tokio::test]
+#[cfg_attr(
+    not(envtest),
+    ignore = "needs the real control plane: `make setup-envtest`, or KUBEBUILDER_ASSETS (ENVTEST_REQUIRED=1 fails without it)"
+)]
+async fn a_restart_does_not_apply_again_what_admission_rewrote() {
+    let Some(env) = TestEnv::real().await else {
+        return;
+    };
+    let policy = format!("{}-pull-always", env.namespace);
+    let rewrite = "[JSONPatch{op: 'replace', path: '/spec/template/spec/containers/0/imagePullPolicy', value: 'Always'}]";
+    let policy_objects = [
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingAdmissionPolicy",
+            "metadata": { "name": policy },
+            "spec": {
+                "matchConstraints": { "resourceRules": [{
+                    "apiGroups": ["apps"], "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"], "resources": ["deployments"],
+                }]},
+                "failurePolicy": "Fail",
+                "reinvocationPolicy": "Never",
+                "mutations": [{ "patchType": "JSONPatch", "jsonPatch": { "expression": rewrite } }],
+            },
+        }),
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingAdmissionPolicyBinding",
+            "metadata": { "name": policy },
+            "spec": {
+                "policyName": policy,
+                "matchResources": { "namespaceSelector": { "matchLabels": {
+                    "kubernetes.io/metadata.name": env.namespace,
+                }}},
+            },
+        }),
+    ];
+    for object in &policy_objects {
+        memop_test::envtest::apply(&env.admin, object).await;
+    }
+    let cluster = Cluster::new(env);
+    let pull_policy = |deployment: &Deployment| {
+        let pod = deployment.spec.template.spec.as_ref().unwrap();
+        pod.containers[0].image_pull_policy.clone()
+    };
+    // The policy is in force once a dry run of our Deployment comes back rewritten.
+    let mut owner = Memcached::new(NAME, MemcachedSpec { size: 1 });
+    owner.metadata.uid = Some("a-dry-run".into());
+    let probe = desired_deployment(&owner, IMAGE).unwrap();
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    eventually("the admission policy in force", WAIT, || async {
+        let created = cluster.deployments.create(&dry_run, &probe).await.unwrap();
+        pull_policy(&created).as_deref() == Some("Always")
+    })
+    .await;
+
+    cluster.converged(1).await;
+    let deployment = cluster.deployment().await.unwrap();
+    assert_eq!(
+        pull_policy(&deployment).as_deref(),
+        Some("Always"),
+        "rewritten"
+    );
+    assert_eq!(cluster.recorded("Updated").await, 0);
+
+    // The operator restarts: nothing of the last process is left in memory.
+    let shared = Shared::new(
+        &memcached_operator::OPERATOR,
+        cluster.env.operator.clone(),
+        Some(cluster.env.namespace.clone()),
+    );
+    let ctx = Arc::new(Context::with_image(&shared, Some(IMAGE.into())));
+    let cluster = Cluster {
+        shared,
+        ctx,
+        ..cluster
+    };
+    cluster.env.requests.clear();
+    cluster.reconcile().await.unwrap();
+    assert_eq!(
+        cluster.env.requests.writes("deployments"),
+        0,
+        "not applied again"
+    );
+    assert_eq!(cluster.recorded("Updated").await, 0);
 }
 
 /// The controller applies only its own condition types: another writer's condition survives

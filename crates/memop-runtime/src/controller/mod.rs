@@ -624,6 +624,12 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// The annotation in which each applied object carries the hash of what was applied.
 pub const APPLIED_HASH: &str = "memop.rs/applied-hash";
 
+/// The annotation in which an applied object carries the [`fingerprint`] of the fields applied
+/// to it, when an admission webhook or policy rewrote one of them on the way in: what
+/// [`Owned::applied`] keeps in memory, kept for the operator's next process too, which would
+/// otherwise take the rewrite for drift and apply again (see [`fingerprint_patch`]).
+pub const APPLIED_FINGERPRINT: &str = "memop.rs/applied-fingerprint";
+
 /// `object` with its [`APPLIED_HASH`] annotation: the hash of everything else in it.
 pub fn stamp<K: Resource + Serialize>(mut object: K) -> K {
     let hash = hash(&serde_json::to_value(&object).unwrap_or_default());
@@ -639,7 +645,8 @@ pub fn stamp<K: Resource + Serialize>(mut object: K) -> K {
 ///   field): apply, and the API server removes what is no longer sent;
 /// - otherwise it is in sync if it [`contains`] every field we set, or if our fields look
 ///   exactly as they did right after our last apply (`applied`, the [`fingerprint`] of its
-///   result), which is what an admission webhook that rewrites one of them leaves.
+///   result, or else the one the object carries in [`APPLIED_FINGERPRINT`]), which is what an
+///   admission webhook that rewrites one of them leaves.
 pub fn in_sync<K: Resource + Serialize>(
     observed: &K,
     desired: &K,
@@ -648,10 +655,34 @@ pub fn in_sync<K: Resource + Serialize>(
     if observed.annotations().get(APPLIED_HASH) != desired.annotations().get(APPLIED_HASH) {
         return false;
     }
+    let applied = applied.or(observed.annotations().get(APPLIED_FINGERPRINT));
     let observed = serde_json::to_value(observed).unwrap_or_default();
     let wanted = serde_json::to_value(desired).unwrap_or_default();
     contains(&observed, &wanted)
         || applied.is_some_and(|seen| *seen == hash(&project(&observed, &wanted)))
+}
+
+/// The merge patch that records in `applied`, what an apply of `desired` returned, the
+/// [`fingerprint`] of its fields ([`APPLIED_FINGERPRINT`]), when an admission webhook or policy
+/// rewrote one of them; `None` when it [`contains`] every field of `desired`, or already
+/// carries that fingerprint. Send it with the field manager of the applies: one more write, once
+/// per change of the desired object, spares an apply at every restart of the operator.
+pub fn fingerprint_patch<K: Resource + Serialize>(
+    applied: &K,
+    desired: &K,
+) -> Option<Patch<Value>> {
+    let observed = serde_json::to_value(applied).ok()?;
+    let wanted = serde_json::to_value(desired).ok()?;
+    if contains(&observed, &wanted) {
+        return None;
+    }
+    let fingerprint = hash(&project(&observed, &wanted));
+    if applied.annotations().get(APPLIED_FINGERPRINT) == Some(&fingerprint) {
+        return None;
+    }
+    Some(Patch::Merge(serde_json::json!({
+        "metadata": { "annotations": { APPLIED_FINGERPRINT: fingerprint } },
+    })))
 }
 
 /// The hash of the fields of `observed` that `desired` sets: compared by [`in_sync`].
@@ -805,6 +836,38 @@ mod tests {
             .unwrap()
             .insert("size".into(), "6".into());
         assert!(!in_sync(&again, &desired, Some(&applied)));
+
+        // The same, for a process that did not make that apply: the object carries it.
+        assert_eq!(
+            fingerprint_patch(&observed, &desired),
+            None,
+            "nothing rewritten"
+        );
+        let Some(Patch::Merge(patch)) = fingerprint_patch(&drifted, &desired) else {
+            panic!("a rewrite to record")
+        };
+        let mut recorded = drifted.clone();
+        let fingerprint = &patch["metadata"]["annotations"][APPLIED_FINGERPRINT];
+        recorded.annotations_mut().insert(
+            APPLIED_FINGERPRINT.into(),
+            fingerprint.as_str().unwrap().into(),
+        );
+        assert!(in_sync(&recorded, &desired, None));
+        assert_eq!(
+            fingerprint_patch(&recorded, &desired),
+            None,
+            "recorded already"
+        );
+        let mut changed = recorded.clone();
+        changed
+            .data
+            .as_mut()
+            .unwrap()
+            .insert("size".into(), "6".into());
+        assert!(
+            !in_sync(&changed, &desired, None),
+            "a later change is drift"
+        );
     }
 
     #[test]

@@ -310,6 +310,22 @@ async fn apply(object: &Memcached, ctx: &Context) -> Result<Action> {
                     .await
             }
         };
+        // An admission webhook or policy rewrote one of our fields on the way in: record what
+        // they look like now on the Deployment, so that the operator's next process does not
+        // take the rewrite for drift and apply again.
+        let written = match written {
+            Ok(applied) => match controller::fingerprint_patch(&applied, &desired) {
+                Some(patch) => {
+                    let params = PatchParams {
+                        field_manager: Some(FIELD_MANAGER.into()),
+                        ..PatchParams::default()
+                    };
+                    deployments.patch(&name, &params, &patch).await
+                }
+                None => Ok(applied),
+            },
+            Err(err) => Err(err),
+        };
         match written {
             Ok(applied) => {
                 // What our fields look like now, admission webhooks' changes included.
