@@ -346,6 +346,72 @@ networkPolicy: {enabled: true}
     }
 }
 
+/// What `--set` and values files give: a key the chart does not have, at any level (a typo, or
+/// another chart's `image.tag`), is refused rather than silently ignored; a tag of digits (a build
+/// number) is taken as the tag; an env value Kubernetes would refuse (a number) is refused by the
+/// schema, naming it.
+#[test]
+fn the_schema_refuses_unknown_keys_and_takes_numeric_tags() {
+    let Some(helm) = helm() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    for (set, named) in [
+        ("image.tag=v1", "image"),
+        ("managr.replicas=2", "managr"),
+        ("manager.env[0].name=A,manager.env[0].value=1", "/manager/env/0/value"),
+    ] {
+        let refused = run_helm(&helm, &dir, &["template", "r", "dist/chart", "--set", set]).unwrap_err();
+        assert!(
+            refused.contains("values don't meet the specifications of the schema") && refused.contains(named),
+            "{set}: {refused}"
+        );
+    }
+    // Helm's own `global` (an umbrella chart's) is no typo.
+    run_helm(&helm, &dir, &["template", "r", "dist/chart", "--set", "global.registry=x"]).unwrap();
+    let image = |rendered: &str| {
+        let objects = objects(rendered);
+        let deployment = &objects[&("Deployment".to_string(), "r-memcached-operator-controller-manager".to_string())];
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"].as_str().unwrap().to_string()
+    };
+    let set = run_helm(&helm, &dir, &["template", "r", "dist/chart", "--set", "manager.image.tag=20241201"]).unwrap();
+    assert_eq!(image(&set), "controller:20241201");
+    std::fs::write(dir.join("tag.yaml"), "manager:\n  image:\n    tag: 20241201\n").unwrap();
+    let file = run_helm(&helm, &dir, &["template", "r", "dist/chart", "-f", "tag.yaml"]).unwrap();
+    assert_eq!(image(&file), "controller:20241201");
+}
+
+/// The chart's objects keep distinct names, of at most 63 characters, however long the release's
+/// name (Helm allows 53) or `fullnameOverride`: truncating the name of each alike would give
+/// the metrics roles, or a kind's admin, editor and viewer roles, one name.
+#[test]
+fn long_release_names_give_distinct_names_of_at_most_63_characters() {
+    let Some(helm) = helm() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    let all_on = "prometheus.enabled=true,networkPolicy.enabled=true,certManager.enabled=true";
+    let release = "a".repeat(53);
+    let long = "b".repeat(70);
+    let mut names = std::collections::BTreeMap::new();
+    for args in [
+        vec!["template", release.as_str(), "dist/chart", "--set", all_on],
+        vec!["template", "r", "dist/chart", "--set", all_on, "--set", &format!("fullnameOverride={long}")],
+        vec!["template", &release[..52], "dist/chart", "--set", all_on],
+    ] {
+        let rendered = run_helm(&helm, &dir, &args).unwrap();
+        // `objects` refuses a kind and name twice.
+        for (kind, name) in objects(&rendered).into_keys() {
+            assert!(name.len() <= 63, "{kind} {name}: {} characters", name.len());
+            let release = args[1].to_string();
+            if kind.ends_with("Role") || kind.ends_with("RoleBinding") {
+                // Cluster-wide: two releases of the chart must not share one.
+                assert!(names.insert((kind.clone(), name.clone()), release.clone()).is_none(), "{kind} {name} twice");
+            }
+        }
+    }
+}
+
 #[test]
 fn the_users_chart_edits_survive_create_api_of_another_kind() {
     let scratch = tempfile::tempdir().unwrap();
@@ -368,6 +434,8 @@ fn the_users_chart_edits_survive_create_api_of_another_kind() {
         "\nmanager:\n",
         "\n# The team that runs the operator (the user's value).\nteam: storage\n\nmanager:\n",
     );
+    // The schema refuses a key it does not list: the user lists theirs.
+    edit("values.schema.json", "  \"properties\": {\n", "  \"properties\": {\n    \"team\": {\"type\": \"string\"},\n");
     let annotation = "        kubectl.kubernetes.io/default-container: manager\n";
     edit(
         "templates/manager/manager.yaml",
@@ -408,6 +476,7 @@ fn the_users_chart_edits_survive_create_api_of_another_kind() {
     assert!(manager.contains("example.com/team: {{ .Values.team }}"), "the user's edit is lost:\n{manager}");
     assert!(manager.contains("- name: REDIS_IMAGE"), "memop's change is missing:\n{manager}");
     assert_eq!(read("templates/team.yaml"), extra);
+    assert!(read("values.schema.json").contains("\"team\": {\"type\": \"string\"}"));
     assert!(chart.join("templates/crd/cache.example.com_redis.yaml").is_file());
     assert!(read("templates/rbac/manager_role.yaml").contains("- redis"));
 
