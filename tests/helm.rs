@@ -596,6 +596,20 @@ fn the_chart_command_refuses_what_it_cannot_do_and_writes_nothing() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
         assert_eq!(common::tree(&dir), before, "{args:?} wrote something");
     }
+    // A file where the chart's directory goes: refused by name, with what to do, nothing written.
+    for file in ["dist", "dist/chart"] {
+        if let Some(parent) = Path::new(file).parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir.join(parent)).unwrap();
+        }
+        std::fs::write(dir.join(file), "not a chart\n").unwrap();
+        let before = common::tree(&dir);
+        let output = common::memop().current_dir(&dir).args(["edit", "--plugins=helm/v2-alpha"]).assert().failure();
+        let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+        assert!(stderr.contains(&format!("{file} is a regular file, not a directory")), "{file}: {stderr}");
+        assert!(stderr.contains("move it away"), "{file}: {stderr}");
+        assert_eq!(common::tree(&dir), before, "{file}: something was written");
+        std::fs::remove_dir_all(dir.join("dist")).or_else(|_| std::fs::remove_file(dir.join("dist"))).unwrap();
+    }
 }
 
 /// `kubectl args` as the control plane's cluster admin: its stdout, or its output as the error.
