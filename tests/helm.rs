@@ -550,6 +550,20 @@ fn a_deleted_chart_file_stays_deleted_and_a_deleted_chart_is_left_alone() {
     assert!(!chart.join("templates/NOTES.txt").exists() && !chart.join("values.schema.json").exists());
     assert!(chart.join("templates/crd/cache.example.com_redis.yaml").is_file());
 
+    // Without values.yaml or _helpers.tpl the chart does not render: each command says so.
+    for file in ["values.yaml", "templates/_helpers.tpl"] {
+        let text = std::fs::read_to_string(chart.join(file)).unwrap();
+        std::fs::remove_file(chart.join(file)).unwrap();
+        let output = common::memop().current_dir(&dir).args(["edit", "--plugins=helm/v2-alpha"]).assert().success();
+        let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+        assert!(
+            stderr.contains(&format!("dist/chart/{file} is gone, and the chart's templates need it")),
+            "{file}: {stderr}"
+        );
+        assert!(!chart.join(file).exists(), "{file} made again");
+        std::fs::write(chart.join(file), text).unwrap();
+    }
+
     // Without its Chart.yaml the chart is not made again in parts; --force makes it whole.
     std::fs::remove_dir_all(&chart).unwrap();
     let web = [

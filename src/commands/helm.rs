@@ -149,6 +149,17 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
         }
         return Ok(Merged::default());
     }
+    // The files the chart's templates cannot render without: one the user deleted stays deleted,
+    // but is named, as `helm lint` would only say that a value or template is missing.
+    for needed in [format!("{chart}/{VALUES}"), format!("{chart}/templates/_helpers.tpl")] {
+        if record.get(&needed).is_some() && plan.read(Path::new(&needed))?.is_none() {
+            plan.note(format!(
+                "{needed} is gone, and the chart's templates need it (`helm lint` fails without it); memop \
+                 leaves it deleted: restore it from version control, or make the chart anew with `memop edit \
+                 --plugins=helm/v2-alpha --force`"
+            ));
+        }
+    }
     for (path, text) in yours {
         match plan.read(Path::new(&path))? {
             // Unless the user deleted it.
