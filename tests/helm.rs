@@ -381,6 +381,32 @@ fn the_schema_refuses_unknown_keys_and_takes_numeric_tags() {
     assert_eq!(image(&file), "controller:20241201");
 }
 
+/// Pod labels and annotations of the user's that the chart sets itself are left out rather than
+/// written twice: the last of two equal keys would win, and a `control-plane` label of the
+/// user's would leave the Deployment's selector matching no pod.
+#[test]
+fn pod_labels_and_annotations_do_not_replace_the_charts_own() {
+    let Some(helm) = helm() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    let set = "manager.podLabels.control-plane=mine,manager.podLabels.team=storage,\
+               manager.podAnnotations.kubectl\\.kubernetes\\.io/default-container=sidecar,manager.podAnnotations.a=b";
+    let rendered = run_helm(&helm, &dir, &["template", "r", "dist/chart", "--set", set]).unwrap();
+    assert_eq!(rendered.matches("control-plane: mine").count(), 0, "{rendered}");
+    assert_eq!(rendered.matches("default-container:").count(), 1, "{rendered}");
+    let objects = objects(&rendered);
+    let deployment = &objects[&("Deployment".to_string(), "r-memcached-operator-controller-manager".to_string())];
+    let pod = &deployment["spec"]["template"]["metadata"];
+    assert_eq!(pod["labels"]["control-plane"], "controller-manager");
+    assert_eq!(pod["labels"]["team"], "storage");
+    assert_eq!(pod["annotations"]["kubectl.kubernetes.io/default-container"], "manager");
+    assert_eq!(pod["annotations"]["a"], "b");
+    // Without either map at all.
+    let set = "manager.podLabels=null,manager.podAnnotations=null";
+    run_helm(&helm, &dir, &["template", "r", "dist/chart", "--set", set]).unwrap();
+}
+
 /// The chart's objects keep distinct names, of at most 63 characters, however long the release's
 /// name (Helm allows 53) or `fullnameOverride`: truncating the name of each alike would give
 /// the metrics roles, or a kind's admin, editor and viewer roles, one name.
