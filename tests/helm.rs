@@ -627,6 +627,7 @@ fn the_chart_command_refuses_what_it_cannot_do_and_writes_nothing() {
     for (args, says) in [
         (&["edit", "--plugins=helm/v2-alpha", "--output-dir", "../elsewhere"][..], "relative path inside the project"),
         (&["edit", "--plugins=helm/v2-alpha", "--output-dir", "/tmp/chart"][..], "relative path inside the project"),
+        (&["edit", "--plugins=helm/v2-alpha", "--output-dir", ".git"][..], "nor git's own .git"),
         (&["edit", "--plugins=kotlin/v1"][..], "not a plugin memop knows"),
         (&["edit", "--multigroup=true"][..], "always supports several groups"),
         (&["edit"][..], "only adds a Helm chart"),
