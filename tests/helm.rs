@@ -653,6 +653,27 @@ fn the_chart_command_refuses_what_it_cannot_do_and_writes_nothing() {
     }
 }
 
+/// `--output-dir` elsewhere moves the chart: the old one, which may hold the user's edits, is left
+/// as it is, and named.
+#[test]
+fn a_chart_moved_by_output_dir_names_the_old_one_it_leaves() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    let before = std::fs::read_to_string(dir.join("dist/chart/values.yaml")).unwrap();
+    let output = common::memop()
+        .current_dir(&dir)
+        .args(["edit", "--plugins=helm/v2-alpha", "--output-dir", "deploy"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+    assert!(stderr.contains("the chart was in dist/chart, and memop now writes and updates deploy/chart"), "{stderr}");
+    assert!(dir.join("deploy/chart/Chart.yaml").is_file());
+    assert_eq!(std::fs::read_to_string(dir.join("dist/chart/values.yaml")).unwrap(), before);
+    let project_file = std::fs::read_to_string(dir.join("PROJECT")).unwrap();
+    assert!(project_file.contains("    output: deploy\n"), "{project_file}");
+}
+
 /// `kubectl args` as the control plane's cluster admin: its stdout, or its output as the error.
 fn kubectl(plane: &memop_test::ControlPlane, args: &[&str]) -> Result<String, String> {
     let out = Command::new("kubectl")

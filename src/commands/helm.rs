@@ -83,8 +83,18 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
              run `memop create api` first (later `create api` runs update the chart)"
         );
     }
-    project.plugins.helm = Some(HelmPlugin { output: output.clone() });
     let mut plan = Plan::new(&global.dir);
+    // A chart moved by --output-dir: memop keeps only the new one up to date.
+    if let Some(old) = project.plugins.helm.as_ref().map(|helm| &helm.output).filter(|old| **old != output) {
+        let old_chart = format!("{old}/{CHART}");
+        if plan.read(Path::new(&format!("{old_chart}/Chart.yaml")))?.is_some() {
+            plan.note(format!(
+                "the chart was in {old_chart}, and memop now writes and updates {output}/{CHART} instead; it leaves \
+                 {old_chart} as it is, with any edits of yours: carry them over, then delete it"
+            ));
+        }
+    }
+    project.plugins.helm = Some(HelmPlugin { output: output.clone() });
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
     let merged = plan_chart(&project, &mut plan, &record, args.force)?;
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
