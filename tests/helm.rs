@@ -220,6 +220,11 @@ fn the_chart_lints_and_renders_the_objects_of_config_default() {
         "hooks-operator-webhook-service"
     );
     assert!(crd["metadata"].get("annotations").is_none(), "no cert-manager CA to inject: {crd:?}");
+    // The webhook server's port is no other server's.
+    let refused = run_helm(&helm, &hooks, &["template", "r", "dist/chart", "--set", "metrics.port=9443"]).unwrap_err();
+    assert!(refused.contains("port 9443 is the webhook server's"), "{refused}");
+    run_helm(&helm, &hooks, &["template", "r", "dist/chart", "--set", "metrics.port=9443,webhook.enabled=false"])
+        .unwrap();
     // Both NetworkPolicies; and without webhooks, none of their objects and no webhook server.
     let set = "networkPolicy.enabled=true";
     let policies =
@@ -330,6 +335,16 @@ networkPolicy: {enabled: true}
             && !name.ends_with("-admin-role")),
         "{off:?}"
     );
+
+    // Two servers of the manager on one port are refused, naming both values (from a file too,
+    // whose numbers Helm reads as floats).
+    let refused = run_helm(&helm, &dir, &["template", "r", "dist/chart", "--set", "metrics.port=8081"]).unwrap_err();
+    assert!(refused.contains("metrics.port and manager.healthProbe.port are both 8081"), "{refused}");
+    std::fs::write(dir.join("ports.yaml"), "metrics: {port: 8081}\n").unwrap();
+    let refused = run_helm(&helm, &dir, &["template", "r", "dist/chart", "-f", "ports.yaml"]).unwrap_err();
+    assert!(refused.contains("are both 8081"), "{refused}");
+    run_helm(&helm, &dir, &["template", "r", "dist/chart", "--set", "metrics.port=8081,metrics.enabled=false"])
+        .unwrap();
 
     // The schema refuses a wrong value, naming it.
     for (set, named) in [
