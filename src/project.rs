@@ -252,10 +252,11 @@ pub fn check_output_dir(dir: &str) -> Result<()> {
         !matches!(segment, "" | "." | "..")
             && segment.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     };
-    if !dir.split('/').all(plain) {
+    // git's own directory: the chart would be in no commit, and the merges read their base from git.
+    if !dir.split('/').all(plain) || dir.split('/').any(|segment| segment.eq_ignore_ascii_case(".git")) {
         bail!(
             "{dir:?} is not a directory memop writes the chart in: give a relative path inside the project, of \
-             letters, digits, '-', '_' and '.' between '/' (no '..'), such as dist"
+             letters, digits, '-', '_' and '.' between '/' (no '..', nor git's own .git), such as dist"
         );
     }
     Ok(())

@@ -220,6 +220,11 @@ fn the_chart_lints_and_renders_the_objects_of_config_default() {
         "hooks-operator-webhook-service"
     );
     assert!(crd["metadata"].get("annotations").is_none(), "no cert-manager CA to inject: {crd:?}");
+    // The webhook server's port is no other server's.
+    let refused = run_helm(&helm, &hooks, &["template", "r", "dist/chart", "--set", "metrics.port=9443"]).unwrap_err();
+    assert!(refused.contains("port 9443 is the webhook server's"), "{refused}");
+    run_helm(&helm, &hooks, &["template", "r", "dist/chart", "--set", "metrics.port=9443,webhook.enabled=false"])
+        .unwrap();
     // Both NetworkPolicies; and without webhooks, none of their objects and no webhook server.
     let set = "networkPolicy.enabled=true";
     let policies =
@@ -331,6 +336,16 @@ networkPolicy: {enabled: true}
         "{off:?}"
     );
 
+    // Two servers of the manager on one port are refused, naming both values (from a file too,
+    // whose numbers Helm reads as floats).
+    let refused = run_helm(&helm, &dir, &["template", "r", "dist/chart", "--set", "metrics.port=8081"]).unwrap_err();
+    assert!(refused.contains("metrics.port and manager.healthProbe.port are both 8081"), "{refused}");
+    std::fs::write(dir.join("ports.yaml"), "metrics: {port: 8081}\n").unwrap();
+    let refused = run_helm(&helm, &dir, &["template", "r", "dist/chart", "-f", "ports.yaml"]).unwrap_err();
+    assert!(refused.contains("are both 8081"), "{refused}");
+    run_helm(&helm, &dir, &["template", "r", "dist/chart", "--set", "metrics.port=8081,metrics.enabled=false"])
+        .unwrap();
+
     // The schema refuses a wrong value, naming it.
     for (set, named) in [
         ("metrics.port=https", "/metrics/port"),
@@ -343,6 +358,98 @@ networkPolicy: {enabled: true}
             refused.contains("values don't meet the specifications of the schema") && refused.contains(named),
             "{set}: {refused}"
         );
+    }
+}
+
+/// What `--set` and values files give: a key the chart does not have, at any level (a typo, or
+/// another chart's `image.tag`), is refused rather than silently ignored; a tag of digits (a build
+/// number) is taken as the tag; an env value Kubernetes would refuse (a number) is refused by the
+/// schema, naming it.
+#[test]
+fn the_schema_refuses_unknown_keys_and_takes_numeric_tags() {
+    let Some(helm) = helm() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    for (set, named) in [
+        ("image.tag=v1", "image"),
+        ("managr.replicas=2", "managr"),
+        ("manager.env[0].name=A,manager.env[0].value=1", "/manager/env/0/value"),
+    ] {
+        let refused = run_helm(&helm, &dir, &["template", "r", "dist/chart", "--set", set]).unwrap_err();
+        assert!(
+            refused.contains("values don't meet the specifications of the schema") && refused.contains(named),
+            "{set}: {refused}"
+        );
+    }
+    // Helm's own `global` (an umbrella chart's) is no typo.
+    run_helm(&helm, &dir, &["template", "r", "dist/chart", "--set", "global.registry=x"]).unwrap();
+    let image = |rendered: &str| {
+        let objects = objects(rendered);
+        let deployment = &objects[&("Deployment".to_string(), "r-memcached-operator-controller-manager".to_string())];
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"].as_str().unwrap().to_string()
+    };
+    let set = run_helm(&helm, &dir, &["template", "r", "dist/chart", "--set", "manager.image.tag=20241201"]).unwrap();
+    assert_eq!(image(&set), "controller:20241201");
+    std::fs::write(dir.join("tag.yaml"), "manager:\n  image:\n    tag: 20241201\n").unwrap();
+    let file = run_helm(&helm, &dir, &["template", "r", "dist/chart", "-f", "tag.yaml"]).unwrap();
+    assert_eq!(image(&file), "controller:20241201");
+}
+
+/// Pod labels and annotations of the user's that the chart sets itself are left out rather than
+/// written twice: the last of two equal keys would win, and a `control-plane` label of the
+/// user's would leave the Deployment's selector matching no pod.
+#[test]
+fn pod_labels_and_annotations_do_not_replace_the_charts_own() {
+    let Some(helm) = helm() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    let set = "manager.podLabels.control-plane=mine,manager.podLabels.team=storage,\
+               manager.podAnnotations.kubectl\\.kubernetes\\.io/default-container=sidecar,manager.podAnnotations.a=b";
+    let rendered = run_helm(&helm, &dir, &["template", "r", "dist/chart", "--set", set]).unwrap();
+    assert_eq!(rendered.matches("control-plane: mine").count(), 0, "{rendered}");
+    assert_eq!(rendered.matches("default-container:").count(), 1, "{rendered}");
+    let objects = objects(&rendered);
+    let deployment = &objects[&("Deployment".to_string(), "r-memcached-operator-controller-manager".to_string())];
+    let pod = &deployment["spec"]["template"]["metadata"];
+    assert_eq!(pod["labels"]["control-plane"], "controller-manager");
+    assert_eq!(pod["labels"]["team"], "storage");
+    assert_eq!(pod["annotations"]["kubectl.kubernetes.io/default-container"], "manager");
+    assert_eq!(pod["annotations"]["a"], "b");
+    // Without either map at all.
+    let set = "manager.podLabels=null,manager.podAnnotations=null";
+    run_helm(&helm, &dir, &["template", "r", "dist/chart", "--set", set]).unwrap();
+}
+
+/// The chart's objects keep distinct names, of at most 63 characters, however long the release's
+/// name (Helm allows 53) or `fullnameOverride`: truncating the name of each alike would give
+/// the metrics roles, or a kind's admin, editor and viewer roles, one name.
+#[test]
+fn long_release_names_give_distinct_names_of_at_most_63_characters() {
+    let Some(helm) = helm() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    let all_on = "prometheus.enabled=true,networkPolicy.enabled=true,certManager.enabled=true";
+    let release = "a".repeat(53);
+    let long = "b".repeat(70);
+    let mut names = std::collections::BTreeMap::new();
+    for args in [
+        vec!["template", release.as_str(), "dist/chart", "--set", all_on],
+        vec!["template", "r", "dist/chart", "--set", all_on, "--set", &format!("fullnameOverride={long}")],
+        vec!["template", &release[..52], "dist/chart", "--set", all_on],
+    ] {
+        let rendered = run_helm(&helm, &dir, &args).unwrap();
+        // `objects` refuses a kind and name twice.
+        for (kind, name) in objects(&rendered).into_keys() {
+            assert!(name.len() <= 63, "{kind} {name}: {} characters", name.len());
+            let release = args[1].to_string();
+            if kind.ends_with("Role") || kind.ends_with("RoleBinding") {
+                // Cluster-wide: two releases of the chart must not share one.
+                assert!(names.insert((kind.clone(), name.clone()), release.clone()).is_none(), "{kind} {name} twice");
+            }
+        }
     }
 }
 
@@ -368,6 +475,8 @@ fn the_users_chart_edits_survive_create_api_of_another_kind() {
         "\nmanager:\n",
         "\n# The team that runs the operator (the user's value).\nteam: storage\n\nmanager:\n",
     );
+    // The schema refuses a key it does not list: the user lists theirs.
+    edit("values.schema.json", "  \"properties\": {\n", "  \"properties\": {\n    \"team\": {\"type\": \"string\"},\n");
     let annotation = "        kubectl.kubernetes.io/default-container: manager\n";
     edit(
         "templates/manager/manager.yaml",
@@ -408,6 +517,7 @@ fn the_users_chart_edits_survive_create_api_of_another_kind() {
     assert!(manager.contains("example.com/team: {{ .Values.team }}"), "the user's edit is lost:\n{manager}");
     assert!(manager.contains("- name: REDIS_IMAGE"), "memop's change is missing:\n{manager}");
     assert_eq!(read("templates/team.yaml"), extra);
+    assert!(read("values.schema.json").contains("\"team\": {\"type\": \"string\"}"));
     assert!(chart.join("templates/crd/cache.example.com_redis.yaml").is_file());
     assert!(read("templates/rbac/manager_role.yaml").contains("- redis"));
 
@@ -481,6 +591,20 @@ fn a_deleted_chart_file_stays_deleted_and_a_deleted_chart_is_left_alone() {
     assert!(!chart.join("templates/NOTES.txt").exists() && !chart.join("values.schema.json").exists());
     assert!(chart.join("templates/crd/cache.example.com_redis.yaml").is_file());
 
+    // Without values.yaml or _helpers.tpl the chart does not render: each command says so.
+    for file in ["values.yaml", "templates/_helpers.tpl"] {
+        let text = std::fs::read_to_string(chart.join(file)).unwrap();
+        std::fs::remove_file(chart.join(file)).unwrap();
+        let output = common::memop().current_dir(&dir).args(["edit", "--plugins=helm/v2-alpha"]).assert().success();
+        let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+        assert!(
+            stderr.contains(&format!("dist/chart/{file} is gone, and the chart's templates need it")),
+            "{file}: {stderr}"
+        );
+        assert!(!chart.join(file).exists(), "{file} made again");
+        std::fs::write(chart.join(file), text).unwrap();
+    }
+
     // Without its Chart.yaml the chart is not made again in parts; --force makes it whole.
     std::fs::remove_dir_all(&chart).unwrap();
     let web = [
@@ -518,6 +642,7 @@ fn the_chart_command_refuses_what_it_cannot_do_and_writes_nothing() {
     for (args, says) in [
         (&["edit", "--plugins=helm/v2-alpha", "--output-dir", "../elsewhere"][..], "relative path inside the project"),
         (&["edit", "--plugins=helm/v2-alpha", "--output-dir", "/tmp/chart"][..], "relative path inside the project"),
+        (&["edit", "--plugins=helm/v2-alpha", "--output-dir", ".git"][..], "nor git's own .git"),
         (&["edit", "--plugins=kotlin/v1"][..], "not a plugin memop knows"),
         (&["edit", "--multigroup=true"][..], "always supports several groups"),
         (&["edit"][..], "only adds a Helm chart"),
@@ -527,6 +652,41 @@ fn the_chart_command_refuses_what_it_cannot_do_and_writes_nothing() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
         assert_eq!(common::tree(&dir), before, "{args:?} wrote something");
     }
+    // A file where the chart's directory goes: refused by name, with what to do, nothing written.
+    for file in ["dist", "dist/chart"] {
+        if let Some(parent) = Path::new(file).parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir.join(parent)).unwrap();
+        }
+        std::fs::write(dir.join(file), "not a chart\n").unwrap();
+        let before = common::tree(&dir);
+        let output = common::memop().current_dir(&dir).args(["edit", "--plugins=helm/v2-alpha"]).assert().failure();
+        let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+        assert!(stderr.contains(&format!("{file} is a regular file, not a directory")), "{file}: {stderr}");
+        assert!(stderr.contains("move it away"), "{file}: {stderr}");
+        assert_eq!(common::tree(&dir), before, "{file}: something was written");
+        std::fs::remove_dir_all(dir.join("dist")).or_else(|_| std::fs::remove_file(dir.join("dist"))).unwrap();
+    }
+}
+
+/// `--output-dir` elsewhere moves the chart: the old one, which may hold the user's edits, is left
+/// as it is, and named.
+#[test]
+fn a_chart_moved_by_output_dir_names_the_old_one_it_leaves() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    let before = std::fs::read_to_string(dir.join("dist/chart/values.yaml")).unwrap();
+    let output = common::memop()
+        .current_dir(&dir)
+        .args(["edit", "--plugins=helm/v2-alpha", "--output-dir", "deploy"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+    assert!(stderr.contains("the chart was in dist/chart, and memop now writes and updates deploy/chart"), "{stderr}");
+    assert!(dir.join("deploy/chart/Chart.yaml").is_file());
+    assert_eq!(std::fs::read_to_string(dir.join("dist/chart/values.yaml")).unwrap(), before);
+    let project_file = std::fs::read_to_string(dir.join("PROJECT")).unwrap();
+    assert!(project_file.contains("    output: deploy\n"), "{project_file}");
 }
 
 /// `kubectl args` as the control plane's cluster admin: its stdout, or its output as the error.

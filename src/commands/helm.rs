@@ -83,8 +83,18 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
              run `memop create api` first (later `create api` runs update the chart)"
         );
     }
-    project.plugins.helm = Some(HelmPlugin { output: output.clone() });
     let mut plan = Plan::new(&global.dir);
+    // A chart moved by --output-dir: memop keeps only the new one up to date.
+    if let Some(old) = project.plugins.helm.as_ref().map(|helm| &helm.output).filter(|old| **old != output) {
+        let old_chart = format!("{old}/{CHART}");
+        if plan.read(Path::new(&format!("{old_chart}/Chart.yaml")))?.is_some() {
+            plan.note(format!(
+                "the chart was in {old_chart}, and memop now writes and updates {output}/{CHART} instead; it leaves \
+                 {old_chart} as it is, with any edits of yours: carry them over, then delete it"
+            ));
+        }
+    }
+    project.plugins.helm = Some(HelmPlugin { output: output.clone() });
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
     let merged = plan_chart(&project, &mut plan, &record, args.force)?;
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
@@ -148,6 +158,17 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
             plan.write(path, text, IfExists::Overwrite)?;
         }
         return Ok(Merged::default());
+    }
+    // The files the chart's templates cannot render without: one the user deleted stays deleted,
+    // but is named, as `helm lint` would only say that a value or template is missing.
+    for needed in [format!("{chart}/{VALUES}"), format!("{chart}/templates/_helpers.tpl")] {
+        if record.get(&needed).is_some() && plan.read(Path::new(&needed))?.is_none() {
+            plan.note(format!(
+                "{needed} is gone, and the chart's templates need it (`helm lint` fails without it); memop \
+                 leaves it deleted: restore it from version control, or make the chart anew with `memop edit \
+                 --plugins=helm/v2-alpha --force`"
+            ));
+        }
     }
     for (path, text) in yours {
         match plan.read(Path::new(&path))? {

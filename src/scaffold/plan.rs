@@ -228,6 +228,17 @@ impl Plan {
                     let wanted = if at.as_path() == self.root.join(path) { "regular file" } else { "directory" };
                     bail!("{}", not_regular(shown, &meta.file_type(), wanted));
                 }
+                // A file where a directory of the path goes: refused now, by name, rather than
+                // by the OS when the plan is applied.
+                Ok(meta) if meta.is_file() && at.as_path() != self.root.join(path) => {
+                    let shown = at.strip_prefix(&self.root).unwrap_or(&at);
+                    bail!(
+                        "{} is a regular file, not a directory, and memop writes {} inside it; move it away (or \
+                         remove it) and run the command again",
+                        shown.display(),
+                        path.display()
+                    );
+                }
                 Ok(_) => {}
                 // Nothing there yet: nothing below it can be a link either.
                 Err(_) => break,
@@ -707,15 +718,29 @@ mod tests {
     }
 
     #[test]
+    fn a_file_where_a_directory_of_the_path_goes_is_refused_when_planning() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("dist")).unwrap();
+        fs::write(dir.path().join("dist/chart"), "").unwrap();
+        let mut plan = Plan::new(dir.path());
+        let err = plan.write("dist/chart/Chart.yaml", "x\n".into(), IfExists::Error).unwrap_err().to_string();
+        assert!(err.starts_with("dist/chart is a regular file, not a directory"), "{err}");
+        assert!(plan.read(Path::new("dist/chart/values.yaml")).is_err());
+        // The file itself is fine.
+        assert_eq!(plan.read(Path::new("dist/chart")).unwrap().as_deref(), Some(""));
+    }
+
+    #[test]
     fn failed_apply_leaves_the_directory_as_it_was() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a.txt"), "old\n").unwrap();
-        // A plain file where the plan needs a directory makes staging fail midway.
-        fs::write(dir.path().join("blocker"), "").unwrap();
         let mut plan = Plan::new(dir.path());
         plan.write("a.txt", "new\n".into(), IfExists::Overwrite).unwrap();
         plan.write("blocker/inner.txt", "x\n".into(), IfExists::Error).unwrap();
         plan.write("fresh/dir/f.txt", "x\n".into(), IfExists::Error).unwrap();
+        // A plain file where the plan needs a directory, made after planning (which refuses
+        // one), makes staging fail midway.
+        fs::write(dir.path().join("blocker"), "").unwrap();
         assert!(plan.apply().is_err());
         assert_eq!(fs::read_to_string(dir.path().join("a.txt")).unwrap(), "old\n");
         let mut names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
