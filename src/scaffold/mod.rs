@@ -58,9 +58,13 @@ pub fn render_root(
         }
     }
     for entry in &entries {
-        if let Entry::Fragment { template, path, marker } = entry {
+        if let Entry::Fragment { template, path, marker, keyed } = entry {
             let fragment = templates.render(template, ctx)?;
-            plan.insert(path, marker, &fragment)?;
+            if *keyed {
+                plan.upsert(path, marker, &fragment)?;
+            } else {
+                plan.insert(path, marker, &fragment)?;
+            }
         }
     }
     Ok(())

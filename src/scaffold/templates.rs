@@ -3,7 +3,8 @@
 //! `templates/` mirrors the generated tree. Under each scaffold root (`init`, `resource`,
 //! `controller-operand`, `controller-skeleton`) a file
 //! named `X.tera` renders to the generated file `X`, and a file named `X@MARKER.tera` renders to
-//! a fragment inserted into `X` just before its `+memop:scaffold:MARKER` line. Path segments of
+//! a fragment inserted into `X` just before its `+memop:scaffold:MARKER` line (or, for a keyed
+//! fragment, `{# key: first-token … #}`, put in place of the line with its first token). Path segments of
 //! the form `__name__` are replaced with the context's string value `name` (for example
 //! `src/controller/__kind_snake__.rs.tera`). `templates/_partials/` holds pieces that templates
 //! include; they render to nothing on their own.
@@ -60,6 +61,12 @@ const USER: &str = "{# owner: user";
 /// How a template declares that its file is generated from the user's code (see
 /// [`Owner::Generated`]).
 const GENERATED: &str = "{# owner: generated";
+/// How a fragment declares that it is one line keyed by its first token (`{# key: first-token
+/// … #}`): rendered again, it replaces the line of the file with the same first token instead
+/// of adding a second one (`STORAGE_VERSIONS` has one entry per CRD). See [`Plan::upsert`].
+///
+/// [`Plan::upsert`]: super::Plan::upsert
+const KEY: &str = "{# key: first-token";
 const PARTIALS: &str = "_partials/";
 
 /// One template of a scaffold root, already classified.
@@ -67,8 +74,9 @@ const PARTIALS: &str = "_partials/";
 pub enum Entry {
     /// Renders to the whole file at `path`, which its template says is whose.
     File { template: String, path: String, owner: Owner },
-    /// Renders to a fragment inserted before `marker` in the file at `path`.
-    Fragment { template: String, path: String, marker: String },
+    /// Renders to a fragment inserted before `marker` in the file at `path`; a `keyed` one (see
+    /// [`KEY`]) replaces the line of the file that has its key instead, when there is one.
+    Fragment { template: String, path: String, marker: String, keyed: bool },
 }
 
 /// Whose a generated file is, as its template declares in a first-line Tera comment.
@@ -166,12 +174,15 @@ impl Templates {
         for name in self.names.iter().filter(|n| n.starts_with(&prefix)) {
             let relative = &name[prefix.len()..name.len() - SUFFIX.len()];
             let resolved = substitute(relative, ctx)?;
+            let text = self.sources.get(name).copied().unwrap_or_default();
             entries.push(match resolved.rsplit_once('@') {
-                Some((path, marker)) => {
-                    Entry::Fragment { template: name.clone(), path: path.to_string(), marker: marker.to_string() }
-                }
+                Some((path, marker)) => Entry::Fragment {
+                    template: name.clone(),
+                    path: path.to_string(),
+                    marker: marker.to_string(),
+                    keyed: text.starts_with(KEY),
+                },
                 None => {
-                    let text = self.sources.get(name).copied().unwrap_or_default();
                     let owner = match text {
                         _ if text.starts_with(SHARED) => Owner::Shared,
                         _ if text.starts_with(MEMOP) => Owner::Memop,

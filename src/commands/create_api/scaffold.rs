@@ -56,7 +56,7 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     if let (Some(text), true) = (&current_role, role_is_ours) {
         project_ctx.keep_rules_of(text);
     }
-    let ctx = tera::Context::from_serialize(ApiContext {
+    let mut ctx = tera::Context::from_serialize(ApiContext {
         project: project_ctx,
         api,
         short_name: request.short_name.as_deref(),
@@ -84,6 +84,9 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
         // A version of a kind that has others: the kind's RBAC helper roles are there already,
         // and its CRD gains this version.
         let crd_file = format!("config/crd/bases/{}.yaml", api.crd_file());
+        // The kind's entry of STORAGE_VERSIONS, a keyed fragment of the resource root.
+        let storage = storage_version(plan, api, &crd_file, request.storage_version)?;
+        ctx.insert("storage_version", &storage);
         let shared = |path: &str| {
             if path == crd_file || path.starts_with(&format!("config/rbac/{}_", api.role_prefix())) {
                 IfExists::Skip
@@ -92,7 +95,6 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
             }
         };
         scaffold::render_root(&templates, "resource", &ctx, plan, shared)?;
-        let storage = storage_version(plan, api, &crd_file, request.storage_version)?;
         let rendered = templates.render(CRD, &ctx)?;
         let current = plan.read(Path::new(&crd_file))?.with_context(|| {
             format!(
@@ -112,38 +114,24 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     Ok(notes)
 }
 
-/// The version a kind with several versions is stored as, from `STORAGE_VERSIONS` in
-/// src/api/mod.rs, which this plans to update: `this` version when `requested`
-/// (--storage-version), else the one the table names, else the one its CRD file stores.
-fn storage_version(plan: &mut Plan, api: &ApiNames, crd_file: &str, requested: bool) -> Result<String> {
+/// The version a kind with several versions is stored as: `this` version when `requested`
+/// (--storage-version), else the one `STORAGE_VERSIONS` in src/api/mod.rs names, else the one
+/// its CRD file stores.
+fn storage_version(plan: &Plan, api: &ApiNames, crd_file: &str, requested: bool) -> Result<String> {
     const TABLE: &str = "src/api/mod.rs";
     let text = plan.read(Path::new(TABLE))?.with_context(|| format!("{TABLE} is missing"))?;
-    let entry_start = format!("(\"{}\", \"", api.crd_name());
-    let entry = text.lines().find(|line| line.trim_start().starts_with(&entry_start));
-    let recorded = entry.and_then(|line| line.trim().strip_prefix(&entry_start)?.split('"').next());
-    let current = match recorded {
-        Some(version) => version.to_string(),
-        None => {
-            let crd = plan.read(Path::new(crd_file))?.unwrap_or_default();
-            crd::storage_version(&crd).with_context(|| {
-                format!(
-                    "{crd_file} names no storage version of {}; run `make manifests`, then this command again",
-                    api.kind
-                )
-            })?
-        }
-    };
-    let wanted = if requested { api.version.to_string() } else { current };
-    let line = format!("(\"{}\", \"{wanted}\"),", api.crd_name());
-    match entry {
-        None => plan.insert(TABLE, "storage-versions", &line)?,
-        Some(old) if old.trim() != line => {
-            let updated = text.replacen(old.trim(), &line, 1);
-            plan.write(TABLE, updated, IfExists::Overwrite)?;
-        }
-        Some(_) => {}
+    if requested {
+        return Ok(api.version.to_string());
     }
-    Ok(wanted)
+    let entry_start = format!("(\"{}\", \"", api.crd_name());
+    let recorded = text.lines().find_map(|line| line.trim().strip_prefix(&entry_start)?.split('"').next());
+    if let Some(version) = recorded {
+        return Ok(version.to_string());
+    }
+    let crd = plan.read(Path::new(crd_file))?.unwrap_or_default();
+    crd::storage_version(&crd).with_context(|| {
+        format!("{crd_file} names no storage version of {}; run `make manifests`, then this command again", api.kind)
+    })
 }
 
 /// A new version of a kind that converts through a hub (`create webhook --conversion`) becomes
