@@ -13,7 +13,7 @@ mod vendor;
 pub use generated::rbac;
 pub use plan::{Applied, IfExists, Plan};
 pub use templates::{
-    Entry, Layout, Owner, Templates, dependency_crates, generated_names, locked_packages, reserved_kind_files,
+    Entry, Key, Layout, Owner, Templates, dependency_crates, generated_names, locked_packages, reserved_kind_files,
     with_layout, without_tera,
 };
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
@@ -77,12 +77,12 @@ pub fn render_root(
         }
     }
     for entry in &entries {
-        if let Entry::Fragment { template, path, marker, keyed } = entry {
+        if let Entry::Fragment { template, path, marker, key } = entry {
             let fragment = templates.render(template, ctx)?;
-            if *keyed {
-                plan.upsert(path, marker, &fragment)?;
-            } else {
-                plan.insert(path, marker, &fragment)?;
+            match key {
+                None => plan.insert(path, marker, &fragment)?,
+                Some(Key::FirstToken) => plan.upsert(path, marker, &fragment)?,
+                Some(Key::ImageEnv) => image_env::upsert(plan, path, marker, &fragment)?,
             }
         }
     }

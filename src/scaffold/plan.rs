@@ -254,16 +254,6 @@ impl Plan {
         if wanted.is_empty() || contains_lines(&current, &wanted) {
             return Ok(());
         }
-        // A YAML list entry is keyed by its name: one the file has already, in any spelling (an
-        // env var the user switched to `valueFrom`, or quoted, say) is theirs, and a second would
-        // be a duplicate key.
-        let is_yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
-        if is_yaml
-            && let Some(name) = wanted[0].strip_prefix("- name: ")
-            && (current.lines().any(|l| l.trim() == wanted[0]) || super::image_env::has_env(&current, name.trim()))
-        {
-            return Ok(());
-        }
         let tag = format!("+memop:scaffold:{marker}");
         let lines: Vec<&str> = current.lines().collect();
         let Some(at) = lines.iter().position(|l| is_marker(l, &tag)) else {

@@ -4,7 +4,7 @@
 //! `controller-operand`, `controller-skeleton`) a file
 //! named `X.tera` renders to the generated file `X`, and a file named `X@MARKER.tera` renders to
 //! a fragment inserted into `X` just before its `+memop:scaffold:MARKER` line (or, for a keyed
-//! fragment, `{# key: first-token … #}`, put in place of the line with its first token). Path segments of
+//! fragment, `{# key: … #}`, put in place of what the file has of its key: see [`Key`]). Path segments of
 //! the form `__name__` are replaced with the context's string value `name` (for example
 //! `src/controller/__kind_snake__.rs.tera`). `templates/_partials/` holds pieces that templates
 //! include; they render to nothing on their own.
@@ -61,12 +61,8 @@ const USER: &str = "{# owner: user";
 /// How a template declares that its file is generated from the user's code (see
 /// [`Owner::Generated`]).
 const GENERATED: &str = "{# owner: generated";
-/// How a fragment declares that it is one line keyed by its first token (`{# key: first-token
-/// … #}`): rendered again, it replaces the line of the file with the same first token instead
-/// of adding a second one (`STORAGE_VERSIONS` has one entry per CRD). See [`Plan::upsert`].
-///
-/// [`Plan::upsert`]: super::Plan::upsert
-const KEY: &str = "{# key: first-token";
+/// How a fragment declares its key (see [`Key`]).
+const KEYS: &[(&str, Key)] = &[("{# key: first-token", Key::FirstToken), ("{# key: image-env", Key::ImageEnv)];
 const PARTIALS: &str = "_partials/";
 
 /// One template of a scaffold root, already classified.
@@ -74,9 +70,21 @@ const PARTIALS: &str = "_partials/";
 pub enum Entry {
     /// Renders to the whole file at `path`, which its template says is whose.
     File { template: String, path: String, owner: Owner },
-    /// Renders to a fragment inserted before `marker` in the file at `path`; a `keyed` one (see
-    /// [`KEY`]) replaces the line of the file that has its key instead, when there is one.
-    Fragment { template: String, path: String, marker: String, keyed: bool },
+    /// Renders to a fragment inserted before `marker` in the file at `path`; a keyed one
+    /// replaces what the file has of its key instead, when it has it.
+    Fragment { template: String, path: String, marker: String, key: Option<Key> },
+}
+
+/// How a fragment is keyed, as its template declares in a first-line Tera comment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    /// `{# key: first-token … #}`: one line keyed by its first token: rendered again, it
+    /// replaces the line of the file with the same first token instead of adding a second one
+    /// (`STORAGE_VERSIONS` has one entry per CRD). See [`Plan::upsert`](super::Plan::upsert).
+    FirstToken,
+    /// `{# key: image-env … #}`: an operand image's env entry of the manager Deployment, keyed
+    /// by its name, in whatever spelling the file has it. See [`super::image_env::upsert`].
+    ImageEnv,
 }
 
 /// Whose a generated file is, as its template declares in a first-line Tera comment.
@@ -180,7 +188,7 @@ impl Templates {
                     template: name.clone(),
                     path: path.to_string(),
                     marker: marker.to_string(),
-                    keyed: text.starts_with(KEY),
+                    key: KEYS.iter().find(|(header, _)| text.starts_with(header)).map(|(_, key)| *key),
                 },
                 None => {
                     let owner = match text {

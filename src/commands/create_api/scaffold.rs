@@ -55,10 +55,6 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     // The API's own files are refused when present, unless --force; the files several APIs
     // share (module files, kustomizations) are created once and then only extended at markers.
     let own = if request.force { IfExists::Overwrite } else { IfExists::Error };
-    // Before the controller's fragments: an existing entry updated in place is then found.
-    if let (Some(operand), true) = (&request.operand, request.controller) {
-        scaffold::image_env::set_image_env(plan, &api.kind, &operand.image)?;
-    }
     if request.resource {
         let sharing = project.others(api).filter(|r| r.api.is_some());
         super::super::refuse_missing_shared(&templates, "resource", &ctx, plan, sharing)?;
