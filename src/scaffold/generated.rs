@@ -32,7 +32,8 @@ type Render<'a> = &'a dyn Fn(&Context) -> Result<String>;
 type Editor = fn(path: &str, current: Option<&str>, ctx: &Context, render: Render) -> Result<Edit>;
 
 /// The editors, by output path (a path ending in `/`: every file under it).
-const EDITORS: &[(&str, Editor)] = &[("config/rbac/role.yaml", role), ("config/crd/bases/", crd_version)];
+const EDITORS: &[(&str, Editor)] =
+    &[("config/rbac/role.yaml", role), ("config/crd/bases/", crd_version), ("config/webhook/manifests.yaml", webhooks)];
 
 /// The editor of the generated file at `path`, if it has one.
 pub fn editor(path: &str) -> Option<Editor> {
@@ -65,6 +66,12 @@ fn role(_: &str, current: Option<&str>, ctx: &Context, render: Render) -> Result
     let mut ctx = ctx.clone();
     ctx.insert("rules", &rbac::merge(&all));
     Ok(Edit::Write(render(&ctx)?))
+}
+
+/// The webhook configurations: written as `make manifests` would write them, from every
+/// kind's webhooks (the context's `webhook_configurations`), which PROJECT records.
+fn webhooks(_: &str, _: Option<&str>, ctx: &Context, render: Render) -> Result<Edit> {
+    Ok(Edit::Write(render(ctx)?))
 }
 
 /// A CRD: when the context has a `storage_version` (a new version of a kind served in several),

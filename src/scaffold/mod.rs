@@ -1,6 +1,7 @@
 //! The scaffolding engine: embedded templates rendered into an in-memory [`Plan`], then applied
 //! all at once or printed as a dry run. It knows no particular file: the templates under a root
-//! decide what is generated, and the calling command decides what may be overwritten.
+//! decide what is generated and whose it is (their headers), the calling command only whether
+//! to overwrite (`--force`); the files generated from the user's code have editors (`generated`).
 
 mod format;
 pub mod generated;
@@ -39,17 +40,12 @@ pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<
 
 /// Renders every template under `root` into `plan`.
 ///
-/// Whole files go through `if_exists(path)`, which lets the command say, per path, whether an
-/// existing file is the user's (error or keep) or may be replaced; a file generated from the
-/// user's code goes to its editor first (see [`generated`]). Fragments are inserted at their
-/// markers after all whole files are planned, so a root may create a file and insert into it.
-pub fn render_root(
-    templates: &Templates,
-    root: &str,
-    ctx: &Context,
-    plan: &mut Plan,
-    if_exists: impl Fn(&str) -> IfExists,
-) -> Result<()> {
+/// What becomes of a file that exists already is the template's to say (see [`Owner`], and
+/// [`policy`]); `force` (`--force`) lets the command replace the ones it would otherwise refuse
+/// or keep. A file generated from the user's code goes to its editor first (see [`generated`]).
+/// Fragments are inserted at their markers after all whole files are planned, so a root may
+/// create a file and insert into it.
+pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut Plan, force: bool) -> Result<()> {
     let entries = templates.entries(root, ctx)?;
     for entry in &entries {
         if let Entry::File { template, path, owner } = entry {
@@ -61,14 +57,10 @@ pub fn render_root(
             };
             let (contents, if_exists) = match edit {
                 Edit::Write(text) => (text, IfExists::Overwrite),
-                Edit::Keep => match if_exists(path) {
-                    IfExists::Overwrite => (render(ctx)?, IfExists::Overwrite),
-                    _ => (render(ctx)?, IfExists::Keep),
-                },
-                Edit::Plain => (render(ctx)?, if_exists(path)),
+                Edit::Keep if force => (render(ctx)?, IfExists::Overwrite),
+                Edit::Keep => (render(ctx)?, IfExists::Keep),
+                Edit::Plain => (render(ctx)?, policy(*owner, root, ctx, force)),
             };
-            // A file several APIs extend is never rewritten: only its markers are.
-            let if_exists = if *owner == Owner::Shared { IfExists::Skip } else { if_exists };
             plan.write(path, contents, if_exists)?;
             plan.set_owner(path, *owner);
             if templates.is_plain(template) {
@@ -87,4 +79,36 @@ pub fn render_root(
         }
     }
     Ok(())
+}
+
+/// What becomes of an existing file that `root` renders again, as its template's owner says.
+fn policy(owner: Owner, root: &str, ctx: &Context, force: bool) -> IfExists {
+    match owner {
+        // A file several APIs extend is never rewritten: only its markers are.
+        Owner::Shared => IfExists::Skip,
+        // A new version of a kind finds the kind's files there.
+        Owner::Kind if ctx.contains_key("storage_version") => IfExists::Skip,
+        _ if force => IfExists::Overwrite,
+        _ if templates::PROJECT_ROOTS.contains(&root) => IfExists::Keep,
+        _ => IfExists::Error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_existing_file_is_refused_kept_or_skipped_as_its_owner_and_root_say() {
+        let (plain, mut version) = (Context::new(), Context::new());
+        version.insert("storage_version", "v1");
+        assert_eq!(policy(Owner::Command, "resource", &plain, false), IfExists::Error);
+        assert_eq!(policy(Owner::User, "resource", &plain, true), IfExists::Overwrite);
+        assert_eq!(policy(Owner::Command, "init", &plain, false), IfExists::Keep);
+        assert_eq!(policy(Owner::Command, "webhook", &plain, true), IfExists::Overwrite);
+        assert_eq!(policy(Owner::Shared, "resource", &plain, true), IfExists::Skip);
+        // A kind's RBAC helper roles: a new version of the kind leaves them, even with --force.
+        assert_eq!(policy(Owner::Kind, "resource", &version, true), IfExists::Skip);
+        assert_eq!(policy(Owner::Kind, "resource", &plain, false), IfExists::Error);
+    }
 }

@@ -58,12 +58,19 @@ const SHARED: &str = "{# shared:";
 const MEMOP: &str = "{# owner: memop";
 /// How a template declares that its file is the user's once scaffolded (see [`Owner::User`]).
 const USER: &str = "{# owner: user";
+/// How a template declares that its file is one kind's, whatever its version (see
+/// [`Owner::Kind`]).
+const KIND: &str = "{# owner: kind";
 /// How a template declares that its file is generated from the user's code (see
 /// [`Owner::Generated`]).
 const GENERATED: &str = "{# owner: generated";
 /// How a fragment declares its key (see [`Key`]).
 const KEYS: &[(&str, Key)] = &[("{# key: first-token", Key::FirstToken), ("{# key: image-env", Key::ImageEnv)];
 const PARTIALS: &str = "_partials/";
+
+/// The scaffold roots of the project as a whole, rendered once (by `init`, by the first `create
+/// webhook`): a file of theirs the user already has is kept, not refused, without `--force`.
+pub const PROJECT_ROOTS: &[&str] = &["init", "webhook"];
 
 /// One template of a scaffold root, already classified.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,16 +98,20 @@ pub enum Key {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Owner {
     /// No declaration: memop's part of one API or of the project, which commands may extend at
-    /// its markers (`src/main.rs`, the kustomizations, an API's RBAC helper roles); the command
-    /// that renders it decides, per path, whether an existing one is replaced. `memop update`
+    /// its markers (`src/main.rs`, the kustomizations): an existing one is refused (or kept, in
+    /// a root of the project, see [`PROJECT_ROOTS`]) unless the command overwrites (`--force`). `memop update`
     /// merges the user's edits into it as into [`Owner::Memop`]'s files.
     Command,
+    /// `{# owner: kind #}`: memop's part of one kind, whatever its version (its RBAC helper
+    /// roles): as [`Owner::Command`], but a new version of a kind served in several (a context
+    /// with a `storage_version`) finds it there and leaves it.
+    Kind,
     /// `{# owner: user #}`: the user's once scaffolded (an API's types, a controller's logic, the
-    /// kind's tests, a sample): the command decides as for [`Owner::Command`], and `memop update`
+    /// kind's tests, a sample): an existing one is treated as for [`Owner::Command`], and `memop update`
     /// never rewrites it.
     User,
     /// `{# owner: generated #}`: generated from the user's code by `make manifests` (a CRD, the
-    /// manager role, the webhook configurations): the command decides as for
+    /// manager role, the webhook configurations): its editor (see `generated`) or else as for
     /// [`Owner::Command`], and `memop update` leaves it to `make manifests`.
     Generated,
     /// `{# shared: … #}`: a file several APIs extend at its markers: created once, never
@@ -195,6 +206,7 @@ impl Templates {
                         _ if text.starts_with(SHARED) => Owner::Shared,
                         _ if text.starts_with(MEMOP) => Owner::Memop,
                         _ if text.starts_with(USER) => Owner::User,
+                        _ if text.starts_with(KIND) => Owner::Kind,
                         _ if text.starts_with(GENERATED) => Owner::Generated,
                         _ => Owner::Command,
                     };

@@ -52,15 +52,12 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
 
     let root = if request.operand.is_some() { "controller-operand" } else { "controller-skeleton" };
     let templates = Templates::load(&["resource/", &format!("{root}/"), ROLE])?;
-    // The API's own files are refused when present, unless --force; the files several APIs
-    // share (module files, kustomizations) are created once and then only extended at markers.
-    let own = if request.force { IfExists::Overwrite } else { IfExists::Error };
     if request.resource {
         let sharing = project.others(api).filter(|r| r.api.is_some());
         super::super::refuse_missing_shared(&templates, "resource", &ctx, plan, sharing)?;
     }
     if request.resource && !request.new_version {
-        scaffold::render_root(&templates, "resource", &ctx, plan, |_| own)?;
+        scaffold::render_root(&templates, "resource", &ctx, plan, request.force)?;
     } else if request.resource {
         // A version of a kind that has others: the kind's RBAC helper roles are there already,
         // and its CRD gains this version.
@@ -68,19 +65,17 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
         // The kind's entry of STORAGE_VERSIONS, a keyed fragment of the resource root.
         let storage = storage_version(plan, api, &crd_file, request.storage_version)?;
         ctx.insert("storage_version", &storage);
-        // The CRD, a generated file, gains this version (see scaffold::generated).
-        let shared = |path: &str| {
-            if path.starts_with(&format!("config/rbac/{}_", api.role_prefix())) { IfExists::Skip } else { own }
-        };
-        scaffold::render_root(&templates, "resource", &ctx, plan, shared)?;
+        // The kind's files (its RBAC helper roles) are left as they are, and its CRD, a
+        // generated file, gains this version (see scaffold::render_root).
+        scaffold::render_root(&templates, "resource", &ctx, plan, request.force)?;
         notes.extend(join_conversion(project, plan, &ctx, api)?);
     }
     if request.controller {
-        scaffold::render_root(&templates, root, &ctx, plan, |_| own)?;
+        scaffold::render_root(&templates, root, &ctx, plan, request.force)?;
     }
     // The manager role, init's one template loaded here: a generated file, which keeps the
     // rules it has, and the user's own role.yaml (see scaffold::generated).
-    scaffold::render_root(&templates, "init", &ctx, plan, |_| IfExists::Keep)?;
+    scaffold::render_root(&templates, "init", &ctx, plan, false)?;
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
     Ok(notes)
 }
@@ -130,7 +125,7 @@ fn join_conversion(project: &mut Project, plan: &mut Plan, ctx: &tera::Context, 
     ctx.insert("spoke", &version);
     ctx.insert("spoke_sample_file", &api.sample_file());
     ctx.insert("spokes", &spokes);
-    scaffold::render_root(&templates, "webhook-conversion-spoke", &ctx, plan, |_| IfExists::Error)?;
+    scaffold::render_root(&templates, "webhook-conversion-spoke", &ctx, plan, false)?;
 
     let kind = &api.kind;
     let test = format!("tests/{}_conversion.rs", kind.snake());
