@@ -55,20 +55,18 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     if request.resource {
         let sharing = project.others(api).filter(|r| r.api.is_some());
         super::super::refuse_missing_shared(&templates, "resource", &ctx, plan, sharing)?;
-    }
-    if request.resource && !request.new_version {
+        if request.new_version {
+            // A version of a kind that has others: the stored one goes to the kind's entry of
+            // STORAGE_VERSIONS (a keyed fragment of the resource root) and its CRD (a generated
+            // file, which gains this version); the kind's RBAC helper roles are left as they are.
+            let crd_file = format!("config/crd/bases/{}.yaml", api.crd_file());
+            let storage = storage_version(plan, api, &crd_file, request.storage_version)?;
+            ctx.insert("storage_version", &storage);
+        }
         scaffold::render_root(&templates, "resource", &ctx, plan, request.force)?;
-    } else if request.resource {
-        // A version of a kind that has others: the kind's RBAC helper roles are there already,
-        // and its CRD gains this version.
-        let crd_file = format!("config/crd/bases/{}.yaml", api.crd_file());
-        // The kind's entry of STORAGE_VERSIONS, a keyed fragment of the resource root.
-        let storage = storage_version(plan, api, &crd_file, request.storage_version)?;
-        ctx.insert("storage_version", &storage);
-        // The kind's files (its RBAC helper roles) are left as they are, and its CRD, a
-        // generated file, gains this version (see scaffold::render_root).
-        scaffold::render_root(&templates, "resource", &ctx, plan, request.force)?;
-        notes.extend(join_conversion(project, plan, &ctx, api)?);
+        if request.new_version {
+            notes.extend(join_conversion(project, plan, &ctx, api)?);
+        }
     }
     if request.controller {
         scaffold::render_root(&templates, root, &ctx, plan, request.force)?;
