@@ -1,10 +1,9 @@
 //! The template context: every name a template may use, derived once from the PROJECT file.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use serde::Serialize;
 
 use crate::project::Project;
+use crate::scaffold::rbac::{self, MergedRule, Rule, merge};
 
 /// The Rust release the generated Dockerfile and CI build with.
 pub const RUST_VERSION: &str = "1.95";
@@ -58,29 +57,9 @@ impl ProjectContext {
     /// Keeps the rules of an existing `config/rbac/role.yaml` too: `make manifests` wrote it from
     /// the controllers' `RULES`, which may hold rules of the user's that memop cannot know.
     pub fn keep_rules_of(&mut self, role_yaml: &str) {
-        let Ok(role) = serde_yaml::from_str::<serde_yaml::Value>(role_yaml) else { return };
-        let strings = |v: &serde_yaml::Value| -> Vec<String> {
-            v.as_sequence().into_iter().flatten().filter_map(|s| s.as_str().map(String::from)).collect()
-        };
-        for rule in role["rules"].as_sequence().into_iter().flatten() {
-            for api_group in strings(&rule["apiGroups"]) {
-                self.unmerged.push(Rule {
-                    api_group,
-                    resources: strings(&rule["resources"]),
-                    verbs: strings(&rule["verbs"]),
-                });
-            }
-        }
+        self.unmerged.extend(rbac::rules_in(role_yaml));
         self.rules = merge(&self.unmerged);
     }
-}
-
-/// One RBAC rule: verbs on resources of one API group.
-#[derive(Debug)]
-struct Rule {
-    api_group: String,
-    resources: Vec<String>,
-    verbs: Vec<String>,
 }
 
 /// The `RULES` constant of a generated controller, as memop writes it in
@@ -102,44 +81,6 @@ fn rules_of(group: &str, plural: &str, operand: bool) -> Vec<Rule> {
         rule("apps", "deployments".into(), &["get", "list", "watch", "create", "patch"]),
         rule("events.k8s.io", "events".into(), &["create", "patch"]),
     ]
-}
-
-/// A rule of the generated role.
-#[derive(Debug, PartialEq, Eq, Serialize)]
-pub struct MergedRule {
-    pub api_group: String,
-    pub resources: Vec<String>,
-    pub verbs: Vec<String>,
-}
-
-/// Merges rules as the generated `rbac::merge` does (and controller-gen before it): one rule
-/// per API group and set of verbs, groups and resources sorted.
-fn merge(rules: &[Rule]) -> Vec<MergedRule> {
-    let mut verbs_of: BTreeMap<&str, BTreeMap<&str, BTreeSet<&str>>> = BTreeMap::new();
-    for rule in rules {
-        for resource in &rule.resources {
-            let verbs = verbs_of.entry(&rule.api_group).or_default().entry(resource).or_default();
-            verbs.extend(rule.verbs.iter().map(String::as_str));
-        }
-    }
-    let mut merged = Vec::new();
-    for (group, resources) in verbs_of {
-        let mut by_verbs: BTreeMap<Vec<&str>, Vec<&str>> = BTreeMap::new();
-        for (resource, verbs) in resources {
-            by_verbs.entry(verbs.into_iter().collect()).or_default().push(resource);
-        }
-        let mut group_rules: Vec<MergedRule> = by_verbs
-            .into_iter()
-            .map(|(verbs, resources)| MergedRule {
-                api_group: group.to_string(),
-                resources: resources.into_iter().map(String::from).collect(),
-                verbs: verbs.into_iter().map(String::from).collect(),
-            })
-            .collect();
-        group_rules.sort_by(|a, b| a.resources.cmp(&b.resources));
-        merged.extend(group_rules);
-    }
-    merged
 }
 
 #[cfg(test)]

@@ -158,7 +158,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     // Without --force, a file the user already has (a README, a .gitignore) is kept, as
     // kubebuilder does; the project files themselves were refused above.
     let policy = if args.force { IfExists::Overwrite } else { IfExists::Keep };
-    scaffold::render_root(&templates, "init", &ctx, &mut plan, |_| policy)?;
+    scaffold::render_root(&templates, "init", &ctx, &mut plan, args.force)?;
     scaffold::vendor(&mut plan, policy)?;
     plan.write("Cargo.lock", super::lockfile::for_project(name.as_str()), policy)?;
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;

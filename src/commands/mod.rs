@@ -3,7 +3,6 @@
 
 pub mod completion;
 pub mod context;
-mod crd;
 pub mod create_api;
 pub mod create_webhook;
 mod gvk;

@@ -206,7 +206,7 @@ pub fn replay(project: &Project, dir: &Path, table: &str) -> Result<Plan> {
     let mut replayed =
         Project { cli_version: env!("CARGO_PKG_VERSION").to_string(), resources: Vec::new(), ..project.clone() };
     let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(&replayed))?;
-    scaffold::render_root(&Templates::load(&["init/"])?, "init", &ctx, &mut scratch, |_| IfExists::Overwrite)?;
+    scaffold::render_root(&Templates::load(&["init/"])?, "init", &ctx, &mut scratch, true)?;
     for resource in &project.resources {
         let flags = create_api_flags(resource, &replayed, table);
         super::create_api::replay(&flags, &mut replayed, &mut scratch)

@@ -221,6 +221,7 @@ const API_MODULE_TEMPLATES: &[&str] = &[
     include_str!("../../templates/init/src/api/mod.rs.tera"),
     include_str!("../../templates/resource/src/api/mod.rs@api-groups.tera"),
     include_str!("../../templates/resource/src/api/mod.rs@crds.tera"),
+    include_str!("../../templates/resource/src/api/mod.rs@storage-versions.tera"),
 ];
 
 /// The lowercase names `src/api/mod.rs` uses besides its groups' modules: the first segment of

@@ -8,36 +8,53 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use serde_yaml::Value;
 
 use super::{IfExists, Plan};
-use crate::names::Kind;
 
-/// The manager Deployment's manifest.
-pub const MANAGER: &str = "config/manager/manager.yaml";
+/// Plans a keyed fragment `{# key: image-env #}` of `path`: one env entry, `- name: <X>_IMAGE`
+/// and its `value:`. The entries of that name the file has already, in any spelling, are
+/// pointed at the fragment's value, so that regenerating with another `--image` updates them
+/// instead of adding a second entry; without one, the fragment is inserted at `marker`.
+pub fn upsert(plan: &mut Plan, path: &str, marker: &str, fragment: &str) -> Result<()> {
+    let entry: Vec<Value> = serde_yaml::from_str(fragment)
+        .map_err(|e| anyhow::anyhow!("memop's image env fragment for {path} is not a YAML list: {e}"))?;
+    let [entry] = entry.as_slice() else { bail!("memop's image env fragment for {path} is not one entry") };
+    let (Some(name), Some(image)) =
+        (entry.get("name").and_then(Value::as_str), entry.get("value").and_then(Value::as_str))
+    else {
+        bail!("memop's image env fragment for {path} has no `name` and `value`");
+    };
+    set_image_env(plan, path, name, image)?;
+    // An entry the file has already, in any spelling (one the user switched to `valueFrom`, or
+    // quoted, say), is theirs, and a second would be a duplicate key.
+    let first = fragment.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+    let current = plan.read(Path::new(path))?;
+    if current.as_deref().is_some_and(|text| text.lines().any(|l| l.trim() == first) || has_env(text, name)) {
+        return Ok(());
+    }
+    plan.insert(path, marker, fragment)
+}
 
-/// Points the existing `<KIND>_IMAGE` entries of the manager Deployment at `image`, so that
-/// regenerating with another `--image` updates them instead of adding a second entry. An entry
+/// Points the existing `name` entries of the manager Deployment (`path`) at `image`. An entry
 /// that is not a plain `value:` (`valueFrom:`, a value over several lines) is the user's and is
 /// kept, with a note; so is a file memop cannot parse.
-pub fn set_image_env(plan: &mut Plan, kind: &Kind, image: &str) -> Result<()> {
-    let path = Path::new(MANAGER);
-    let Some(text) = plan.read(path)? else { return Ok(()) };
-    let name = format!("{}_IMAGE", kind.screaming());
+fn set_image_env(plan: &mut Plan, path: &str, name: &str, image: &str) -> Result<()> {
+    let Some(text) = plan.read(Path::new(path))? else { return Ok(()) };
     let keep = |plan: &mut Plan, why: &str| {
         plan.note(format!(
-            "{name} in {MANAGER} is yours ({why}), so it was kept; the image {image} is the controller's default \
+            "{name} in {path} is yours ({why}), so it was kept; the image {image} is the controller's default \
              (DEFAULT_IMAGE) only"
         ));
     };
     let Some(documents) = parse(&text) else {
-        if mentions(&text, &name) {
+        if mentions(&text, name) {
             keep(plan, "memop cannot parse the file as YAML");
         }
         return Ok(());
     };
-    let entries: Vec<&Value> = documents.iter().flat_map(|doc| env_entries(doc, &name)).collect();
+    let entries: Vec<&Value> = documents.iter().flat_map(|doc| env_entries(doc, name)).collect();
     if entries.is_empty() {
         return Ok(());
     }
@@ -45,14 +62,14 @@ pub fn set_image_env(plan: &mut Plan, kind: &Kind, image: &str) -> Result<()> {
         keep(plan, "not a `value:` string");
         return Ok(());
     }
-    let Some(updated) = rewrite(&text, &name, image) else {
+    let Some(updated) = rewrite(&text, name, image) else {
         keep(plan, "memop cannot rewrite its spelling without touching other lines");
         return Ok(());
     };
     // The edit must change exactly those values.
     let mut expected = documents;
     for doc in &mut expected {
-        set_values(doc, &name, image);
+        set_values(doc, name, image);
     }
     if parse(&updated).as_ref() != Some(&expected) {
         keep(plan, "memop cannot rewrite its spelling without touching other lines");
@@ -65,7 +82,7 @@ pub fn set_image_env(plan: &mut Plan, kind: &Kind, image: &str) -> Result<()> {
 /// any container: the `<KIND>_IMAGE` fragment must then not be inserted, or the list would hold
 /// the name twice (a duplicate key that server-side apply refuses). A file memop cannot parse has
 /// one when it mentions the name at all.
-pub fn has_env(text: &str, name: &str) -> bool {
+fn has_env(text: &str, name: &str) -> bool {
     match parse(text) {
         Some(documents) => documents.iter().any(|doc| !env_entries(doc, name).is_empty()),
         None => mentions(text, name),
@@ -323,6 +340,10 @@ fn item_lines(lines: &[String], at: usize, column: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::names::Kind;
+
+    /// The manager Deployment's manifest.
+    const MANAGER: &str = "config/manager/manager.yaml";
 
     const IMAGE: &str = "memcached:1.6.30";
 
@@ -347,7 +368,7 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("config/manager")).unwrap();
         std::fs::write(dir.path().join(MANAGER), text).unwrap();
         let mut plan = Plan::new(dir.path());
-        set_image_env(&mut plan, &kind(), IMAGE).unwrap();
+        set_image_env(&mut plan, MANAGER, &format!("{}_IMAGE", kind().screaming()), IMAGE).unwrap();
         let after = plan.read(Path::new(MANAGER)).unwrap().unwrap();
         (after, plan.notes().to_vec())
     }
@@ -377,6 +398,20 @@ mod tests {
             assert!(has_env(&after, "MEMCACHED_IMAGE"), "{env}");
             assert!(!has_env(&after, "REDIS_IMAGE") && !has_env(&after, "MEMCACHED"), "{env}");
         }
+    }
+
+    #[test]
+    fn the_keyed_fragment_is_inserted_once_then_updated_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("config/manager")).unwrap();
+        std::fs::write(dir.path().join(MANAGER), manager("")).unwrap();
+        let mut plan = Plan::new(dir.path());
+        let fragment = |image: &str| format!("- name: MEMCACHED_IMAGE\n  value: \"{image}\"\n");
+        upsert(&mut plan, MANAGER, "env", &fragment("memcached:1.6.26")).unwrap();
+        upsert(&mut plan, MANAGER, "env", &fragment(IMAGE)).unwrap();
+        let after = plan.read(Path::new(MANAGER)).unwrap().unwrap();
+        assert_eq!(after, manager(&fragment(IMAGE)));
+        assert!(plan.notes().is_empty(), "{:?}", plan.notes());
     }
 
     #[test]

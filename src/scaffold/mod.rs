@@ -1,29 +1,30 @@
 //! The scaffolding engine: embedded templates rendered into an in-memory [`Plan`], then applied
 //! all at once or printed as a dry run. It knows no particular file: the templates under a root
-//! decide what is generated, and the calling command decides what may be overwritten.
+//! decide what is generated and whose it is (their headers), the calling command only whether
+//! to overwrite (`--force`); the files generated from the user's code have editors (`generated`).
 
 mod format;
+pub mod generated;
 pub mod image_env;
 pub mod merge;
 mod plan;
 mod templates;
 mod vendor;
 
+pub use generated::rbac;
 pub use plan::{Applied, IfExists, Plan};
 pub use templates::{
-    Entry, Layout, Owner, Templates, dependency_crates, generated_names, locked_packages, reserved_kind_files,
+    Entry, Key, Layout, Owner, Templates, dependency_crates, generated_names, locked_packages, reserved_kind_files,
     with_layout, without_tera,
 };
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
+use std::path::Path;
+
 use anyhow::Result;
+use generated::Edit;
 use tera::Context;
 
-/// Renders every template under `root` into `plan`.
-///
-/// Whole files go through `if_exists(path)`, which lets the command say, per path, whether an
-/// existing file is the user's (error or keep) or may be replaced. Fragments are inserted at their
-/// markers after all whole files are planned, so a root may create a file and insert into it.
 /// The files under `root/` that several APIs share (a module list, a kustomization), as `ctx`
 /// resolves their paths.
 pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<Vec<String>> {
@@ -37,19 +38,29 @@ pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<
         .collect())
 }
 
-pub fn render_root(
-    templates: &Templates,
-    root: &str,
-    ctx: &Context,
-    plan: &mut Plan,
-    if_exists: impl Fn(&str) -> IfExists,
-) -> Result<()> {
+/// Renders every template under `root` into `plan`.
+///
+/// What becomes of a file that exists already is the template's to say (see [`Owner`], and
+/// [`policy`]); `force` (`--force`) lets the command replace the ones it would otherwise refuse
+/// or keep. A file generated from the user's code goes to its editor first (see [`generated`]).
+/// Fragments are inserted at their markers after all whole files are planned, so a root may
+/// create a file and insert into it.
+pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut Plan, force: bool) -> Result<()> {
     let entries = templates.entries(root, ctx)?;
     for entry in &entries {
         if let Entry::File { template, path, owner } = entry {
-            let contents = templates.render(template, ctx)?;
-            // A file several APIs extend is never rewritten: only its markers are.
-            let if_exists = if *owner == Owner::Shared { IfExists::Skip } else { if_exists(path) };
+            // A file generated from the user's code is edited, not rendered over.
+            let render = |ctx: &Context| templates.render(template, ctx);
+            let edit = match generated::editor(path).filter(|_| *owner == Owner::Generated) {
+                Some(editor) => editor(path, plan.read(Path::new(path))?.as_deref(), ctx, &render)?,
+                None => Edit::Plain,
+            };
+            let (contents, if_exists) = match edit {
+                Edit::Write(text) => (text, IfExists::Overwrite),
+                Edit::Keep if force => (render(ctx)?, IfExists::Overwrite),
+                Edit::Keep => (render(ctx)?, IfExists::Keep),
+                Edit::Plain => (render(ctx)?, policy(*owner, root, ctx, force)),
+            };
             plan.write(path, contents, if_exists)?;
             plan.set_owner(path, *owner);
             if templates.is_plain(template) {
@@ -58,10 +69,46 @@ pub fn render_root(
         }
     }
     for entry in &entries {
-        if let Entry::Fragment { template, path, marker } = entry {
+        if let Entry::Fragment { template, path, marker, key } = entry {
             let fragment = templates.render(template, ctx)?;
-            plan.insert(path, marker, &fragment)?;
+            match key {
+                None => plan.insert(path, marker, &fragment)?,
+                Some(Key::FirstToken) => plan.upsert(path, marker, &fragment)?,
+                Some(Key::ImageEnv) => image_env::upsert(plan, path, marker, &fragment)?,
+            }
         }
     }
     Ok(())
+}
+
+/// What becomes of an existing file that `root` renders again, as its template's owner says.
+fn policy(owner: Owner, root: &str, ctx: &Context, force: bool) -> IfExists {
+    match owner {
+        // A file several APIs extend is never rewritten: only its markers are.
+        Owner::Shared => IfExists::Skip,
+        // A new version of a kind finds the kind's files there.
+        Owner::Kind if ctx.contains_key("storage_version") => IfExists::Skip,
+        _ if force => IfExists::Overwrite,
+        _ if templates::PROJECT_ROOTS.contains(&root) => IfExists::Keep,
+        _ => IfExists::Error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_existing_file_is_refused_kept_or_skipped_as_its_owner_and_root_say() {
+        let (plain, mut version) = (Context::new(), Context::new());
+        version.insert("storage_version", "v1");
+        assert_eq!(policy(Owner::Command, "resource", &plain, false), IfExists::Error);
+        assert_eq!(policy(Owner::User, "resource", &plain, true), IfExists::Overwrite);
+        assert_eq!(policy(Owner::Command, "init", &plain, false), IfExists::Keep);
+        assert_eq!(policy(Owner::Command, "webhook", &plain, true), IfExists::Overwrite);
+        assert_eq!(policy(Owner::Shared, "resource", &plain, true), IfExists::Skip);
+        // A kind's RBAC helper roles: a new version of the kind leaves them, even with --force.
+        assert_eq!(policy(Owner::Kind, "resource", &version, true), IfExists::Skip);
+        assert_eq!(policy(Owner::Kind, "resource", &plain, false), IfExists::Error);
+    }
 }

@@ -265,16 +265,6 @@ impl Plan {
         if wanted.is_empty() || contains_lines(&current, &wanted) {
             return Ok(());
         }
-        // A YAML list entry is keyed by its name: one the file has already, in any spelling (an
-        // env var the user switched to `valueFrom`, or quoted, say) is theirs, and a second would
-        // be a duplicate key.
-        let is_yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
-        if is_yaml
-            && let Some(name) = wanted[0].strip_prefix("- name: ")
-            && (current.lines().any(|l| l.trim() == wanted[0]) || super::image_env::has_env(&current, name.trim()))
-        {
-            return Ok(());
-        }
         let tag = format!("+memop:scaffold:{marker}");
         let lines: Vec<&str> = current.lines().collect();
         let Some(at) = lines.iter().position(|l| is_marker(l, &tag)) else {
@@ -306,6 +296,32 @@ impl Plan {
         }
         self.write(path, out, IfExists::Overwrite)?;
         self.inserted.insert(path.to_path_buf());
+        Ok(())
+    }
+
+    /// Plans a keyed fragment: one line, keyed by its first token. The line of `path` with the
+    /// same first token is replaced by it (keeping that line's indentation); without one, it is
+    /// inserted before `marker` as [`Plan::insert`] does. A fragment that renders to nothing is
+    /// not there for this context.
+    pub fn upsert(&mut self, path: impl AsRef<Path>, marker: &str, fragment: &str) -> Result<()> {
+        let path = path.as_ref();
+        let mut lines = fragment.lines().map(str::trim).filter(|l| !l.is_empty());
+        let (Some(wanted), None) = (lines.next(), lines.next()) else {
+            if fragment.trim().is_empty() {
+                return Ok(());
+            }
+            bail!("memop's keyed fragment for {} has several lines", path.display());
+        };
+        let key = wanted.split_whitespace().next().unwrap_or_default();
+        let current = self.read(path)?.unwrap_or_default();
+        let Some(old) = current.lines().find(|line| line.split_whitespace().next() == Some(key)) else {
+            return self.insert(path, marker, wanted);
+        };
+        if old.trim() != wanted {
+            let indent = &old[..old.len() - old.trim_start().len()];
+            let updated = current.replacen(old, &format!("{indent}{wanted}"), 1);
+            self.write(path, updated, IfExists::Overwrite)?;
+        }
         Ok(())
     }
 
@@ -656,6 +672,22 @@ mod tests {
         plan.insert("main.rs", "run", "a();\nb();\n").unwrap();
         let text = plan.read(Path::new("main.rs")).unwrap().unwrap();
         assert_eq!(text, "fn main() {\n    a();\n    b();\n    // +memop:scaffold:run\n}\n");
+    }
+
+    #[test]
+    fn a_keyed_fragment_replaces_the_line_with_its_key_or_is_inserted_once() {
+        let table = "const T: &[(&str, &str)] = &[\n    // +memop:scaffold:t\n];\n";
+        let (_dir, mut plan) = plan_with("mod.rs", table);
+        let read = |plan: &Plan| plan.read(Path::new("mod.rs")).unwrap().unwrap();
+        plan.upsert("mod.rs", "t", "\n").unwrap();
+        assert!(plan.is_empty(), "a fragment that renders to nothing adds nothing");
+        plan.upsert("mod.rs", "t", "(\"a.x\", \"v1\"),\n").unwrap();
+        plan.upsert("mod.rs", "t", "(\"b.x\", \"v1\"),\n").unwrap();
+        plan.upsert("mod.rs", "t", "(\"a.x\", \"v2\"),\n").unwrap();
+        plan.upsert("mod.rs", "t", "(\"a.x\", \"v2\"),\n").unwrap();
+        let expected = "const T: &[(&str, &str)] = &[\n    (\"a.x\", \"v2\"),\n    (\"b.x\", \"v1\"),\n    // +memop:scaffold:t\n];\n";
+        assert_eq!(read(&plan), expected);
+        assert!(plan.upsert("mod.rs", "t", "a\nb\n").is_err(), "a keyed fragment is one line");
     }
 
     #[test]

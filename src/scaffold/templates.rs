@@ -3,7 +3,8 @@
 //! `templates/` mirrors the generated tree. Under each scaffold root (`init`, `resource`,
 //! `controller-operand`, `controller-skeleton`) a file
 //! named `X.tera` renders to the generated file `X`, and a file named `X@MARKER.tera` renders to
-//! a fragment inserted into `X` just before its `+memop:scaffold:MARKER` line. Path segments of
+//! a fragment inserted into `X` just before its `+memop:scaffold:MARKER` line (or, for a keyed
+//! fragment, `{# key: … #}`, put in place of what the file has of its key: see [`Key`]). Path segments of
 //! the form `__name__` are replaced with the context's string value `name` (for example
 //! `src/controller/__kind_snake__.rs.tera`). `templates/_partials/` holds pieces that templates
 //! include; they render to nothing on their own.
@@ -57,34 +58,60 @@ const SHARED: &str = "{# shared:";
 const MEMOP: &str = "{# owner: memop";
 /// How a template declares that its file is the user's once scaffolded (see [`Owner::User`]).
 const USER: &str = "{# owner: user";
+/// How a template declares that its file is one kind's, whatever its version (see
+/// [`Owner::Kind`]).
+const KIND: &str = "{# owner: kind";
 /// How a template declares that its file is generated from the user's code (see
 /// [`Owner::Generated`]).
 const GENERATED: &str = "{# owner: generated";
+/// How a fragment declares its key (see [`Key`]).
+const KEYS: &[(&str, Key)] = &[("{# key: first-token", Key::FirstToken), ("{# key: image-env", Key::ImageEnv)];
 const PARTIALS: &str = "_partials/";
+
+/// The scaffold roots of the project as a whole, rendered once (by `init`, by the first `create
+/// webhook`): a file of theirs the user already has is kept, not refused, without `--force`.
+pub const PROJECT_ROOTS: &[&str] = &["init", "webhook"];
 
 /// One template of a scaffold root, already classified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry {
     /// Renders to the whole file at `path`, which its template says is whose.
     File { template: String, path: String, owner: Owner },
-    /// Renders to a fragment inserted before `marker` in the file at `path`.
-    Fragment { template: String, path: String, marker: String },
+    /// Renders to a fragment inserted before `marker` in the file at `path`; a keyed one
+    /// replaces what the file has of its key instead, when it has it.
+    Fragment { template: String, path: String, marker: String, key: Option<Key> },
+}
+
+/// How a fragment is keyed, as its template declares in a first-line Tera comment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    /// `{# key: first-token … #}`: one line keyed by its first token: rendered again, it
+    /// replaces the line of the file with the same first token instead of adding a second one
+    /// (`STORAGE_VERSIONS` has one entry per CRD). See [`Plan::upsert`](super::Plan::upsert).
+    FirstToken,
+    /// `{# key: image-env … #}`: an operand image's env entry of the manager Deployment, keyed
+    /// by its name, in whatever spelling the file has it. See [`super::image_env::upsert`].
+    ImageEnv,
 }
 
 /// Whose a generated file is, as its template declares in a first-line Tera comment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Owner {
     /// No declaration: memop's part of one API or of the project, which commands may extend at
-    /// its markers (`src/main.rs`, the kustomizations, an API's RBAC helper roles); the command
-    /// that renders it decides, per path, whether an existing one is replaced. `memop update`
+    /// its markers (`src/main.rs`, the kustomizations): an existing one is refused (or kept, in
+    /// a root of the project, see [`PROJECT_ROOTS`]) unless the command overwrites (`--force`). `memop update`
     /// merges the user's edits into it as into [`Owner::Memop`]'s files.
     Command,
+    /// `{# owner: kind #}`: memop's part of one kind, whatever its version (its RBAC helper
+    /// roles): as [`Owner::Command`], but a new version of a kind served in several (a context
+    /// with a `storage_version`) finds it there and leaves it.
+    Kind,
     /// `{# owner: user #}`: the user's once scaffolded (an API's types, a controller's logic, the
-    /// kind's tests, a sample): the command decides as for [`Owner::Command`], and `memop update`
+    /// kind's tests, a sample): an existing one is treated as for [`Owner::Command`], and `memop update`
     /// never rewrites it.
     User,
     /// `{# owner: generated #}`: generated from the user's code by `make manifests` (a CRD, the
-    /// manager role, the webhook configurations): the command decides as for
+    /// manager role, the webhook configurations): its editor (see `generated`) or else as for
     /// [`Owner::Command`], and `memop update` leaves it to `make manifests`.
     Generated,
     /// `{# shared: … #}`: a file several APIs extend at its markers: created once, never
@@ -166,16 +193,20 @@ impl Templates {
         for name in self.names.iter().filter(|n| n.starts_with(&prefix)) {
             let relative = &name[prefix.len()..name.len() - SUFFIX.len()];
             let resolved = substitute(relative, ctx)?;
+            let text = self.sources.get(name).copied().unwrap_or_default();
             entries.push(match resolved.rsplit_once('@') {
-                Some((path, marker)) => {
-                    Entry::Fragment { template: name.clone(), path: path.to_string(), marker: marker.to_string() }
-                }
+                Some((path, marker)) => Entry::Fragment {
+                    template: name.clone(),
+                    path: path.to_string(),
+                    marker: marker.to_string(),
+                    key: KEYS.iter().find(|(header, _)| text.starts_with(header)).map(|(_, key)| *key),
+                },
                 None => {
-                    let text = self.sources.get(name).copied().unwrap_or_default();
                     let owner = match text {
                         _ if text.starts_with(SHARED) => Owner::Shared,
                         _ if text.starts_with(MEMOP) => Owner::Memop,
                         _ if text.starts_with(USER) => Owner::User,
+                        _ if text.starts_with(KIND) => Owner::Kind,
                         _ if text.starts_with(GENERATED) => Owner::Generated,
                         _ => Owner::Command,
                     };

@@ -70,10 +70,6 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
         roots.extend(["webhook-conversion/", "webhook-conversion-spoke/"]);
     }
     let templates = Templates::load(&roots)?;
-    let own = if request.force { IfExists::Overwrite } else { IfExists::Error };
-    // The webhook server and its config, which every kind's webhooks share: made by the first
-    // `create webhook`, kept (and said so) when you changed them since.
-    let shared = if request.force { IfExists::Overwrite } else { IfExists::Keep };
     // The other kinds with webhooks (with a conversion webhook, for `conversion`).
     let others =
         |conversion: bool| project.others(api).filter(move |r| r.webhooks.is_some() && (!conversion || r.converts()));
@@ -81,20 +77,20 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     if request.conversion {
         super::super::refuse_missing_shared(&templates, "webhook-conversion", &ctx, plan, others(true))?;
     }
-    scaffold::render_root(&templates, "webhook", &ctx, plan, |_| shared)?;
+    scaffold::render_root(&templates, "webhook", &ctx, plan, request.force)?;
     if request.admission {
-        scaffold::render_root(&templates, "webhook-admission", &ctx, plan, |_| own)?;
+        scaffold::render_root(&templates, "webhook-admission", &ctx, plan, request.force)?;
     }
     if request.conversion {
-        scaffold::render_root(&templates, "webhook-conversion", &ctx, plan, |_| own)?;
+        scaffold::render_root(&templates, "webhook-conversion", &ctx, plan, request.force)?;
         for spoke in &request.spokes {
             ctx.insert("spoke", spoke.as_str());
             ctx.insert("spoke_sample_file", &api.in_version(spoke.clone()).sample_file());
-            scaffold::render_root(&templates, "webhook-conversion-spoke", &ctx, plan, |_| own)?;
+            scaffold::render_root(&templates, "webhook-conversion-spoke", &ctx, plan, request.force)?;
         }
     }
     // Written as `make manifests` would write it, from every kind's webhooks.
-    scaffold::render_root(&templates, "webhook-manifests", &ctx, plan, |_| IfExists::Overwrite)?;
+    scaffold::render_root(&templates, "webhook-manifests", &ctx, plan, request.force)?;
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)
 }
 

@@ -11,7 +11,7 @@ const VERSIONS: &str = "\n  versions:\n";
 
 /// `current` (a CRD file) with the version of `rendered` (a one-version CRD file of the same
 /// kind) added, or put in place of the version of that name, and `storage` the stored one.
-pub fn add_version(current: &str, rendered: &str, storage: &str) -> Result<String> {
+pub(super) fn add_version(current: &str, rendered: &str, storage: &str) -> Result<String> {
     let (head, mut blocks) = split(current)?;
     let (_, new) = split(rendered)?;
     let [new] =
