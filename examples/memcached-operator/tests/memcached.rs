@@ -1093,7 +1093,15 @@ async fn a_restart_does_not_apply_again_what_admission_rewrote() {
         pod.containers[0].image_pull_policy.clone()
     };
     // The policy is in force once a dry run of our Deployment comes back rewritten.
-    let mut owner = Memcached::new(NAME, MemcachedSpec { size: 1 });
+    // The spec's other fields (those you add) from Default, so that this keeps compiling.
+    #[allow(clippy::needless_update)]
+    let mut owner = Memcached::new(
+        NAME,
+        MemcachedSpec {
+            size: 1,
+            ..Default::default()
+        },
+    );
     owner.metadata.uid = Some("a-dry-run".into());
     let probe = desired_deployment(&owner, IMAGE).unwrap();
     let dry_run = PostParams {
