@@ -93,7 +93,10 @@ def main():
         if "@" in path.name:
             continue  # fragments are formatted where they land
         original = path.read_text()
-        encoded, tags = encode(original)
+        # The owner header (`{# owner: … #}`) renders to nothing: set aside, put back.
+        header = re.match(r"\{#.*?#\}", original, re.S)
+        header = header.group(0) if header else ""
+        encoded, tags = encode(original[len(header):])
         # Outside the repository: memop's own rustfmt.toml is not the generated projects'.
         result = subprocess.run(["rustfmt", "--edition", "2024", "--emit", "stdout", "--quiet"],
                                 input=encoded, capture_output=True, text=True, cwd=tempfile.gettempdir())
@@ -101,7 +104,7 @@ def main():
             print(f"{path}: rustfmt failed:\n{result.stderr}", file=sys.stderr)
             bad += 1
             continue
-        formatted = decode(result.stdout, tags)
+        formatted = header + decode(result.stdout, tags)
         if formatted != original:
             bad += 1
             if check:
