@@ -64,6 +64,9 @@ fn commit(dir: &Path, message: &str) {
 }
 
 const MEMCACHED: &[&str] = &["create", "api", "--group", "cache", "--kind", "Memcached"];
+/// A second operand kind of the same group.
+const REDIS: &[&str] =
+    &["create", "api", "--group", "cache", "--kind", "Redis", "--image", "redis:7.4", "--image-container-port", "6379"];
 
 /// The objects of a multi-document YAML text by kind and name, without what Helm adds or names
 /// differently: its labels (app.kubernetes.io/*, helm.sh/*, in labels and selectors alike) and
@@ -159,21 +162,7 @@ fn the_chart_lints_and_renders_the_objects_of_config_default() {
         "fleet-operator",
         &[&["init", "--domain", "example.org"], MEMCACHED, &["edit", "--plugins=helm/v2-alpha"]],
     );
-    common::run(
-        &fleet,
-        &[
-            "create",
-            "api",
-            "--group",
-            "cache",
-            "--kind",
-            "Redis",
-            "--image",
-            "redis:7.4",
-            "--image-container-port",
-            "6379",
-        ],
-    );
+    common::run(&fleet, REDIS);
     common::run(
         &fleet,
         &["create", "api", "--group", "batch", "--version", "v1", "--kind", "CronJob", "--namespaced=false"],
@@ -487,22 +476,7 @@ fn the_users_chart_edits_survive_create_api_of_another_kind() {
     std::fs::write(chart.join("templates/team.yaml"), extra).unwrap();
     commit(&dir, "the user's chart");
 
-    let output = common::memop()
-        .current_dir(&dir)
-        .args([
-            "create",
-            "api",
-            "--group",
-            "cache",
-            "--kind",
-            "Redis",
-            "--image",
-            "redis:7.4",
-            "--image-container-port",
-            "6379",
-        ])
-        .assert()
-        .success();
+    let output = common::memop().current_dir(&dir).args(REDIS).assert().success();
     let stdout = String::from_utf8_lossy(&output.get_output().stdout).into_owned();
     assert!(
         stdout.contains("Merged memop's changes with your edits in: dist/chart/templates/manager/manager.yaml"),
@@ -540,22 +514,7 @@ fn edits_that_touch_the_lines_memop_changes_are_marked_and_fail_the_command() {
     let text = std::fs::read_to_string(&role).unwrap();
     std::fs::write(&role, text.replacen("  - memcacheds\n", "  - memcacheds # mine\n", 1)).unwrap();
     commit(&dir, "the user's role");
-    let output = common::memop()
-        .current_dir(&dir)
-        .args([
-            "create",
-            "api",
-            "--group",
-            "cache",
-            "--kind",
-            "Redis",
-            "--image",
-            "redis:7.4",
-            "--image-container-port",
-            "6379",
-        ])
-        .assert()
-        .failure();
+    let output = common::memop().current_dir(&dir).args(REDIS).assert().failure();
     let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
     assert!(stderr.contains("touch the same lines of dist/chart/templates/rbac/manager_role.yaml"), "{stderr}");
     let merged = std::fs::read_to_string(&role).unwrap();
@@ -575,19 +534,7 @@ fn a_deleted_chart_file_stays_deleted_and_a_deleted_chart_is_left_alone() {
     let chart = dir.join("dist/chart");
     std::fs::remove_file(chart.join("templates/NOTES.txt")).unwrap();
     std::fs::remove_file(chart.join("values.schema.json")).unwrap();
-    let redis = [
-        "create",
-        "api",
-        "--group",
-        "cache",
-        "--kind",
-        "Redis",
-        "--image",
-        "redis:7.4",
-        "--image-container-port",
-        "6379",
-    ];
-    common::run(&dir, &redis);
+    common::run(&dir, REDIS);
     assert!(!chart.join("templates/NOTES.txt").exists() && !chart.join("values.schema.json").exists());
     assert!(chart.join("templates/crd/cache.example.com_redis.yaml").is_file());
 

@@ -66,13 +66,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
 /// Plans into `plan` what `memop create webhook` with `flags` plans for `project`, and records the result in
 /// `project`: how `memop update` replays the scaffolds PROJECT records.
 pub fn replay(flags: &[String], project: &mut Project, plan: &mut Plan) -> Result<()> {
-    #[derive(clap::Parser)]
-    #[command(no_binary_name = true)]
-    struct Replay {
-        #[command(flatten)]
-        args: Args,
-    }
-    let args = <Replay as clap::Parser>::try_parse_from(flags)?.args;
+    let args: Args = super::parse_flags(flags)?;
     let request = validate(&args, project)?;
     scaffold::scaffold(&request, project, plan)?;
     Ok(())
