@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::project::Project;
-use crate::scaffold::rbac::{self, MergedRule, Rule, merge};
+use crate::scaffold::rbac::{MergedRule, Rule, merge};
 
 /// The Rust release the generated Dockerfile and CI build with.
 pub const RUST_VERSION: &str = "1.95";
@@ -25,9 +25,6 @@ pub struct ProjectContext {
     pub leader_election_id: String,
     /// The manager role's rules, merged from every controller (see `rules_of`).
     pub rules: Vec<MergedRule>,
-    /// The rules before merging.
-    #[serde(skip)]
-    unmerged: Vec<Rule>,
 }
 
 impl ProjectContext {
@@ -50,15 +47,7 @@ impl ProjectContext {
             rust_version: RUST_VERSION,
             leader_election_id: format!("{}.{}", project.project_name, project.domain),
             rules: merge(&rules),
-            unmerged: rules,
         }
-    }
-
-    /// Keeps the rules of an existing `config/rbac/role.yaml` too: `make manifests` wrote it from
-    /// the controllers' `RULES`, which may hold rules of the user's that memop cannot know.
-    pub fn keep_rules_of(&mut self, role_yaml: &str) {
-        self.unmerged.extend(rbac::rules_in(role_yaml));
-        self.rules = merge(&self.unmerged);
     }
 }
 

@@ -22,13 +22,11 @@ use super::context::ProjectContext;
 use super::update::{Merged, merge_memop_files};
 use super::{Global, finish};
 use crate::project::{self, HelmPlugin, Project};
-use crate::scaffold::{Entry, IfExists, Owner, Plan, Templates};
+use crate::scaffold::{self, Entry, IfExists, Owner, Plan, Templates};
 use crate::sum::{self, Sum};
 
 /// The chart's directory under `--output-dir`, as kubebuilder names it.
 const CHART: &str = "chart";
-/// The manager role that `make manifests` writes (and whose rules the chart's role repeats).
-const ROLE_FILE: &str = "config/rbac/role.yaml";
 /// The file of the chart that memop extends with the operand image of each new kind.
 const VALUES: &str = "values.yaml";
 /// Its marker line.
@@ -136,7 +134,7 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
         ));
         return Ok(Merged::default());
     }
-    let templates = Templates::load(&["helm/", "helm-kind/", "helm-webhook/"])?;
+    let templates = Templates::load(&["helm", "helm-kind", "helm-webhook"])?;
     let ctx = chart_context(project, plan)?;
     let mut contexts = vec![("helm", ctx.clone())];
     contexts.extend(kind_contexts(project, plan, &ctx)?);
@@ -145,7 +143,7 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
     let mut yours = Vec::new();
     for (root, ctx) in contexts {
         for entry in templates.entries(root, &ctx)? {
-            let Entry::File { template, path, owner } = entry else { continue };
+            let Entry::File { template, path, owner, .. } = entry else { continue };
             let file = (format!("{chart}/{path}"), templates.render(&template, &ctx)?);
             match owner {
                 Owner::Memop => memops.push(file),
@@ -206,11 +204,8 @@ fn operand_images(project: &Project) -> Vec<OperandImage> {
 /// The context of the chart's templates: the project's, with the manager role's rules as
 /// `config/rbac/role.yaml` has them now, and the operands.
 fn chart_context(project: &Project, plan: &Plan) -> Result<tera::Context> {
-    let mut project_ctx = ProjectContext::new(project);
-    if let Some(role) = plan.read(Path::new(ROLE_FILE))? {
-        project_ctx.keep_rules_of(&role);
-    }
-    let mut ctx = tera::Context::from_serialize(project_ctx)?;
+    let mut ctx = tera::Context::from_serialize(ProjectContext::new(project))?;
+    ctx.insert("rules", &scaffold::generated::manager_rules(plan, &ctx)?);
     ctx.insert("operands", &operand_images(project));
     ctx.insert("webhooks", &project.resources.iter().any(|r| r.webhooks.is_some()));
     let mut conversion_crds: Vec<String> =

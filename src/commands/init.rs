@@ -153,12 +153,13 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         version: "3".to_string(),
     };
     let ctx = tera::Context::from_serialize(ProjectContext::new(&project))?;
-    let templates = Templates::load(&["init/"])?;
+    let templates = Templates::load(&["init", "manager-role"])?;
     let mut plan = Plan::new(dir);
     // Without --force, a file the user already has (a README, a .gitignore) is kept, as
     // kubebuilder does; the project files themselves were refused above.
     let policy = if args.force { IfExists::Overwrite } else { IfExists::Keep };
     scaffold::render_root(&templates, "init", &ctx, &mut plan, args.force)?;
+    scaffold::render_root(&templates, "manager-role", &ctx, &mut plan, args.force)?;
     scaffold::vendor(&mut plan, policy)?;
     plan.write("Cargo.lock", super::lockfile::for_project(name.as_str()), policy)?;
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;

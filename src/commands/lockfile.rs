@@ -60,19 +60,7 @@ mod tests {
     /// generated project fails `--locked` (refresh with `scripts/refresh-lock.sh`).
     #[test]
     fn the_lock_matches_the_generated_manifest() {
-        let manifest = include_str!("../../templates/init/Cargo.toml.tera");
-        let mut wanted: Vec<&str> = Vec::new();
-        let mut in_deps = false;
-        for line in manifest.lines() {
-            if line.starts_with('[') {
-                in_deps = line == "[dependencies]" || line == "[dev-dependencies]";
-            } else if let Some((name, _)) = line.split_once(" = ").filter(|_| in_deps) {
-                wanted.push(name.trim());
-            }
-        }
-        // A crate in both sections (with more features for tests) is locked once.
-        wanted.sort();
-        wanted.dedup();
+        let wanted = crate::scaffold::dependencies();
         let root = LOCK.split("\n\n[[package]]\n").find(|b| b.contains(&format!("name = \"{EXAMPLE}\""))).unwrap();
         let mut locked: Vec<&str> =
             root.lines().filter_map(|l| l.trim().strip_prefix('"')?.split(['"', ' ']).next()).collect();

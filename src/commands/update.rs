@@ -90,8 +90,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             edited.push(path);
             continue;
         }
-        plan.write(&path, text, IfExists::Overwrite)?;
-        plan.mark_formatted(&path);
+        plan.write_formatted(&path, text, IfExists::Overwrite)?;
     }
     if !edited.is_empty() {
         bail!(
@@ -103,10 +102,9 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             if edited.len() == 1 { "it" } else { "them" }
         );
     }
-    let table = plan.read(Path::new(STORAGE_TABLE))?.unwrap_or_default();
-    let fresh = replay(&project, dir, &table)?;
+    let fresh = replay(&project, &plan)?;
     // What memop 0.1 wrote, which it kept no record of: its templates, replayed.
-    let old = v1.then(|| scaffold::with_layout(Layout::V1, || replay(&project, dir, &table))).transpose()?;
+    let old = v1.then(|| scaffold::with_layout(Layout::V1, || replay(&project, &plan))).transpose()?;
     let updated = update_files(&fresh, old.as_ref(), &mut plan, &record, dir)?;
     // A project with a Helm chart gets memop's chart templates too, merged the same way.
     let chart = super::helm::plan_chart(&project, &mut plan, &record, false)?;
@@ -199,16 +197,18 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
 ///
 /// PROJECT keeps no order of the commands but that of its APIs: the webhooks are replayed after
 /// every API, as a kind's spokes are then all there. The one fact of a project PROJECT does not
-/// hold, which version of a kind is stored, is read from `table`, the project's
-/// [`STORAGE_TABLE`].
-pub fn replay(project: &Project, dir: &Path, table: &str) -> Result<Plan> {
-    let mut scratch = Plan::scratch(dir);
+/// hold, which version of a kind is stored, is read from the project as `plan` sees it (see
+/// [`super::create_api::stored_version`]).
+pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
+    let mut scratch = Plan::scratch(plan.root());
     let mut replayed =
         Project { cli_version: env!("CARGO_PKG_VERSION").to_string(), resources: Vec::new(), ..project.clone() };
     let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(&replayed))?;
-    scaffold::render_root(&Templates::load(&["init/"])?, "init", &ctx, &mut scratch, true)?;
+    let templates = Templates::load(&["init", "manager-role"])?;
+    scaffold::render_root(&templates, "init", &ctx, &mut scratch, true)?;
+    scaffold::render_root(&templates, "manager-role", &ctx, &mut scratch, true)?;
     for resource in &project.resources {
-        let flags = create_api_flags(resource, &replayed, table);
+        let flags = create_api_flags(resource, &replayed, plan)?;
         super::create_api::replay(&flags, &mut replayed, &mut scratch)
             .with_context(|| format!("replaying `memop create api {}`", flags.join(" ")))?;
     }
@@ -221,12 +221,9 @@ pub fn replay(project: &Project, dir: &Path, table: &str) -> Result<Plan> {
     Ok(scratch)
 }
 
-/// The file whose `STORAGE_VERSIONS` says which version of each kind is stored.
-const STORAGE_TABLE: &str = "src/api/mod.rs";
-
 /// The flags of the `create api` that made `resource`, replayed into `replayed` (the APIs
-/// replayed before it); `table` is the project's [`STORAGE_TABLE`].
-fn create_api_flags(resource: &Resource, replayed: &Project, table: &str) -> Vec<String> {
+/// replayed before it); `plan` sees the project, which says which version of a kind it stores.
+fn create_api_flags(resource: &Resource, replayed: &Project, plan: &Plan) -> Result<Vec<String>> {
     let api = &resource.names;
     let mut flags = vec![
         format!("--group={}", api.group),
@@ -251,11 +248,11 @@ fn create_api_flags(resource: &Resource, replayed: &Project, table: &str) -> Vec
             flags.push(format!("--run-as-user={user}"));
         }
     }
-    let stored = format!("(\"{}\", \"{}\")", api.crd_name(), api.version);
-    if sibling && table.lines().any(|line| line.trim().starts_with(&stored)) {
+    if sibling && super::create_api::stored_version(plan, api)?.is_some_and(|stored| stored == api.version.to_string())
+    {
         flags.push("--storage-version".into());
     }
-    flags
+    Ok(flags)
 }
 
 /// The flags of the `create webhook` that gave `resource` its webhooks, if it has some.
@@ -331,9 +328,12 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
         let current = plan.read(path)?;
         let base = old_text(path);
         let moved = base.is_some() && path.extension().is_some_and(|e| e == "rs");
+        // A file that is yours once you edit it, still as memop wrote it, is memop's to replace.
+        let as_written = current.as_deref().is_some_and(|text| record.get(&shown) == Some(sum::blob_id(text).as_str()));
         match fresh.owner(path) {
+            Some(Owner::UserOnceEdited) if as_written => {}
             // In a migration, your Rust files move to the new API (merged).
-            Some(Owner::User) if !moved => {
+            Some(Owner::User | Owner::UserOnceEdited) if !moved => {
                 // Yours, never rewritten. Where memop now writes it otherwise than when it made your
                 // copy (its logic, or the runtime's API it calls, changed), say so, with that change
                 // to read in git; recording memop's new text says it once.
@@ -368,9 +368,10 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
                 continue;
             }
             Decision::Keep => updated.kept.push(shown),
-            Decision::Replace => plan.write(path, new.to_string(), IfExists::Overwrite)?,
+            // memop's text was formatted in the scratch plan; a merge keeps the user's formatting.
+            Decision::Replace => plan.write_formatted(path, new.to_string(), IfExists::Overwrite)?,
             Decision::Merge { text, conflicts } => {
-                plan.write(path, text.clone(), IfExists::Overwrite)?;
+                plan.write_formatted(path, text.clone(), IfExists::Overwrite)?;
                 plan.set_base(path, new.to_string());
                 updated.bases.push((shown.clone(), new.to_string()));
                 match conflicts {
@@ -379,9 +380,6 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
                 }
             }
         }
-        // memop's text was formatted in the scratch plan; a merge is the user's formatting
-        // (and one with conflict markers would not parse).
-        plan.mark_formatted(path);
     }
     Ok(updated)
 }
@@ -447,8 +445,7 @@ pub(crate) fn merge_memop_files(
             Decision::Keep => merged.kept.push(path),
             Decision::Replace => plan.write(&path, new, IfExists::Overwrite)?,
             Decision::Merge { text, conflicts } => {
-                plan.write(&path, text, IfExists::Overwrite)?;
-                plan.mark_formatted(&path);
+                plan.write_formatted(&path, text, IfExists::Overwrite)?;
                 plan.set_base(&path, new.clone());
                 merged.bases.push((path.clone(), new));
                 match conflicts {
@@ -467,8 +464,7 @@ pub(crate) fn merge_memop_files(
 fn write_conflicts(global: &Global, updated: &Updated) -> Result<()> {
     let mut marked = Plan::new(&global.dir);
     for (path, text, new) in &updated.conflicts {
-        marked.write(path, text.clone(), IfExists::Overwrite)?;
-        marked.mark_formatted(path);
+        marked.write_formatted(path, text.clone(), IfExists::Overwrite)?;
         marked.set_base(path, new.clone());
     }
     let bases: Vec<(String, String)> = updated.conflicts.iter().map(|(p, _, new)| (p.clone(), new.clone())).collect();

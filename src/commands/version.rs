@@ -2,14 +2,13 @@
 //! from, the Kubernetes release it targets), with the versions of kube and of the runtime crates
 //! that the projects it generates use.
 
-/// The manifest every generated project starts from: what its projects depend on.
-const MANIFEST: &str = include_str!("../../templates/init/Cargo.toml.tera");
-
 /// The report, one fact a line.
 pub fn text() -> String {
     let version = env!("CARGO_PKG_VERSION");
+    // The manifest every generated project starts from: what its projects depend on.
+    let manifest = crate::scaffold::project_manifest();
     let requirement = |name: &str| {
-        MANIFEST
+        manifest
             .lines()
             .find_map(|line| line.strip_prefix(&format!("{name} = ")))
             .and_then(|rest| rest.split('"').nth(1))
@@ -18,7 +17,7 @@ pub fn text() -> String {
     };
     // k8s-openapi's v1_XX feature: the oldest Kubernetes release the projects support, and the
     // release of the envtest control plane their tests run on (the tests below check both agree).
-    let kubernetes = MANIFEST
+    let kubernetes = manifest
         .split("\"v1_")
         .nth(1)
         .and_then(|rest| rest.split('"').next())

@@ -8,8 +8,12 @@
 mod crd;
 pub mod rbac;
 
+use std::path::Path;
+
 use anyhow::{Context as _, Result};
 use tera::Context;
+
+use super::Plan;
 
 pub use crd::storage_version;
 
@@ -31,9 +35,12 @@ type Render<'a> = &'a dyn Fn(&Context) -> Result<String>;
 /// template.
 type Editor = fn(path: &str, current: Option<&str>, ctx: &Context, render: Render) -> Result<Edit>;
 
+/// The manager role, which `make manifests` writes from the controllers' `RULES`.
+const ROLE: &str = "config/rbac/role.yaml";
+
 /// The editors, by output path (a path ending in `/`: every file under it).
 const EDITORS: &[(&str, Editor)] =
-    &[("config/rbac/role.yaml", role), ("config/crd/bases/", crd_version), ("config/webhook/manifests.yaml", webhooks)];
+    &[(ROLE, role), ("config/crd/bases/", crd_version), ("config/webhook/manifests.yaml", webhooks)];
 
 /// The editor of the generated file at `path`, if it has one.
 pub fn editor(path: &str) -> Option<Editor> {
@@ -54,6 +61,21 @@ fn role(_: &str, current: Option<&str>, ctx: &Context, render: Render) -> Result
     if !text.starts_with(ROLE_HEADER) {
         return Ok(Edit::Keep);
     }
+    let mut ctx = ctx.clone();
+    ctx.insert("rules", &rules_with(text, &ctx)?);
+    Ok(Edit::Write(render(&ctx)?))
+}
+
+/// The manager role's rules as the project has them: every controller's (the context's
+/// `rules`), and those its `config/rbac/role.yaml` has now (see [`role`]), for the files that
+/// show the role elsewhere (the Helm chart's).
+pub fn manager_rules(plan: &Plan, ctx: &Context) -> Result<Vec<rbac::MergedRule>> {
+    let current = plan.read(Path::new(ROLE))?.unwrap_or_default();
+    rules_with(&current, ctx)
+}
+
+/// The context's `rules` merged with those of the role `role_yaml`.
+fn rules_with(role_yaml: &str, ctx: &Context) -> Result<Vec<rbac::MergedRule>> {
     let rules: Vec<rbac::MergedRule> = match ctx.get("rules") {
         Some(rules) => tera::from_value(rules.clone())?,
         None => Vec::new(),
@@ -62,10 +84,8 @@ fn role(_: &str, current: Option<&str>, ctx: &Context, render: Render) -> Result
         .into_iter()
         .map(|r| rbac::Rule { api_group: r.api_group, resources: r.resources, verbs: r.verbs })
         .collect();
-    all.extend(rbac::rules_in(text));
-    let mut ctx = ctx.clone();
-    ctx.insert("rules", &rbac::merge(&all));
-    Ok(Edit::Write(render(&ctx)?))
+    all.extend(rbac::rules_in(role_yaml));
+    Ok(rbac::merge(&all))
 }
 
 /// The webhook configurations: written as `make manifests` would write them, from every

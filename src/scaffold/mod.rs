@@ -14,8 +14,8 @@ mod vendor;
 pub use generated::rbac;
 pub use plan::{Applied, IfExists, Plan};
 pub use templates::{
-    Entry, Key, Layout, Owner, Templates, dependency_crates, generated_names, locked_packages, reserved_kind_files,
-    with_layout, without_tera,
+    Entry, Key, Layout, Owner, Templates, dependencies, dependency_crates, generated_names, locked_packages,
+    project_manifest, reserved_kind_files, with_layout, without_tera,
 };
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
@@ -48,7 +48,7 @@ pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<
 pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut Plan, force: bool) -> Result<()> {
     let entries = templates.entries(root, ctx)?;
     for entry in &entries {
-        if let Entry::File { template, path, owner } = entry {
+        if let Entry::File { template, path, owner, one_per_project } = entry {
             // A file generated from the user's code is edited, not rendered over.
             let render = |ctx: &Context| templates.render(template, ctx);
             let edit = match generated::editor(path).filter(|_| *owner == Owner::Generated) {
@@ -59,13 +59,13 @@ pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut 
                 Edit::Write(text) => (text, IfExists::Overwrite),
                 Edit::Keep if force => (render(ctx)?, IfExists::Overwrite),
                 Edit::Keep => (render(ctx)?, IfExists::Keep),
-                Edit::Plain => (render(ctx)?, policy(*owner, root, ctx, force)),
+                Edit::Plain => (render(ctx)?, policy(*owner, *one_per_project, ctx, force)),
             };
-            plan.write(path, contents, if_exists)?;
-            plan.set_owner(path, *owner);
-            if templates.is_plain(template) {
-                plan.mark_formatted(path);
+            match templates.is_plain(template) {
+                true => plan.write_formatted(path, contents, if_exists)?,
+                false => plan.write(path, contents, if_exists)?,
             }
+            plan.set_owner(path, *owner);
         }
     }
     for entry in &entries {
@@ -81,15 +81,21 @@ pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut 
     Ok(())
 }
 
-/// What becomes of an existing file that `root` renders again, as its template's owner says.
-fn policy(owner: Owner, root: &str, ctx: &Context, force: bool) -> IfExists {
+/// What becomes of an existing file that a template renders again, as the template says: its
+/// owner, and whether its path names a kind.
+fn policy(owner: Owner, one_per_project: bool, ctx: &Context, force: bool) -> IfExists {
     match owner {
         // A file several APIs extend is never rewritten: only its markers are.
         Owner::Shared => IfExists::Skip,
         // A new version of a kind finds the kind's files there.
         Owner::Kind if ctx.contains_key("storage_version") => IfExists::Skip,
         _ if force => IfExists::Overwrite,
-        _ if templates::PROJECT_ROOTS.contains(&root) => IfExists::Keep,
+        // Rendered again (a kind's conversion test, listing a new version) unless edited.
+        Owner::UserOnceEdited => IfExists::Refresh,
+        // A file of the project as a whole, which the user may have already (a README, a
+        // .gitignore: kept, as kubebuilder keeps them) or an earlier command made.
+        _ if one_per_project => IfExists::Keep,
+        // A kind's file that is there already: another kind's, or the user's.
         _ => IfExists::Error,
     }
 }
@@ -99,16 +105,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_existing_file_is_refused_kept_or_skipped_as_its_owner_and_root_say() {
+    fn an_existing_file_is_refused_kept_or_skipped_as_its_template_says() {
         let (plain, mut version) = (Context::new(), Context::new());
         version.insert("storage_version", "v1");
-        assert_eq!(policy(Owner::Command, "resource", &plain, false), IfExists::Error);
-        assert_eq!(policy(Owner::User, "resource", &plain, true), IfExists::Overwrite);
-        assert_eq!(policy(Owner::Command, "init", &plain, false), IfExists::Keep);
-        assert_eq!(policy(Owner::Command, "webhook", &plain, true), IfExists::Overwrite);
-        assert_eq!(policy(Owner::Shared, "resource", &plain, true), IfExists::Skip);
+        let (kinds, projects) = (false, true);
+        assert_eq!(policy(Owner::Command, kinds, &plain, false), IfExists::Error);
+        assert_eq!(policy(Owner::User, kinds, &plain, true), IfExists::Overwrite);
+        assert_eq!(policy(Owner::Command, projects, &plain, false), IfExists::Keep);
+        assert_eq!(policy(Owner::Memop, projects, &plain, false), IfExists::Keep);
+        assert_eq!(policy(Owner::Command, projects, &plain, true), IfExists::Overwrite);
+        assert_eq!(policy(Owner::Shared, projects, &plain, true), IfExists::Skip);
         // A kind's RBAC helper roles: a new version of the kind leaves them, even with --force.
-        assert_eq!(policy(Owner::Kind, "resource", &version, true), IfExists::Skip);
-        assert_eq!(policy(Owner::Kind, "resource", &plain, false), IfExists::Error);
+        assert_eq!(policy(Owner::Kind, kinds, &version, true), IfExists::Skip);
+        assert_eq!(policy(Owner::Kind, kinds, &plain, false), IfExists::Error);
+        assert_eq!(policy(Owner::UserOnceEdited, kinds, &plain, false), IfExists::Refresh);
+        assert_eq!(policy(Owner::UserOnceEdited, kinds, &plain, true), IfExists::Overwrite);
     }
 }

@@ -31,6 +31,8 @@ pub enum IfExists {
     Skip,
     /// Replace it (`--force`, or files generated from code that carry no user edits).
     Overwrite,
+    /// Replace it when it is as memop wrote it (`PROJECT.sum`), else keep it and say so.
+    Refresh,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,9 +139,14 @@ impl Plan {
         self.inserted.contains(path)
     }
 
-    /// Records that the planned contents of `path` need no formatting pass (until changed).
-    pub fn mark_formatted(&mut self, path: impl AsRef<Path>) {
-        self.formatted.insert(path.as_ref().to_path_buf());
+    /// Plans writing `contents` to `path` as [`Plan::write`] does, as text that needs no
+    /// formatting pass: formatted once in memop's repository (a plain template, a vendored
+    /// crate), or the user's own formatting (a merge; one with conflict markers would not parse).
+    pub fn write_formatted(&mut self, path: impl AsRef<Path>, contents: String, if_exists: IfExists) -> Result<()> {
+        let path = path.as_ref();
+        self.write(path, contents, if_exists)?;
+        self.formatted.insert(path.to_path_buf());
+        Ok(())
     }
 
     /// Plans writing `contents` to `path`. A file on disk with Windows line endings keeps them:
@@ -171,6 +178,13 @@ impl Plan {
                 self.notes.push(format!("kept your {}; memop's version was not written", path.display()));
                 return Ok(());
             }
+            Some(existing) if if_exists == IfExists::Refresh && !self.wrote_as_is(path, existing)? => {
+                self.notes.push(format!(
+                    "kept your {}, which is not as memop wrote it; memop's new version was not written",
+                    path.display()
+                ));
+                return Ok(());
+            }
             _ => {}
         }
         let change = match disk {
@@ -183,6 +197,12 @@ impl Plan {
         };
         self.changes.insert(path.to_path_buf(), change);
         Ok(())
+    }
+
+    /// Whether `text` at `path` is what memop wrote there last, as `PROJECT.sum` records.
+    fn wrote_as_is(&self, path: &Path, text: &str) -> Result<bool> {
+        let record = crate::sum::Sum::parse(self.read(Path::new(crate::sum::FILE))?.as_deref())?;
+        Ok(record.get(&path.to_string_lossy()) == Some(crate::sum::blob_id(text).as_str()))
     }
 
     /// Plans removing the file at `path` (a file memop wrote that this memop no longer has); a
@@ -688,6 +708,26 @@ mod tests {
         let expected = "const T: &[(&str, &str)] = &[\n    (\"a.x\", \"v2\"),\n    (\"b.x\", \"v1\"),\n    // +memop:scaffold:t\n];\n";
         assert_eq!(read(&plan), expected);
         assert!(plan.upsert("mod.rs", "t", "a\nb\n").is_err(), "a keyed fragment is one line");
+    }
+
+    #[test]
+    fn a_refreshed_file_is_replaced_only_as_memop_wrote_it() {
+        let (dir, mut plan) = plan_with("t.rs", "memop's\n");
+        let mut record = crate::sum::Sum::parse(None).unwrap();
+        record.wrote(Path::new("t.rs"), "memop's\n");
+        fs::write(dir.path().join(crate::sum::FILE), record.render("0")).unwrap();
+        plan.write("t.rs", "memop's, new\n".into(), IfExists::Refresh).unwrap();
+        assert_eq!(plan.read(Path::new("t.rs")).unwrap().unwrap(), "memop's, new\n");
+        assert!(plan.notes().is_empty(), "{:?}", plan.notes());
+
+        let (dir, mut plan) = plan_with("t.rs", "mine\n");
+        fs::write(dir.path().join(crate::sum::FILE), record.render("0")).unwrap();
+        plan.write("t.rs", "memop's, new\n".into(), IfExists::Refresh).unwrap();
+        assert!(plan.is_empty(), "an edited file is kept");
+        assert_eq!(
+            plan.notes(),
+            ["kept your t.rs, which is not as memop wrote it; memop's new version was not written"]
+        );
     }
 
     #[test]

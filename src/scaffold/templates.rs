@@ -58,6 +58,9 @@ const SHARED: &str = "{# shared:";
 const MEMOP: &str = "{# owner: memop";
 /// How a template declares that its file is the user's once scaffolded (see [`Owner::User`]).
 const USER: &str = "{# owner: user";
+/// How a template declares that its file is memop's until the user edits it (see
+/// [`Owner::UserOnceEdited`]); checked before [`USER`], a prefix of it.
+const USER_ONCE_EDITED: &str = "{# owner: user once edited";
 /// How a template declares that its file is one kind's, whatever its version (see
 /// [`Owner::Kind`]).
 const KIND: &str = "{# owner: kind";
@@ -68,15 +71,13 @@ const GENERATED: &str = "{# owner: generated";
 const KEYS: &[(&str, Key)] = &[("{# key: first-token", Key::FirstToken), ("{# key: image-env", Key::ImageEnv)];
 const PARTIALS: &str = "_partials/";
 
-/// The scaffold roots of the project as a whole, rendered once (by `init`, by the first `create
-/// webhook`): a file of theirs the user already has is kept, not refused, without `--force`.
-pub const PROJECT_ROOTS: &[&str] = &["init", "webhook"];
-
 /// One template of a scaffold root, already classified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry {
-    /// Renders to the whole file at `path`, which its template says is whose.
-    File { template: String, path: String, owner: Owner },
+    /// Renders to the whole file at `path`, which its template says is whose. `one_per_project`:
+    /// the template's path names no kind (no `__name__` segment), so the file is the project's
+    /// as a whole, which several commands may render (see [`super::render_root`]).
+    File { template: String, path: String, owner: Owner, one_per_project: bool },
     /// Renders to a fragment inserted before `marker` in the file at `path`; a keyed one
     /// replaces what the file has of its key instead, when it has it.
     Fragment { template: String, path: String, marker: String, key: Option<Key> },
@@ -98,8 +99,8 @@ pub enum Key {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Owner {
     /// No declaration: memop's part of one API or of the project, which commands may extend at
-    /// its markers (`src/main.rs`, the kustomizations): an existing one is refused (or kept, in
-    /// a root of the project, see [`PROJECT_ROOTS`]) unless the command overwrites (`--force`). `memop update`
+    /// its markers (`src/main.rs`, the kustomizations): an existing one is refused (or kept, when it
+    /// is one per project, see [`Entry::File`]) unless the command overwrites (`--force`). `memop update`
     /// merges the user's edits into it as into [`Owner::Memop`]'s files.
     Command,
     /// `{# owner: kind #}`: memop's part of one kind, whatever its version (its RBAC helper
@@ -110,6 +111,10 @@ pub enum Owner {
     /// kind's tests, a sample): an existing one is treated as for [`Owner::Command`], and `memop update`
     /// never rewrites it.
     User,
+    /// `{# owner: user once edited … #}`: the user's once edited (a kind's conversion test,
+    /// which lists every version): rendered again when a command or `memop update` renders it
+    /// and it is as memop wrote it (`PROJECT.sum`); an edited one is kept, and said so.
+    UserOnceEdited,
     /// `{# owner: generated #}`: generated from the user's code by `make manifests` (a CRD, the
     /// manager role, the webhook configurations): its editor (see `generated`) or else as for
     /// [`Owner::Command`], and `memop update` leaves it to `make manifests`.
@@ -138,15 +143,22 @@ pub struct Templates {
 }
 
 impl Templates {
-    /// Every template whose name starts with one of `prefixes` (a root such as `"init/"`, or
-    /// one template's full name), and the partials they include.
-    pub fn load(prefixes: &[&str]) -> Result<Self> {
+    /// The templates of the scaffold `roots` (`"init"`, `"resource"`, …), and the partials they
+    /// include.
+    pub fn load(roots: &[&str]) -> Result<Self> {
+        Self::load_where(|name| {
+            roots.iter().any(|root| name.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')))
+        })
+    }
+
+    /// The templates whose names `wanted` accepts, and the partials.
+    fn load_where(wanted: impl Fn(&str) -> bool) -> Result<Self> {
         let mut sources = Vec::new();
         match LAYOUT.get() {
             Layout::Current => collect(&TEMPLATES, &mut sources),
             Layout::V1 => collect_v1(&mut sources),
         }
-        sources.retain(|(name, _)| name.starts_with(PARTIALS) || prefixes.iter().any(|p| name.starts_with(p)));
+        sources.retain(|(name, _)| name.starts_with(PARTIALS) || wanted(name));
         sources.sort();
         let mut tera = Tera::default();
         // Generated files are code and YAML, never HTML: no escaping.
@@ -205,12 +217,14 @@ impl Templates {
                     let owner = match text {
                         _ if text.starts_with(SHARED) => Owner::Shared,
                         _ if text.starts_with(MEMOP) => Owner::Memop,
+                        _ if text.starts_with(USER_ONCE_EDITED) => Owner::UserOnceEdited,
                         _ if text.starts_with(USER) => Owner::User,
                         _ if text.starts_with(KIND) => Owner::Kind,
                         _ if text.starts_with(GENERATED) => Owner::Generated,
                         _ => Owner::Command,
                     };
-                    Entry::File { template: name.clone(), path: resolved, owner }
+                    let one_per_project = !relative.contains("__");
+                    Entry::File { template: name.clone(), path: resolved, owner, one_per_project }
                 }
             });
         }
@@ -221,23 +235,36 @@ impl Templates {
     }
 }
 
-/// The crate names (`-` as `_`) that a generated project depends on, from the `[dependencies]`
-/// and `[dev-dependencies]` of its `Cargo.toml` template: a project may not be named like one.
-pub fn dependency_crates() -> Vec<String> {
-    let manifest = TEMPLATES.get_file("init/Cargo.toml.tera").and_then(|f| f.contents_utf8()).unwrap_or_default();
+/// The `Cargo.toml` template every generated project starts from.
+pub fn project_manifest() -> &'static str {
+    TEMPLATES.get_file("init/Cargo.toml.tera").and_then(|f| f.contents_utf8()).unwrap_or_default()
+}
+
+/// The crates a generated project depends on, from the `[dependencies]` and
+/// `[dev-dependencies]` of its `Cargo.toml` template, as it names them: sorted, each once (a crate
+/// in both sections, with more features for tests, is one dependency).
+pub fn dependencies() -> Vec<&'static str> {
     let mut in_dependencies = false;
     let mut crates = Vec::new();
-    for line in manifest.lines().map(str::trim) {
+    for line in project_manifest().lines().map(str::trim) {
         if line.starts_with('[') {
             in_dependencies = matches!(line, "[dependencies]" | "[dev-dependencies]");
         } else if let Some((name, _)) = line.split_once('=').filter(|_| in_dependencies) {
             let name = name.trim();
             if !name.is_empty() && !name.starts_with('#') {
-                crates.push(name.replace('-', "_"));
+                crates.push(name);
             }
         }
     }
+    crates.sort();
+    crates.dedup();
     crates
+}
+
+/// The crate names (`-` as `_`) that a generated project depends on (see [`dependencies`]): a
+/// project may not be named like one.
+pub fn dependency_crates() -> Vec<String> {
+    dependencies().into_iter().map(|name| name.replace('-', "_")).collect()
 }
 
 /// The lowercase names the generated code brings into scope itself: its binaries
@@ -467,7 +494,7 @@ mod tests {
             sources.iter().filter(|(name, _)| name.contains("__kind_snake__") && name.ends_with(".rs.tera")).collect();
         assert!(kinds.len() >= 8, "{kinds:?}");
         for (name, text) in kinds {
-            assert!(text.starts_with(USER), "{name} does not say `{USER} #}}`");
+            assert!(text.starts_with(USER), "{name} does not say `{USER} #}}` or `{USER_ONCE_EDITED} … #}}`");
         }
     }
 
@@ -479,9 +506,9 @@ mod tests {
         let mut v1 = Vec::new();
         collect_v1(&mut v1);
         assert_eq!(v1.len(), listed, "a template layout v1 lists has no text");
-        let old = with_layout(Layout::V1, || Templates::load(&["init/"])).unwrap();
+        let old = with_layout(Layout::V1, || Templates::load(&["init"])).unwrap();
         assert!(old.names.iter().any(|n| n == "init/src/manager/mod.rs.tera"), "{:?}", old.names);
-        let now = Templates::load(&["init/"]).unwrap();
+        let now = Templates::load(&["init"]).unwrap();
         assert!(!now.names.iter().any(|n| n.starts_with("init/src/manager/")), "{:?}", now.names);
     }
 
@@ -604,7 +631,7 @@ mod tests {
 
     #[test]
     fn every_embedded_template_parses() {
-        let templates = Templates::load(&[""]).unwrap();
+        let templates = Templates::load_where(|_| true).unwrap();
         assert!(templates.names.iter().any(|n| n.starts_with("init/")));
         assert!(!templates.plain.is_empty(), "the license-header-only templates are plain");
     }
@@ -617,7 +644,7 @@ mod tests {
             Some((Some("_partials/h".into()), "fn main() {}\n"))
         );
         assert_eq!(split_plain("{{ kind }}"), None);
-        let templates = Templates::load(&["init/src/controller/"]).unwrap();
+        let templates = Templates::load(&["init"]).unwrap();
         let mut ctx = Context::new();
         for (k, v) in [("license", "apache2"), ("year", "2026"), ("owner", ""), ("project_name", "p")] {
             ctx.insert(k, v);
@@ -631,7 +658,7 @@ mod tests {
     #[test]
     fn plain_rust_templates_are_rustfmt_clean() {
         use std::io::Write as _;
-        let templates = Templates::load(&[""]).unwrap();
+        let templates = Templates::load_where(|_| true).unwrap();
         let mut checked = 0;
         for (name, (_, body)) in templates.plain.iter().filter(|(n, _)| n.ends_with(".rs.tera")) {
             // Outside the repository: memop's own rustfmt.toml is not the generated projects'.

@@ -22,9 +22,8 @@ pub const VENDOR: &str = "vendor";
 /// Plans `vendor/<crate>/…` for each of [`RUNTIME_CRATES`].
 pub fn vendor(plan: &mut Plan, if_exists: IfExists) -> Result<()> {
     for (path, contents) in files() {
-        plan.write(&path, contents, if_exists)?;
         // The crates are formatted in memop's repository (its CI checks them).
-        plan.mark_formatted(&path);
+        plan.write_formatted(&path, contents, if_exists)?;
     }
     Ok(())
 }

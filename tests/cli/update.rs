@@ -431,3 +431,29 @@ fn your_files_are_kept_and_memops_change_to_them_is_named() {
     assert!(!again.stderr.contains(controller), "said once: {}", again.stderr);
     assert_eq!(read(&dir, controller), yours);
 }
+
+/// A kind's conversion test is memop's while you leave it as memop wrote it (an update renders it
+/// again, as `create api` does when a spoke joins), and yours once you edit it.
+#[test]
+fn a_conversion_test_is_memops_until_you_edit_it() {
+    let (_tmp, dir) = project(&[MEMCACHED, "--group cache --version v1 --kind Memcached --storage-version"]);
+    ok(&dir, "create webhook --group cache --version v1 --kind Memcached --conversion");
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by memop"]);
+    let test = "tests/memcached_conversion.rs";
+    let (from, to) = ("//! The conversion webhook of Memcached", "//! An older conversion test of Memcached");
+    let memops = older(&dir, test, from, to);
+    ok(&dir, "update");
+    assert_eq!(read(&dir, test), memops, "unedited: memop's, replaced");
+    git(&dir, &["commit", "-qam", "memop update"]);
+
+    older(&dir, test, from, to);
+    append(&dir, test, "// mine\n");
+    git(&dir, &["commit", "-qam", "my edit"]);
+    let yours = read(&dir, test);
+    let out = ok(&dir, "update");
+    assert_eq!(read(&dir, test), yours, "edited: yours, never rewritten");
+    let stderr = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(stderr.contains(&format!("note: {test} is yours, so it was left as it is")), "{stderr}");
+}

@@ -16,6 +16,7 @@ use super::{Global, finish};
 use crate::project::Project;
 use crate::scaffold::Plan;
 
+pub use scaffold::stored_version;
 pub use validate::{Request, validate};
 
 /// Scaffold a Kubernetes API: its Rust types, CRD, sample and controller

@@ -12,9 +12,6 @@ use crate::project::{self, Api, Operand, Project, Resource};
 use crate::resource::ApiNames;
 use crate::scaffold::{self, IfExists, Plan, Templates};
 
-/// The manager role: rendered by init's template, from every controller's rules.
-const ROLE: &str = "init/config/rbac/role.yaml.tera";
-
 /// What the templates of an API see: the project's names, the API's spellings, and the few
 /// facts `create api` decided.
 #[derive(Debug, Serialize)]
@@ -51,7 +48,7 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     let mut notes = Vec::new();
 
     let root = if request.operand.is_some() { "controller-operand" } else { "controller-skeleton" };
-    let templates = Templates::load(&["resource/", &format!("{root}/"), ROLE])?;
+    let templates = Templates::load(&["resource", root, "manager-role"])?;
     if request.resource {
         let sharing = project.others(api).filter(|r| r.api.is_some());
         super::super::refuse_missing_shared(&templates, "resource", &ctx, plan, sharing)?;
@@ -71,26 +68,22 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     if request.controller {
         scaffold::render_root(&templates, root, &ctx, plan, request.force)?;
     }
-    // The manager role, init's one template loaded here: a generated file, which keeps the
-    // rules it has, and the user's own role.yaml (see scaffold::generated).
-    scaffold::render_root(&templates, "init", &ctx, plan, false)?;
+    // The manager role, with this controller's rules: a generated file, which keeps the rules
+    // it has, and the user's own role.yaml (see scaffold::generated).
+    scaffold::render_root(&templates, "manager-role", &ctx, plan, false)?;
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
     Ok(notes)
 }
 
 /// The version a kind with several versions is stored as: `this` version when `requested`
-/// (--storage-version), else the one `STORAGE_VERSIONS` in src/api/mod.rs names, else the one
+/// (--storage-version), else the one the project stores (see [`stored_version`]), else the one
 /// its CRD file stores.
 fn storage_version(plan: &Plan, api: &ApiNames, crd_file: &str, requested: bool) -> Result<String> {
-    const TABLE: &str = "src/api/mod.rs";
-    let text = plan.read(Path::new(TABLE))?.with_context(|| format!("{TABLE} is missing"))?;
     if requested {
         return Ok(api.version.to_string());
     }
-    let entry_start = format!("(\"{}\", \"", api.crd_name());
-    let recorded = text.lines().find_map(|line| line.trim().strip_prefix(&entry_start)?.split('"').next());
-    if let Some(version) = recorded {
-        return Ok(version.to_string());
+    if let Some(version) = stored_version(plan, api)? {
+        return Ok(version);
     }
     let crd = plan.read(Path::new(crd_file))?.unwrap_or_default();
     scaffold::generated::storage_version(&crd).with_context(|| {
@@ -98,12 +91,24 @@ fn storage_version(plan: &Plan, api: &ApiNames, crd_file: &str, requested: bool)
     })
 }
 
+/// The version of `api`'s kind that the project stores, as `STORAGE_VERSIONS` in
+/// src/api/mod.rs (the user's to change) lists it: one entry per CRD, written by the keyed
+/// fragment `resource/src/api/mod.rs@storage-versions.tera`; `None` for a kind served in one
+/// version, which has no entry.
+pub fn stored_version(plan: &Plan, api: &ApiNames) -> Result<Option<String>> {
+    const TABLE: &str = "src/api/mod.rs";
+    let text = plan.read(Path::new(TABLE))?.with_context(|| format!("{TABLE} is missing"))?;
+    let entry_start = format!("(\"{}\", \"", api.crd_name());
+    let recorded = text.lines().find_map(|line| line.trim().strip_prefix(&entry_start)?.split('"').next());
+    Ok(recorded.map(str::to_string))
+}
+
 /// A new version of a kind that converts through a hub (`create webhook --conversion`) becomes
 /// one of its spokes, as `create webhook --conversion --spoke` would make it: its `From` impls
 /// to and from the hub (a copy of the types converts field by field), listed in
-/// `conversions()`, and recorded in PROJECT. The kind's conversion test round-trips every
-/// spoke: regenerated when it is as memop wrote it (PROJECT.sum), else a note says what to add.
-/// Returns the notes to print.
+/// `conversions()`, and recorded in PROJECT. The kind's conversion test, which round-trips every
+/// spoke, is rendered again (its template's owner keeps it when the user edited it, with a
+/// note). Returns the notes to print.
 fn join_conversion(project: &mut Project, plan: &mut Plan, ctx: &tera::Context, api: &ApiNames) -> Result<Vec<String>> {
     let version = api.version.to_string();
     let converting = |r: &&mut Resource| r.names.same_kind(api) && r.names.version != api.version && r.converts();
@@ -116,31 +121,19 @@ fn join_conversion(project: &mut Project, plan: &mut Plan, ctx: &tera::Context, 
         webhooks.spoke.sort();
     }
     let (hub_version, spokes) = (hub.names.version.to_string(), webhooks.spoke.clone());
-    const TEST: &str = "webhook-conversion/tests/__kind_snake___conversion.rs.tera";
-    let templates = Templates::load(&["webhook-conversion-spoke/", TEST])?;
+    let templates = Templates::load(&["webhook-conversion-spoke", "conversion-test"])?;
     let mut ctx = ctx.clone();
     ctx.insert("version", &hub_version);
     ctx.insert("spoke", &version);
     ctx.insert("spoke_sample_file", &api.sample_file());
     ctx.insert("spokes", &spokes);
     scaffold::render_root(&templates, "webhook-conversion-spoke", &ctx, plan, false)?;
-
+    scaffold::render_root(&templates, "conversion-test", &ctx, plan, false)?;
     let kind = &api.kind;
-    let test = format!("tests/{}_conversion.rs", kind.snake());
-    let sum = crate::sum::Sum::parse(plan.read(Path::new(crate::sum::FILE))?.as_deref())?;
-    let current = plan.read(Path::new(&test))?;
-    let unedited = current.as_deref().is_some_and(|text| sum.get(&test) == Some(crate::sum::blob_id(text).as_str()));
-    let mut notes = vec![format!(
-        "{kind} {version} is a spoke of the hub {hub_version}: map its fields in {}",
-        api.conversion_path()
-    )];
-    if unedited {
-        plan.write(&test, templates.render(TEST, &ctx)?, IfExists::Overwrite)?;
-    } else if current.is_some() {
-        notes.push(format!(
-            "{test} is not as memop wrote it, so it was kept: add a round trip of {version} to it, as it has for the \
-             other spokes"
-        ));
-    }
-    Ok(notes)
+    Ok(vec![format!(
+        "{kind} {version} is a spoke of the hub {hub_version}: map its fields in {}; tests/{}_conversion.rs \
+         round-trips it (add that yourself if memop kept your edited copy)",
+        api.conversion_path(),
+        kind.snake()
+    )])
 }

@@ -62,12 +62,12 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
         webhook_configurations: configurations(project),
     })?;
 
-    let mut roots = vec!["webhook/", "webhook-manifests/"];
+    let mut roots = vec!["webhook", "webhook-manifests"];
     if request.admission {
-        roots.push("webhook-admission/");
+        roots.push("webhook-admission");
     }
     if request.conversion {
-        roots.extend(["webhook-conversion/", "webhook-conversion-spoke/"]);
+        roots.extend(["webhook-conversion", "webhook-conversion-spoke", "conversion-test"]);
     }
     let templates = Templates::load(&roots)?;
     // The other kinds with webhooks (with a conversion webhook, for `conversion`).
@@ -88,6 +88,7 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
             ctx.insert("spoke_sample_file", &api.in_version(spoke.clone()).sample_file());
             scaffold::render_root(&templates, "webhook-conversion-spoke", &ctx, plan, request.force)?;
         }
+        scaffold::render_root(&templates, "conversion-test", &ctx, plan, request.force)?;
     }
     // Written as `make manifests` would write it, from every kind's webhooks.
     scaffold::render_root(&templates, "webhook-manifests", &ctx, plan, request.force)?;
