@@ -56,14 +56,6 @@ pub struct Args {
 pub fn run(global: &Global, args: Args) -> Result<()> {
     let dir = &global.dir;
     let (mut project, v1) = Project::load_for_update(dir)?;
-    if v1 && let Some(resource) = project.resources.iter().find(|r| r.webhooks.is_some()) {
-        bail!(
-            "{} has webhooks, and memop update cannot move the webhooks of a project of memop 0.1 (layout \
-             memop.rs/rust/v1) to the runtime crates; scaffold a new project with this memop and move your \
-             src/api, src/controller/<kind>.rs, src/webhook/<kind>.rs and tests/<kind>.rs into it",
-            resource.describe()
-        );
-    }
     if !args.allow_dirty && !global.dry_run {
         refuse_a_dirty_tree(dir)?;
     }
