@@ -61,9 +61,11 @@ fn read(dir: &Path, path: &str) -> String {
     std::fs::read_to_string(dir.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// A project `memcached-operator` in `scratch`, made by memop 0.1 (`old`) with `commands`.
-fn made_by_memop_0_1(old: &Path, scratch: &Path, commands: &[&[&str]]) -> PathBuf {
-    let dir = scratch.join("memcached-operator");
+/// The project `name` in `scratch`, made by memop 0.1 (`old`) with `commands` and committed.
+/// Projects built at once need names of their own: the shared target directory tells apart
+/// the crates of two projects by name alone.
+fn made_by_memop_0_1(old: &Path, scratch: &Path, name: &str, commands: &[&[&str]]) -> PathBuf {
+    let dir = scratch.join(name);
     std::fs::create_dir(&dir).unwrap();
     for args in commands {
         let out = Command::new(old)
@@ -93,6 +95,7 @@ fn a_project_of_memop_0_1_updates_to_the_runtime_crates_keeping_every_edit() {
     let dir = made_by_memop_0_1(
         &old,
         scratch.path(),
+        "memcached-operator",
         &[&init, &["create", "api", "--group", "cache", "--kind", "Memcached"]],
     );
 
@@ -194,6 +197,7 @@ fn a_project_of_memop_0_1_with_webhooks_updates_keeping_their_edits() {
     let dir = made_by_memop_0_1(
         &old,
         scratch.path(),
+        "webhook-operator",
         &[
             &["init", "--domain", "example.com"],
             &["create", "api", cache[0], cache[1], kind[0], kind[1]],
@@ -220,7 +224,7 @@ fn a_project_of_memop_0_1_with_webhooks_updates_keeping_their_edits() {
 
     // The edits: a defaulting rule in the webhook logic, a comment in memop's webhook config.
     let rule = "    memcached\n        .labels_mut()\n        .entry(\"app.kubernetes.io/managed-by\".into())\n        \
-                .or_insert_with(|| \"memcached-operator\".into());\n";
+                .or_insert_with(|| \"webhook-operator\".into());\n";
     let debug = "    tracing::debug!(name = %memcached.name_any(), \"defaulting Memcached\");\n";
     edit(&dir, "src/webhook/memcached.rs", debug, &format!("{debug}{rule}"));
     let comment = "# Reviewed by the platform team.\n";
