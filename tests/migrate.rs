@@ -1,10 +1,10 @@
 //! `memop update` moves a project made by memop 0.1 (commit 2a6d6ec, layout `memop.rs/rust/v1`:
 //! its framework inside `src/manager` and `tests/support`) to the runtime crates, keeping every
-//! edit its user made (issue #20, item 5).
+//! edit its user made (issue #20, item 5), its webhooks and conversions included (item 4).
 //!
-//! memop 0.1 is built from this repository's history, in a git worktree inside the shared target
-//! directory of the generated projects; where that history is absent (a source archive), the
-//! test says so on stderr and passes.
+//! memop 0.1 is built from this repository's history, once for both tests, in a git worktree
+//! inside the shared target directory of the generated projects; where that history is absent (a
+//! source archive), the tests say so on stderr and pass.
 
 mod common;
 
