@@ -186,38 +186,27 @@ fn a_project_of_memop_0_1_updates_to_the_runtime_crates_keeping_every_edit() {
 }
 
 /// A project of memop 0.1 with webhooks (issue #20, item 4): defaulting and validation of
-/// Memcached v1alpha1, and a second version v1 that is the hub of a conversion webhook. Its
-/// webhook server moves to the runtime crates, the user's webhook logic and memop's config keep
-/// their edits.
+/// Memcached v1alpha1, a second version v1 that is the hub of a conversion webhook, and the
+/// validation of a second kind made before Memcached's webhooks (so the server lists them in
+/// another order than PROJECT). Its webhook server moves to the runtime crates, the user's
+/// webhook logic and memop's config keep their edits.
 #[test]
 fn a_project_of_memop_0_1_with_webhooks_updates_keeping_their_edits() {
     let Some(old) = old_memop() else { return };
     let scratch = tempfile::tempdir().unwrap();
-    let (cache, kind) = (["--group", "cache"], ["--kind", "Memcached"]);
-    let dir = made_by_memop_0_1(
-        &old,
-        scratch.path(),
-        "webhook-operator",
-        &[
-            &["init", "--domain", "example.com"],
-            &["create", "api", cache[0], cache[1], kind[0], kind[1]],
-            &["create", "webhook", cache[0], cache[1], kind[0], kind[1], "--defaulting", "--programmatic-validation"],
-            &["create", "api", cache[0], cache[1], "--version", "v1", kind[0], kind[1], "--storage-version"],
-            &[
-                "create",
-                "webhook",
-                cache[0],
-                cache[1],
-                "--version",
-                "v1",
-                kind[0],
-                kind[1],
-                "--conversion",
-                "--spoke",
-                "v1alpha1",
-            ],
-        ],
-    );
+    let commands = [
+        "init --domain example.com",
+        "create api --group cache --kind Memcached",
+        // A second kind, whose webhook is made before Memcached's although its API came after.
+        "create api --group batch --version v1 --kind CronJob --controller=false",
+        "create webhook --group batch --version v1 --kind CronJob --programmatic-validation",
+        "create webhook --group cache --kind Memcached --defaulting --programmatic-validation",
+        "create api --group cache --version v1 --kind Memcached --storage-version",
+        "create webhook --group cache --version v1 --kind Memcached --conversion --spoke v1alpha1",
+    ]
+    .map(|command| command.split(' ').collect::<Vec<_>>());
+    let commands: Vec<&[&str]> = commands.iter().map(Vec::as_slice).collect();
+    let dir = made_by_memop_0_1(&old, scratch.path(), "webhook-operator", &commands);
     for made in ["src/webhook/certs.rs", "src/webhook/mod.rs", "src/api/cache/v1alpha1/memcached_conversion.rs"] {
         assert!(dir.join(made).is_file(), "memop {OLD} made no {made}");
     }

@@ -71,6 +71,20 @@ fn a_fresh_project_is_up_to_date() {
     assert_unchanged(&dir, &before, "update of a fresh project");
 }
 
+/// Webhooks made in another order than their APIs: the update replays them in the order the
+/// webhook server lists them, so it has nothing to change there (it once listed them again in
+/// PROJECT's order).
+#[test]
+fn webhooks_made_in_another_order_than_their_apis_are_up_to_date() {
+    let (_tmp, dir) = project(&[MEMCACHED, NGINX]);
+    ok(&dir, "create webhook --group web --kind Nginx --programmatic-validation");
+    ok(&dir, "create webhook --group cache --kind Memcached --defaulting");
+    let before = snapshot(&dir);
+    let out = ok(&dir, "update");
+    assert!(out.stdout.starts_with("Nothing to do"), "{}", out.stdout);
+    assert_unchanged(&dir, &before, "an update with nothing to do");
+}
+
 #[test]
 fn an_update_moves_the_runtime_and_keeps_every_other_file() {
     let (_tmp, dir) = older_project();
