@@ -31,7 +31,7 @@ use std::path::Path;
 use anyhow::{Context as _, Result, bail};
 
 use super::{Global, finish};
-use crate::project::{self, Project, Resource};
+use crate::project::{self, Project, Resource, Webhooks};
 use crate::scaffold::merge::{self, Decision};
 use crate::scaffold::{self, IfExists, Layout, Owner, Plan, RUNTIME_CRATES, Templates};
 use crate::sum::{self, Sum};
@@ -56,14 +56,6 @@ pub struct Args {
 pub fn run(global: &Global, args: Args) -> Result<()> {
     let dir = &global.dir;
     let (mut project, v1) = Project::load_for_update(dir)?;
-    if v1 && let Some(resource) = project.resources.iter().find(|r| r.webhooks.is_some()) {
-        bail!(
-            "{} has webhooks, and memop update cannot move the webhooks of a project of memop 0.1 (layout \
-             memop.rs/rust/v1) to the runtime crates; scaffold a new project with this memop and move your \
-             src/api, src/controller/<kind>.rs, src/webhook/<kind>.rs and tests/<kind>.rs into it",
-            resource.describe()
-        );
-    }
     if !args.allow_dirty && !global.dry_run {
         refuse_a_dirty_tree(dir)?;
     }
@@ -196,11 +188,13 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
 /// them into a scratch plan (which sees no disk), and formatted.
 ///
 /// PROJECT keeps no order of the commands but that of its APIs: the webhooks are replayed after
-/// every API, as a kind's spokes are then all there. The one fact of a project PROJECT does not
-/// hold, which version of a kind is stored, is read from the project as `plan` sees it (see
-/// [`super::create_api::stored_version`]).
+/// every API, as a kind's spokes are then all there. The two facts of a project PROJECT does not
+/// hold are read from its files, as `plan` sees them: which version of a kind is stored (see
+/// [`super::create_api::stored_version`]), and the order the webhooks were made in, from its
+/// [`WEBHOOK_SERVER`] (see [`create_webhook_flags`]).
 pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
     let mut scratch = Plan::scratch(plan.root());
+    let server = plan.read(Path::new(WEBHOOK_SERVER))?.unwrap_or_default();
     let mut replayed =
         Project { cli_version: env!("CARGO_PKG_VERSION").to_string(), resources: Vec::new(), ..project.clone() };
     let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(&replayed))?;
@@ -212,8 +206,7 @@ pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
         super::create_api::replay(&flags, &mut replayed, &mut scratch)
             .with_context(|| format!("replaying `memop create api {}`", flags.join(" ")))?;
     }
-    for resource in &project.resources {
-        let Some(flags) = create_webhook_flags(resource) else { continue };
+    for flags in create_webhook_flags(&project.resources, &server) {
         super::create_webhook::replay(&flags, &mut replayed, &mut scratch)
             .with_context(|| format!("replaying `memop create webhook {}`", flags.join(" ")))?;
     }
@@ -255,24 +248,65 @@ fn create_api_flags(resource: &Resource, replayed: &Project, plan: &Plan) -> Res
     Ok(flags)
 }
 
-/// The flags of the `create webhook` that gave `resource` its webhooks, if it has some.
-fn create_webhook_flags(resource: &Resource) -> Option<Vec<String>> {
-    let (api, webhooks) = (&resource.names, resource.webhooks.as_ref()?);
-    let mut flags =
-        vec![format!("--group={}", api.group), format!("--version={}", api.version), format!("--kind={}", api.kind)];
-    for (set, flag) in [
-        (webhooks.defaulting, "--defaulting"),
-        (webhooks.validation, "--programmatic-validation"),
-        (webhooks.conversion, "--conversion"),
-    ] {
-        if set {
-            flags.push(flag.into());
+/// The file whose routes and conversions list the kinds' webhooks in the order they were made.
+const WEBHOOK_SERVER: &str = "src/webhook/mod.rs";
+
+/// The flags of the `create webhook` commands that gave `resources` their webhooks, in the
+/// order the project's [`WEBHOOK_SERVER`] (`server`) says they ran: the kinds' admission webhooks
+/// in the order of their routes there, then their conversion webhooks in the order of their
+/// conversions.
+///
+/// Each command adds its kind's lines at the server's markers, so a replay in PROJECT's order
+/// (the APIs') would list them otherwise than memop wrote them when the webhooks were made in
+/// another order: a change of memop's own in every update, and in a project of memop 0.1, whose
+/// text memop knows only from the replay, a conflict with itself. Admission and conversion
+/// webhooks add lines at markers of their own, so a kind that has both is replayed as two
+/// commands with the text of one. A kind the server does not name (an edited server) comes
+/// after those it names, in PROJECT's order.
+fn create_webhook_flags(resources: &[Resource], server: &str) -> Vec<Vec<String>> {
+    let gvk = |api: &crate::resource::ApiNames| {
+        vec![format!("--group={}", api.group), format!("--version={}", api.version), format!("--kind={}", api.kind)]
+    };
+    let mut admission: Vec<(&Resource, &Webhooks)> = resources
+        .iter()
+        .filter_map(|r| r.webhooks.as_ref().filter(|w| w.defaulting || w.validation).map(|w| (r, w)))
+        .collect();
+    admission.sort_by_key(|(r, _)| position(server, &format!("{}::routes()", r.names.kind.snake())));
+    let mut conversion: Vec<(&Resource, &Webhooks)> =
+        resources.iter().filter_map(|r| r.webhooks.as_ref().filter(|w| w.conversion).map(|w| (r, w))).collect();
+    // The hub's type is the first of its conversions' (`Conversion::between::<Hub, Spoke>`).
+    conversion.sort_by_key(|(r, _)| {
+        let api = &r.names;
+        position(server, &format!("crate::api::{}::{}::{},", api.group_module(), api.version, api.kind))
+    });
+    let admission = admission.into_iter().map(|(resource, webhooks)| {
+        let mut flags = gvk(&resource.names);
+        for (set, flag) in [(webhooks.defaulting, "--defaulting"), (webhooks.validation, "--programmatic-validation")] {
+            if set {
+                flags.push(flag.into());
+            }
         }
-    }
-    if webhooks.conversion && !webhooks.spoke.is_empty() {
-        flags.push(format!("--spoke={}", webhooks.spoke.join(",")));
-    }
-    Some(flags)
+        flags
+    });
+    let conversion = conversion.into_iter().map(|(resource, webhooks)| {
+        let mut flags = gvk(&resource.names);
+        flags.push("--conversion".into());
+        if !webhooks.spoke.is_empty() {
+            flags.push(format!("--spoke={}", webhooks.spoke.join(",")));
+        }
+        flags
+    });
+    admission.chain(conversion).collect()
+}
+
+/// Where `server` first names `path` (not as the tail of a longer path), or after every place
+/// it could.
+fn position(server: &str, path: &str) -> usize {
+    server
+        .match_indices(path)
+        .map(|(at, _)| at)
+        .find(|&at| !server[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+        .unwrap_or(usize::MAX)
 }
 
 /// What [`update_files`] did.
@@ -568,6 +602,49 @@ mod tests {
         );
         let error = pin("[dependencies]\nmemop-runtime = \"0.1\"\n", "0.2.0").unwrap_err().to_string();
         assert!(error.contains("no line `memop-runtime = \"=<version>\"`"), "{error}");
+    }
+
+    /// The webhooks are replayed in the order the server lists them, not PROJECT's: CronJob's
+    /// admission webhook was made before Memcached's, and its conversion comes after every
+    /// admission webhook, as a command of its own.
+    #[test]
+    fn webhooks_replay_in_the_order_the_server_lists_them() {
+        let resource = |group: &str, version: &str, kind: &str, webhooks: Option<Webhooks>| Resource {
+            names: crate::resource::ApiNames::parse(group, version, kind, None, "example.com").unwrap(),
+            api: Some(project::Api { crd_version: "v1".into(), namespaced: true }),
+            controller: false,
+            operand: None,
+            webhooks,
+        };
+        let resources = [
+            resource("cache", "v1alpha1", "Memcached", Some(Webhooks { defaulting: true, ..Webhooks::default() })),
+            resource(
+                "batch",
+                "v1",
+                "CronJob",
+                Some(Webhooks { conversion: true, validation: true, spoke: vec!["v2".into()], ..Webhooks::default() }),
+            ),
+            resource("batch", "v2", "CronJob", None),
+        ];
+        let server = "let router = Router::new().route(CONVERT_PATH, converting(conversions()));\n\
+                      let router = router.merge(cron_job::routes());\n\
+                      let router = router.merge(memcached::routes());\n\
+                      Conversion::between::<crate::api::batch::v1::CronJob, crate::api::batch::v2::CronJob>(),\n";
+        let replays = create_webhook_flags(&resources, server);
+        let joined: Vec<String> = replays.iter().map(|flags| flags.join(" ")).collect();
+        assert_eq!(
+            joined,
+            [
+                "--group=batch --version=v1 --kind=CronJob --programmatic-validation",
+                "--group=cache --version=v1alpha1 --kind=Memcached --defaulting",
+                "--group=batch --version=v1 --kind=CronJob --conversion --spoke=v2",
+            ]
+        );
+        // A server that names none of them: PROJECT's order.
+        let replays = create_webhook_flags(&resources, "");
+        assert!(replays[0].join(" ").contains("Memcached") && replays[1].join(" ").contains("CronJob"), "{replays:?}");
+        // `job::routes()` is not the tail of `cron_job::routes()`.
+        assert_eq!(position(server, "job::routes()"), usize::MAX);
     }
 
     #[test]
