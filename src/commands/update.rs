@@ -306,6 +306,7 @@ struct Updated {
 /// unedited.
 fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum, dir: &Path) -> Result<Updated> {
     let mut updated = Updated::default();
+    let mut unresolved = Vec::new();
     let old_text =
         |path: &Path| old.and_then(|old| old.planned().find(|(p, _)| *p == path).map(|(_, t)| t.to_string()));
     if let Some(old) = old {
@@ -368,6 +369,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
                 continue;
             }
             Decision::Keep => updated.kept.push(shown),
+            Decision::Unresolved => unresolved.push(shown),
             // memop's text was formatted in the scratch plan; a merge keeps the user's formatting.
             Decision::Replace => plan.write_formatted(path, new.to_string(), IfExists::Overwrite)?,
             Decision::Merge { text, conflicts } => {
@@ -381,6 +383,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
             }
         }
     }
+    refuse_unresolved(&unresolved)?;
     Ok(updated)
 }
 
@@ -438,11 +441,13 @@ pub(crate) fn merge_memop_files(
     files: Vec<(String, String)>,
 ) -> Result<Merged> {
     let mut merged = Merged::default();
+    let mut unresolved = Vec::new();
     for (path, new) in files {
         let current = plan.read(Path::new(&path))?;
         match merge::decide(current.as_deref(), &new, record.get(&path), |id| sum::base(dir, id)) {
             Decision::Leave => {}
             Decision::Keep => merged.kept.push(path),
+            Decision::Unresolved => unresolved.push(path),
             Decision::Replace => plan.write(&path, new, IfExists::Overwrite)?,
             Decision::Merge { text, conflicts } => {
                 plan.write_formatted(&path, text, IfExists::Overwrite)?;
@@ -455,7 +460,23 @@ pub(crate) fn merge_memop_files(
             }
         }
     }
+    refuse_unresolved(&unresolved)?;
     Ok(merged)
+}
+
+/// Refuses to go on while `paths` still hold the conflict markers of an earlier merge: merged
+/// again, their conflicts would stay buried in a project the command calls up to date.
+fn refuse_unresolved(paths: &[String]) -> Result<()> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "{} still hold{} the conflict markers of an earlier merge of memop's changes with your edits \
+         (<<<<<<< ours … >>>>>>> theirs): resolve them (keep what you want of both sides and delete the marker \
+         lines), commit, and run the command again",
+        paths.join(", "),
+        if paths.len() == 1 { "s" } else { "" }
+    )
 }
 
 /// Writes only the files in conflict, with their markers, and their records (memop's new

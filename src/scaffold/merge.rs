@@ -15,7 +15,14 @@ pub enum Decision {
     Merge { text: String, conflicts: bool },
     /// Keep the file as it is: the user edited it, and what memop wrote then is unknown.
     Keep,
+    /// Refuse: the file still holds the conflict markers of an earlier merge, which the user has
+    /// not resolved (merging over them would bury the conflict in a project called updated).
+    Unresolved,
 }
+
+/// The lines [`diffy::merge`] opens and closes a conflict with.
+const OURS: &str = "<<<<<<< ours";
+const THEIRS: &str = ">>>>>>> theirs";
 
 /// Decides what becomes of a file that is `current` now (`None`: missing) and that memop's
 /// templates now render as `new`. `recorded` is the git blob id of what memop last wrote there
@@ -23,7 +30,8 @@ pub enum Decision {
 ///
 /// An unedited file (its blob id is the recorded one) is replaced; an edited one is merged with
 /// memop's changes over the recorded text, or kept when that text cannot be read; a file memop
-/// wrote and the user deleted stays deleted.
+/// wrote and the user deleted stays deleted; one that still holds a conflict of an earlier merge
+/// is [`Decision::Unresolved`].
 pub fn decide(
     current: Option<&str>,
     new: &str,
@@ -33,6 +41,10 @@ pub fn decide(
     let Some(current) = current else {
         return if recorded.is_some() { Decision::Leave } else { Decision::Replace };
     };
+    let mut lines = current.lines();
+    if lines.any(|line| line == OURS) && lines.any(|line| line == THEIRS) {
+        return Decision::Unresolved;
+    }
     if current == new {
         return Decision::Leave;
     }
@@ -82,5 +94,6 @@ mod tests {
             panic!("a change of the same line conflicts")
         };
         assert!(text.contains("<<<<<<< ours\nmine\n"), "{text}");
+        assert_eq!(decide(Some(&text), NEW, Some(&blob_id(NEW)), base), Decision::Unresolved, "not resolved yet");
     }
 }
