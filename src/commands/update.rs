@@ -81,8 +81,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut edited = Vec::new();
     for (path, text) in shipped {
         let unedited = match plan.read(Path::new(&path))? {
-            Some(current) if current == text => continue,
-            Some(current) => record.get(&path) == Some(sum::blob_id(&current).as_str()),
+            Some(current) if merge::unix_endings(&current) == text => continue,
+            Some(current) => merge::as_recorded(&current, record.get(&path)),
             // Restored: memop's file, gone.
             None => true,
         };
@@ -330,7 +330,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
         let base = old_text(path);
         let moved = base.is_some() && path.extension().is_some_and(|e| e == "rs");
         // A file that is yours once you edit it, still as memop wrote it, is memop's to replace.
-        let as_written = current.as_deref().is_some_and(|text| record.get(&shown) == Some(sum::blob_id(text).as_str()));
+        let as_written = current.as_deref().is_some_and(|text| merge::as_recorded(text, record.get(&shown)));
         match fresh.owner(path) {
             Some(Owner::UserOnceEdited) if as_written => {}
             // In a migration, your Rust files move to the new API (merged).
@@ -339,7 +339,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
                 // copy (its logic, or the runtime's API it calls, changed), say so, with that change
                 // to read in git; recording memop's new text says it once.
                 if let Some(old) = record.get(&shown).filter(|old| *old != sum::blob_id(new))
-                    && current.as_deref() != Some(new)
+                    && current.as_deref().is_none_or(|text| merge::unix_endings(text) != new)
                 {
                     let readable = sum::base(dir, old).is_some();
                     updated.yours.push((shown.clone(), readable.then(|| (old.to_string(), sum::blob_id(new)))));
@@ -349,7 +349,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
                 continue;
             }
             Some(Owner::Generated) => {
-                if current.as_deref().is_some_and(|text| text != new) {
+                if current.as_deref().is_some_and(|text| merge::unix_endings(text) != new) {
                     updated.generated.push(shown);
                 }
                 continue;
@@ -363,7 +363,9 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
         };
         match decision {
             Decision::Leave => {
-                if current.as_deref() == Some(new) && record.get(&shown) != Some(sum::blob_id(new).as_str()) {
+                if current.as_deref().is_some_and(|text| merge::unix_endings(text) == new)
+                    && record.get(&shown) != Some(sum::blob_id(new).as_str())
+                {
                     plan.set_unchanged(path, new.to_string());
                 }
                 continue;

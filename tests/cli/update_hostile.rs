@@ -5,6 +5,8 @@
 use super::update::{as_older_memop_wrote, git, older_project};
 use super::*;
 
+use std::path::Path;
+
 /// A conflict the user committed without resolving it is refused by the next update, by name,
 /// rather than left in the file of a project the update calls updated.
 #[test]
@@ -25,4 +27,42 @@ fn conflict_markers_left_from_an_earlier_update_are_refused() {
     git(&dir, &["commit", "-qam", "the update, conflict and all"]);
     refused(&dir, "update", &["Makefile still holds the conflict markers", "resolve them"]);
     refused(&dir, "--dry-run update", &["Makefile still holds the conflict markers"]);
+}
+
+/// Windows line endings are no edit: git with `core.autocrlf` checks every file out with `\r\n`,
+/// and the update still replaces the unedited files (vendor/ among them) and merges the edited
+/// ones, each in the endings it has.
+#[test]
+fn a_checkout_with_windows_line_endings_updates_as_the_same_files_would() {
+    let (_tmp, dir) = older_project();
+    let makefile = as_older_memop_wrote(&dir, "Makefile", "IMG ?= controller:latest", "IMG ?= controller:old");
+    let main = as_older_memop_wrote(&dir, "src/main.rs", "memcached::register(", "memcached::register_old(");
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by memop 0.1.9"]);
+    append(&dir, "src/main.rs", "// my note\n");
+    git(&dir, &["commit", "-qam", "my note"]);
+    // The same commit, checked out again with `\r\n`.
+    git(&dir, &["config", "core.autocrlf", "true"]);
+    git(&dir, &["rm", "-rq", "--cached", "."]);
+    for entry in fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        match path.is_dir() {
+            true if path.ends_with(".git") => {}
+            true => fs::remove_dir_all(path).unwrap(),
+            false => fs::remove_file(path).unwrap(),
+        }
+    }
+    git(&dir, &["reset", "-q", "--hard"]);
+    assert!(read(&dir, "Makefile").contains("\r\n") && read(&dir, "vendor/memop-runtime/src/lib.rs").contains("\r\n"));
+
+    let out = ok(&dir, "update");
+    let crlf = |text: &str| text.replace('\n', "\r\n");
+    assert_eq!(read(&dir, "Makefile"), crlf(&makefile), "unedited: replaced");
+    assert_eq!(read(&dir, "src/main.rs"), crlf(&format!("{main}// my note\n")), "merged: {}", out.stderr);
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates");
+    let rbac = fs::read_to_string(crates.join("memop-runtime/src/rbac.rs")).unwrap();
+    assert!(read(&dir, "vendor/memop-runtime/src/rbac.rs").ends_with(&crlf(&rbac)), "vendor/ replaced");
+    // Cargo.toml, whose pins the fixture moved behind PROJECT.sum's back, is the one file kept.
+    assert!(!out.stderr.contains("Makefile") && !out.stderr.contains("src/main.rs"), "{}", out.stderr);
+    assert!(!out.stderr.contains("differ from what memop generates"), "{}", out.stderr);
 }
