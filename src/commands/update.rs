@@ -64,10 +64,11 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             resource.describe()
         );
     }
+    let version = env!("CARGO_PKG_VERSION");
+    refuse_a_newer_project(&project.cli_version, version)?;
     if !args.allow_dirty && !global.dry_run {
         refuse_a_dirty_tree(dir)?;
     }
-    let version = env!("CARGO_PKG_VERSION");
     let mut plan = Plan::new(dir);
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
     let shipped = scaffold::vendored_files();
@@ -519,6 +520,25 @@ fn refuse_a_dirty_tree(dir: &Path) -> Result<()> {
              update is one diff you can review, or pass --allow-dirty",
             first.get(3..).unwrap_or(first),
             if dirty.len() > 1 { ", …" } else { "" }
+        );
+    }
+    Ok(())
+}
+
+/// Refuses to update a project that a newer memop than this one (`version`) last updated
+/// (`made`, PROJECT's `cliVersion`): its runtime and memop's files would go back to older text,
+/// which the project's code was not written against. A version that is not one (an earlier memop
+/// left none) is no newer.
+fn refuse_a_newer_project(made: &str, version: &str) -> Result<()> {
+    let (Ok(made), Ok(this)) = (semver::Version::parse(made), semver::Version::parse(version)) else {
+        return Ok(());
+    };
+    if made > this {
+        bail!(
+            "memop {made} last updated this project, and this memop ({this}) is older: an update would move its \
+             runtime (vendor/, the pins) and memop's files back to memop {this}'s, which your code was not written \
+             against. Install memop {made} or newer (`cargo install memop --version {made}`) and run `memop update` \
+             with it"
         );
     }
     Ok(())

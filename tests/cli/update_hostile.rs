@@ -66,3 +66,29 @@ fn a_checkout_with_windows_line_endings_updates_as_the_same_files_would() {
     assert!(!out.stderr.contains("Makefile") && !out.stderr.contains("src/main.rs"), "{}", out.stderr);
     assert!(!out.stderr.contains("differ from what memop generates"), "{}", out.stderr);
 }
+
+/// A project a newer memop updated is not moved back by an older one (a teammate's, not
+/// upgraded yet): its runtime and memop's files would go back to older text, which the
+/// project's code was not written against, under a message that calls it an update.
+#[test]
+fn an_older_memop_refuses_to_move_a_project_back() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    let version = env!("CARGO_PKG_VERSION");
+    let project = read(&dir, "PROJECT").replace(&format!("cliVersion: {version}\n"), "cliVersion: 9.1.0\n");
+    fs::write(dir.join("PROJECT"), project).unwrap();
+    fs::write(dir.join("Cargo.toml"), read(&dir, "Cargo.toml").replace(&format!("\"={version}\""), "\"=9.1.0\""))
+        .unwrap();
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "updated by memop 9.1.0"]);
+    for line in ["update", "--dry-run update", "update --force"] {
+        refused(
+            &dir,
+            line,
+            &[
+                &format!("memop 9.1.0 last updated this project, and this memop ({version}) is older"),
+                "cargo install memop --version 9.1.0",
+            ],
+        );
+    }
+}
