@@ -52,6 +52,14 @@ impl Sum {
                     "{FILE} has a line that is not `<path> <git blob id>`: {line:?}; restore it from version control"
                 );
             };
+            // As memop writes them: relative, `/`-separated, each part a name. Any other spelling
+            // could name a file outside the project, or one of it under another name.
+            if path.split('/').any(|part| matches!(part, "" | "." | "..")) {
+                bail!(
+                    "{FILE} lists {path}, which is not a path inside the project as memop writes one; restore it \
+                     from version control"
+                );
+            }
             files.insert(path.to_string(), id.to_string());
         }
         Ok(Self { files })
@@ -190,5 +198,14 @@ mod tests {
     fn a_damaged_record_is_refused_with_the_fix() {
         let error = Sum::parse(Some("src/main.rs not-an-id\n")).unwrap_err().to_string();
         assert!(error.contains("restore it from version control"), "{error}");
+    }
+
+    #[test]
+    fn a_record_of_a_path_memop_never_writes_is_refused() {
+        let id = blob_id("");
+        for path in ["../x", "/etc/passwd", "vendor/./a.rs", "vendor//a.rs", "a/"] {
+            let error = Sum::parse(Some(&format!("{path} {id}\n"))).unwrap_err().to_string();
+            assert!(error.contains(&format!("lists {path}, which is not a path inside the project")), "{error}");
+        }
     }
 }

@@ -92,3 +92,25 @@ fn an_older_memop_refuses_to_move_a_project_back() {
         );
     }
 }
+
+/// PROJECT.sum names files of the project only: a path that leads out of it (a hand edit, a
+/// hostile commit) is refused, rather than named in the `git rm` the update tells you to run.
+#[test]
+fn a_record_of_a_path_outside_the_project_is_refused() {
+    let (tmp, dir) = older_project();
+    let outside = "// a file beside the project\n";
+    fs::write(tmp.path().join("outside.rs"), outside).unwrap();
+    let sum = read(&dir, "PROJECT.sum");
+    for path in ["vendor/../../outside.rs", "/etc/hostname", "vendor/./memop-test/src/lib.rs"] {
+        fs::write(dir.join("PROJECT.sum"), format!("{sum}{path} {}\n", super::update::blob_id(outside))).unwrap();
+        git(&dir, &["commit", "-qam", "a hostile record"]);
+        refused(
+            &dir,
+            "update",
+            &[
+                &format!("PROJECT.sum lists {path}, which is not a path inside the project"),
+                "restore it from version control",
+            ],
+        );
+    }
+}
