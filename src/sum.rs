@@ -115,22 +115,27 @@ const BASES_REF: &str = "refs/memop/bases";
 
 /// Writes each of `bases` (path, memop's text) into the git object store of the repository, so
 /// that the next update reads them back as its base, and keeps them referenced by
-/// [`BASES_REF`] (a tree holding the latest text of each path). Best effort: without them an
-/// edited file is kept, not merged. Nothing is written where the repository is not inside the
-/// project.
+/// [`BASES_REF`] (a tree holding the latest text of each path, at the project's place in the
+/// repository, so that the projects of one repository keep theirs apart). Best effort: without
+/// them an edited file is kept, not merged. Nothing is written but in the repository that holds
+/// the project: one inside it, or one that tracks its `PROJECT` (a larger repository the project
+/// is a directory of), never one it merely lies in (a home directory kept in git).
 pub fn keep_bases(dir: &Path, bases: &[(String, String)]) {
     use std::io::Write as _;
-    let git_dir = std::process::Command::new("git").current_dir(dir).args(["rev-parse", "--absolute-git-dir"]).output();
-    let Some(git_dir) = git_dir
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-    else {
+    let ask = |args: &[&str]| {
+        let out =
+            std::process::Command::new("git").current_dir(dir).args(args).stderr(std::process::Stdio::null()).output();
+        out.ok().filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).trim_end().to_string())
+    };
+    let Some(git_dir) = ask(&["rev-parse", "--absolute-git-dir"]).map(std::path::PathBuf::from) else {
         return;
     };
-    if !std::path::absolute(dir).is_ok_and(|project| git_dir.starts_with(project)) || bases.is_empty() {
+    let inside = std::path::absolute(dir).is_ok_and(|project| git_dir.starts_with(project));
+    let holds = inside || ask(&["ls-files", "--error-unmatch", "--", crate::project::FILE]).is_some();
+    // The project's directory in the repository's work tree, `/`-terminated ("" at its top).
+    let Some(prefix) = ask(&["rev-parse", "--show-prefix"]).filter(|_| holds && !bases.is_empty()) else {
         return;
-    }
+    };
     // A scratch index of our own: the user's index (and staged work) is never touched.
     let index = git_dir.join("memop-bases.index");
     let git = |args: &[&str], input: Option<&str>| -> Option<String> {
@@ -153,7 +158,7 @@ pub fn keep_bases(dir: &Path, bases: &[(String, String)]) {
     let _ = git(&["read-tree", BASES_REF], None);
     for (path, text) in bases {
         if let Some(id) = git(&["hash-object", "-w", "--stdin"], Some(text)) {
-            git(&["update-index", "--add", "--cacheinfo", &format!("100644,{id},{path}")], None);
+            git(&["update-index", "--add", "--cacheinfo", &format!("100644,{id},{prefix}{path}")], None);
         }
     }
     if let Some(tree) = git(&["write-tree"], None) {

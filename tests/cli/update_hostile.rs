@@ -6,6 +6,7 @@ use super::update::{as_older_memop_wrote, git, older_project};
 use super::*;
 
 use std::path::Path;
+use std::process::Command;
 
 /// A conflict the user committed without resolving it is refused by the next update, by name,
 /// rather than left in the file of a project the update calls updated.
@@ -113,4 +114,49 @@ fn a_record_of_a_path_outside_the_project_is_refused() {
             ],
         );
     }
+}
+
+/// A project in a directory of a larger repository (a monorepo; two operators in one): memop's
+/// text of each merged file is kept in that repository, one per project, so that every later
+/// update merges again rather than keep the file with a note that it was never committed.
+#[test]
+fn projects_in_a_larger_repository_keep_the_base_of_their_next_merge() {
+    let (tmp, first) = project(&[MEMCACHED]);
+    let second = tmp.path().join("second");
+    fs::create_dir(&second).unwrap();
+    ok(&second, "init --domain example.com");
+    git(tmp.path(), &["init", "-q"]);
+    for dir in [&first, &second] {
+        as_older_memop_wrote(dir, "Makefile", "IMG ?= controller:latest", "IMG ?= controller:old");
+        git(tmp.path(), &["add", "-A"]);
+        git(tmp.path(), &["commit", "-qm", "made by an older memop"]);
+        append(dir, "Makefile", "\nmine:\n\techo mine\n");
+        git(tmp.path(), &["commit", "-qam", "my target"]);
+        let out = ok(dir, "update");
+        assert!(out.stdout.contains("Merged memop's changes with your edits in: Makefile"), "{}", out.stdout);
+        git(tmp.path(), &["add", "-A"]);
+        git(tmp.path(), &["commit", "-qm", "memop update"]);
+    }
+    git(tmp.path(), &["gc", "-q", "--prune=now"]);
+    for dir in [&first, &second] {
+        let again = ok(dir, "update");
+        assert!(again.stdout.starts_with("Nothing to do"), "{}", again.stdout);
+        assert!(!again.stderr.contains("kept as it is"), "{}: the base was lost: {}", dir.display(), again.stderr);
+    }
+}
+
+/// A repository the project merely lies in (a home directory kept in git), which does not track
+/// it, gets nothing from memop.
+#[test]
+fn a_repository_that_does_not_track_the_project_gets_no_bases() {
+    let (tmp, dir) = project(&[MEMCACHED]);
+    git(tmp.path(), &["init", "-q"]);
+    as_older_memop_wrote(&dir, "Makefile", "IMG ?= controller:latest", "IMG ?= controller:old");
+    // memop's older text is in the repository's objects, so the update merges.
+    git(&dir, &["hash-object", "-w", "Makefile"]);
+    append(&dir, "Makefile", "\nmine:\n\techo mine\n");
+    let out = ok(&dir, "update --allow-dirty");
+    assert!(out.stdout.contains("Merged memop's changes with your edits in: Makefile"), "{}", out.stdout);
+    let refs = Command::new("git").current_dir(tmp.path()).args(["for-each-ref", "refs/memop"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&refs.stdout), "", "memop wrote into a repository not the project's");
 }
