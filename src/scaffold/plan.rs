@@ -597,8 +597,15 @@ fn read_disk(root: &Path, path: &Path) -> Result<Option<String>> {
         bail!("{}", not_regular(path, &meta.file_type(), "regular file"));
     }
     let mut text = String::new();
-    file.read_to_string(&mut text).with_context(reading)?;
-    Ok(Some(text))
+    match file.read_to_string(&mut text) {
+        Ok(_) => Ok(Some(text)),
+        Err(e) if e.kind() == ErrorKind::InvalidData => bail!(
+            "{} is not UTF-8 text, which memop reads the files of a project as: save it as UTF-8 (or move it \
+             away) and run the command again",
+            path.display()
+        ),
+        Err(e) => Err(e).with_context(reading),
+    }
 }
 
 /// The refusal of something at `path` that is not the regular file or directory (`wanted`) memop

@@ -160,3 +160,16 @@ fn a_repository_that_does_not_track_the_project_gets_no_bases() {
     let refs = Command::new("git").current_dir(tmp.path()).args(["for-each-ref", "refs/memop"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&refs.stdout), "", "memop wrote into a repository not the project's");
 }
+
+/// A file saved in another encoding than UTF-8 (an editor's Latin-1) is refused by name, saying
+/// what to do, not with the bare error of the read.
+#[test]
+fn a_file_that_is_not_utf8_is_refused_with_the_fix() {
+    let (_tmp, dir) = older_project();
+    let sample = "config/samples/cache_v1alpha1_memcached.yaml";
+    let mut bytes = fs::read(dir.join(sample)).unwrap();
+    bytes.extend_from_slice(b"# caf\xe9\n");
+    fs::write(dir.join(sample), bytes).unwrap();
+    git(&dir, &["commit", "-qam", "a comment in Latin-1"]);
+    refused(&dir, "update", &[&format!("{sample} is not UTF-8 text"), "save it as UTF-8"]);
+}
