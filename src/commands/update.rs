@@ -48,7 +48,8 @@ pub struct Args {
     #[arg(long)]
     allow_dirty: bool,
 
-    /// Replace the files of vendor/ that were edited since memop wrote them (the edits are lost)
+    /// Replace the files of vendor/ that were edited since memop wrote them (the edits are lost);
+    /// update a project that lost its PROJECT.sum
     #[arg(long)]
     force: bool,
 }
@@ -70,7 +71,18 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         refuse_a_dirty_tree(dir)?;
     }
     let mut plan = Plan::new(dir);
-    let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
+    let recorded = plan.read(Path::new(sum::FILE))?;
+    // memop 0.1 kept no record: its migration knows what it wrote from its templates.
+    if recorded.is_none() && !v1 && !args.force {
+        bail!(
+            "{} is missing: memop records there what it wrote into each file, and cannot tell your edits from \
+             its own text without it. Restore it (`git checkout -- {0}`; keep it in version control, it is no \
+             build artifact) and run `memop update` again; or pass --force to update without it: vendor/ is \
+             replaced whole, and every other file of memop's that differs from its text now is kept as it is",
+            sum::FILE
+        );
+    }
+    let record = Sum::parse(recorded.as_deref())?;
     let shipped = scaffold::vendored_files();
     // What an earlier memop vendored and this one does not: no module names it any more.
     let vendor = format!("{}/", scaffold::VENDOR);
@@ -182,12 +194,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             updated.generated.join(", ")
         );
     }
-    for path in &updated.kept {
-        crate::warn_line!(
-            "note: {path} changed since memop wrote it, and git has no copy of what memop wrote (it was never \
-             committed as memop left it), so it was kept as it is; compare it with `memop init` in an empty \
-             directory"
-        );
+    for (path, recorded) in &updated.kept {
+        crate::warn_line!("{}", kept_note(path, *recorded, "`memop init` in an empty directory"));
     }
     chart.finish(global, written, super::helm::FRESH_CHART)
 }
@@ -283,8 +291,9 @@ struct Updated {
     merged: Vec<String>,
     /// Merged files with conflicts: path, the text with markers, and memop's text.
     conflicts: Vec<(String, String, String)>,
-    /// Edited files kept as they are: no base to merge with.
-    kept: Vec<String>,
+    /// Edited files kept as they are, no base to merge with, and whether PROJECT.sum records that
+    /// memop wrote them.
+    kept: Vec<(String, bool)>,
     /// Files generated from the user's code that differ from memop's text: `make manifests`'.
     generated: Vec<String>,
     /// memop's text of each merged file, by path, to keep for the next merge.
@@ -371,7 +380,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
                 }
                 continue;
             }
-            Decision::Keep => updated.kept.push(shown),
+            Decision::Keep => updated.kept.push((shown.clone(), record.get(&shown).is_some())),
             Decision::Unresolved => unresolved.push(shown),
             // memop's text was formatted in the scratch plan; a merge keeps the user's formatting.
             Decision::Replace => plan.write_formatted(path, new.to_string(), IfExists::Overwrite)?,
@@ -398,8 +407,9 @@ pub(crate) struct Merged {
     merged: Vec<String>,
     /// Merged files with conflicts, marked in the text.
     conflicts: Vec<String>,
-    /// Edited files kept as they are: no base to merge with.
-    kept: Vec<String>,
+    /// Edited files kept as they are, no base to merge with, and whether PROJECT.sum records that
+    /// memop wrote them.
+    kept: Vec<(String, bool)>,
     /// memop's text of each merged file, by path, to keep for the next merge.
     bases: Vec<(String, String)>,
 }
@@ -415,11 +425,8 @@ impl Merged {
                 super::report(&format!("Merged memop's changes with your edits in: {}\n", self.merged.join(", ")))?;
             }
         }
-        for path in &self.kept {
-            crate::warn_line!(
-                "note: {path} changed since memop wrote it, and git has no copy of what memop wrote (it was never \
-                 committed as memop left it), so it was kept as it is; compare it with {what}"
-            );
+        for (path, recorded) in &self.kept {
+            crate::warn_line!("{}", kept_note(path, *recorded, what));
         }
         if !self.conflicts.is_empty() && !global.dry_run {
             bail!(
@@ -449,7 +456,7 @@ pub(crate) fn merge_memop_files(
         let current = plan.read(Path::new(&path))?;
         match merge::decide(current.as_deref(), &new, record.get(&path), |id| sum::base(dir, id)) {
             Decision::Leave => {}
-            Decision::Keep => merged.kept.push(path),
+            Decision::Keep => merged.kept.push((path.clone(), record.get(&path).is_some())),
             Decision::Unresolved => unresolved.push(path),
             Decision::Replace => plan.write(&path, new, IfExists::Overwrite)?,
             Decision::Merge { text, conflicts } => {
@@ -465,6 +472,20 @@ pub(crate) fn merge_memop_files(
     }
     refuse_unresolved(&unresolved)?;
     Ok(merged)
+}
+
+/// The note on a file kept as it is ([`Decision::Keep`]): edited since memop wrote it
+/// (`recorded` in PROJECT.sum) while git lacks that text, or never written by memop (a file memop
+/// writes now, or one of a project that lost its record); `compare`: how to see memop's text.
+fn kept_note(path: &str, recorded: bool, compare: &str) -> String {
+    let why = match recorded {
+        true => {
+            "changed since memop wrote it, and git has no copy of what memop wrote (it was never committed as \
+                 memop left it)"
+        }
+        false => "is not as memop writes it, and memop has no record of writing it (PROJECT.sum does not list it)",
+    };
+    format!("note: {path} {why}, so it was kept as it is; compare it with {compare}")
 }
 
 /// Refuses to go on while `paths` still hold the conflict markers of an earlier merge: merged

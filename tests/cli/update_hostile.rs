@@ -173,3 +173,28 @@ fn a_file_that_is_not_utf8_is_refused_with_the_fix() {
     git(&dir, &["commit", "-qam", "a comment in Latin-1"]);
     refused(&dir, "update", &[&format!("{sample} is not UTF-8 text"), "save it as UTF-8"]);
 }
+
+/// Without PROJECT.sum (deleted, or kept out of git as if it were a build's), memop cannot tell
+/// your edits from its own text: the update says that, not that you edited vendor/; with --force
+/// it goes on, keeping every file that differs from memop's text, and says why.
+#[test]
+fn a_missing_record_is_named_and_forced_updates_keep_what_differs() {
+    let (_tmp, dir) = older_project();
+    as_older_memop_wrote(&dir, "Makefile", "IMG ?= controller:latest", "IMG ?= controller:old");
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by memop 0.1.9"]);
+    git(&dir, &["rm", "-q", "PROJECT.sum"]);
+    git(&dir, &["commit", "-qm", "a build artifact, surely"]);
+    refused(&dir, "update", &["PROJECT.sum is missing", "git checkout -- PROJECT.sum", "--force"]);
+    refused(&dir, "--dry-run update", &["PROJECT.sum is missing"]);
+
+    let out = ok(&dir, "update --force");
+    let stderr = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        stderr.contains("note: Makefile is not as memop writes it, and memop has no record of writing it"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("never committed"), "{stderr}");
+    assert!(read(&dir, "Makefile").contains("IMG ?= controller:old"), "kept");
+    assert!(read(&dir, "PROJECT.sum").contains("vendor/memop-runtime/src/rbac.rs "), "recorded again");
+}
