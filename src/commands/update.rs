@@ -341,8 +341,13 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
         let moved = base.is_some() && path.extension().is_some_and(|e| e == "rs");
         // A file that is yours once you edit it, still as memop wrote it, is memop's to replace.
         let as_written = current.as_deref().is_some_and(|text| merge::as_recorded(text, record.get(&shown)));
+        // No memop wrote the file (no record of it, nor memop 0.1's text): a file of yours that this
+        // memop writes and the one that made the project did not (which memop's files may name:
+        // `Cargo.toml` a kind's benchmark). Made, as `create api` would; one you deleted has a record.
+        let new_to_the_project = current.is_none() && record.get(&shown).is_none() && base.is_none();
         match fresh.owner(path) {
             Some(Owner::UserOnceEdited) if as_written => {}
+            Some(Owner::User | Owner::UserOnceEdited) if new_to_the_project => {}
             // In a migration, your Rust files move to the new API (merged).
             Some(Owner::User | Owner::UserOnceEdited) if !moved => {
                 // Yours, never rewritten. Where memop now writes it otherwise than when it made your

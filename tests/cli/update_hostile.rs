@@ -198,3 +198,29 @@ fn a_missing_record_is_named_and_forced_updates_keep_what_differs() {
     assert!(read(&dir, "Makefile").contains("IMG ?= controller:old"), "kept");
     assert!(read(&dir, "PROJECT.sum").contains("vendor/memop-runtime/src/rbac.rs "), "recorded again");
 }
+
+/// A file of yours that this memop writes and the one that made the project did not (a kind's
+/// benchmark, which `Cargo.toml` names) is made, once, as `create api` makes it: without it the
+/// updated `Cargo.toml` names a file that is not there, and cargo builds nothing. One memop wrote
+/// and you deleted stays deleted.
+#[test]
+fn a_file_of_yours_that_memop_writes_now_is_made() {
+    let (_tmp, dir) = older_project();
+    let bench = read(&dir, "benches/memcached.rs");
+    fs::remove_file(dir.join("benches/memcached.rs")).unwrap();
+    let sum = read(&dir, "PROJECT.sum");
+    let line = sum.lines().find(|l| l.starts_with("benches/memcached.rs ")).unwrap();
+    fs::write(dir.join("PROJECT.sum"), sum.replace(&format!("{line}\n"), "")).unwrap();
+    let block = "[[bench]]\nname = \"memcached\"\npath = \"benches/memcached.rs\"\nharness = false\n";
+    as_older_memop_wrote(&dir, "Cargo.toml", block, "");
+    // Yours, deleted: the kind's tests.
+    fs::remove_file(dir.join("tests/memcached.rs")).unwrap();
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by a memop without benchmarks"]);
+
+    let out = ok(&dir, "update");
+    assert!(read(&dir, "Cargo.toml").contains(block), "{}", out.stdout);
+    assert_eq!(read(&dir, "benches/memcached.rs"), bench, "the file Cargo.toml names");
+    assert!(read(&dir, "PROJECT.sum").contains("benches/memcached.rs "), "recorded: yours from now on");
+    assert!(!dir.join("tests/memcached.rs").exists(), "deleted by you: stays deleted");
+}
