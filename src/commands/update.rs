@@ -131,9 +131,10 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         plan.write("Cargo.lock", super::lockfile::for_project(&project.project_name), IfExists::Overwrite)?;
     }
     let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
-    plan.write("Cargo.toml", pin(&manifest, version)?, IfExists::Overwrite)?;
+    // Both read in `\n` line endings, and written back in the file's own.
+    plan.write("Cargo.toml", pin(&merge::unix_endings(&manifest), version)?, IfExists::Overwrite)?;
     if let Some(lock) = plan.read(Path::new("Cargo.lock"))? {
-        plan.write("Cargo.lock", lock_versions(&lock, version), IfExists::Overwrite)?;
+        plan.write("Cargo.lock", lock_versions(&merge::unix_endings(&lock), version), IfExists::Overwrite)?;
     }
     let from = std::mem::replace(&mut project.cli_version, version.to_string());
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;

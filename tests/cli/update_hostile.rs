@@ -63,6 +63,12 @@ fn a_checkout_with_windows_line_endings_updates_as_the_same_files_would() {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates");
     let rbac = fs::read_to_string(crates.join("memop-runtime/src/rbac.rs")).unwrap();
     assert!(read(&dir, "vendor/memop-runtime/src/rbac.rs").ends_with(&crlf(&rbac)), "vendor/ replaced");
+    // The pins move, in the lock too (which `cargo build --locked` holds to), in `\r\n` throughout.
+    let version = env!("CARGO_PKG_VERSION");
+    let (manifest, lock) = (read(&dir, "Cargo.toml"), read(&dir, "Cargo.lock"));
+    assert!(manifest.contains(&format!("memop-runtime = \"={version}\"\r\n")), "{manifest}");
+    assert!(lock.contains(&format!("name = \"memop-runtime\"\r\nversion = \"{version}\"\r\n")), "{lock}");
+    assert_eq!(manifest.matches('\n').count(), manifest.matches("\r\n").count(), "{manifest}");
     // Cargo.toml, whose pins the fixture moved behind PROJECT.sum's back, is the one file kept.
     assert!(!out.stderr.contains("Makefile") && !out.stderr.contains("src/main.rs"), "{}", out.stderr);
     assert!(!out.stderr.contains("differ from what memop generates"), "{}", out.stderr);
