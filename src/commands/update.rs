@@ -571,19 +571,21 @@ fn refuse_a_newer_project(made: &str, version: &str) -> Result<()> {
     Ok(())
 }
 
-/// `manifest` with every runtime crate pinned to `=version`.
+/// `manifest` with every runtime crate pinned to `=version`: the version in each pin's line
+/// replaced, the rest of the line (a comment of yours) kept.
 fn pin(manifest: &str, version: &str) -> Result<String> {
     let mut out = String::with_capacity(manifest.len());
     let mut found = Vec::new();
     for line in manifest.split_inclusive('\n') {
         let pinned = RUNTIME_CRATES.iter().find_map(|name| {
-            let rest = line.strip_prefix(name)?.trim_start().strip_prefix('=')?.trim();
-            rest.starts_with("\"=").then_some(name)
+            let rest = line.strip_prefix(name)?.trim_start().strip_prefix('=')?.trim_start();
+            let old = rest.strip_prefix("\"=")?;
+            Some((name, format!("\"={}\"", &old[..old.find('"')?])))
         });
         match pinned {
-            Some(name) => {
+            Some((name, old)) => {
                 found.push(*name);
-                out.push_str(&format!("{name} = \"={version}\"\n"));
+                out.push_str(&line.replacen(&old, &format!("\"={version}\""), 1));
             }
             None => out.push_str(line),
         }

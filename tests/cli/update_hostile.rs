@@ -230,3 +230,23 @@ fn a_file_of_yours_that_memop_writes_now_is_made() {
     assert!(read(&dir, "PROJECT.sum").contains("benches/memcached.rs "), "recorded: yours from now on");
     assert!(!dir.join("tests/memcached.rs").exists(), "deleted by you: stays deleted");
 }
+
+/// The pins move, and only the versions in them: a comment of yours on a pin's line stays.
+#[test]
+fn a_comment_on_a_pin_line_survives_the_update() {
+    let (_tmp, dir) = older_project();
+    let manifest = read(&dir, "Cargo.toml").replace(
+        "memop-runtime = \"=0.1.9\"\n",
+        "memop-runtime = \"=0.1.9\" # in step with vendor/, see docs/upgrading.md\n",
+    );
+    fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    git(&dir, &["commit", "-qam", "a note on the pin"]);
+    ok(&dir, "update");
+    let version = env!("CARGO_PKG_VERSION");
+    let manifest = read(&dir, "Cargo.toml");
+    assert!(
+        manifest.contains(&format!("memop-runtime = \"={version}\" # in step with vendor/, see docs/upgrading.md\n")),
+        "{manifest}"
+    );
+    assert!(manifest.contains(&format!("memop-test = \"={version}\"\n")), "{manifest}");
+}
