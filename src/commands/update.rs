@@ -122,9 +122,10 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     // A project with a Helm chart gets memop's chart templates too, merged the same way.
     let chart = super::helm::plan_chart(&project, &mut plan, &record, false)?;
     // A conflict in a migration is written with the rest: the files of memop 0.1's layout that
-    // the update removes must go with it.
-    if !updated.conflicts.is_empty() && !global.dry_run && !v1 {
-        return write_conflicts(global, &updated);
+    // the update removes must go with it. Elsewhere, one in the chart stops the update as any does.
+    let conflicts: Vec<&Conflict> = updated.conflicts.iter().chain(&chart.conflicts).collect();
+    if !conflicts.is_empty() && !global.dry_run && !v1 {
+        return write_conflicts(global, &conflicts);
     }
     if v1 {
         // The lock of the runtime crates' dependencies, as `init` writes it (cargo adds yours).
@@ -285,13 +286,16 @@ fn create_webhook_flags(resource: &Resource) -> Option<Vec<String>> {
     Some(flags)
 }
 
+/// A file merged with conflicts: its path, the text with markers, and memop's text.
+type Conflict = (String, String, String);
+
 /// What [`update_files`] did.
 #[derive(Debug, Default)]
 struct Updated {
     /// Edited files whose edits and memop's changes were merged.
     merged: Vec<String>,
-    /// Merged files with conflicts: path, the text with markers, and memop's text.
-    conflicts: Vec<(String, String, String)>,
+    /// Merged files with conflicts.
+    conflicts: Vec<Conflict>,
     /// Edited files kept as they are, no base to merge with, and whether PROJECT.sum records that
     /// memop wrote them.
     kept: Vec<(String, bool)>,
@@ -411,8 +415,8 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
 pub(crate) struct Merged {
     /// Edited files whose edits and memop's changes were merged.
     merged: Vec<String>,
-    /// Merged files with conflicts, marked in the text.
-    conflicts: Vec<String>,
+    /// Merged files with conflicts.
+    conflicts: Vec<Conflict>,
     /// Edited files kept as they are, no base to merge with, and whether PROJECT.sum records that
     /// memop wrote them.
     kept: Vec<(String, bool)>,
@@ -435,11 +439,12 @@ impl Merged {
             crate::warn_line!("{}", kept_note(path, *recorded, what));
         }
         if !self.conflicts.is_empty() && !global.dry_run {
+            let paths: Vec<&str> = self.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
             bail!(
                 "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
                  <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest is written), then \
                  run `make test` and commit",
-                self.conflicts.join(", ")
+                paths.join(", ")
             );
         }
         Ok(())
@@ -466,11 +471,11 @@ pub(crate) fn merge_memop_files(
             Decision::Unresolved => unresolved.push(path),
             Decision::Replace => plan.write(&path, new, IfExists::Overwrite)?,
             Decision::Merge { text, conflicts } => {
-                plan.write_formatted(&path, text, IfExists::Overwrite)?;
+                plan.write_formatted(&path, text.clone(), IfExists::Overwrite)?;
                 plan.set_base(&path, new.clone());
-                merged.bases.push((path.clone(), new));
+                merged.bases.push((path.clone(), new.clone()));
                 match conflicts {
-                    true => merged.conflicts.push(path),
+                    true => merged.conflicts.push((path, text, new)),
                     false => merged.merged.push(path),
                 }
             }
@@ -512,17 +517,17 @@ fn refuse_unresolved(paths: &[String]) -> Result<()> {
 /// Writes only the files in conflict, with their markers, and their records (memop's new
 /// text, so that the next update finds your resolution merged already), then fails saying what
 /// to do.
-fn write_conflicts(global: &Global, updated: &Updated) -> Result<()> {
+fn write_conflicts(global: &Global, conflicts: &[&Conflict]) -> Result<()> {
     let mut marked = Plan::new(&global.dir);
-    for (path, text, new) in &updated.conflicts {
+    for (path, text, new) in conflicts {
         marked.write_formatted(path, text.clone(), IfExists::Overwrite)?;
         marked.set_base(path, new.clone());
     }
-    let bases: Vec<(String, String)> = updated.conflicts.iter().map(|(p, _, new)| (p.clone(), new.clone())).collect();
+    let bases: Vec<(String, String)> = conflicts.iter().map(|(p, _, new)| (p.clone(), new.clone())).collect();
     if finish(global, marked)? {
         sum::keep_bases(&global.dir, &bases);
     }
-    let paths: Vec<&str> = updated.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
+    let paths: Vec<&str> = conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
     bail!(
         "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
          <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there, commit, and run `memop update` again \

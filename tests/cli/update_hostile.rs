@@ -250,3 +250,37 @@ fn a_comment_on_a_pin_line_survives_the_update() {
     );
     assert!(manifest.contains(&format!("memop-test = \"={version}\"\n")), "{manifest}");
 }
+
+/// A conflict in the Helm chart stops the update as one in any other file does: only the files
+/// in conflict are written, so that the update stays one diff of its own once they are resolved.
+#[test]
+fn a_conflict_in_the_chart_writes_nothing_else() {
+    let (_tmp, dir) = older_project();
+    ok(&dir, "edit --plugins=helm/v2-alpha");
+    let manager = "dist/chart/templates/manager/manager.yaml";
+    let (memops, old) = ("          initialDelaySeconds: 15\n", "          initialDelaySeconds: 30\n");
+    as_older_memop_wrote(&dir, manager, memops, old);
+    as_older_memop_wrote(&dir, "Dockerfile", "FROM rust:", "# memop 0.1.9\nFROM rust:");
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "the chart of memop 0.1.9"]);
+    fs::write(dir.join(manager), read(&dir, manager).replacen(old, "          initialDelaySeconds: 45\n", 1)).unwrap();
+    git(&dir, &["commit", "-qam", "my delay"]);
+    let before = snapshot(&dir);
+
+    let out = memop(&dir, "update").assert().code(1).get_output().clone();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains(&format!("touch the same lines of {manager}")), "{stderr}");
+    assert!(stderr.contains("commit, and run `memop update` again"), "{stderr}");
+    let touched: Vec<PathBuf> =
+        changed(&before, &snapshot(&dir)).into_iter().filter(|p| !p.starts_with(".git")).collect();
+    assert_eq!(touched, [PathBuf::from("PROJECT.sum"), PathBuf::from(manager)], "nothing else");
+
+    let resolved = read(&dir, manager);
+    let (head, rest) = resolved.split_once("<<<<<<< ours\n").unwrap();
+    let tail = &rest[rest.find(">>>>>>> theirs\n").unwrap() + ">>>>>>> theirs\n".len()..];
+    fs::write(dir.join(manager), format!("{head}          initialDelaySeconds: 45\n{tail}")).unwrap();
+    git(&dir, &["commit", "-qam", "resolved"]);
+    ok(&dir, "update");
+    assert!(!read(&dir, "Dockerfile").contains("# memop 0.1.9"), "the rest of the update, once resolved");
+    assert!(read(&dir, manager).contains("initialDelaySeconds: 45\n"));
+}
