@@ -199,10 +199,11 @@ impl Plan {
         Ok(())
     }
 
-    /// Whether `text` at `path` is what memop wrote there last, as `PROJECT.sum` records.
+    /// Whether `text` at `path` is what memop wrote there last, as `PROJECT.sum` records (in
+    /// either line endings: see [`super::merge::unix_endings`]).
     fn wrote_as_is(&self, path: &Path, text: &str) -> Result<bool> {
         let record = crate::sum::Sum::parse(self.read(Path::new(crate::sum::FILE))?.as_deref())?;
-        Ok(record.get(&path.to_string_lossy()) == Some(crate::sum::blob_id(text).as_str()))
+        Ok(super::merge::as_recorded(text, record.get(&path.to_string_lossy())))
     }
 
     /// Plans removing the file at `path` (a file memop wrote that this memop no longer has); a

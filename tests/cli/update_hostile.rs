@@ -284,3 +284,22 @@ fn a_conflict_in_the_chart_writes_nothing_else() {
     assert!(!read(&dir, "Dockerfile").contains("# memop 0.1.9"), "the rest of the update, once resolved");
     assert!(read(&dir, manager).contains("initialDelaySeconds: 45\n"));
 }
+
+/// `\r\n` is no edit for `create api` either: a kind's conversion test, memop's while it is as
+/// memop wrote it, is written again when a version joins, in a checkout with `core.autocrlf`.
+#[test]
+fn a_conversion_test_in_windows_line_endings_is_still_memops() {
+    let (_tmp, dir) = project(&[MEMCACHED, "--group cache --version v1 --kind Memcached --storage-version"]);
+    ok(&dir, "create webhook --group cache --version v1 --kind Memcached --conversion");
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["config", "core.autocrlf", "true"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by memop"]);
+    let test = "tests/memcached_conversion.rs";
+    fs::remove_file(dir.join(test)).unwrap();
+    git(&dir, &["checkout", "--", test]);
+    assert!(read(&dir, test).contains("\r\n"));
+    let out = ok(&dir, "create api --group cache --version v2 --kind Memcached");
+    assert!(!out.stderr.contains(&format!("kept your {test}")), "{}", out.stderr);
+    assert!(read(&dir, test).contains("v2"), "written again with the new version");
+}
