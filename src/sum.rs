@@ -52,6 +52,14 @@ impl Sum {
                     "{FILE} has a line that is not `<path> <git blob id>`: {line:?}; restore it from version control"
                 );
             };
+            // As memop writes them: relative, `/`-separated, each part a name. Any other spelling
+            // could name a file outside the project, or one of it under another name.
+            if path.split('/').any(|part| matches!(part, "" | "." | "..")) {
+                bail!(
+                    "{FILE} lists {path}, which is not a path inside the project as memop writes one; restore it \
+                     from version control"
+                );
+            }
             files.insert(path.to_string(), id.to_string());
         }
         Ok(Self { files })
@@ -107,22 +115,27 @@ const BASES_REF: &str = "refs/memop/bases";
 
 /// Writes each of `bases` (path, memop's text) into the git object store of the repository, so
 /// that the next update reads them back as its base, and keeps them referenced by
-/// [`BASES_REF`] (a tree holding the latest text of each path). Best effort: without them an
-/// edited file is kept, not merged. Nothing is written where the repository is not inside the
-/// project.
+/// [`BASES_REF`] (a tree holding the latest text of each path, at the project's place in the
+/// repository, so that the projects of one repository keep theirs apart). Best effort: without
+/// them an edited file is kept, not merged. Nothing is written but in the repository that holds
+/// the project: one inside it, or one that tracks its `PROJECT` (a larger repository the project
+/// is a directory of), never one it merely lies in (a home directory kept in git).
 pub fn keep_bases(dir: &Path, bases: &[(String, String)]) {
     use std::io::Write as _;
-    let git_dir = std::process::Command::new("git").current_dir(dir).args(["rev-parse", "--absolute-git-dir"]).output();
-    let Some(git_dir) = git_dir
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-    else {
+    let ask = |args: &[&str]| {
+        let out =
+            std::process::Command::new("git").current_dir(dir).args(args).stderr(std::process::Stdio::null()).output();
+        out.ok().filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).trim_end().to_string())
+    };
+    let Some(git_dir) = ask(&["rev-parse", "--absolute-git-dir"]).map(std::path::PathBuf::from) else {
         return;
     };
-    if !std::path::absolute(dir).is_ok_and(|project| git_dir.starts_with(project)) || bases.is_empty() {
+    let inside = std::path::absolute(dir).is_ok_and(|project| git_dir.starts_with(project));
+    let holds = inside || ask(&["ls-files", "--error-unmatch", "--", crate::project::FILE]).is_some();
+    // The project's directory in the repository's work tree, `/`-terminated ("" at its top).
+    let Some(prefix) = ask(&["rev-parse", "--show-prefix"]).filter(|_| holds && !bases.is_empty()) else {
         return;
-    }
+    };
     // A scratch index of our own: the user's index (and staged work) is never touched.
     let index = git_dir.join("memop-bases.index");
     let git = |args: &[&str], input: Option<&str>| -> Option<String> {
@@ -145,7 +158,7 @@ pub fn keep_bases(dir: &Path, bases: &[(String, String)]) {
     let _ = git(&["read-tree", BASES_REF], None);
     for (path, text) in bases {
         if let Some(id) = git(&["hash-object", "-w", "--stdin"], Some(text)) {
-            git(&["update-index", "--add", "--cacheinfo", &format!("100644,{id},{path}")], None);
+            git(&["update-index", "--add", "--cacheinfo", &format!("100644,{id},{prefix}{path}")], None);
         }
     }
     if let Some(tree) = git(&["write-tree"], None) {
@@ -190,5 +203,14 @@ mod tests {
     fn a_damaged_record_is_refused_with_the_fix() {
         let error = Sum::parse(Some("src/main.rs not-an-id\n")).unwrap_err().to_string();
         assert!(error.contains("restore it from version control"), "{error}");
+    }
+
+    #[test]
+    fn a_record_of_a_path_memop_never_writes_is_refused() {
+        let id = blob_id("");
+        for path in ["../x", "/etc/passwd", "vendor/./a.rs", "vendor//a.rs", "a/"] {
+            let error = Sum::parse(Some(&format!("{path} {id}\n"))).unwrap_err().to_string();
+            assert!(error.contains(&format!("lists {path}, which is not a path inside the project")), "{error}");
+        }
     }
 }

@@ -48,7 +48,8 @@ pub struct Args {
     #[arg(long)]
     allow_dirty: bool,
 
-    /// Replace the files of vendor/ that were edited since memop wrote them (the edits are lost)
+    /// Replace the files of vendor/ that were edited since memop wrote them (the edits are lost);
+    /// update a project that lost its PROJECT.sum
     #[arg(long)]
     force: bool,
 }
@@ -56,12 +57,24 @@ pub struct Args {
 pub fn run(global: &Global, args: Args) -> Result<()> {
     let dir = &global.dir;
     let (mut project, v1) = Project::load_for_update(dir)?;
+    let version = env!("CARGO_PKG_VERSION");
+    refuse_a_newer_project(&project.cli_version, version)?;
     if !args.allow_dirty && !global.dry_run {
         refuse_a_dirty_tree(dir)?;
     }
-    let version = env!("CARGO_PKG_VERSION");
     let mut plan = Plan::new(dir);
-    let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
+    let recorded = plan.read(Path::new(sum::FILE))?;
+    // memop 0.1 kept no record: its migration knows what it wrote from its templates.
+    if recorded.is_none() && !v1 && !args.force {
+        bail!(
+            "{} is missing: memop records there what it wrote into each file, and cannot tell your edits from \
+             its own text without it. Restore it (`git checkout -- {0}`; keep it in version control, it is no \
+             build artifact) and run `memop update` again; or pass --force to update without it: vendor/ is \
+             replaced whole, and every other file of memop's that differs from its text now is kept as it is",
+            sum::FILE
+        );
+    }
+    let record = Sum::parse(recorded.as_deref())?;
     let shipped = scaffold::vendored_files();
     // What an earlier memop vendored and this one does not: no module names it any more.
     let vendor = format!("{}/", scaffold::VENDOR);
@@ -73,8 +86,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut edited = Vec::new();
     for (path, text) in shipped {
         let unedited = match plan.read(Path::new(&path))? {
-            Some(current) if current == text => continue,
-            Some(current) => record.get(&path) == Some(sum::blob_id(&current).as_str()),
+            Some(current) if merge::unix_endings(&current) == text => continue,
+            Some(current) => merge::as_recorded(&current, record.get(&path)),
             // Restored: memop's file, gone.
             None => true,
         };
@@ -101,18 +114,20 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     // A project with a Helm chart gets memop's chart templates too, merged the same way.
     let chart = super::helm::plan_chart(&project, &mut plan, &record, false)?;
     // A conflict in a migration is written with the rest: the files of memop 0.1's layout that
-    // the update removes must go with it.
-    if !updated.conflicts.is_empty() && !global.dry_run && !v1 {
-        return write_conflicts(global, &updated);
+    // the update removes must go with it. Elsewhere, one in the chart stops the update as any does.
+    let conflicts: Vec<&Conflict> = updated.conflicts.iter().chain(&chart.conflicts).collect();
+    if !conflicts.is_empty() && !global.dry_run && !v1 {
+        return write_conflicts(global, &conflicts);
     }
     if v1 {
         // The lock of the runtime crates' dependencies, as `init` writes it (cargo adds yours).
         plan.write("Cargo.lock", super::lockfile::for_project(&project.project_name), IfExists::Overwrite)?;
     }
     let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
-    plan.write("Cargo.toml", pin(&manifest, version)?, IfExists::Overwrite)?;
+    // Both read in `\n` line endings, and written back in the file's own.
+    plan.write("Cargo.toml", pin(&merge::unix_endings(&manifest), version)?, IfExists::Overwrite)?;
     if let Some(lock) = plan.read(Path::new("Cargo.lock"))? {
-        plan.write("Cargo.lock", lock_versions(&lock, version), IfExists::Overwrite)?;
+        plan.write("Cargo.lock", lock_versions(&merge::unix_endings(&lock), version), IfExists::Overwrite)?;
     }
     let from = std::mem::replace(&mut project.cli_version, version.to_string());
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
@@ -173,12 +188,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             updated.generated.join(", ")
         );
     }
-    for path in &updated.kept {
-        crate::warn_line!(
-            "note: {path} changed since memop wrote it, and git has no copy of what memop wrote (it was never \
-             committed as memop left it), so it was kept as it is; compare it with `memop init` in an empty \
-             directory"
-        );
+    for (path, recorded) in &updated.kept {
+        crate::warn_line!("{}", kept_note(path, *recorded, "`memop init` in an empty directory"));
     }
     chart.finish(global, written, super::helm::FRESH_CHART)
 }
@@ -309,15 +320,19 @@ fn position(server: &str, path: &str) -> usize {
         .unwrap_or(usize::MAX)
 }
 
+/// A file merged with conflicts: its path, the text with markers, and memop's text.
+type Conflict = (String, String, String);
+
 /// What [`update_files`] did.
 #[derive(Debug, Default)]
 struct Updated {
     /// Edited files whose edits and memop's changes were merged.
     merged: Vec<String>,
-    /// Merged files with conflicts: path, the text with markers, and memop's text.
-    conflicts: Vec<(String, String, String)>,
-    /// Edited files kept as they are: no base to merge with.
-    kept: Vec<String>,
+    /// Merged files with conflicts.
+    conflicts: Vec<Conflict>,
+    /// Edited files kept as they are, no base to merge with, and whether PROJECT.sum records that
+    /// memop wrote them.
+    kept: Vec<(String, bool)>,
     /// Files generated from the user's code that differ from memop's text: `make manifests`'.
     generated: Vec<String>,
     /// memop's text of each merged file, by path, to keep for the next merge.
@@ -340,6 +355,7 @@ struct Updated {
 /// unedited.
 fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum, dir: &Path) -> Result<Updated> {
     let mut updated = Updated::default();
+    let mut unresolved = Vec::new();
     let old_text =
         |path: &Path| old.and_then(|old| old.planned().find(|(p, _)| *p == path).map(|(_, t)| t.to_string()));
     if let Some(old) = old {
@@ -363,16 +379,21 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
         let base = old_text(path);
         let moved = base.is_some() && path.extension().is_some_and(|e| e == "rs");
         // A file that is yours once you edit it, still as memop wrote it, is memop's to replace.
-        let as_written = current.as_deref().is_some_and(|text| record.get(&shown) == Some(sum::blob_id(text).as_str()));
+        let as_written = current.as_deref().is_some_and(|text| merge::as_recorded(text, record.get(&shown)));
+        // No memop wrote the file (no record of it, nor memop 0.1's text): a file of yours that this
+        // memop writes and the one that made the project did not (which memop's files may name:
+        // `Cargo.toml` a kind's benchmark). Made, as `create api` would; one you deleted has a record.
+        let new_to_the_project = current.is_none() && record.get(&shown).is_none() && base.is_none();
         match fresh.owner(path) {
             Some(Owner::UserOnceEdited) if as_written => {}
+            Some(Owner::User | Owner::UserOnceEdited) if new_to_the_project => {}
             // In a migration, your Rust files move to the new API (merged).
             Some(Owner::User | Owner::UserOnceEdited) if !moved => {
                 // Yours, never rewritten. Where memop now writes it otherwise than when it made your
                 // copy (its logic, or the runtime's API it calls, changed), say so, with that change
                 // to read in git; recording memop's new text says it once.
                 if let Some(old) = record.get(&shown).filter(|old| *old != sum::blob_id(new))
-                    && current.as_deref() != Some(new)
+                    && current.as_deref().is_none_or(|text| merge::unix_endings(text) != new)
                 {
                     let readable = sum::base(dir, old).is_some();
                     updated.yours.push((shown.clone(), readable.then(|| (old.to_string(), sum::blob_id(new)))));
@@ -382,7 +403,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
                 continue;
             }
             Some(Owner::Generated) => {
-                if current.as_deref().is_some_and(|text| text != new) {
+                if current.as_deref().is_some_and(|text| merge::unix_endings(text) != new) {
                     updated.generated.push(shown);
                 }
                 continue;
@@ -396,12 +417,15 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
         };
         match decision {
             Decision::Leave => {
-                if current.as_deref() == Some(new) && record.get(&shown) != Some(sum::blob_id(new).as_str()) {
+                if current.as_deref().is_some_and(|text| merge::unix_endings(text) == new)
+                    && record.get(&shown) != Some(sum::blob_id(new).as_str())
+                {
                     plan.set_unchanged(path, new.to_string());
                 }
                 continue;
             }
-            Decision::Keep => updated.kept.push(shown),
+            Decision::Keep => updated.kept.push((shown.clone(), record.get(&shown).is_some())),
+            Decision::Unresolved => unresolved.push(shown),
             // memop's text was formatted in the scratch plan; a merge keeps the user's formatting.
             Decision::Replace => plan.write_formatted(path, new.to_string(), IfExists::Overwrite)?,
             Decision::Merge { text, conflicts } => {
@@ -415,6 +439,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
             }
         }
     }
+    refuse_unresolved(&unresolved)?;
     Ok(updated)
 }
 
@@ -424,10 +449,11 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
 pub(crate) struct Merged {
     /// Edited files whose edits and memop's changes were merged.
     merged: Vec<String>,
-    /// Merged files with conflicts, marked in the text.
-    conflicts: Vec<String>,
-    /// Edited files kept as they are: no base to merge with.
-    kept: Vec<String>,
+    /// Merged files with conflicts.
+    conflicts: Vec<Conflict>,
+    /// Edited files kept as they are, no base to merge with, and whether PROJECT.sum records that
+    /// memop wrote them.
+    kept: Vec<(String, bool)>,
     /// memop's text of each merged file, by path, to keep for the next merge.
     bases: Vec<(String, String)>,
 }
@@ -443,18 +469,16 @@ impl Merged {
                 super::report(&format!("Merged memop's changes with your edits in: {}\n", self.merged.join(", ")))?;
             }
         }
-        for path in &self.kept {
-            crate::warn_line!(
-                "note: {path} changed since memop wrote it, and git has no copy of what memop wrote (it was never \
-                 committed as memop left it), so it was kept as it is; compare it with {what}"
-            );
+        for (path, recorded) in &self.kept {
+            crate::warn_line!("{}", kept_note(path, *recorded, what));
         }
         if !self.conflicts.is_empty() && !global.dry_run {
+            let paths: Vec<&str> = self.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
             bail!(
                 "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
                  <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest is written), then \
                  run `make test` and commit",
-                self.conflicts.join(", ")
+                paths.join(", ")
             );
         }
         Ok(())
@@ -472,40 +496,72 @@ pub(crate) fn merge_memop_files(
     files: Vec<(String, String)>,
 ) -> Result<Merged> {
     let mut merged = Merged::default();
+    let mut unresolved = Vec::new();
     for (path, new) in files {
         let current = plan.read(Path::new(&path))?;
         match merge::decide(current.as_deref(), &new, record.get(&path), |id| sum::base(dir, id)) {
             Decision::Leave => {}
-            Decision::Keep => merged.kept.push(path),
+            Decision::Keep => merged.kept.push((path.clone(), record.get(&path).is_some())),
+            Decision::Unresolved => unresolved.push(path),
             Decision::Replace => plan.write(&path, new, IfExists::Overwrite)?,
             Decision::Merge { text, conflicts } => {
-                plan.write_formatted(&path, text, IfExists::Overwrite)?;
+                plan.write_formatted(&path, text.clone(), IfExists::Overwrite)?;
                 plan.set_base(&path, new.clone());
-                merged.bases.push((path.clone(), new));
+                merged.bases.push((path.clone(), new.clone()));
                 match conflicts {
-                    true => merged.conflicts.push(path),
+                    true => merged.conflicts.push((path, text, new)),
                     false => merged.merged.push(path),
                 }
             }
         }
     }
+    refuse_unresolved(&unresolved)?;
     Ok(merged)
+}
+
+/// The note on a file kept as it is ([`Decision::Keep`]): edited since memop wrote it
+/// (`recorded` in PROJECT.sum) while git lacks that text, or never written by memop (a file memop
+/// writes now, or one of a project that lost its record); `compare`: how to see memop's text.
+fn kept_note(path: &str, recorded: bool, compare: &str) -> String {
+    let why = match recorded {
+        true => {
+            "changed since memop wrote it, and git has no copy of what memop wrote (it was never committed as \
+                 memop left it)"
+        }
+        false => "is not as memop writes it, and memop has no record of writing it (PROJECT.sum does not list it)",
+    };
+    format!("note: {path} {why}, so it was kept as it is; compare it with {compare}")
+}
+
+/// Refuses to go on while `paths` still hold the conflict markers of an earlier merge: merged
+/// again, their conflicts would stay buried in a project the command calls up to date.
+fn refuse_unresolved(paths: &[String]) -> Result<()> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "{} still hold{} the conflict markers of an earlier merge of memop's changes with your edits \
+         (<<<<<<< ours … >>>>>>> theirs): resolve them (keep what you want of both sides and delete the marker \
+         lines), commit, and run the command again",
+        paths.join(", "),
+        if paths.len() == 1 { "s" } else { "" }
+    )
 }
 
 /// Writes only the files in conflict, with their markers, and their records (memop's new
 /// text, so that the next update finds your resolution merged already), then fails saying what
 /// to do.
-fn write_conflicts(global: &Global, updated: &Updated) -> Result<()> {
+fn write_conflicts(global: &Global, conflicts: &[&Conflict]) -> Result<()> {
     let mut marked = Plan::new(&global.dir);
-    for (path, text, new) in &updated.conflicts {
+    for (path, text, new) in conflicts {
         marked.write_formatted(path, text.clone(), IfExists::Overwrite)?;
         marked.set_base(path, new.clone());
     }
-    let bases: Vec<(String, String)> = updated.conflicts.iter().map(|(p, _, new)| (p.clone(), new.clone())).collect();
+    let bases: Vec<(String, String)> = conflicts.iter().map(|(p, _, new)| (p.clone(), new.clone())).collect();
     if finish(global, marked)? {
         sum::keep_bases(&global.dir, &bases);
     }
-    let paths: Vec<&str> = updated.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
+    let paths: Vec<&str> = conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
     bail!(
         "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
          <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there, commit, and run `memop update` again \
@@ -535,19 +591,40 @@ fn refuse_a_dirty_tree(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `manifest` with every runtime crate pinned to `=version`.
+/// Refuses to update a project that a newer memop than this one (`version`) last updated
+/// (`made`, PROJECT's `cliVersion`): its runtime and memop's files would go back to older text,
+/// which the project's code was not written against. A version that is not one (an earlier memop
+/// left none) is no newer.
+fn refuse_a_newer_project(made: &str, version: &str) -> Result<()> {
+    let (Ok(made), Ok(this)) = (semver::Version::parse(made), semver::Version::parse(version)) else {
+        return Ok(());
+    };
+    if made > this {
+        bail!(
+            "memop {made} last updated this project, and this memop ({this}) is older: an update would move its \
+             runtime (vendor/, the pins) and memop's files back to memop {this}'s, which your code was not written \
+             against. Install memop {made} or newer (`cargo install memop --version {made}`) and run `memop update` \
+             with it"
+        );
+    }
+    Ok(())
+}
+
+/// `manifest` with every runtime crate pinned to `=version`: the version in each pin's line
+/// replaced, the rest of the line (a comment of yours) kept.
 fn pin(manifest: &str, version: &str) -> Result<String> {
     let mut out = String::with_capacity(manifest.len());
     let mut found = Vec::new();
     for line in manifest.split_inclusive('\n') {
         let pinned = RUNTIME_CRATES.iter().find_map(|name| {
-            let rest = line.strip_prefix(name)?.trim_start().strip_prefix('=')?.trim();
-            rest.starts_with("\"=").then_some(name)
+            let rest = line.strip_prefix(name)?.trim_start().strip_prefix('=')?.trim_start();
+            let old = rest.strip_prefix("\"=")?;
+            Some((name, format!("\"={}\"", &old[..old.find('"')?])))
         });
         match pinned {
-            Some(name) => {
+            Some((name, old)) => {
                 found.push(*name);
-                out.push_str(&format!("{name} = \"={version}\"\n"));
+                out.push_str(&line.replacen(&old, &format!("\"={version}\""), 1));
             }
             None => out.push_str(line),
         }

@@ -2,6 +2,8 @@
 //! update`, or any command that re-renders a file the user may have edited): the one rule that
 //! never loses an edit, for every caller.
 
+use std::borrow::Cow;
+
 /// What to do with a file, from [`decide`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -15,15 +17,40 @@ pub enum Decision {
     Merge { text: String, conflicts: bool },
     /// Keep the file as it is: the user edited it, and what memop wrote then is unknown.
     Keep,
+    /// Refuse: the file still holds the conflict markers of an earlier merge, which the user has
+    /// not resolved (merging over them would bury the conflict in a project called updated).
+    Unresolved,
 }
+
+/// `text` with the line endings memop writes, `\n`: git checks files out with `\r\n` where
+/// `core.autocrlf` says so, which is no edit (`Plan::write` gives a file its `\r\n` back).
+pub fn unix_endings(text: &str) -> Cow<'_, str> {
+    match text.contains("\r\n") {
+        true => Cow::Owned(text.replace("\r\n", "\n")),
+        false => Cow::Borrowed(text),
+    }
+}
+
+/// Whether `current` is the text whose git blob id `recorded` is, in either line endings: as
+/// memop wrote it, or as git checked it out.
+pub fn as_recorded(current: &str, recorded: Option<&str>) -> bool {
+    let is = |text: &str| recorded == Some(crate::sum::blob_id(text).as_str());
+    is(current) || (current.contains("\r\n") && is(&unix_endings(current)))
+}
+
+/// The lines [`diffy::merge`] opens and closes a conflict with.
+const OURS: &str = "<<<<<<< ours";
+const THEIRS: &str = ">>>>>>> theirs";
 
 /// Decides what becomes of a file that is `current` now (`None`: missing) and that memop's
 /// templates now render as `new`. `recorded` is the git blob id of what memop last wrote there
 /// (`PROJECT.sum`), and `base` reads that text back from its id, where it can.
 ///
-/// An unedited file (its blob id is the recorded one) is replaced; an edited one is merged with
+/// An unedited file (its blob id is the recorded one, in either line endings: see
+/// [`unix_endings`]) is replaced; an edited one is merged with
 /// memop's changes over the recorded text, or kept when that text cannot be read; a file memop
-/// wrote and the user deleted stays deleted.
+/// wrote and the user deleted stays deleted; one that still holds a conflict of an earlier merge
+/// is [`Decision::Unresolved`].
 pub fn decide(
     current: Option<&str>,
     new: &str,
@@ -33,19 +60,25 @@ pub fn decide(
     let Some(current) = current else {
         return if recorded.is_some() { Decision::Leave } else { Decision::Replace };
     };
-    if current == new {
+    let mut lines = current.lines();
+    if lines.any(|line| line == OURS) && lines.any(|line| line == THEIRS) {
+        return Decision::Unresolved;
+    }
+    if unix_endings(current) == new {
         return Decision::Leave;
     }
-    if recorded == Some(crate::sum::blob_id(current).as_str()) {
+    if as_recorded(current, recorded) {
         return Decision::Replace;
     }
+    let current = unix_endings(current);
     let Some(base) = recorded.and_then(base) else {
         return Decision::Keep;
     };
+    let base = unix_endings(&base);
     if base == new {
         return Decision::Leave;
     }
-    let (text, conflicts) = match diffy::merge(&base, current, new) {
+    let (text, conflicts) = match diffy::merge(&base, &current, new) {
         Ok(text) => (text, false),
         Err(text) => (text, true),
     };
@@ -82,5 +115,17 @@ mod tests {
             panic!("a change of the same line conflicts")
         };
         assert!(text.contains("<<<<<<< ours\nmine\n"), "{text}");
+        assert_eq!(decide(Some(&text), NEW, Some(&blob_id(NEW)), base), Decision::Unresolved, "not resolved yet");
+    }
+
+    #[test]
+    fn windows_line_endings_are_no_edit() {
+        let crlf = |text: &str| text.replace('\n', "\r\n");
+        let never = |_: &str| -> Option<String> { panic!("no base needed") };
+        assert_eq!(decide(Some(&crlf(OLD)), NEW, Some(&blob_id(OLD)), never), Decision::Replace);
+        assert_eq!(decide(Some(&crlf(NEW)), NEW, Some(&blob_id(OLD)), never), Decision::Leave);
+        let edited = crlf("a\nb\nc\nd\ne\nmine\n");
+        let merged = decide(Some(&edited), NEW, Some(&blob_id(OLD)), |_| Some(OLD.to_string()));
+        assert_eq!(merged, Decision::Merge { text: "a\nB\nc\nd\ne\nmine\n".into(), conflicts: false });
     }
 }

@@ -199,10 +199,11 @@ impl Plan {
         Ok(())
     }
 
-    /// Whether `text` at `path` is what memop wrote there last, as `PROJECT.sum` records.
+    /// Whether `text` at `path` is what memop wrote there last, as `PROJECT.sum` records (in
+    /// either line endings: see [`super::merge::unix_endings`]).
     fn wrote_as_is(&self, path: &Path, text: &str) -> Result<bool> {
         let record = crate::sum::Sum::parse(self.read(Path::new(crate::sum::FILE))?.as_deref())?;
-        Ok(record.get(&path.to_string_lossy()) == Some(crate::sum::blob_id(text).as_str()))
+        Ok(super::merge::as_recorded(text, record.get(&path.to_string_lossy())))
     }
 
     /// Plans removing the file at `path` (a file memop wrote that this memop no longer has); a
@@ -597,8 +598,15 @@ fn read_disk(root: &Path, path: &Path) -> Result<Option<String>> {
         bail!("{}", not_regular(path, &meta.file_type(), "regular file"));
     }
     let mut text = String::new();
-    file.read_to_string(&mut text).with_context(reading)?;
-    Ok(Some(text))
+    match file.read_to_string(&mut text) {
+        Ok(_) => Ok(Some(text)),
+        Err(e) if e.kind() == ErrorKind::InvalidData => bail!(
+            "{} is not UTF-8 text, which memop reads the files of a project as: save it as UTF-8 (or move it \
+             away) and run the command again",
+            path.display()
+        ),
+        Err(e) => Err(e).with_context(reading),
+    }
 }
 
 /// The refusal of something at `path` that is not the regular file or directory (`wanted`) memop

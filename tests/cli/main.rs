@@ -16,6 +16,7 @@ mod several_apis;
 mod special_files;
 mod sum;
 mod update;
+mod update_hostile;
 mod versions;
 mod webhook;
 

@@ -8,7 +8,7 @@ use super::special_files::{LIMIT, exits_within, spawn};
 use super::*;
 
 /// Runs git in `dir`, asserting success.
-fn git(dir: &Path, args: &[&str]) {
+pub(crate) fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
         .current_dir(dir)
         .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
@@ -20,7 +20,7 @@ fn git(dir: &Path, args: &[&str]) {
 
 /// A Memcached project as an older memop (0.1.9) would have left it: other vendored text (which
 /// PROJECT.sum records as memop's), older pins, an older cliVersion; committed.
-fn older_project() -> (TempDir, PathBuf) {
+pub(crate) fn older_project() -> (TempDir, PathBuf) {
     let (tmp, dir) = project(&[MEMCACHED]);
     let replace = |path: &str, from: &str, to: &str| {
         let text = read(&dir, path);
@@ -50,7 +50,7 @@ fn older_project() -> (TempDir, PathBuf) {
 }
 
 /// `git hash-object`'s id of `text`.
-fn blob_id(text: &str) -> String {
+pub(crate) fn blob_id(text: &str) -> String {
     let mut child = Command::new("git")
         .args(["hash-object", "--stdin"])
         .stdin(std::process::Stdio::piped())
@@ -160,7 +160,7 @@ fn a_project_of_memop_0_1_is_refused_with_the_way_out() {
 
 /// Makes `path` hold what an older memop wrote there: its current text with `from` replaced by
 /// `to`, recorded in PROJECT.sum as memop's. Returns memop's current text of it.
-fn as_older_memop_wrote(dir: &Path, path: &str, from: &str, to: &str) -> String {
+pub(crate) fn as_older_memop_wrote(dir: &Path, path: &str, from: &str, to: &str) -> String {
     let now = read(dir, path);
     assert!(now.contains(from), "{path} has no {from:?}");
     let old = now.replacen(from, to, 1);
@@ -273,7 +273,7 @@ fn an_edited_file_without_memops_text_in_git_is_kept() {
 }
 
 /// Makes `path` hold what an older memop wrote there, as [`as_older_memop_wrote`], and commits it.
-fn older(dir: &Path, path: &str, from: &str, to: &str) -> String {
+pub(crate) fn older(dir: &Path, path: &str, from: &str, to: &str) -> String {
     let now = as_older_memop_wrote(dir, path, from, to);
     git(dir, &["add", "-A"]);
     git(dir, &["commit", "-qm", &format!("{path} as an older memop wrote it")]);
