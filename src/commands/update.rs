@@ -222,7 +222,35 @@ pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
             .with_context(|| format!("replaying `memop create webhook {}`", flags.join(" ")))?;
     }
     scratch.format_rust()?;
+    keep_years(&mut scratch, plan)?;
     Ok(scratch)
+}
+
+/// Gives each file of `scratch` (memop's text, with this year in its license header) the year
+/// the project's copy has: a file made in an earlier year keeps its copyright year, which is not
+/// a change of memop's (without this, every update in a new year would rewrite every header, and
+/// a project of memop 0.1 would look edited everywhere).
+fn keep_years(scratch: &mut Plan, plan: &Plan) -> Result<()> {
+    let now = super::current_year().to_string();
+    let files: Vec<(std::path::PathBuf, String)> =
+        scratch.planned().map(|(path, text)| (path.to_path_buf(), text.to_string())).collect();
+    for (path, text) in files {
+        if copyright_year(&text) != Some(now.as_str()) {
+            continue;
+        }
+        let Some(current) = plan.read(&path)? else { continue };
+        let Some(year) = copyright_year(&current).filter(|year| *year != now) else { continue };
+        let kept = text.replacen(&format!("Copyright {now} "), &format!("Copyright {year} "), 1);
+        scratch.write_formatted(&path, kept, IfExists::Overwrite)?;
+    }
+    Ok(())
+}
+
+/// The year of a license header (`// Copyright 2026 …` in the first lines), if the text has one.
+fn copyright_year(text: &str) -> Option<&str> {
+    let line = text.lines().take(3).find_map(|line| line.strip_prefix("// Copyright "))?;
+    let year = line.split(' ').next()?;
+    (year.len() == 4 && year.bytes().all(|b| b.is_ascii_digit())).then_some(year)
 }
 
 /// The flags of the `create api` that made `resource`, replayed into `replayed` (the APIs

@@ -469,3 +469,19 @@ fn a_conversion_test_is_memops_until_you_edit_it() {
     let stderr = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(stderr.contains(&format!("note: {test} is yours, so it was left as it is")), "{stderr}");
 }
+
+/// A project made in an earlier year is up to date in a later one: its license headers keep
+/// the year they were written in (memop writes the current year only into the files it makes).
+#[test]
+fn a_later_year_is_not_a_change_of_memops() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by memop"]);
+    let before = snapshot(&dir);
+    // Two years after the project's (SOURCE_DATE_EPOCH of the other tests is in 2026).
+    let out = memop(&dir, "update").env("SOURCE_DATE_EPOCH", "1860000000").assert().success().get_output().clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("Nothing to do"), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_unchanged(&dir, &before, "an update in a later year");
+}
