@@ -115,7 +115,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let chart = super::helm::plan_chart(&project, &mut plan, &record, false)?;
     // A conflict in a migration is written with the rest: the files of memop 0.1's layout that
     // the update removes must go with it. Elsewhere, one in the chart stops the update as any does.
-    let conflicts: Vec<&Conflict> = updated.conflicts.iter().chain(&chart.conflicts).collect();
+    let conflicts: Vec<&Conflict> = updated.memops.conflicts.iter().chain(&chart.conflicts).collect();
     if !conflicts.is_empty() && !global.dry_run && !v1 {
         return write_conflicts(global, &conflicts);
     }
@@ -135,7 +135,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if written {
         // The text memop's templates give now, which PROJECT.sum records as the base of the next
         // merge: kept where git can read it back, as the text of every file committed is.
-        sum::keep_bases(dir, &updated.bases);
+        sum::keep_bases(dir, &updated.memops.bases);
         let from = match (from.is_empty(), v1) {
             (_, true) => "memop 0.1 (its framework in src/manager and tests/support)".to_string(),
             (true, false) => "an earlier memop".to_string(),
@@ -146,8 +146,11 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
              $ make manifests   # config/crd, config/rbac/role.yaml, config/webhook from your code\n  \
              $ cargo test       # the lock follows the new runtime's dependencies on the first build\n"
         ))?;
-        if !updated.merged.is_empty() {
-            super::report(&format!("Merged memop's changes with your edits in: {}\n", updated.merged.join(", ")))?;
+        if !updated.memops.merged.is_empty() {
+            super::report(&format!(
+                "Merged memop's changes with your edits in: {}\n",
+                updated.memops.merged.join(", ")
+            ))?;
         }
         if !dropped.is_empty() {
             super::report(&format!(
@@ -173,8 +176,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
              was kept: move your change into your own code (or propose it to memop-runtime), then `git rm {path}`"
         );
     }
-    if v1 && !updated.conflicts.is_empty() && !global.dry_run {
-        let paths: Vec<&str> = updated.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
+    if v1 && !updated.memops.conflicts.is_empty() && !global.dry_run {
+        let paths: Vec<&str> = updated.memops.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
         bail!(
             "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
              <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest of the update is written), \
@@ -188,7 +191,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             updated.generated.join(", ")
         );
     }
-    for (path, recorded) in &updated.kept {
+    for (path, recorded) in &updated.memops.kept {
         crate::warn_line!("{}", kept_note(path, *recorded, "`memop init` in an empty directory"));
     }
     chart.finish(global, written, super::helm::FRESH_CHART)
@@ -354,17 +357,10 @@ type Conflict = (String, String, String);
 /// What [`update_files`] did.
 #[derive(Debug, Default)]
 struct Updated {
-    /// Edited files whose edits and memop's changes were merged.
-    merged: Vec<String>,
-    /// Merged files with conflicts.
-    conflicts: Vec<Conflict>,
-    /// Edited files kept as they are, no base to merge with, and whether PROJECT.sum records that
-    /// memop wrote them.
-    kept: Vec<(String, bool)>,
+    /// What became of memop's files and those it inserts into.
+    memops: Merged,
     /// Files generated from the user's code that differ from memop's text: `make manifests`'.
     generated: Vec<String>,
-    /// memop's text of each merged file, by path, to keep for the next merge.
-    bases: Vec<(String, String)>,
     /// Files of memop 0.1's framework that the user edited: kept.
     stranded: Vec<String>,
     /// Your files that memop writes otherwise now, with the git blob ids of memop's text then and
@@ -383,7 +379,6 @@ struct Updated {
 /// unedited.
 fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum, dir: &Path) -> Result<Updated> {
     let mut updated = Updated::default();
-    let mut unresolved = Vec::new();
     let old_text =
         |path: &Path| old.and_then(|old| old.planned().find(|(p, _)| *p == path).map(|(_, t)| t.to_string()));
     if let Some(old) = old {
@@ -426,7 +421,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
                     let readable = sum::base(dir, old).is_some();
                     updated.yours.push((shown.clone(), readable.then(|| (old.to_string(), sum::blob_id(new)))));
                     plan.set_unchanged(path, new.to_string());
-                    updated.bases.push((shown, new.to_string()));
+                    updated.memops.bases.push((shown, new.to_string()));
                 }
                 continue;
             }
@@ -443,31 +438,9 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
             None if old.is_some() => merge::decide(current.as_deref(), new, None, |_| None),
             None => merge::decide(current.as_deref(), new, record.get(&shown), |id| sum::base(dir, id)),
         };
-        match decision {
-            Decision::Leave => {
-                if current.as_deref().is_some_and(|text| merge::unix_endings(text) == new)
-                    && record.get(&shown) != Some(sum::blob_id(new).as_str())
-                {
-                    plan.set_unchanged(path, new.to_string());
-                }
-                continue;
-            }
-            Decision::Keep => updated.kept.push((shown.clone(), record.get(&shown).is_some())),
-            Decision::Unresolved => unresolved.push(shown),
-            // memop's text was formatted in the scratch plan; a merge keeps the user's formatting.
-            Decision::Replace => plan.write_formatted(path, new.to_string(), IfExists::Overwrite)?,
-            Decision::Merge { text, conflicts } => {
-                plan.write_formatted(path, text.clone(), IfExists::Overwrite)?;
-                plan.set_base(path, new.to_string());
-                updated.bases.push((shown.clone(), new.to_string()));
-                match conflicts {
-                    true => updated.conflicts.push((shown, text, new.to_string())),
-                    false => updated.merged.push(shown),
-                }
-            }
-        }
+        updated.memops.plan(plan, record, shown, current.as_deref(), new.to_string(), decision)?;
     }
-    refuse_unresolved(&unresolved)?;
+    refuse_unresolved(&updated.memops.unresolved)?;
     Ok(updated)
 }
 
@@ -484,6 +457,8 @@ pub(crate) struct Merged {
     kept: Vec<(String, bool)>,
     /// memop's text of each merged file, by path, to keep for the next merge.
     bases: Vec<(String, String)>,
+    /// Files that still hold the conflict markers of an earlier merge.
+    unresolved: Vec<String>,
 }
 
 impl Merged {
@@ -524,27 +499,52 @@ pub(crate) fn merge_memop_files(
     files: Vec<(String, String)>,
 ) -> Result<Merged> {
     let mut merged = Merged::default();
-    let mut unresolved = Vec::new();
     for (path, new) in files {
         let current = plan.read(Path::new(&path))?;
-        match merge::decide(current.as_deref(), &new, record.get(&path), |id| sum::base(dir, id)) {
-            Decision::Leave => {}
-            Decision::Keep => merged.kept.push((path.clone(), record.get(&path).is_some())),
-            Decision::Unresolved => unresolved.push(path),
-            Decision::Replace => plan.write(&path, new, IfExists::Overwrite)?,
+        let decision = merge::decide(current.as_deref(), &new, record.get(&path), |id| sum::base(dir, id));
+        merged.plan(plan, record, path, current.as_deref(), new, decision)?;
+    }
+    refuse_unresolved(&merged.unresolved)?;
+    Ok(merged)
+}
+
+impl Merged {
+    /// Plans what `decision` says of memop's file at `path`, which is `current` now and which
+    /// memop's templates render as `new` (formatted: a merge keeps the user's formatting), and
+    /// notes what became of it.
+    fn plan(
+        &mut self,
+        plan: &mut Plan,
+        record: &Sum,
+        path: String,
+        current: Option<&str>,
+        new: String,
+        decision: Decision,
+    ) -> Result<()> {
+        match decision {
+            // Already memop's text: recorded as such, so that the next update knows it unedited.
+            Decision::Leave => {
+                if current.is_some_and(|text| merge::unix_endings(text) == new)
+                    && record.get(&path) != Some(sum::blob_id(&new).as_str())
+                {
+                    plan.set_unchanged(&path, new);
+                }
+            }
+            Decision::Keep => self.kept.push((path.clone(), record.get(&path).is_some())),
+            Decision::Unresolved => self.unresolved.push(path),
+            Decision::Replace => plan.write_formatted(&path, new, IfExists::Overwrite)?,
             Decision::Merge { text, conflicts } => {
                 plan.write_formatted(&path, text.clone(), IfExists::Overwrite)?;
                 plan.set_base(&path, new.clone());
-                merged.bases.push((path.clone(), new.clone()));
+                self.bases.push((path.clone(), new.clone()));
                 match conflicts {
-                    true => merged.conflicts.push((path, text, new)),
-                    false => merged.merged.push(path),
+                    true => self.conflicts.push((path, text, new)),
+                    false => self.merged.push(path),
                 }
             }
         }
+        Ok(())
     }
-    refuse_unresolved(&unresolved)?;
-    Ok(merged)
 }
 
 /// The note on a file kept as it is ([`Decision::Keep`]): edited since memop wrote it

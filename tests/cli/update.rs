@@ -208,16 +208,23 @@ fn memops_files_are_replaced_when_unedited_and_merged_with_your_edits() {
     assert_unchanged(&dir, &before, "a second update");
 }
 
-#[test]
-fn an_edit_on_the_lines_memop_changed_leaves_conflict_markers_and_fails() {
-    let (_tmp, dir) = older_project();
+/// An [`older_project`] whose Makefile the user edited, committed, on the line memop changed
+/// since (its default image): the next update conflicts there.
+pub(crate) fn a_conflicting_edit() -> (TempDir, PathBuf) {
+    let (tmp, dir) = older_project();
     as_older_memop_wrote(&dir, "Makefile", "IMG ?= controller:latest", "IMG ?= controller:old");
     as_older_memop_wrote(&dir, "Dockerfile", "FROM rust:", "# memop 0.1.9\nFROM rust:");
     git(&dir, &["add", "-A"]);
     git(&dir, &["commit", "-qm", "made by memop 0.1.9"]);
     let makefile = read(&dir, "Makefile").replace("IMG ?= controller:old", "IMG ?= registry.example.com/mine:v1");
-    fs::write(dir.join("Makefile"), &makefile).unwrap();
+    fs::write(dir.join("Makefile"), makefile).unwrap();
     git(&dir, &["commit", "-qam", "my image"]);
+    (tmp, dir)
+}
+
+#[test]
+fn an_edit_on_the_lines_memop_changed_leaves_conflict_markers_and_fails() {
+    let (_tmp, dir) = a_conflicting_edit();
     let before = snapshot(&dir);
 
     let dry = ok(&dir, "--dry-run update");
