@@ -3,14 +3,21 @@
 //! a Deployment's rollout stands, and how many rollouts it may start on its own at once.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::Patch;
-use kube::{Resource, ResourceExt};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
 use serde_json::{Value, json};
 
-use crate::controller::{APPLIED_HASH, in_sync, stamp};
+use crate::controller::{
+    APPLIED_HASH, Observed, Owned, Report, Result, condition, fingerprint_patch, in_sync, stamp,
+};
+use crate::manager::Shared;
 
 /// Whether `owner` is the controller of `owned` (the owner reference a controller sets with
 /// `controller: true`, as controller-runtime's `SetControllerReference` does).
@@ -105,18 +112,19 @@ pub fn resize_patch(current: &Deployment, desired: &Deployment) -> Option<Patch<
     })))
 }
 
-/// Paces the rollouts a controller starts on its own, so that a change of the operator's
-/// making (a new operand image in its environment, a new version of its code) does not restart
-/// every operand at once: at most `max` Deployments roll out at a time (`--max-concurrent-rollouts`),
-/// and a rollout that fails keeps its place, so a bad image stops after `max` of them.
+/// Paces the rollouts of a controller's own making, so that a change of the operator (a new
+/// operand image in its environment, a new version of its code) or of every spec at once (a
+/// GitOps sync) does not restart every operand at once: at most `max` Deployments roll out at
+/// a time for such a change (`--max-concurrent-rollouts`), and a rollout that fails keeps its
+/// place, so a bad image stops after `max` of them.
 ///
-/// Every Deployment the controller sees rolling out counts, whoever started it; only the
-/// operator's own changes wait. A change the user asked for (a new spec of that object) is
-/// never held back. The count is rebuilt from what the controller observes, so after a restart
-/// the first reconciles of the objects find the rollouts still under way.
+/// Only rollouts started through [`Self::start`] count: a Deployment unhealthy for a reason of
+/// its own (pods pending, a quota) takes no place. A place is freed when the rollout is seen
+/// complete, or when its Deployment is gone (deleted with its owner, wherever that ran).
 pub struct Rollouts {
     max: usize,
-    /// The Deployments (namespace/name) seen rolling out or told to, until seen complete.
+    /// The Deployments (namespace/name) this controller started rolling out, until seen
+    /// complete.
     rolling: Mutex<HashSet<String>>,
 }
 
@@ -129,12 +137,20 @@ impl Rollouts {
         }
     }
 
-    /// Whether the controller may start a rollout of `deployment` (namespace/name) now, a
-    /// change of its own making: yes when it is rolling out already or fewer than `max` are.
-    /// A yes counts it as rolling until [`Self::observed`] sees it complete.
-    pub fn start(&self, deployment: &str) -> bool {
+    /// Whether the controller may start a rollout of `deployment` (namespace/name) now: yes
+    /// when it is rolling out already or fewer than `max` are, not counting those for which
+    /// `exists` says the Deployment is gone. A yes counts it as rolling until
+    /// [`Self::observed`] sees it complete.
+    pub fn start(&self, deployment: &str, exists: impl Fn(&str) -> bool) -> bool {
         let mut rolling = self.rolling();
-        if self.max == 0 || rolling.contains(deployment) || rolling.len() < self.max {
+        if self.max == 0 || rolling.contains(deployment) {
+            rolling.insert(deployment.to_string());
+            return true;
+        }
+        if rolling.len() >= self.max {
+            rolling.retain(|key| exists(key));
+        }
+        if rolling.len() < self.max {
             rolling.insert(deployment.to_string());
             true
         } else {
@@ -144,22 +160,14 @@ impl Rollouts {
 
     /// Records how the rollout of `deployment` stands, as a reconcile saw it.
     pub fn observed(&self, deployment: &str, rollout: &Rollout) {
-        let mut rolling = self.rolling();
         if *rollout == Rollout::Complete {
-            rolling.remove(deployment);
-        } else if !rolling.contains(deployment) {
-            rolling.insert(deployment.to_string());
+            self.rolling().remove(deployment);
         }
     }
 
-    /// Forgets `deployment`, which is gone.
-    pub fn forget(&self, deployment: &str) {
-        self.rolling().remove(deployment);
-    }
-
-    /// How many Deployments are rolling out, as far as the controller knows.
-    pub fn rolling_count(&self) -> usize {
-        self.rolling().len()
+    /// At most how many rollouts run at once (0: no limit).
+    pub fn max(&self) -> usize {
+        self.max
     }
 
     fn rolling(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
@@ -167,6 +175,415 @@ impl Rollouts {
             .lock()
             .expect("the rollouts are never poisoned")
     }
+}
+
+/// The Deployment a controller keeps for each of its objects, as kubebuilder's deploy-image
+/// plugin scaffolds it: [`Operand::ensure`] brings it in line with what the object asks for,
+/// and tells how that went ([`Outcome`]), which [`Outcome::report`] turns into the object's
+/// status conditions and events.
+///
+/// It holds the cache of the controller's Deployments ([`Owned`]: only those labelled
+/// `app.kubernetes.io/managed-by=<manager>`, never a live read of one in sync), what it
+/// applied to each, and the pacing of rollouts ([`Rollouts`]). Cloning it is cheap: clones
+/// share all of that.
+#[derive(Clone)]
+pub struct Operand {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client,
+    /// The field manager of every write, and the value of the label the cache selects.
+    manager: String,
+    deployments: Owned<Deployment>,
+    rollouts: Rollouts,
+}
+
+impl Operand {
+    /// The Deployments labelled `app.kubernetes.io/managed-by=<manager>`, written as field
+    /// manager `manager`, cached under `name` (in `/readyz` and logs), in the manager's
+    /// namespace (or all), with at most `--max-concurrent-rollouts` rollouts of the
+    /// controller's own making at once. It starts the cache's watch, which stops when the
+    /// last clone is dropped (inside a Tokio runtime).
+    pub fn deployments(shared: &Shared, name: &'static str, manager: &str) -> Self {
+        let selector = format!("app.kubernetes.io/managed-by={manager}");
+        let config = watcher::Config::default().labels(&selector);
+        Self {
+            inner: Arc::new(Inner {
+                client: shared.client.clone(),
+                manager: manager.to_string(),
+                deployments: Owned::watch(shared.namespaced_api(), config, shared, name),
+                rollouts: Rollouts::new(shared.max_concurrent_rollouts),
+            }),
+        }
+    }
+
+    /// The cache of the Deployments.
+    pub fn cache(&self) -> &Owned<Deployment> {
+        &self.inner.deployments
+    }
+
+    /// Brings the Deployment that `owner` controls in line with `desired` (made with
+    /// [`stamp`], and an owner reference to `owner` with `controller: true`), changing only
+    /// what differs:
+    /// - absent: created (a server-side apply);
+    /// - only its size differs: its replicas patched, a fraction of an apply's work for the API
+    ///   server (which counts when a fleet is resized at once);
+    /// - anything else differs (a new image, someone's edit, a field no longer desired): applied
+    ///   again, once a rollout may start ([`Rollouts`]), else [`Outcome::Waiting`];
+    /// - in sync: nothing written.
+    ///
+    /// A Deployment of that name that `owner` does not control is never taken over (as
+    /// controller-runtime's `SetControllerReference` refuses to): [`Outcome::NotOwned`].
+    pub async fn ensure<P: Resource<DynamicType = ()>>(
+        &self,
+        owner: &P,
+        desired: Deployment,
+    ) -> Outcome {
+        let this = &self.inner;
+        let name = desired.name_any();
+        let namespace = desired.namespace().unwrap_or_default();
+        let size = replicas(&desired).unwrap_or(1);
+        let observed = match this.deployments.observe(&desired).await {
+            // Our apply of this very Deployment is not in the cache yet: its watch event
+            // brings the next reconcile.
+            Observed::Pending(wait) => return Outcome::Pending(wait),
+            observed => observed,
+        };
+        if let Some(other) = observed.object().filter(|d| !controlled_by(d.as_ref(), owner)) {
+            return Outcome::NotOwned(not_owned(other, owner));
+        }
+        let current = match observed {
+            Observed::InSync(current) => return Outcome::InSync(State::new(current, size)),
+            Observed::Differs(current) => Some(current),
+            Observed::Absent | Observed::Pending(_) => None,
+        };
+        let key = format!("{namespace}/{name}");
+        let resize = current.as_deref().and_then(|d| resize_patch(d, &desired));
+        // Anything but a creation or a change of size rolls the pods: it waits its turn.
+        let exists = |key: &str| {
+            let (namespace, name) = key.split_once('/').unwrap_or_default();
+            this.deployments.contains(namespace, name)
+        };
+        if let Some(current) = &current
+            && resize.is_none()
+            && !this.rollouts.start(&key, exists)
+        {
+            tracing::debug!(%name, "the rollout waits for others to complete");
+            return Outcome::Waiting {
+                max: this.rollouts.max(),
+                state: State::new(current.clone(), size),
+            };
+        }
+        let api: Api<Deployment> = Api::namespaced(this.client.clone(), &namespace);
+        let merge = PatchParams {
+            field_manager: Some(this.manager.clone()),
+            ..PatchParams::default()
+        };
+        let written = match &resize {
+            Some(patch) => api.patch(&name, &merge, patch).await,
+            None => {
+                let apply = PatchParams::apply(&this.manager).force();
+                api.patch(&name, &apply, &Patch::Apply(&desired)).await
+            }
+        };
+        // An admission webhook or policy rewrote one of our fields on the way in: record what
+        // they look like now on the Deployment, so that the operator's next process does not
+        // take the rewrite for drift and apply again.
+        let written = match written {
+            Ok(applied) => match fingerprint_patch(&applied, &desired) {
+                Some(patch) => api.patch(&name, &merge, &patch).await,
+                None => Ok(applied),
+            },
+            Err(err) => Err(err),
+        };
+        let applied = match written {
+            Ok(applied) => applied,
+            Err(error) => {
+                let resizing = resize.is_some();
+                return self.failed(&api, owner, current.as_deref(), resizing, &name, error).await;
+            }
+        };
+        this.deployments.applied(&desired, &applied);
+        let mut state = State::new(Arc::new(applied), size);
+        state.bulk = this.deployments.in_burst();
+        this.rollouts.observed(&key, &state.rollout);
+        match (current, resize) {
+            (None, _) => Outcome::Created(state),
+            (Some(current), Some(_)) => Outcome::Resized {
+                from: replicas(&current).unwrap_or(1),
+                // The size we asked for is the one we applied last (the hash of what is
+                // wanted is on the Deployment): someone else changed it.
+                restored: current.annotations().get(APPLIED_HASH)
+                    == desired.annotations().get(APPLIED_HASH),
+                state,
+            },
+            (Some(_), None) => Outcome::Updated(state),
+        }
+    }
+
+    /// The outcome of a failed write: [`Outcome::NotOwned`] when the Deployment of that name
+    /// turns out to be someone else's (the cache holds ours only: an apply that would take
+    /// another over fails, its selector cannot change), else [`Outcome::Failed`].
+    async fn failed<P: Resource<DynamicType = ()>>(
+        &self,
+        api: &Api<Deployment>,
+        owner: &P,
+        current: Option<&Deployment>,
+        resizing: bool,
+        name: &str,
+        error: kube::Error,
+    ) -> Outcome {
+        if current.is_none() {
+            match api.get_opt(name).await {
+                Ok(Some(other)) if !controlled_by(&other, owner) => {
+                    return Outcome::NotOwned(not_owned(&other, owner));
+                }
+                Ok(_) => {}
+                Err(err) => return Outcome::Failed {
+                    reason: condition::CREATE_FAILED,
+                    message: format!("Failed to create the Deployment {name}: ({err})"),
+                    error: err,
+                },
+            }
+        }
+        let (verb, reason) = match (current, resizing) {
+            (None, _) => ("create", condition::CREATE_FAILED),
+            (Some(_), true) => ("resize", condition::RESIZING),
+            (Some(_), false) => ("update", condition::UPDATE_FAILED),
+        };
+        Outcome::Failed {
+            reason,
+            message: format!("Failed to {verb} the Deployment {name}: ({error})"),
+            error,
+        }
+    }
+}
+
+/// What [`Operand::ensure`] did, and how the Deployment stands.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The Deployment was created.
+    Created(State),
+    /// The Deployment was applied again: its template or another field differed.
+    Updated(State),
+    /// Only its size differed, and its replicas were patched: to a new size of the object's
+    /// (`restored` false), or back after someone else scaled it (`restored` true).
+    Resized {
+        /// The replicas before.
+        from: i32,
+        /// Whether someone else had changed the size the controller set.
+        restored: bool,
+        /// How it stands now.
+        state: State,
+    },
+    /// Nothing differs: nothing was written.
+    InSync(State),
+    /// A change waits for a place among the `max` rollouts under way (`--max-concurrent-rollouts`).
+    Waiting {
+        /// At most this many rollouts run at once.
+        max: usize,
+        /// How the Deployment, not yet changed, stands.
+        state: State,
+    },
+    /// The controller's own apply of this very Deployment is not in its cache yet: come back
+    /// after this at the latest (its watch event comes first, as a rule).
+    Pending(Duration),
+    /// A Deployment of that name exists and is controlled by something else: why, to report.
+    NotOwned(String),
+    /// Writing the Deployment failed.
+    Failed {
+        /// The condition reason to report ([`condition::CREATE_FAILED`] or
+        /// [`condition::UPDATE_FAILED`]).
+        reason: &'static str,
+        /// What failed, to report.
+        message: String,
+        /// The API server's answer.
+        error: kube::Error,
+    },
+}
+
+/// How a Deployment stands after [`Operand::ensure`].
+#[derive(Debug)]
+pub struct State {
+    /// The Deployment, as written or cached.
+    pub deployment: Arc<Deployment>,
+    /// The replicas the object asks for.
+    pub replicas: i32,
+    /// How its rollout stands.
+    pub rollout: Rollout,
+    /// Whether the controller is writing Deployments in bulk (a fleet resized at once): a
+    /// report of progress can then wait ([`Report::hold`]).
+    pub bulk: bool,
+}
+
+impl State {
+    fn new(deployment: Arc<Deployment>, replicas: i32) -> Self {
+        let rollout = rollout(&deployment, replicas);
+        Self {
+            deployment,
+            replicas,
+            rollout,
+            bulk: false,
+        }
+    }
+
+    /// The Deployment's name.
+    pub fn name(&self) -> String {
+        self.deployment.name_any()
+    }
+}
+
+/// How long a change that waits for a place among the rollouts asks again.
+const ROLLOUT_WAIT: Duration = Duration::from_secs(30);
+
+impl Outcome {
+    /// The usual report of an outcome, in the vocabulary of kubebuilder's deploy-image
+    /// controllers ([`condition`]): `Available` once every replica of the current spec is,
+    /// `Degraded` with the reason of a failure; an event for what the object's spec did not
+    /// ask for (a Deployment created, changed back, or waiting for its rollout); and when to
+    /// come back. A failure is returned as an error, to be retried with backoff (the report is
+    /// written first).
+    ///
+    /// A controller that reports otherwise matches on the outcome itself, and may call this
+    /// for the cases it leaves as they are.
+    pub fn report(self, report: &mut Report) -> Result<Action> {
+        match self {
+            Self::Pending(wait) => Ok(Action::requeue(wait)),
+            Self::NotOwned(message) => Err(report.stuck(condition::NOT_OWNED, message)),
+            Self::Failed {
+                reason,
+                message,
+                error,
+            } => {
+                report.failing(reason, message);
+                Err(error.into())
+            }
+            Self::Created(state) => {
+                let note = format!(
+                    "Created Deployment {} with {} replicas",
+                    state.name(),
+                    state.replicas
+                );
+                report.event(EventType::Normal, "Created", note);
+                Ok(state.report(report, false))
+            }
+            Self::Updated(state) => {
+                let note = format!("Updated Deployment {}", state.name());
+                report.event(EventType::Normal, "Updated", note);
+                Ok(state.report(report, false))
+            }
+            Self::Resized {
+                from,
+                restored,
+                state,
+            } => {
+                // A resize the spec asked for is in the status already (Resizing): an event
+                // per object would cost a write each when a fleet is resized.
+                if restored {
+                    let note = format!(
+                        "Resized Deployment {} from {from} back to {} replicas",
+                        state.name(),
+                        state.replicas
+                    );
+                    report.event(EventType::Normal, "Resized", note);
+                }
+                Ok(state.report(report, true))
+            }
+            Self::InSync(state) => Ok(state.report(report, false)),
+            Self::Waiting { max, state } => {
+                let message = format!(
+                    "An update of Deployment {} waits: {max} rollouts of the operator's are under way (--max-concurrent-rollouts)",
+                    state.name()
+                );
+                state.report(report, false);
+                report.set(
+                    condition::DEGRADED,
+                    false,
+                    condition::ROLLOUT_WAITING,
+                    message.clone(),
+                );
+                report.event(EventType::Normal, condition::ROLLOUT_WAITING, message);
+                Ok(Action::requeue(ROLLOUT_WAIT))
+            }
+        }
+    }
+}
+
+impl State {
+    /// Reports how the rollout stands (`resized`: the replicas were just patched), and
+    /// returns when to come back.
+    fn report(&self, report: &mut Report, resized: bool) -> Action {
+        let (name, size) = (self.name(), self.replicas);
+        let healthy = || "The Deployment matches the spec".to_string();
+        match &self.rollout {
+            Rollout::Complete => {
+                let message = format!("Deployment {name} has all {size} replicas available");
+                report.set(condition::AVAILABLE, true, condition::RECONCILING, message);
+                report.set(condition::DEGRADED, false, condition::RECONCILING, healthy());
+            }
+            Rollout::Failed(why) => {
+                let message = format!("Deployment {name} failed to roll out: {why}");
+                report.failing(condition::ROLLOUT_FAILED, message);
+                return report.resync();
+            }
+            Rollout::InProgress => {
+                // One report per rollout, not one per pod that comes up: the reason is chosen
+                // at the first report of this generation and kept, and the message names no
+                // count (each change would be a status write, and a watch event to every
+                // watcher of the kind).
+                let reported = report
+                    .condition(condition::AVAILABLE)
+                    .filter(|c| c.status == "False" && c.observed_generation == report.generation())
+                    .map(|c| c.reason.as_str())
+                    .filter(|reason| [condition::RESIZING, condition::PROGRESSING].contains(reason));
+                let scaling = self
+                    .deployment
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.replicas)
+                    .is_some_and(|replicas| replicas != size);
+                let reason = match reported {
+                    Some(reason) if !resized => reason,
+                    _ if resized || scaling => condition::RESIZING,
+                    _ => condition::PROGRESSING,
+                }
+                .to_string();
+                let message = if reason == condition::RESIZING {
+                    format!("Deployment {name} is scaling to {size} replicas")
+                } else {
+                    format!("Deployment {name} is rolling out {size} replicas")
+                };
+                report.set(condition::AVAILABLE, false, &reason, message);
+                report.set(condition::DEGRADED, false, condition::RECONCILING, healthy());
+            }
+        }
+        if self.bulk {
+            report.hold();
+        }
+        report.resync()
+    }
+}
+
+/// Why `other`, a Deployment of the name wanted, is left alone by `owner`'s controller.
+fn not_owned<P: Resource<DynamicType = ()>>(other: &Deployment, _: &P) -> String {
+    let controller = other
+        .owner_references()
+        .iter()
+        .find(|r| r.controller == Some(true))
+        .map_or("nothing".to_string(), |r| format!("{} {}", r.kind, r.name));
+    format!(
+        "Deployment {} already exists and is controlled by {controller}, not by this {}: delete or rename it",
+        other.name_any(),
+        P::kind(&())
+    )
+}
+
+/// A Deployment's `spec.replicas`: k8s-openapi types its `spec` as `DeploymentSpec` for
+/// Kubernetes 1.37 and as `Option<DeploymentSpec>` before.
+fn replicas(deployment: &Deployment) -> Option<i32> {
+    let spec: Option<&DeploymentSpec> = (&deployment.spec).into();
+    spec?.replicas
 }
 
 /// A string field that k8s-openapi types as `String` for some Kubernetes versions and as

@@ -10,12 +10,14 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use std::panic::AssertUnwindSafe;
+
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
-use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::Controller;
+use kube::api::{Api, Patch};
+use kube::runtime::Controller as KubeController;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{self, ObjectRef};
@@ -28,8 +30,10 @@ use tracing::Instrument;
 
 use crate::manager::{Metrics, Shared};
 
+mod builder;
 mod events;
 mod owned;
+pub use builder::{Builder, Controller, RESYNC, Reconciler, Report};
 pub use events::Recorder;
 pub use owned::{Observed, Owned};
 
@@ -48,6 +52,10 @@ pub enum Error {
     #[error("the reconcile did not finish within {0:?}")]
     /// The reconcile took longer than the reconcile timeout.
     Timeout(Duration),
+    #[error("the reconcile panicked: {0}")]
+    /// The reconcile panicked (a bug): the object is retried with backoff, as after any
+    /// other failure, and the controller goes on with the others.
+    Panicked(String),
 }
 
 /// The result of a reconcile step.
@@ -81,7 +89,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub async fn run<K, Ctx, ReconcileFut>(
     name: &'static str,
     shared: &Shared,
-    controller: Controller<K>,
+    controller: KubeController<K>,
     reconcile: impl FnMut(Arc<K>, Arc<Ctx>) -> ReconcileFut,
     error_policy: impl Fn(Arc<K>, &Error, Arc<Ctx>) -> Action,
     ctx: Arc<Ctx>,
@@ -140,7 +148,7 @@ pub fn new<K>(
     shared: &Shared,
     api: Api<K>,
     config: watcher::Config,
-) -> Controller<K>
+) -> KubeController<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::Scope: WatchScope,
@@ -160,7 +168,7 @@ where
         .modify(|object| object.managed_fields_mut().clear())
         .reflect(writer)
         .applied_objects();
-    Controller::for_stream(objects, reader)
+    KubeController::for_stream(objects, reader)
 }
 
 /// The scope of a kind a controller watches, namespaced or cluster-wide: how to make its `Api`
@@ -238,10 +246,15 @@ pub struct Instruments {
     metrics: Arc<Metrics>,
     backoff: Backoff,
     timeout: Duration,
-    /// Per object: the resourceVersion of this controller's last status write, until an
-    /// object at least that new comes to reconcile.
-    written: Mutex<HashMap<String, u64>>,
+    /// Per object: the resourceVersion of this controller's last status write, and when it
+    /// was made, until an object at least that new comes to reconcile (or the record is
+    /// [`WRITTEN_FOR`] old: the object went away).
+    written: Mutex<HashMap<String, (u64, Instant)>>,
 }
+
+/// How long the record of a status write is kept at most: the watch brings the written object
+/// within moments, unless it was deleted, and then nothing else would remove the record.
+const WRITTEN_FOR: Duration = Duration::from_secs(600);
 
 /// When an object older than this controller's own last write of it comes to reconcile, how
 /// long to wait for the newer one before reconciling anyway.
@@ -291,10 +304,21 @@ impl Instruments {
         );
         let started = Instant::now();
         let _work = self.metrics.start(self.controller);
-        let result = tokio::time::timeout(self.timeout, reconcile)
-            .instrument(span)
+        // A panic is a failure of this object, not of the controller: kube's Controller would
+        // end with it, and the manager with the controller (controller-runtime recovers too).
+        let reconcile = AssertUnwindSafe(reconcile).catch_unwind();
+        let result = match tokio::time::timeout(self.timeout, reconcile)
+            .instrument(span.clone())
             .await
-            .unwrap_or(Err(Error::Timeout(self.timeout)));
+        {
+            Ok(Ok(result)) => result,
+            Ok(Err(panic)) => {
+                let error = Error::Panicked(panic_message(panic.as_ref()));
+                span.in_scope(|| tracing::error!(controller = self.controller, %error));
+                Err(error)
+            }
+            Err(_) => Err(Error::Timeout(self.timeout)),
+        };
         self.metrics
             .reconciled(self.controller, result.is_ok(), started.elapsed());
         if result.is_ok() {
@@ -311,65 +335,33 @@ impl Instruments {
         self.backoff.failed(&ObjectRef::from_obj(object))
     }
 
-    /// Writes `conditions`, of the types in `owned` (the ones this controller reports), into
-    /// the status of `object`, unless they are what `current` (its status conditions as read)
-    /// already holds: a server-side apply of the status subresource as `field_manager`, with
-    /// only those types, so that other writers' conditions stay theirs (`conditions` is a list
-    /// keyed by type).
-    ///
-    /// An object deleted meanwhile is no error: there is nothing left to report on. Any other
-    /// failure is one, a 404 from a missing status subresource included.
-    pub async fn write_conditions<K>(
-        &self,
-        client: &Client,
-        object: &K,
-        field_manager: &str,
-        owned: &[&str],
-        current: &[Condition],
-        conditions: &[Condition],
-    ) -> Result<()>
-    where
-        K: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
-        K: Clone + DeserializeOwned + Debug,
-    {
-        let ours = owned_conditions(conditions, owned);
-        if owned_conditions(current, owned) == ours {
-            return Ok(());
-        }
-        let name = object.name_any();
-        let api: Api<K> = Api::namespaced(client.clone(), &object.namespace().unwrap_or_default());
-        let patch = Patch::Apply(serde_json::json!({
-            "apiVersion": K::api_version(&()),
-            "kind": K::kind(&()),
-            "status": { "conditions": ours },
-        }));
-        let params = PatchParams::apply(field_manager).force();
-        match api.patch_status(&name, &params, &patch).await {
-            Ok(written) => {
-                self.wrote(&written);
-                Ok(())
-            }
-            // The object itself is gone: the API server names it in the details. (A 404
-            // without them means the status subresource or the version is not served.)
-            Err(kube::Error::Api(err))
-                if err.is_not_found() && err.details.as_ref().is_some_and(|d| d.name == name) =>
-            {
-                tracing::debug!(%name, "gone before its status was written");
-                Ok(())
-            }
-            Err(err) => Err(err.into()),
-        }
-    }
-
     /// Records that a write of this controller left `object` as it is.
     fn wrote<K: Resource<DynamicType = ()>>(&self, object: &K) {
-        if let Some(version) = resource_version(object) {
-            let key = ObjectRef::from_obj(object).to_string();
-            self.written
-                .lock()
-                .expect("written lock")
-                .insert(key, version);
+        self.wrote_at(object, Instant::now());
+    }
+
+    fn wrote_at<K: Resource<DynamicType = ()>>(&self, object: &K, now: Instant) {
+        let Some(version) = resource_version(object) else {
+            return;
+        };
+        let key = ObjectRef::from_obj(object).to_string();
+        let mut written = self.written.lock().expect("written lock");
+        // Records of objects that went away, dropped whenever the map has doubled since.
+        if written.len() >= 64 && written.len().is_power_of_two() {
+            written.retain(|_, (_, at)| now.duration_since(*at) < WRITTEN_FOR);
         }
+        written.insert(key, (version, now));
+    }
+
+    /// Forgets what this controller knows of `object`, which is going away (its backoff, its
+    /// last status write).
+    pub fn forget<K: Resource<DynamicType = ()>>(&self, object: &K) {
+        let key = ObjectRef::from_obj(object);
+        self.written
+            .lock()
+            .expect("written lock")
+            .remove(&key.to_string());
+        self.backoff.succeeded(&key);
     }
 
     /// Whether `object` is older than this controller's last write of it; an object as new is
@@ -381,7 +373,7 @@ impl Instruments {
         let key = ObjectRef::from_obj(object).to_string();
         let mut written = self.written.lock().expect("written lock");
         match written.get(&key) {
-            Some(&last) if version < last => true,
+            Some(&(last, _)) if version < last => true,
             Some(_) => {
                 written.remove(&key);
                 false
@@ -395,6 +387,15 @@ impl Instruments {
 /// hands out opaque versions, and then nothing is compared.
 fn resource_version(object: &impl Resource) -> Option<u64> {
     object.meta().resource_version.as_deref()?.parse().ok()
+}
+
+/// What a panic said, when it said it with a string (as `panic!` and `expect` do).
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string())
 }
 
 /// When to look at `object`, in sync now, again: after `period`, give or take a tenth, the
@@ -451,7 +452,12 @@ impl Backoff {
         key: &ObjectRef<K>,
         now: Instant,
     ) -> Action {
-        self.forget_stale(now);
+        // Entries of objects that went away, looked for whenever the map has doubled (not at
+        // every failure: that would walk every failing object per failure).
+        let entries = self.failures.lock().expect("backoff lock").len();
+        if entries >= 64 && entries.is_power_of_two() {
+            self.forget_stale(now);
+        }
         let mut failures = self.failures.lock().expect("backoff lock");
         let (count, last) = failures.entry(key.to_string()).or_insert((0, now));
         let delay = Self::BASE
@@ -463,10 +469,14 @@ impl Backoff {
         Action::requeue(delay.max(self.overall(now)))
     }
 
-    /// Takes a place in the overall schedule at `now`: how long that retry must wait.
+    /// Takes a place in the overall schedule at `now`: how long that retry must wait, at most
+    /// [`Self::MAX`]. (Unbounded, a failure of thousands of objects at once, or failures
+    /// faster than the rate for long, would push retries out by hours: the schedule is never
+    /// let run further ahead than that.)
     fn overall(&self, now: Instant) -> Duration {
         let mut schedule = self.schedule.lock().expect("backoff lock");
-        let next = schedule.map_or(now, |at| at.max(now)) + Self::RATE;
+        let horizon = now + Self::RATE * Self::BURST + Self::MAX;
+        let next = (schedule.map_or(now, |at| at.max(now)) + Self::RATE).min(horizon);
         *schedule = Some(next);
         next.saturating_duration_since(now + Self::RATE * Self::BURST)
     }
@@ -512,6 +522,9 @@ pub mod condition {
     pub const CREATE_FAILED: &str = "CreateFailed";
     /// Updating the Deployment failed.
     pub const UPDATE_FAILED: &str = "UpdateFailed";
+    /// A change of the Deployment waits for other rollouts to complete
+    /// (`--max-concurrent-rollouts`).
+    pub const ROLLOUT_WAITING: &str = "RolloutWaiting";
 }
 
 /// The status of a condition.

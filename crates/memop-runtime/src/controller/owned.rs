@@ -50,8 +50,8 @@ pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
     cache: Arc<Cache<K>>,
     /// Where the cache sends what changed, once a controller asked ([`Self::owned_by`]).
     changes: Arc<Mutex<Option<mpsc::Sender<PartialObjectMeta<K>>>>>,
-    /// Per object: what this process last applied.
-    applied: Mutex<HashMap<ObjectRef<K>, Applied>>,
+    /// Per object: what this process last applied (until the object is deleted).
+    applied: Arc<Mutex<HashMap<ObjectRef<K>, Applied>>>,
     /// How many applies this process made lately.
     burst: Mutex<Burst>,
     watch: tokio::task::AbortHandle,
@@ -139,8 +139,9 @@ where
             .modify(|object| object.managed_fields_mut().clear());
         let readiness = shared.readiness.clone();
         readiness.expect(name);
+        let applied: Arc<Mutex<HashMap<ObjectRef<K>, Applied>>> = Arc::default();
         let watch = tokio::spawn({
-            let (cache, changes) = (cache.clone(), changes.clone());
+            let (cache, changes, applied) = (cache.clone(), changes.clone(), applied.clone());
             async move {
                 futures::pin_mut!(events);
                 // A (re)list is gathered apart, then replaces the cache whole, as kube's
@@ -186,6 +187,9 @@ where
                         watcher::Event::Delete(object) => {
                             let key = ObjectRef::from_obj(object);
                             cache.objects.write().expect("cache lock").remove(&key);
+                            // What was applied to it is of no use any more, whoever deleted
+                            // it (the garbage collector after its owner, say).
+                            applied.lock().expect("applied lock").remove(&key);
                             object
                         }
                     };
@@ -211,7 +215,7 @@ where
         Self {
             cache,
             changes,
-            applied: Mutex::default(),
+            applied,
             burst: Mutex::default(),
             watch: watch.abort_handle(),
         }
@@ -248,6 +252,16 @@ where
             .subscribe()
             .wait_for(|listed| *listed)
             .await;
+    }
+
+    /// Whether the cache holds `name` in `namespace` (now, without waiting for its list).
+    pub fn contains(&self, namespace: &str, name: &str) -> bool {
+        let key = ObjectRef::new(name).within(namespace);
+        self.cache
+            .objects
+            .read()
+            .expect("cache lock")
+            .contains_key(&key)
     }
 
     /// The cached object of `key`, read back from its JSON.
@@ -332,12 +346,6 @@ where
             .lock()
             .expect("burst lock")
             .active(Instant::now())
-    }
-
-    /// Forgets what was applied to `name` in `namespace` (it is going away).
-    pub fn forget(&self, namespace: &str, name: &str) {
-        let key = ObjectRef::new(name).within(namespace);
-        self.applied.lock().expect("applied lock").remove(&key);
     }
 }
 

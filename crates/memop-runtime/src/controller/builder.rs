@@ -1,0 +1,501 @@
+//! The controller of one kind, as controller-runtime's builder
+//! (`ControllerManagedBy(mgr).For(..).Owns(..).Complete(r)`) and kube's `Controller` give one:
+//! a [`Builder`] says what to watch, a [`Reconciler`] says what the kind needs, and the
+//! [`Controller`] it builds does everything around that, the same for every kind:
+//!
+//! - the watch of the kind and of what it owns, and kube's `Controller` driven until shutdown;
+//! - around each reconcile ([`Instruments`]): the time limit, a span, the metrics, recovery
+//!   from a panic, the per-object backoff of failures with an overall limit;
+//! - the finalizer (added on first sight, [`Reconciler::cleanup`] run before deletion);
+//! - the status: the conditions a reconcile set in its [`Report`] are written with one
+//!   server-side apply, and only when they changed; its events are recorded.
+//!
+//! ```no_run
+//! # use k8s_openapi::api::core::v1::ConfigMap;
+//! # use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+//! # use kube::runtime::controller::Action;
+//! # use memop_runtime::controller::{Builder, Reconciler, Report, Result};
+//! # use memop_runtime::manager::Shared;
+//! struct Context;
+//!
+//! impl Reconciler for Context {
+//!     type Object = ConfigMap;
+//!
+//!     fn conditions(_: &ConfigMap) -> &[Condition] {
+//!         &[]
+//!     }
+//!
+//!     async fn apply(&self, _: &ConfigMap, report: &mut Report) -> Result<Action> {
+//!         Ok(report.resync())
+//!     }
+//! }
+//!
+//! async fn run(shared: Shared) -> anyhow::Result<()> {
+//!     Builder::new("configmaps", &shared).build(Context).run().await
+//! }
+//! ```
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::runtime::finalizer::{self, finalizer};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{
+    Conditions, Error, Instruments, Recorder, Result, Truth, WatchScope, condition,
+    owned_conditions, resync,
+};
+use crate::manager::Shared;
+use crate::operand::Operand;
+
+/// How often an object is looked at again when nothing changed, unless [`Builder::resync`]
+/// says otherwise.
+pub const RESYNC: Duration = Duration::from_secs(300);
+
+/// How long a report that can wait ([`Report::hold`]) waits while the controller's owned
+/// objects are written in bulk, before it is tried again.
+const REPORT_WAIT: Duration = Duration::from_secs(5);
+
+/// What a kind's controller does that is the kind's own; [`Controller`] does the rest.
+///
+/// Implement it on the controller's context (what its reconcile works with: a client, the
+/// [`Operand`] it keeps, its configuration).
+pub trait Reconciler: Send + Sync + Sized + 'static {
+    /// The kind reconciled.
+    type Object: Resource<DynamicType = (), Scope: WatchScope>
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + Debug
+        + Send
+        + Sync
+        + 'static;
+
+    /// The condition types this controller reports (its status apply holds these only, so
+    /// other writers' conditions stay theirs).
+    const CONDITIONS: &'static [&'static str] = &[condition::AVAILABLE, condition::DEGRADED];
+
+    /// The status conditions `object` reports now.
+    fn conditions(object: &Self::Object) -> &[Condition];
+
+    /// Brings what `object` asks for about, and says how that went in `report`: the runtime
+    /// then writes the conditions that changed and records the events. Return an error to be
+    /// retried with backoff (the report is written first).
+    ///
+    /// It runs again for every change and every resync, so it should only write what
+    /// differs from what it finds.
+    fn apply(
+        &self,
+        object: &Self::Object,
+        report: &mut Report,
+    ) -> impl Future<Output = Result<Action>> + Send;
+
+    /// Runs before `object` is deleted, when the controller has a finalizer
+    /// ([`Builder::finalizer`]); the object stays until it succeeds. Objects it owns through an
+    /// owner reference need nothing here: Kubernetes garbage-collects them.
+    fn cleanup(
+        &self,
+        object: &Self::Object,
+        report: &mut Report,
+    ) -> impl Future<Output = Result<()>> + Send {
+        let _ = (object, report);
+        async { Ok(()) }
+    }
+}
+
+/// Says what a controller watches and how; [`Builder::build`] gives the [`Controller`].
+pub struct Builder<K: Resource<DynamicType = ()> + 'static> {
+    name: &'static str,
+    shared: Shared,
+    watch: watcher::Config,
+    finalizer: Option<&'static str>,
+    field_manager: Option<String>,
+    resync: Duration,
+    owns: Vec<Operand>,
+    _kind: std::marker::PhantomData<fn() -> K>,
+}
+
+impl<K> Builder<K>
+where
+    K: Resource<DynamicType = (), Scope: WatchScope>
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    /// The controller `name` (in logs, metrics and readiness) of the manager's `shared`
+    /// things. It watches every object of its kind in the manager's namespace (or all),
+    /// reacting to changes of their spec and metadata, not of their status.
+    pub fn new(name: &'static str, shared: &Shared) -> Self {
+        Self {
+            name,
+            shared: shared.clone(),
+            watch: watcher::Config::default().any_semantic(),
+            finalizer: None,
+            field_manager: None,
+            resync: RESYNC,
+            owns: Vec::new(),
+            _kind: std::marker::PhantomData,
+        }
+    }
+
+    /// Watches the objects `config` selects instead (a label selector, say).
+    pub fn watching(mut self, config: watcher::Config) -> Self {
+        self.watch = config;
+        self
+    }
+
+    /// Adds `finalizer` to every object on first sight, so that its deletion waits for
+    /// [`Reconciler::cleanup`].
+    pub fn finalizer(mut self, finalizer: &'static str) -> Self {
+        self.finalizer = Some(finalizer);
+        self
+    }
+
+    /// The field manager of the status writes (the operator's name, unless said here).
+    pub fn field_manager(mut self, field_manager: &str) -> Self {
+        self.field_manager = Some(field_manager.to_string());
+        self
+    }
+
+    /// Looks at an object in sync again after `period` ([`RESYNC`] unless said), give or take
+    /// a tenth: [`Report::resync`].
+    pub fn resync(mut self, period: Duration) -> Self {
+        self.resync = period;
+        self
+    }
+
+    /// Reconciles the owner of every object of `operand` that changes, as kube's
+    /// `Controller::owns` and controller-runtime's `Owns()` do.
+    pub fn owns(mut self, operand: &Operand) -> Self {
+        self.owns.push(operand.clone());
+        self
+    }
+
+    /// The controller, reconciling with `reconciler`.
+    pub fn build<R: Reconciler<Object = K>>(self, reconciler: R) -> Controller<R> {
+        let field_manager = self
+            .field_manager
+            .unwrap_or_else(|| self.shared.reporter.controller.clone());
+        Controller {
+            instruments: Instruments::new(self.name, &self.shared),
+            recorder: Recorder::new(self.shared.client.clone(), self.shared.reporter.clone()),
+            name: self.name,
+            shared: self.shared,
+            watch: self.watch,
+            finalizer: self.finalizer,
+            field_manager,
+            resync: self.resync,
+            owns: self.owns,
+            reconciler,
+        }
+    }
+}
+
+/// A kind's controller: its [`Reconciler`] with everything around it (see the module).
+pub struct Controller<R: Reconciler> {
+    name: &'static str,
+    shared: Shared,
+    watch: watcher::Config,
+    finalizer: Option<&'static str>,
+    field_manager: String,
+    resync: Duration,
+    owns: Vec<Operand>,
+    instruments: Instruments,
+    recorder: Recorder,
+    reconciler: R,
+}
+
+impl<R: Reconciler> Controller<R> {
+    /// The reconciler.
+    pub fn reconciler(&self) -> &R {
+        &self.reconciler
+    }
+
+    /// The instruments around each reconcile.
+    pub fn instruments(&self) -> &Instruments {
+        &self.instruments
+    }
+
+    /// Runs the controller until the manager shuts down: what the manager runs once this
+    /// replica leads.
+    pub async fn run(self) -> anyhow::Result<()> {
+        let objects = <<R::Object as Resource>::Scope as WatchScope>::api(
+            self.shared.client.clone(),
+            self.shared.watch_namespace.as_deref(),
+        );
+        let mut controller = super::new(self.name, &self.shared, objects, self.watch.clone());
+        for operand in &self.owns {
+            controller = operand.cache().owned_by(controller);
+        }
+        let (name, shared) = (self.name, self.shared.clone());
+        super::run(
+            name,
+            &shared,
+            controller,
+            |object, this: Arc<Self>| async move { this.reconcile(object).await },
+            |object, error, this: Arc<Self>| this.error_policy(&object, error),
+            Arc::new(self),
+        )
+        .await
+    }
+
+    /// Reconciles `object` once, as the running controller would: what [`Self::run`] calls
+    /// for each change (and tests call directly).
+    pub async fn reconcile(&self, object: Arc<R::Object>) -> Result<Action> {
+        let work = self.dispatch(object.clone());
+        self.instruments.reconcile(object.as_ref(), work).await
+    }
+
+    /// When to retry a failed reconcile of `object`: after its backoff (see
+    /// [`Instruments::retry`]).
+    pub fn error_policy(&self, object: &R::Object, error: &Error) -> Action {
+        self.instruments.retry(object, error)
+    }
+
+    /// The finalizer's dispatch: apply, or cleanup before deletion.
+    async fn dispatch(&self, object: Arc<R::Object>) -> Result<Action> {
+        let Some(name) = self.finalizer else {
+            return self.apply(&object).await;
+        };
+        let api = self.api(&object);
+        let result = finalizer(&api, name, object, |event| async move {
+            match event {
+                finalizer::Event::Apply(object) => self.apply(&object).await,
+                finalizer::Event::Cleanup(object) => self.cleanup(&object).await,
+            }
+        })
+        .await;
+        match result {
+            // Deleted before its finalizer went on: there is nothing to do.
+            Err(finalizer::Error::AddFinalizer(kube::Error::Api(status)))
+                if status.is_not_found() =>
+            {
+                Ok(Action::await_change())
+            }
+            result => result.map_err(|err| Error::Finalizer(Box::new(err))),
+        }
+    }
+
+    async fn apply(&self, object: &R::Object) -> Result<Action> {
+        let mut report = self.report_for(object);
+        let result = self.reconciler.apply(object, &mut report).await;
+        self.publish(object, &mut report).await;
+        match result {
+            // While owned objects are written in bulk, they come first: a report of progress
+            // waits (a failure is reported at once).
+            Ok(_) if report.held && report.changes(R::conditions(object), R::CONDITIONS) => {
+                Ok(Action::requeue(REPORT_WAIT))
+            }
+            Ok(action) => {
+                self.write_status(object, &report).await?;
+                Ok(action)
+            }
+            Err(err) => {
+                if let Err(status_err) = self.write_status(object, &report).await {
+                    tracing::warn!(name = %object.name_any(), error = %status_err, "could not record the failure in the status");
+                }
+                Err(err)
+            }
+        }
+    }
+
+    async fn cleanup(&self, object: &R::Object) -> Result<Action> {
+        let mut report = self.report_for(object);
+        let result = self.reconciler.cleanup(object, &mut report).await;
+        self.publish(object, &mut report).await;
+        self.write_status(object, &report).await?;
+        result?;
+        // The finalizer goes next, and the object with it: nothing to remember of it.
+        self.instruments.forget(object);
+        Ok(Action::await_change())
+    }
+
+    fn report_for(&self, object: &R::Object) -> Report {
+        Report::new(object, R::conditions(object), R::CONDITIONS, self.resync)
+    }
+
+    /// Records the events of `report`.
+    async fn publish(&self, object: &R::Object, report: &mut Report) {
+        for (type_, reason, note) in report.events.drain(..) {
+            super::publish(&self.recorder, object, type_, &reason, note).await;
+        }
+    }
+
+    async fn write_status(&self, object: &R::Object, report: &Report) -> Result<()> {
+        self.instruments
+            .write_conditions(
+                &self.api(object),
+                object,
+                &self.field_manager,
+                R::CONDITIONS,
+                R::conditions(object),
+                &report.conditions,
+            )
+            .await
+    }
+
+    /// The API of `object`'s kind in its namespace (or cluster-wide).
+    fn api(&self, object: &R::Object) -> Api<R::Object> {
+        <<R::Object as Resource>::Scope as WatchScope>::api(
+            self.shared.client.clone(),
+            object.namespace().as_deref(),
+        )
+    }
+}
+
+/// What a reconcile says about its object: the status conditions it reports (as the runtime
+/// writes them, once, after the reconcile), the events it records, and when to come back.
+pub struct Report {
+    conditions: Vec<Condition>,
+    generation: Option<i64>,
+    /// Whether the object's conditions already report on this generation of its spec.
+    seen: bool,
+    /// Events to record: type, reason, note.
+    events: Vec<(EventType, String, String)>,
+    held: bool,
+    resync: Action,
+    name: String,
+}
+
+impl Report {
+    fn new<K: Resource<DynamicType = ()>>(
+        object: &K,
+        conditions: &[Condition],
+        owned: &[&str],
+        period: Duration,
+    ) -> Self {
+        let generation = object.meta().generation;
+        Self {
+            seen: conditions
+                .iter()
+                .any(|c| owned.contains(&c.type_.as_str()) && c.observed_generation == generation),
+            conditions: conditions.to_vec(),
+            generation,
+            events: Vec::new(),
+            held: false,
+            resync: resync(object, period),
+            name: object.name_any(),
+        }
+    }
+
+    /// Sets condition `type_` (its `lastTransitionTime` kept unless its status changes).
+    pub fn set(&mut self, type_: &str, status: impl Into<Truth>, reason: &str, message: String) {
+        Conditions::new(&mut self.conditions, self.generation).set(type_, status, reason, message);
+    }
+
+    /// Reports a failure: not [`condition::AVAILABLE`], and [`condition::DEGRADED`], both
+    /// with `reason` and `message`.
+    pub fn failing(&mut self, reason: &str, message: String) {
+        Conditions::new(&mut self.conditions, self.generation).failing(reason, message);
+    }
+
+    /// Reports a problem the reconcile cannot get past by itself (see [`Self::failing`]), with
+    /// a Warning event and an error in the log: return the error it gives, and the object is
+    /// retried with backoff until someone fixes the cause.
+    pub fn stuck(&mut self, reason: &str, message: String) -> Error {
+        tracing::error!(name = %self.name, "{message}");
+        self.failing(reason, message.clone());
+        self.event(EventType::Warning, reason, message.clone());
+        Error::Invalid(message)
+    }
+
+    /// Condition `type_` as the report has it now.
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
+
+    /// The generation of the object's spec that this report is about.
+    pub fn generation(&self) -> Option<i64> {
+        self.generation
+    }
+
+    /// Whether the object's status already reported on this generation of its spec before
+    /// this reconcile (a change since then is not one its spec asked for).
+    pub fn generation_seen(&self) -> bool {
+        self.seen
+    }
+
+    /// Records an event on the object, with `reason` and `note` (repeats of one become a
+    /// series).
+    pub fn event(&mut self, type_: EventType, reason: &str, note: String) {
+        self.events.push((type_, reason.to_string(), note));
+    }
+
+    /// Lets the status write wait while the controller writes its owned objects in bulk (a
+    /// fleet resized at once): a report of progress, never one of failure.
+    pub fn hold(&mut self) {
+        self.held = true;
+    }
+
+    /// Come back after the controller's resync period, give or take a tenth (the same for the
+    /// same object), so that objects made together do not all come back together.
+    pub fn resync(&self) -> Action {
+        self.resync.clone()
+    }
+
+    /// Whether the conditions of the types in `owned` differ from `current`'s.
+    fn changes(&self, current: &[Condition], owned: &[&str]) -> bool {
+        owned_conditions(current, owned) != owned_conditions(&self.conditions, owned)
+    }
+}
+
+impl Instruments {
+    /// Writes `conditions`, of the types in `owned` (the ones this controller reports), into
+    /// the status of `object`, unless they are what `current` (its status conditions as read)
+    /// already holds: a server-side apply of the status subresource as `field_manager`, with
+    /// only those types, so that other writers' conditions stay theirs (`conditions` is a list
+    /// keyed by type). An object deleted meanwhile is no error: there is nothing left to
+    /// report on. Any other failure is one, a 404 from a missing status subresource included.
+    pub(super) async fn write_conditions<K>(
+        &self,
+        api: &Api<K>,
+        object: &K,
+        field_manager: &str,
+        owned: &[&str],
+        current: &[Condition],
+        conditions: &[Condition],
+    ) -> Result<()>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+    {
+        let ours = owned_conditions(conditions, owned);
+        if owned_conditions(current, owned) == ours {
+            return Ok(());
+        }
+        let name = object.name_any();
+        let patch = Patch::Apply(serde_json::json!({
+            "apiVersion": K::api_version(&()),
+            "kind": K::kind(&()),
+            "status": { "conditions": ours },
+        }));
+        let params = PatchParams::apply(field_manager).force();
+        match api.patch_status(&name, &params, &patch).await {
+            Ok(written) => {
+                self.wrote(&written);
+                Ok(())
+            }
+            // The object itself is gone: the API server names it in the details. (A 404
+            // without them means the status subresource or the version is not served.)
+            Err(kube::Error::Api(err))
+                if err.is_not_found() && err.details.as_ref().is_some_and(|d| d.name == name) =>
+            {
+                tracing::debug!(%name, "gone before its status was written");
+                Ok(())
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+}
