@@ -93,6 +93,16 @@ pub fn resize_patch(current: &Deployment, desired: &Deployment) -> Option<Patch<
     if from == to {
         return None;
     }
+    let patch = Patch::Merge(json!({
+        "metadata": { "annotations": { APPLIED_HASH: desired.annotations().get(APPLIED_HASH) } },
+        "spec": { "replicas": to },
+    }));
+    // Scaled by someone else: at the size wanted, it is in sync.
+    let mut scaled = serde_json::to_value(current).ok()?;
+    scaled["spec"]["replicas"] = to.clone();
+    if in_sync(&serde_json::from_value::<Deployment>(scaled).ok()?, desired, None) {
+        return Some(patch);
+    }
     // `desired` as it would be at the current size, stamped again.
     let mut same_size = serde_json::to_value(desired).ok()?;
     same_size["spec"]["replicas"] = from;
@@ -103,13 +113,7 @@ pub fn resize_patch(current: &Deployment, desired: &Deployment) -> Option<Patch<
         metadata.remove("annotations");
     }
     let same_size = stamp(serde_json::from_value::<Deployment>(same_size).ok()?);
-    if !in_sync(current, &same_size, None) {
-        return None;
-    }
-    Some(Patch::Merge(json!({
-        "metadata": { "annotations": { APPLIED_HASH: desired.annotations().get(APPLIED_HASH) } },
-        "spec": { "replicas": to },
-    })))
+    in_sync(current, &same_size, None).then_some(patch)
 }
 
 /// Paces the rollouts of a controller's own making, so that a change of the operator (a new
@@ -253,33 +257,51 @@ impl Operand {
         if let Some(other) = observed.object().filter(|d| !controlled_by(d.as_ref(), owner)) {
             return Outcome::NotOwned(not_owned(other, owner));
         }
+        let key = format!("{namespace}/{name}");
         let current = match observed {
-            Observed::InSync(current) => return Outcome::InSync(State::new(current, size)),
+            Observed::InSync(current) => {
+                let state = State::new(current, size);
+                this.rollouts.observed(&key, &state.rollout);
+                return Outcome::InSync(state);
+            }
             Observed::Differs(current) => Some(current),
             Observed::Absent | Observed::Pending(_) => None,
         };
-        let key = format!("{namespace}/{name}");
         let resize = current.as_deref().and_then(|d| resize_patch(d, &desired));
         // Anything but a creation or a change of size rolls the pods: it waits its turn.
         let exists = |key: &str| {
             let (namespace, name) = key.split_once('/').unwrap_or_default();
             this.deployments.contains(namespace, name)
         };
-        if let Some(current) = &current
-            && resize.is_none()
-            && !this.rollouts.start(&key, exists)
-        {
-            tracing::debug!(%name, "the rollout waits for others to complete");
-            return Outcome::Waiting {
-                max: this.rollouts.max(),
-                state: State::new(current.clone(), size),
-            };
-        }
         let api: Api<Deployment> = Api::namespaced(this.client.clone(), &namespace);
         let merge = PatchParams {
             field_manager: Some(this.manager.clone()),
             ..PatchParams::default()
         };
+        if let Some(current) = &current
+            && resize.is_none()
+            && !this.rollouts.start(&key, exists)
+        {
+            tracing::debug!(%name, "the rollout waits for others to complete");
+            let mut state = State::new(current.clone(), size);
+            // A new size is no rollout: it goes through meanwhile (the hash stays the old
+            // one: the rest still differs).
+            if replicas(current) != Some(size) {
+                let patch = Patch::Merge(json!({ "spec": { "replicas": size } }));
+                match api.patch(&name, &merge, &patch).await {
+                    Ok(scaled) => state = State::new(Arc::new(scaled), size),
+                    Err(error) => {
+                        return self
+                            .failed(&api, owner, Some(current), true, &name, error)
+                            .await;
+                    }
+                }
+            }
+            return Outcome::Waiting {
+                max: this.rollouts.max(),
+                state,
+            };
+        }
         let written = match &resize {
             Some(patch) => api.patch(&name, &merge, patch).await,
             None => {
@@ -699,42 +721,46 @@ mod tests {
     #[test]
     fn at_most_max_rollouts_start_and_a_failed_one_keeps_its_place() {
         let rollouts = Rollouts::new(2);
-        assert!(rollouts.start("ns/a"));
-        assert!(rollouts.start("ns/b"));
-        assert!(!rollouts.start("ns/c"), "two are rolling out");
+        let exists = |_: &str| true;
+        assert!(rollouts.start("ns/a", exists));
+        assert!(rollouts.start("ns/b", exists));
+        assert!(!rollouts.start("ns/c", exists), "two are rolling out");
         assert!(
-            rollouts.start("ns/a"),
+            rollouts.start("ns/a", exists),
             "a rollout under way may be applied again"
         );
 
         rollouts.observed("ns/a", &Rollout::Failed("ProgressDeadlineExceeded".into()));
-        assert!(!rollouts.start("ns/c"), "a failed rollout still counts");
+        assert!(!rollouts.start("ns/c", exists), "a failed rollout still counts");
         rollouts.observed("ns/a", &Rollout::Complete);
-        assert!(rollouts.start("ns/c"));
-        assert_eq!(rollouts.rolling_count(), 2);
-
-        rollouts.forget("ns/b");
-        rollouts.forget("ns/c");
-        assert_eq!(rollouts.rolling_count(), 0);
+        assert!(rollouts.start("ns/c", exists));
     }
 
     #[test]
-    fn rollouts_the_controller_did_not_start_count_too() {
+    fn rollouts_the_controller_did_not_start_take_no_place() {
         let rollouts = Rollouts::new(1);
-        // A Deployment seen rolling out (created, or its spec changed by the user).
-        rollouts.observed("ns/new", &Rollout::InProgress);
-        assert!(!rollouts.start("ns/a"));
-        rollouts.observed("ns/new", &Rollout::Complete);
-        assert!(rollouts.start("ns/a"));
+        // Deployments seen unhealthy for reasons of their own: pods pending, a quota.
+        rollouts.observed("ns/pending", &Rollout::InProgress);
+        rollouts.observed("ns/quota", &Rollout::Failed("FailedCreate".into()));
+        assert!(rollouts.start("ns/a", |_| true));
+    }
+
+    #[test]
+    fn the_place_of_a_deployment_that_is_gone_is_freed() {
+        let rollouts = Rollouts::new(1);
+        assert!(rollouts.start("ns/deleted", |_| true));
+        // Its owner was deleted (its cleanup ran elsewhere, or its finalizer was removed by
+        // hand), and its Deployment with it: the cache no longer holds it.
+        assert!(rollouts.start("ns/a", |key| key != "ns/deleted"));
     }
 
     #[test]
     fn no_limit_at_zero() {
         let rollouts = Rollouts::new(0);
         for name in ["a", "b", "c"] {
-            rollouts.observed(name, &Rollout::InProgress);
+            assert!(rollouts.start(name, |_| true));
         }
-        assert!(rollouts.start("d"));
+        assert!(rollouts.start("d", |_| true));
     }
 
     #[test]

@@ -18,9 +18,9 @@
 //! control plane the controller runs as the project's own ServiceAccount and `config/rbac`, so a
 //! verb missing from `RULES` fails here as it would in a cluster.
 //!
-//! Most tests call [`reconcile`] directly, as kube's Controller would, and look at what the
-//! cluster converged to; `the_real_controller_loop_converges_and_shuts_down` runs the very `run`
-//! function `main.rs` registers. Deployments roll out for real on the real control plane that
+//! Most tests call the controller's `reconcile` directly, as kube's Controller would, and look
+//! at what the cluster converged to; `the_real_controller_loop_converges_and_shuts_down` runs
+//! the very controller `main.rs` registers. Deployments roll out for real on the real control plane that
 //! `scripts/envtest/build.sh` of memop builds (kube-controller-manager's deployment controller,
 //! kube-scheduler and kwok's simulated node): [`roll_out`] waits for it there. The in-memory API
 //! server, and a real one from `make setup-envtest`'s assets, run no deployment controller or
@@ -44,9 +44,9 @@ use serde_json::json;
 
 use memcached_operator::api::cache::v1alpha1::{Memcached, MemcachedSpec};
 use memcached_operator::controller::memcached::{
-    Context, FINALIZER, IMAGE_ENV, RESYNC, desired_deployment, error_policy, reconcile, run_with,
+    Context, FINALIZER, IMAGE_ENV, RESYNC, controller, desired_deployment,
 };
-use memop_runtime::controller::{self, APPLIED_HASH, Error};
+use memop_runtime::controller::{self, APPLIED_HASH, Controller, Error};
 use memop_runtime::manager::Shared;
 
 const NAME: &str = "memcached-sample";
@@ -72,6 +72,8 @@ memop_test::scenarios!(
     a_reconcile_in_steady_state_writes_nothing,
     an_object_older_than_the_last_status_write_is_not_reconciled,
     a_new_image_rolls_out_a_few_deployments_at_a_time,
+    unhealthy_deployments_do_not_hold_back_a_new_image,
+    a_resize_writes_the_status_twice_not_once_per_pod,
     deletion_runs_the_finalizer_then_the_deployment_is_collected,
     a_failed_deployment_write_is_reported_and_retried,
     a_throttled_deployment_write_is_reported_and_retried,
@@ -82,11 +84,11 @@ memop_test::scenarios!(
     the_real_controller_loop_converges_and_shuts_down,
 );
 
-/// A test's cluster, with the controller's context on top of it.
+/// A test's cluster, with the controller on top of it.
 struct Cluster {
     env: TestEnv,
     shared: Shared,
-    ctx: Arc<Context>,
+    controller: Arc<Controller<Context>>,
     /// The test's own view, as an administrator.
     objects: Api<Memcached>,
     deployments: Api<Deployment>,
@@ -100,13 +102,13 @@ impl Cluster {
             env.operator.clone(),
             Some(env.namespace.clone()),
         );
-        let ctx = Arc::new(Context::with_image(&shared, Some(IMAGE.into())));
+        let controller = with_image(&shared, Some(IMAGE));
         let objects = Api::namespaced(env.admin.clone(), &env.namespace);
         let deployments = Api::namespaced(env.admin.clone(), &env.namespace);
         Self {
             env,
             shared,
-            ctx,
+            controller,
             objects,
             deployments,
         }
@@ -139,7 +141,7 @@ impl Cluster {
                 .map(String::as_str)
                 == Some("memcached-operator")
         };
-        let cache = self.ctx.deployments();
+        let cache = self.controller.reconciler().deployments().cache();
         eventually(
             "the cache to hold the Deployment as it is",
             WAIT,
@@ -154,7 +156,8 @@ impl Cluster {
             },
         )
         .await;
-        reconcile(Arc::new(self.object().await), self.ctx.clone()).await
+        let object = Arc::new(self.object().await);
+        self.controller.reconcile(object).await
     }
 
     /// What a reconcile of the object in sync returns: come back after [`RESYNC`], give or
@@ -240,6 +243,12 @@ impl Cluster {
 }
 
 /// The status and reason of condition `type_`, which must be set.
+/// The controller, with the operand image given (`None` or empty: not configured).
+fn with_image(shared: &Shared, image: Option<&str>) -> Arc<Controller<Context>> {
+    let ctx = Context::with_image(shared, image.map(String::from));
+    Arc::new(controller(shared, ctx))
+}
+
 fn state<'a>(object: &'a Memcached, type_: &str) -> (&'a str, &'a str) {
     let condition = condition(object, type_).unwrap_or_else(|| panic!("no {type_} condition"));
     (condition.status.as_str(), condition.reason.as_str())
@@ -341,7 +350,7 @@ async fn available_waits_for_the_deployment_to_roll_out(env: TestEnv) {
     assert_eq!(state(&object, "Available"), ("False", "Progressing"));
     let available = condition(&object, "Available").unwrap();
     assert!(
-        available.message.contains("0 of 2"),
+        available.message.contains("rolling out 2 replicas"),
         "{}",
         available.message
     );
@@ -419,8 +428,8 @@ async fn available_is_not_claimed_while_new_pods_fail(env: TestEnv) {
     if cluster.env.rolls_out() {
         // To a new image, whose pods the full quota refuses.
         cluster.fill_pod_quota(2).await;
-        let image = Some(format!("{IMAGE}-new"));
-        cluster.ctx = Arc::new(Context::with_image(&cluster.shared, image));
+        let image = format!("{IMAGE}-new");
+        cluster.controller = with_image(&cluster.shared, Some(&image));
         cluster.reconcile().await.unwrap();
         let deployments = &cluster.deployments;
         eventually(
@@ -453,12 +462,14 @@ async fn available_is_not_claimed_while_new_pods_fail(env: TestEnv) {
 async fn an_empty_image_is_reported_as_misconfigured(env: TestEnv) {
     let cluster = Cluster::new(env);
     // As `MEMCACHED_IMAGE=` in the manager's environment would give it.
-    let ctx = Arc::new(Context::with_image(&cluster.shared, Some(String::new())));
+    let controller = with_image(&cluster.shared, Some(""));
     cluster.create(1).await;
-    reconcile(Arc::new(cluster.object().await), ctx.clone())
+    controller
+        .reconcile(Arc::new(cluster.object().await))
         .await
         .unwrap();
-    let err = reconcile(Arc::new(cluster.object().await), ctx)
+    let err = controller
+        .reconcile(Arc::new(cluster.object().await))
         .await
         .expect_err("nothing can be deployed without an image");
     assert!(err.to_string().contains(IMAGE_ENV), "{err}");
@@ -523,8 +534,7 @@ async fn any_valid_name_and_image_tag_work(env: TestEnv) {
     // The longest valid name (a DNS subdomain of 253 characters), and a tag that is no valid
     // label value as it is.
     let name = format!("{}.{}", "a".repeat(126), "b".repeat(126));
-    let image = Some("example.com/operand:_1.6".to_string());
-    let ctx = Arc::new(Context::with_image(&cluster.shared, image));
+    let controller = with_image(&cluster.shared, Some("example.com/operand:_1.6"));
     let object = Memcached::new(&name, MemcachedSpec { size: 1 });
     cluster
         .objects
@@ -533,7 +543,7 @@ async fn any_valid_name_and_image_tag_work(env: TestEnv) {
         .unwrap();
     for _ in 0..2 {
         let object = cluster.objects.get(&name).await.unwrap();
-        reconcile(Arc::new(object), ctx.clone()).await.unwrap();
+        controller.reconcile(Arc::new(object)).await.unwrap();
     }
     let deployments = cluster.deployments.list(&ListParams::default()).await;
     let deployments = deployments.unwrap().items;
@@ -559,7 +569,7 @@ async fn a_reconcile_that_hangs_times_out(env: TestEnv) {
     // The short time limit only from here: a busy control plane may take longer to answer the
     // finalizer's write.
     cluster.shared.reconcile_timeout = Duration::from_millis(300);
-    cluster.ctx = Arc::new(Context::with_image(&cluster.shared, Some(IMAGE.into())));
+    cluster.controller = with_image(&cluster.shared, Some(IMAGE));
     // The Deployment write does not answer (a half-open connection, say).
     cluster
         .env
@@ -637,9 +647,7 @@ async fn an_object_older_than_the_last_status_write_is_not_reconciled(env: TestE
     let stale = cluster.object().await;
     cluster.reconcile().await.unwrap(); // creates the Deployment, writes the status
     cluster.env.requests.clear();
-    reconcile(Arc::new(stale), cluster.ctx.clone())
-        .await
-        .unwrap();
+    cluster.controller.reconcile(Arc::new(stale)).await.unwrap();
     let requests = cluster.requests();
     assert!(requests.is_empty(), "{requests:?}");
     // The object as it is now is reconciled as usual.
@@ -652,8 +660,8 @@ async fn an_object_older_than_the_last_status_write_is_not_reconciled(env: TestE
 }
 
 /// A new operand image (the operator's own change: the objects' specs are the same) rolls out
-/// to at most `--max-concurrent-rollouts` Deployments at a time; a spec change the user makes
-/// meanwhile is not held back.
+/// to at most `--max-concurrent-rollouts` Deployments at a time, and says so on those that
+/// wait; a resize the user asks for meanwhile is not held back.
 async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
     let cluster = &Cluster::new(env);
     let names = ["first", "second", "third"];
@@ -662,21 +670,22 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
         let pod = deployment.spec.template.spec.unwrap();
         pod.containers[0].image.clone().unwrap()
     };
-    // One reconcile of `name` by `ctx`, once `ctx`'s cache holds its Deployment as it is.
-    let reconcile_with = |ctx: Arc<Context>, name: &'static str| async move {
+    // One reconcile of `name` by `controller`, once its cache holds the Deployment as it is.
+    let reconcile_with = |controller: Arc<Controller<Context>>, name: &'static str| async move {
+        let cache = controller.reconciler().deployments().cache();
         eventually(
             "the cache to hold the Deployment as it is",
             WAIT,
             || async {
                 let live = cluster.deployments.get_opt(name).await.unwrap();
                 let live = live.and_then(|d| d.metadata.resource_version);
-                let cached = ctx.deployments().get(&cluster.env.namespace, name).await;
+                let cached = cache.get(&cluster.env.namespace, name).await;
                 cached.and_then(|d| d.metadata.resource_version.clone()) == live
             },
         )
         .await;
         let object = cluster.objects.get(name).await.unwrap();
-        reconcile(Arc::new(object), ctx).await.unwrap()
+        controller.reconcile(Arc::new(object)).await.unwrap()
     };
     for name in names {
         // The spec's other fields (those you add) from Default, so that this keeps compiling.
@@ -693,28 +702,31 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
             .create(&PostParams::default(), &object)
             .await
             .unwrap();
-        reconcile_with(cluster.ctx.clone(), name).await; // the finalizer
-        reconcile_with(cluster.ctx.clone(), name).await; // the Deployment
+        reconcile_with(cluster.controller.clone(), name).await; // the finalizer
+        reconcile_with(cluster.controller.clone(), name).await; // the Deployment
         roll_out(&cluster.env, name).await;
-        reconcile_with(cluster.ctx.clone(), name).await; // Available
+        reconcile_with(cluster.controller.clone(), name).await; // Available
     }
 
     // The operator restarts with a new image, one rollout at a time.
     let mut shared = cluster.shared.clone();
     shared.max_concurrent_rollouts = 1;
     let new_image = format!("{IMAGE}-new");
-    let ctx = Arc::new(Context::with_image(&shared, Some(new_image.clone())));
-    reconcile_with(ctx.clone(), "first").await;
+    let controller = with_image(&shared, Some(&new_image));
+    reconcile_with(controller.clone(), "first").await;
     assert_eq!(image("first").await, new_image);
-    let waits = reconcile_with(ctx.clone(), "second").await;
+    let waits = reconcile_with(controller.clone(), "second").await;
     assert_eq!(
         image("second").await,
         IMAGE,
         "the second waits for the first"
     );
     assert_ne!(waits, Action::await_change(), "it comes back to try again");
+    let second = cluster.objects.get("second").await.unwrap();
+    assert_eq!(state(&second, "Degraded"), ("False", "RolloutWaiting"));
+    assert_eq!(state(&second, "Available"), ("True", "Reconciling"));
 
-    // The user resizes the third meanwhile: that goes through at once (with the new image).
+    // The user resizes the third meanwhile: the size changes at once, the image waits.
     cluster
         .objects
         .patch(
@@ -724,17 +736,86 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
         )
         .await
         .unwrap();
-    reconcile_with(ctx.clone(), "third").await;
-    let third = cluster.deployments.get("third").await.unwrap();
-    assert_eq!(replicas(&third), Some(2));
+    reconcile_with(controller.clone(), "third").await;
+    assert_eq!(replicas(&cluster.deployments.get("third").await.unwrap()), Some(2));
+    assert_eq!(image("third").await, IMAGE);
 
-    // Once the first and the third have rolled out, the second goes.
-    for name in ["first", "third"] {
-        roll_out(&cluster.env, name).await;
-        reconcile_with(ctx.clone(), name).await;
-    }
-    reconcile_with(ctx.clone(), "second").await;
+    // Once the first has rolled out, the next goes.
+    roll_out(&cluster.env, "first").await;
+    reconcile_with(controller.clone(), "first").await;
+    reconcile_with(controller.clone(), "second").await;
     assert_eq!(image("second").await, new_image);
+}
+
+/// Deployments that are unhealthy for reasons of their own (a progress deadline passed) take
+/// no place among the rollouts: a new image still reaches the others.
+async fn unhealthy_deployments_do_not_hold_back_a_new_image(env: TestEnv) {
+    let cluster = Cluster::new(env);
+    if cluster.env.rolls_out() {
+        // The deployment controller owns the status there: the stand-in is in memory only.
+        return;
+    }
+    cluster.converged(1).await;
+    let stuck = json!({ "status": { "conditions": [{
+        "type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+        "message": "ReplicaSet has timed out progressing.",
+    }]}});
+    cluster.edit_deployment_status(stuck).await;
+    let mut shared = cluster.shared.clone();
+    shared.max_concurrent_rollouts = 1;
+    let old = with_image(&shared, Some(IMAGE));
+    // The controller sees the failed rollout (one it did not start).
+    let object = Arc::new(cluster.object().await);
+    old.reconcile(object).await.unwrap();
+    assert_eq!(state(&cluster.object().await, "Degraded"), ("True", "RolloutFailed"));
+
+    // A second object, healthy; then a new image, applied to it at once.
+    let other = Memcached::new("other", MemcachedSpec { size: 1 });
+    cluster.objects.create(&PostParams::default(), &other).await.unwrap();
+    for _ in 0..2 {
+        let object = cluster.objects.get("other").await.unwrap();
+        old.reconcile(Arc::new(object)).await.unwrap();
+    }
+    roll_out(&cluster.env, "other").await;
+    let new_image = format!("{IMAGE}-new");
+    let new = with_image(&shared, Some(&new_image));
+    let cache = new.reconciler().deployments().cache();
+    eventually("the new cache to list", WAIT, || async {
+        cache.get(&cluster.env.namespace, "other").await.is_some()
+    })
+    .await;
+    let object = cluster.objects.get("other").await.unwrap();
+    new.reconcile(Arc::new(object)).await.unwrap();
+    let deployment = cluster.deployments.get("other").await.unwrap();
+    let pod = deployment.spec.template.spec.unwrap();
+    assert_eq!(pod.containers[0].image.as_deref(), Some(new_image.as_str()));
+}
+
+/// A resize reports that it is under way once, and that it is done once: not a status write
+/// per pod that comes up (each one a watch event for every watcher of Memcacheds).
+async fn a_resize_writes_the_status_twice_not_once_per_pod(env: TestEnv) {
+    let cluster = Cluster::new(env);
+    cluster.converged(1).await;
+    cluster.edit_object(json!({ "spec": { "size": 4 } })).await;
+    cluster.env.requests.clear();
+    cluster.reconcile().await.unwrap();
+    if cluster.env.rolls_out() {
+        roll_out(&cluster.env, NAME).await;
+    } else {
+        // The pods come up one at a time.
+        for available in 2..4 {
+            let status = json!({ "status": {
+                "observedGeneration": 2, "replicas": 4, "updatedReplicas": 4,
+                "readyReplicas": available, "availableReplicas": available,
+            }});
+            cluster.edit_deployment_status(status).await;
+            cluster.reconcile().await.unwrap();
+        }
+        roll_out(&cluster.env, NAME).await;
+    }
+    cluster.reconcile().await.unwrap();
+    assert_eq!(state(&cluster.object().await, "Available"), ("True", "Reconciling"));
+    assert_eq!(cluster.env.requests.writes("memcacheds/status"), 2);
 }
 
 async fn deletion_runs_the_finalizer_then_the_deployment_is_collected(env: TestEnv) {
@@ -751,15 +832,14 @@ async fn deletion_runs_the_finalizer_then_the_deployment_is_collected(env: TestE
         "the finalizer holds the object"
     );
 
-    // The cleanup says it starts (Degraded=Unknown), then that it is done (Degraded=True):
-    // fail the second status write, then the finalizer's removal, to see each in turn.
+    // The cleanup says it is done (Degraded=True), then the finalizer goes: fail the status
+    // write, then the finalizer's removal, to see each in turn.
     cluster
         .env
         .requests
-        .fail_after(1, Verb::Patch, "memcacheds/status", 500);
+        .fail_next(Verb::Patch, "memcacheds/status", 500, 1);
     assert!(cluster.reconcile().await.is_err());
-    let finalizing = cluster.object().await;
-    assert_eq!(state(&finalizing, "Degraded"), ("Unknown", "Finalizing"));
+    assert!(cluster.object().await.metadata.deletion_timestamp.is_some());
     assert_eq!(cluster.recorded("Deleting").await, 1);
 
     cluster
@@ -875,7 +955,7 @@ async fn an_object_deleted_before_its_reconcile_is_left_alone(env: TestEnv) {
         .delete(NAME, &DeleteParams::default())
         .await
         .unwrap();
-    let action = reconcile(stale, cluster.ctx.clone()).await.unwrap();
+    let action = cluster.controller.reconcile(stale).await.unwrap();
     assert_eq!(action, Action::await_change());
     assert!(cluster.deployment().await.is_none());
 }
@@ -884,8 +964,8 @@ async fn failures_back_off_exponentially(env: TestEnv) {
     let cluster = Cluster::new(env);
     let object = Arc::new(cluster.create(1).await);
     let err = Error::Invalid("boom".into());
-    let first = error_policy(object.clone(), &err, cluster.ctx.clone());
-    let second = error_policy(object.clone(), &err, cluster.ctx.clone());
+    let first = cluster.controller.error_policy(&object, &err);
+    let second = cluster.controller.error_policy(&object, &err);
     assert_eq!(first, Action::requeue(Duration::from_millis(5)));
     assert_eq!(second, Action::requeue(Duration::from_millis(10)));
 }
@@ -895,7 +975,7 @@ async fn the_real_controller_loop_converges_and_shuts_down(env: TestEnv) {
     let _pods = Workloads::start(&cluster.env);
     let shared = cluster.shared.clone();
     let ctx = Context::with_image(&shared, Some(IMAGE.into()));
-    let controller = tokio::spawn(run_with(shared.clone(), ctx));
+    let controller = tokio::spawn(controller(&shared, ctx).run());
     cluster.create(2).await;
 
     let deployments = &cluster.deployments;
@@ -1129,10 +1209,10 @@ async fn a_restart_does_not_apply_again_what_admission_rewrote() {
         cluster.env.operator.clone(),
         Some(cluster.env.namespace.clone()),
     );
-    let ctx = Arc::new(Context::with_image(&shared, Some(IMAGE.into())));
+    let controller = with_image(&shared, Some(IMAGE));
     let cluster = Cluster {
         shared,
-        ctx,
+        controller,
         ..cluster
     };
     cluster.env.requests.clear();

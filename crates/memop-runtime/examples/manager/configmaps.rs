@@ -2,24 +2,23 @@
 //! the keys of every ConfigMap labelled [`SELECTOR`], writes the count to its [`KEYS`]
 //! annotation, and records an Event ([`REASON`]) when the count changes.
 //!
-//! [`controller::run`] drives it with the manager's settings and readiness, and
-//! [`Instruments`] runs around each reconcile (time limit, span, the
-//! `controller_runtime_reconcile_*` metrics, per-object backoff); the module holds only what
-//! is particular to its kind.
+//! The runtime's [`Builder`] drives it with the manager's settings and readiness, and runs
+//! around each reconcile (time limit, span, the `controller_runtime_reconcile_*` metrics,
+//! per-object backoff, panic recovery, events); the module holds only what is particular to its
+//! kind.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
-use memop_runtime::controller::{self, Error, Instruments, Recorder, Result};
-use memop_runtime::manager::{Manager, Shared};
+use memop_runtime::controller::{Builder, Error, Reconciler, Report, Result};
+use memop_runtime::manager::Manager;
 use memop_runtime::rbac::Rule;
-use serde_json::json;
 
 /// The controller's name in logs, metrics and readiness.
 pub const NAME: &str = "configmaps";
@@ -52,78 +51,62 @@ pub const RULES: &[Rule] = &[
     },
 ];
 
-/// What [`reconcile`] works with.
+/// What a reconcile works with.
 pub struct Context {
     client: Client,
-    recorder: Recorder,
-    instruments: Instruments,
 }
 
 /// Registers the controller with the manager; `main` calls this.
 pub fn register(manager: &mut Manager) {
-    manager.register(NAME, run);
+    manager.register(NAME, |shared| {
+        let ctx = Context {
+            client: shared.client.clone(),
+        };
+        let config = watcher::Config::default().labels(SELECTOR);
+        Builder::new(NAME, &shared)
+            .watching(config)
+            .build(ctx)
+            .run()
+    });
 }
 
-/// Runs the controller until shutdown: what the manager runs once this replica leads.
-pub async fn run(shared: Shared) -> anyhow::Result<()> {
-    let ctx = Context {
-        client: shared.client.clone(),
-        recorder: Recorder::new(shared.client.clone(), shared.reporter.clone()),
-        instruments: Instruments::new(NAME, &shared),
-    };
-    let configmaps: Api<ConfigMap> = shared.namespaced_api();
-    let config = watcher::Config::default().labels(SELECTOR);
-    let watched = controller::new(NAME, &shared, configmaps, config);
-    controller::run(
-        NAME,
-        &shared,
-        watched,
-        reconcile,
-        error_policy,
-        Arc::new(ctx),
-    )
-    .await
-}
+impl Reconciler for Context {
+    type Object = ConfigMap;
 
-/// Reconciles one ConfigMap, within the [`Instruments`].
-async fn reconcile(object: Arc<ConfigMap>, ctx: Arc<Context>) -> Result<Action> {
-    let counted = count_keys(&object, &ctx);
-    ctx.instruments.reconcile(object.as_ref(), counted).await
-}
-
-/// Retries a failed reconcile with a per-object exponential backoff.
-fn error_policy(object: Arc<ConfigMap>, error: &Error, ctx: Arc<Context>) -> Action {
-    ctx.instruments.retry(object.as_ref(), error)
-}
-
-/// Brings the [`KEYS`] annotation of `object` in line with its keys; writes nothing when it is.
-async fn count_keys(object: &ConfigMap, ctx: &Context) -> Result<Action> {
-    let keys = object.data.as_ref().map_or(0, BTreeMap::len)
-        + object.binary_data.as_ref().map_or(0, BTreeMap::len);
-    let count = keys.to_string();
-    if object.annotations().get(KEYS) == Some(&count) {
-        return Ok(Action::await_change());
+    /// ConfigMaps have no status.
+    fn conditions(_: &ConfigMap) -> &[Condition] {
+        &[]
     }
-    let namespace = object.namespace().ok_or_else(|| {
-        Error::Invalid(format!("ConfigMap {} has no namespace", object.name_any()))
-    })?;
-    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &namespace);
-    let patch = json!({ "metadata": { "annotations": { KEYS: count } } });
-    let params = PatchParams {
-        field_manager: Some(FIELD_MANAGER.into()),
-        ..PatchParams::default()
-    };
-    match api
-        .patch(&object.name_any(), &params, &Patch::Merge(&patch))
-        .await
-    {
-        // Deleted meanwhile: nothing left to count.
-        Err(kube::Error::Api(status)) if status.is_not_found() => {
+
+    /// Brings the [`KEYS`] annotation of `object` in line with its keys; writes nothing when
+    /// it is.
+    async fn apply(&self, object: &ConfigMap, report: &mut Report) -> Result<Action> {
+        let keys = object.data.as_ref().map_or(0, BTreeMap::len)
+            + object.binary_data.as_ref().map_or(0, BTreeMap::len);
+        let count = keys.to_string();
+        if object.annotations().get(KEYS) == Some(&count) {
             return Ok(Action::await_change());
         }
-        result => result?,
-    };
-    let note = format!("{keys} keys");
-    controller::publish(&ctx.recorder, object, EventType::Normal, REASON, note).await;
-    Ok(Action::await_change())
+        let namespace = object.namespace().ok_or_else(|| {
+            Error::Invalid(format!("ConfigMap {} has no namespace", object.name_any()))
+        })?;
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &namespace);
+        let patch = serde_json::json!({ "metadata": { "annotations": { KEYS: count } } });
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PatchParams::default()
+        };
+        match api
+            .patch(&object.name_any(), &params, &Patch::Merge(&patch))
+            .await
+        {
+            // Deleted meanwhile: nothing left to count.
+            Err(kube::Error::Api(status)) if status.is_not_found() => {
+                return Ok(Action::await_change());
+            }
+            result => result?,
+        };
+        report.event(EventType::Normal, REASON, format!("{keys} keys"));
+        Ok(Action::await_change())
+    }
 }

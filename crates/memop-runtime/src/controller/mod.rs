@@ -933,6 +933,57 @@ mod tests {
     }
 
     #[test]
+    fn the_overall_retry_delay_is_never_longer_than_the_backoff_limit() {
+        let backoff = Backoff::default();
+        let now = Instant::now();
+        let key = |i: usize| ObjectRef::<ConfigMap>::new(&format!("o{i}")).within("ns");
+        // Ten thousand objects failing at once (the API server down, say).
+        let delays: Vec<_> = (0..10_000).map(|i| backoff.failed_at(&key(i), now)).collect();
+        let limit = Action::requeue(Backoff::MAX);
+        assert_eq!(delays.last(), Some(&limit));
+        // And failures faster than the overall rate for an hour.
+        for second in 0..3_600 {
+            let at = now + Duration::from_secs(second);
+            for i in 0..20 {
+                backoff.failed_at(&key(i), at);
+            }
+        }
+        let later = now + Duration::from_secs(3_600);
+        assert_eq!(backoff.failed_at(&key(99_999), later), limit);
+    }
+
+    #[test]
+    fn records_of_status_writes_do_not_outlive_their_objects() {
+        let written: Mutex<HashMap<String, (u64, Instant)>> = Mutex::default();
+        let instruments = Instruments {
+            controller: "test",
+            metrics: Arc::default(),
+            backoff: Backoff::default(),
+            timeout: Duration::from_secs(1),
+            written,
+        };
+        let object = |i: usize| -> ConfigMap {
+            serde_json::from_value(serde_json::json!({ "metadata": {
+                "name": format!("o{i}"), "namespace": "ns", "resourceVersion": "7" } }))
+            .unwrap()
+        };
+        let start = Instant::now();
+        // A thousand objects written and deleted (the watch never brings them back).
+        for i in 0..1_000 {
+            instruments.wrote_at(&object(i), start);
+        }
+        let later = start + WRITTEN_FOR;
+        for i in 1_000..2_100 {
+            instruments.wrote_at(&object(i), later);
+        }
+        let left = instruments.written.lock().unwrap().len();
+        assert!(left <= 1_100, "{left} records of 2,100 objects, 1,000 of them gone");
+        // An object whose cleanup ran is forgotten at once.
+        instruments.forget(&object(2_000));
+        assert!(!instruments.written.lock().unwrap().contains_key("ConfigMap.v1./o2000.ns"));
+    }
+
+    #[test]
     fn resyncs_are_spread_within_a_tenth_and_stable() {
         let period = Duration::from_secs(300);
         let delays: Vec<_> = (0..200)

@@ -1,0 +1,91 @@
+//! `controller::Builder` against the in-memory API server of memop-test: what the runtime does
+//! around a kind's reconcile, whatever the kind.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::ResourceExt;
+use kube::api::{Api, PostParams};
+use kube::runtime::controller::Action;
+use memop_runtime::Operator;
+use memop_runtime::controller::{Builder, Error, Reconciler, Report, Result};
+use memop_runtime::manager::Shared;
+use memop_test::{TestEnv, eventually};
+
+const OPERATOR: Operator = Operator {
+    name: "test-operator",
+    domain: "example.com",
+};
+
+/// A reconciler with a bug: it panics on the object named `bad`.
+#[derive(Clone, Default)]
+struct Buggy {
+    reconciled: Arc<Mutex<Vec<String>>>,
+}
+
+impl Reconciler for Buggy {
+    type Object = ConfigMap;
+
+    fn conditions(_: &ConfigMap) -> &[Condition] {
+        &[]
+    }
+
+    async fn apply(&self, object: &ConfigMap, report: &mut Report) -> Result<Action> {
+        let name = object.name_any();
+        assert_ne!(name, "bad", "a bug in the kind's code");
+        self.reconciled.lock().unwrap().push(name);
+        Ok(report.resync())
+    }
+}
+
+async fn create(env: &TestEnv, name: &str) -> ConfigMap {
+    let object = serde_json::from_value(serde_json::json!({ "metadata": { "name": name } }));
+    Api::<ConfigMap>::namespaced(env.admin.clone(), &env.namespace)
+        .create(&PostParams::default(), &object.unwrap())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_panic_in_one_reconcile_fails_that_object_and_the_controller_goes_on() {
+    let env = TestEnv::in_memory();
+    let shared = Shared::new(&OPERATOR, env.operator.clone(), Some(env.namespace.clone()));
+    let buggy = Buggy::default();
+    let controller = Builder::new("configmaps", &shared).build(buggy.clone());
+
+    // A failure of that object: retried with backoff, and counted as an error.
+    let bad = Arc::new(create(&env, "bad").await);
+    let err = controller.reconcile(bad.clone()).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Panicked(message) if message.contains("a bug in the kind's code")),
+        "{err}"
+    );
+    assert_eq!(
+        controller.error_policy(&bad, &err),
+        Action::requeue(Duration::from_millis(5))
+    );
+    let metrics = shared.metrics.encode();
+    assert!(
+        metrics.contains(r#"controller_runtime_reconcile_errors_total{controller="configmaps"} 1"#),
+        "{metrics}"
+    );
+
+    // The controller goes on with the other objects, and keeps running.
+    let running = tokio::spawn(controller.run());
+    create(&env, "good").await;
+    eventually("the good object reconciled", Duration::from_secs(10), || async {
+        buggy.reconciled.lock().unwrap().contains(&"good".to_string())
+    })
+    .await;
+    // The bad one is retried meanwhile, and the controller does not end with its panics.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!running.is_finished(), "the controller still runs");
+    shared.shutdown.trigger();
+    tokio::time::timeout(Duration::from_secs(5), running)
+        .await
+        .expect("the controller stops on shutdown")
+        .unwrap()
+        .unwrap();
+}
