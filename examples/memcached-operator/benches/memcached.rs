@@ -38,7 +38,7 @@ use memop_test::TestEnv;
 use memop_test::workloads::Workloads;
 
 use memcached_operator::api::cache::v1alpha1::{Memcached, MemcachedSpec};
-use memcached_operator::controller::memcached::{Context, reconcile, run_with};
+use memcached_operator::controller::memcached::{Context, controller};
 use memop_runtime::manager::Shared;
 
 /// The operand image, as `config/manager/manager.yaml` sets it.
@@ -75,7 +75,7 @@ async fn main() {
 
     let started = Instant::now();
     let ctx = Context::with_image(&shared, Some(IMAGE.into()));
-    let controller = tokio::spawn(run_with(shared.clone(), ctx));
+    let running = tokio::spawn(controller(&shared, ctx).run());
     let available = |o: &Memcached| {
         let conditions = o
             .status
@@ -112,21 +112,19 @@ async fn main() {
     // Stop the controller first: what it still has queued (reconciles of its own last writes)
     // would otherwise count as writes of the pass below.
     shared.shutdown.trigger();
-    controller
-        .await
-        .expect("controller task")
-        .expect("controller");
+    running.await.expect("controller task").expect("controller");
 
     // The steady-state pass: reconcile every object once more, as a resync would.
     env.requests.clear();
-    let ctx = Arc::new(Context::with_image(&shared, Some(IMAGE.into())));
+    let controller = controller(&shared, Context::with_image(&shared, Some(IMAGE.into())));
     for object in objects
         .list(&ListParams::default())
         .await
         .expect("list")
         .items
     {
-        reconcile(Arc::new(object), ctx.clone())
+        controller
+            .reconcile(Arc::new(object))
             .await
             .expect("reconcile");
     }

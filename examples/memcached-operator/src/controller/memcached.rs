@@ -175,7 +175,10 @@ impl Reconciler for Context {
             return Err(report.stuck(condition::MISCONFIGURED, message));
         };
         let desired = desired_deployment(object, image)?;
-        self.deployments.ensure(object, desired).await.report(report)
+        self.deployments
+            .ensure(object, desired)
+            .await
+            .report(report)
     }
 
     /// Runs before a Memcached is deleted: while its finalizer is on, the object stays.
@@ -186,10 +189,12 @@ impl Reconciler for Context {
     async fn cleanup(&self, object: &Memcached, report: &mut Report) -> Result<()> {
         let name = object.name_any();
         let namespace = object.namespace().unwrap_or_default();
-        let note = format!("Custom Resource {name} is being deleted from the namespace {namespace}");
+        let note =
+            format!("Custom Resource {name} is being deleted from the namespace {namespace}");
         report.event(EventType::Warning, "Deleting", note);
-        let message =
-            format!("Finalizer operations for custom resource {name} were successfully accomplished");
+        let message = format!(
+            "Finalizer operations for custom resource {name} were successfully accomplished"
+        );
         report.set(condition::DEGRADED, true, condition::FINALIZING, message);
         Ok(())
     }
