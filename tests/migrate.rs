@@ -1,10 +1,12 @@
 //! `memop update` moves a project made by memop 0.1 (commit 2a6d6ec, layout `memop.rs/rust/v1`:
 //! its framework inside `src/manager` and `tests/support`) to the runtime crates, keeping every
-//! edit its user made (issue #20, item 5), its webhooks and conversions included (item 4).
+//! edit its user made (issue #20, item 5), its webhooks and conversions included (item 4); and a
+//! project made by memop 0.2 (commit 5507226, whose controllers drove the operand protocol by
+//! hand) to the controller builder of memop-runtime 0.3 (issue #37, item 4).
 //!
-//! memop 0.1 is built from this repository's history, once for both tests, in a git worktree
-//! inside the shared target directory of the generated projects; where that history is absent (a
-//! source archive), the tests say so on stderr and pass.
+//! The old memops are built from this repository's history, once each for all tests, in git
+//! worktrees inside the shared target directory of the generated projects; where that history is
+//! absent (a source archive), the tests say so on stderr and pass.
 
 mod common;
 
@@ -14,29 +16,37 @@ use std::sync::OnceLock;
 
 /// The commit of memop 0.1's layout that projects in the wild were made with.
 const OLD: &str = "2a6d6ec";
+/// The last commit of memop 0.2 (memop-runtime 0.2.0: no controller builder).
+const V0_2: &str = "5507226";
 
 /// memop 0.1's binary, built from the repository's history once per run (the tests share it);
 /// `None` (and a notice) without that history.
 fn old_memop() -> Option<PathBuf> {
     static OLD_MEMOP: OnceLock<Option<PathBuf>> = OnceLock::new();
-    OLD_MEMOP.get_or_init(build_old_memop).clone()
+    OLD_MEMOP.get_or_init(|| build_memop_of(OLD)).clone()
 }
 
-/// Builds memop 0.1 once per target directory, in a git worktree of [`OLD`] there.
-fn build_old_memop() -> Option<PathBuf> {
+/// memop 0.2's binary, as [`old_memop`].
+fn memop_0_2() -> Option<PathBuf> {
+    static MEMOP_0_2: OnceLock<Option<PathBuf>> = OnceLock::new();
+    MEMOP_0_2.get_or_init(|| build_memop_of(V0_2)).clone()
+}
+
+/// Builds the memop of `commit` once per target directory, in a git worktree of it there.
+fn build_memop_of(commit: &str) -> Option<PathBuf> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let git = |dir: &Path, args: &[&str]| Command::new("git").current_dir(dir).args(args).output();
-    let commit = format!("{OLD}^{{commit}}");
-    if !git(repo, &["cat-file", "-e", &commit]).is_ok_and(|out| out.status.success()) {
-        eprintln!("NOTICE: skipped: git history with commit {OLD} (memop 0.1) is absent, so memop 0.1 cannot be built");
+    let object = format!("{commit}^{{commit}}");
+    if !git(repo, &["cat-file", "-e", &object]).is_ok_and(|out| out.status.success()) {
+        eprintln!("NOTICE: skipped: git history with commit {commit} is absent, so that memop cannot be built");
         return None;
     }
-    let root = common::generated_target_dir().join(format!("memop-{OLD}"));
+    let root = common::generated_target_dir().join(format!("memop-{commit}"));
     let source = root.join("source");
     if !source.join("Cargo.toml").is_file() {
         // A worktree whose directory went (a cleaned target) is still registered until pruned.
         common::check(repo, "git", &["worktree", "prune"]);
-        common::check(repo, "git", &["worktree", "add", "--detach", "--force", &source.to_string_lossy(), OLD]);
+        common::check(repo, "git", &["worktree", "add", "--detach", "--force", &source.to_string_lossy(), commit]);
     }
     // A target directory of its own: memop 0.1's binary has the same name as this memop's.
     let out = Command::new("cargo")
@@ -46,7 +56,7 @@ fn build_old_memop() -> Option<PathBuf> {
         .args(["build", "--quiet", "--locked", "--bin", "memop"])
         .output()
         .expect("cargo on PATH");
-    assert!(out.status.success(), "building memop {OLD}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "building memop {commit}: {}", String::from_utf8_lossy(&out.stderr));
     Some(root.join("target/debug/memop"))
 }
 
@@ -65,6 +75,13 @@ fn read(dir: &Path, path: &str) -> String {
 /// Projects built at once need names of their own: the shared target directory tells apart
 /// the crates of two projects by name alone.
 fn made_by_memop_0_1(old: &Path, scratch: &Path, name: &str, commands: &[&[&str]]) -> PathBuf {
+    let dir = made_by(old, scratch, name, commands);
+    assert!(dir.join("src/manager/mod.rs").is_file() && dir.join("tests/support/mod.rs").is_file());
+    dir
+}
+
+/// The project `name` in `scratch`, made by the memop binary `old` with `commands`, committed.
+fn made_by(old: &Path, scratch: &Path, name: &str, commands: &[&[&str]]) -> PathBuf {
     let dir = scratch.join(name);
     std::fs::create_dir(&dir).unwrap();
     for args in commands {
@@ -74,11 +91,10 @@ fn made_by_memop_0_1(old: &Path, scratch: &Path, name: &str, commands: &[&[&str]
             .args(*args)
             .output();
         let out = out.unwrap();
-        assert!(out.status.success(), "memop {OLD} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "memop {} {args:?}: {}", old.display(), String::from_utf8_lossy(&out.stderr));
     }
-    assert!(dir.join("src/manager/mod.rs").is_file() && dir.join("tests/support/mod.rs").is_file());
     common::check(&dir, "git", &["init", "-q"]);
-    commit(&dir, "made by memop 0.1");
+    commit(&dir, "made by an older memop");
     dir
 }
 
@@ -110,9 +126,9 @@ fn a_project_of_memop_0_1_updates_to_the_runtime_crates_keeping_every_edit() {
     edit(&dir, "tests/memcached.rs", "MemcachedSpec { size }", "MemcachedSpec { size, memory_limit_mb: None }");
     edit(&dir, "tests/memcached.rs", "MemcachedSpec { size: 1 }", "MemcachedSpec { size: 1, memory_limit_mb: None }");
     edit(&dir, "benches/memcached.rs", "MemcachedSpec { size: 2 }", "MemcachedSpec { size: 2, memory_limit_mb: None }");
-    // A changed reconcile step (the message of the Available condition):
-    let message = "Deployment {name} serves all {size} replicas";
-    edit(&dir, "src/controller/memcached.rs", "Deployment {name} has all {size} replicas available", message);
+    // A changed Deployment (its pods always pull their image):
+    let pull = "image_pull_policy: Some(\"Always\".into()),";
+    edit(&dir, "src/controller/memcached.rs", "image_pull_policy: Some(\"IfNotPresent\".into()),", pull);
     // An extra Makefile target, an extra env var and other resource limits for the manager, a
     // comment in the Dockerfile:
     let target = "\n.PHONY: hello\nhello: ## Says hello.\n\t@echo hello\n";
@@ -151,7 +167,7 @@ fn a_project_of_memop_0_1_updates_to_the_runtime_crates_keeping_every_edit() {
     // Every edit is there.
     assert!(read(&dir, "src/api/cache/v1alpha1/memcached.rs").contains(field));
     let controller = read(&dir, "src/controller/memcached.rs");
-    assert!(controller.contains(controller_edit) && controller.contains(message), "{controller}");
+    assert!(controller.contains(controller_edit) && controller.contains(pull), "{controller}");
     for (path, literals) in [("tests/memcached.rs", 2), ("benches/memcached.rs", 1)] {
         let text = read(&dir, path);
         assert_eq!(text.matches("memory_limit_mb: None,").count(), literals, "{path}:\n{text}");
@@ -251,5 +267,70 @@ fn a_project_of_memop_0_1_with_webhooks_updates_keeping_their_edits() {
 
     common::check(&dir, "make", &["manifests"]);
     assert!(read(&dir, "config/webhook/manifests.yaml").contains("/mutate-cache-example-com-v1alpha1-memcached"));
+    passes_and_is_up_to_date(&dir);
+}
+
+/// The commands of a project of memop 0.2 with both kinds of controller: the operand one
+/// (Memcached) and the skeleton (Backup, no image).
+const OPERAND_AND_SKELETON: [&[&str]; 3] = [
+    &["init", "--domain", "example.com"],
+    &["create", "api", "--group", "cache", "--kind", "Memcached"],
+    &["create", "api", "--group", "cache", "--kind", "Backup", "--resource", "--controller"],
+];
+
+/// A project of memop 0.2 whose controllers are as memop wrote them: `memop update` moves them
+/// (and their tests and benchmark) to the controller builder of memop-runtime 0.3, and the
+/// project passes every check.
+#[test]
+fn a_project_of_memop_0_2_moves_its_unedited_controllers_to_the_builder() {
+    let Some(old) = memop_0_2() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = made_by(&old, scratch.path(), "builder-operator", &OPERAND_AND_SKELETON);
+    assert!(read(&dir, "src/controller/memcached.rs").contains("fn reconcile_with_finalizer("));
+
+    let out = common::memop().current_dir(&dir).arg("update").output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "memop update:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("Updated from memop 0.2.0"), "{stdout}");
+    assert!(!stderr.contains("is yours"), "{stderr}");
+
+    for controller in ["src/controller/memcached.rs", "src/controller/backup.rs"] {
+        let text = read(&dir, controller);
+        assert!(text.contains("impl Reconciler for Context"), "{controller}:\n{text}");
+    }
+    let memcached = read(&dir, "src/controller/memcached.rs");
+    assert!(memcached.contains(".ensure(object, desired)") && !memcached.contains("fingerprint_patch"));
+    assert!(read(&dir, "tests/memcached.rs").contains("a_resize_writes_the_status_twice_not_once_per_pod"));
+    passes_and_is_up_to_date(&dir);
+}
+
+/// A project of memop 0.2 whose user edited the controller: `memop update` keeps the file and
+/// names the change to make, with the git objects to merge it from; merged so, the project
+/// keeps the edit and passes every check.
+#[test]
+fn a_project_of_memop_0_2_with_an_edited_controller_is_told_the_change_to_make() {
+    let Some(old) = memop_0_2() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = made_by(&old, scratch.path(), "edited-operator", &OPERAND_AND_SKELETON[..2]);
+    // The user's edit: the pods always pull their image.
+    let pull = "image_pull_policy: Some(\"Always\".into()),";
+    edit(&dir, "src/controller/memcached.rs", "image_pull_policy: Some(\"IfNotPresent\".into()),", pull);
+    commit(&dir, "my edit");
+
+    let out = common::memop().current_dir(&dir).arg("update").output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "memop update:\n{stdout}\n{stderr}");
+    let note = stderr
+        .lines()
+        .find(|line| line.contains("src/controller/memcached.rs is yours"))
+        .unwrap_or_else(|| panic!("no note on the controller:\n{stderr}"));
+    // The note's merge command, as the user runs it.
+    let merge = note.split('`').find(|part| part.starts_with("git merge-file")).expect(note);
+    let script = format!("set -e; {merge}");
+    common::check(&dir, "bash", &["-c", &script]);
+    let controller = read(&dir, "src/controller/memcached.rs");
+    assert!(controller.contains(pull) && controller.contains("impl Reconciler for Context"), "{controller}");
+    // The kind's tests were as memop wrote them: moved with the controller.
+    assert!(read(&dir, "tests/memcached.rs").contains("controller(&shared, ctx)"));
     passes_and_is_up_to_date(&dir);
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
@@ -15,7 +16,8 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::controller::{
-    APPLIED_HASH, Observed, Owned, Report, Result, condition, fingerprint_patch, in_sync, stamp,
+    APPLIED_HASH, Error, Observed, Owned, Report, Result, condition, fingerprint_patch, in_sync,
+    label_value, stamp,
 };
 use crate::manager::Shared;
 
@@ -27,6 +29,28 @@ pub fn controlled_by(owned: &impl Resource, owner: &impl Resource) -> bool {
         .owner_references()
         .iter()
         .any(|r| r.controller == Some(true) && Some(&r.uid) == uid)
+}
+
+/// The owner reference that makes `owner` the controller of an object, as controller-runtime's
+/// `SetControllerReference` makes it: `controller: true`, and `blockOwnerDeletion`, so that
+/// deleting the owner in the foreground waits for the object. Fails for an object not yet
+/// created (it has no uid).
+pub fn controller_reference<K: Resource<DynamicType = ()>>(owner: &K) -> Result<OwnerReference> {
+    let mut reference = owner.controller_owner_ref(&()).ok_or_else(|| {
+        Error::Invalid(format!("{} {} has no uid yet", K::kind(&()), owner.name_any()))
+    })?;
+    reference.block_owner_deletion = Some(true);
+    Ok(reference)
+}
+
+/// The tag of an image reference, as a label value (`app.kubernetes.io/version`): "latest"
+/// when it has none.
+pub fn image_tag(image: &str) -> String {
+    let without_digest = image.split('@').next().unwrap_or(image);
+    match without_digest.rsplit_once(':') {
+        Some((_, tag)) if !tag.contains('/') => label_value(tag),
+        _ => "latest".to_string(),
+    }
 }
 
 /// How a Deployment's rollout stands, read as `kubectl rollout status` reads it.
@@ -761,6 +785,29 @@ mod tests {
             assert!(rollouts.start(name, |_| true));
         }
         assert!(rollouts.start("d", |_| true));
+    }
+
+    #[test]
+    fn image_tags_become_label_values() {
+        assert_eq!(image_tag("memcached:1.6.26-alpine3.19"), "1.6.26-alpine3.19");
+        assert_eq!(image_tag("registry:5000/team/app"), "latest");
+        assert_eq!(image_tag("app:v1@sha256:abc"), "v1");
+        for image in ["app:_1.6", "app:.hidden", "app:1.6_"] {
+            let tag = image_tag(image);
+            assert!(tag.starts_with(|c: char| c.is_ascii_alphanumeric()), "{tag}");
+            assert!(tag.ends_with(|c: char| c.is_ascii_alphanumeric()), "{tag}");
+        }
+    }
+
+    #[test]
+    fn a_controller_reference_blocks_the_owners_deletion() {
+        let owner: ConfigMap =
+            serde_json::from_value(json!({ "metadata": { "name": "a", "uid": "u1" } })).unwrap();
+        let reference = controller_reference(&owner).unwrap();
+        assert_eq!((reference.controller, reference.block_owner_deletion), (Some(true), Some(true)));
+        assert_eq!(reference.uid, "u1");
+        let new: ConfigMap = serde_json::from_value(json!({ "metadata": { "name": "a" } })).unwrap();
+        assert!(controller_reference(&new).unwrap_err().to_string().contains("no uid"));
     }
 
     #[test]

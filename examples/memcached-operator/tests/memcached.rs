@@ -776,7 +776,15 @@ async fn unhealthy_deployments_do_not_hold_back_a_new_image(env: TestEnv) {
     );
 
     // A second object, healthy; then a new image, applied to it at once.
-    let other = Memcached::new("other", MemcachedSpec { size: 1 });
+    // The spec's other fields (those you add) from Default, so that this keeps compiling.
+    #[allow(clippy::needless_update)]
+    let other = Memcached::new(
+        "other",
+        MemcachedSpec {
+            size: 1,
+            ..Default::default()
+        },
+    );
     cluster
         .objects
         .create(&PostParams::default(), &other)

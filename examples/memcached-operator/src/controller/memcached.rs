@@ -22,9 +22,6 @@
 //! write only when a condition changed, events, retries with backoff, recovery from a panic;
 //! and [`Operand::ensure`] compares the Deployment wanted with the one in the cache and writes
 //! only what differs (a new image waits its turn: `--max-concurrent-rollouts`).
-//!
-//! So a reconcile of an object already in sync writes nothing, and one that fails is retried
-//! with an exponential backoff.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -40,10 +37,10 @@ use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
 
 use memop_runtime::controller::{
-    Builder, Controller, Error, Reconciler, Report, Result, condition, label_value, stamp,
+    Builder, Controller, Reconciler, Report, Result, condition, label_value, stamp,
 };
 use memop_runtime::manager::{Manager, Shared};
-use memop_runtime::operand::Operand;
+use memop_runtime::operand::{Operand, controller_reference, image_tag};
 use memop_runtime::rbac::Rule;
 
 use crate::api::cache::v1alpha1::Memcached;
@@ -103,7 +100,7 @@ pub const RULES: &[Rule] = &[
 
 /// What the reconcile of a Memcached works with.
 pub struct Context {
-    /// The operand image ([`operand_image`]); without it nothing can be deployed.
+    /// The operand image; without it nothing can be deployed.
     image: Option<String>,
     /// The Deployment of each Memcached.
     deployments: Operand,
@@ -113,7 +110,8 @@ impl Context {
     /// The context of the manager: the operand image comes from [`IMAGE_ENV`], or else is
     /// [`DEFAULT_IMAGE`].
     pub fn new(shared: &Shared) -> Self {
-        Self::with_image(shared, Some(operand_image(std::env::var(IMAGE_ENV).ok())))
+        let image = std::env::var(IMAGE_ENV).unwrap_or_else(|_| DEFAULT_IMAGE.into());
+        Self::with_image(shared, Some(image))
     }
 
     /// A context with the operand image given (`None` or empty: not configured). It starts
@@ -129,12 +127,6 @@ impl Context {
     pub fn deployments(&self) -> &Operand {
         &self.deployments
     }
-}
-
-/// The operand image, given the value of [`IMAGE_ENV`]: that value when set (empty means not
-/// configured), else [`DEFAULT_IMAGE`].
-pub fn operand_image(env: Option<String>) -> String {
-    env.unwrap_or_else(|| DEFAULT_IMAGE.to_string())
 }
 
 /// Registers the controller with the manager; `main.rs` calls this.
@@ -232,23 +224,9 @@ fn selector_labels(object: &Memcached) -> BTreeMap<String, String> {
     ])
 }
 
-/// The tag of an image reference, as a label value ("latest" when it has none).
-fn image_tag(image: &str) -> String {
-    let without_digest = image.split('@').next().unwrap_or(image);
-    match without_digest.rsplit_once(':') {
-        Some((_, tag)) if !tag.contains('/') => label_value(tag),
-        _ => "latest".to_string(),
-    }
-}
-
 /// The Deployment `object` asks for: a pure function of the object and the image.
 pub fn desired_deployment(object: &Memcached, image: &str) -> Result<Deployment> {
-    let mut owner = object
-        .controller_owner_ref(&())
-        .ok_or_else(|| Error::Invalid(format!("Memcached {} has no uid yet", object.name_any())))?;
-    // As controller-runtime's SetControllerReference: deleting the owner in the foreground
-    // waits for this Deployment.
-    owner.block_owner_deletion = Some(true);
+    let owner = controller_reference(object)?;
     let labels = labels(object, image);
     let container = Container {
         name: "memcached".into(),
@@ -316,40 +294,4 @@ pub fn desired_deployment(object: &Memcached, image: &str) -> Result<Deployment>
         },
         ..Deployment::default()
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn image_tags_become_label_values() {
-        assert_eq!(
-            image_tag("memcached:1.6.26-alpine3.19"),
-            "1.6.26-alpine3.19"
-        );
-        assert_eq!(image_tag("registry:5000/team/app"), "latest");
-        assert_eq!(image_tag("app:v1@sha256:abc"), "v1");
-    }
-
-    #[test]
-    fn the_image_is_the_environments_else_the_default() {
-        assert_eq!(operand_image(None), DEFAULT_IMAGE);
-        let image = "registry.example.com/cache:2";
-        assert_eq!(operand_image(Some(image.into())), image);
-        // Set but empty is a mistake to report, not a reason to guess.
-        assert_eq!(operand_image(Some(String::new())), "");
-    }
-
-    #[test]
-    fn odd_image_tags_become_valid_label_values() {
-        for image in ["app:_1.6", "app:.hidden", "app:1.6_"] {
-            let tag = image_tag(image);
-            assert!(
-                tag.starts_with(|c: char| c.is_ascii_alphanumeric()),
-                "{tag}"
-            );
-            assert!(tag.ends_with(|c: char| c.is_ascii_alphanumeric()), "{tag}");
-        }
-    }
 }
