@@ -166,6 +166,11 @@ impl Plan {
             Some(Change::Remove { .. }) => None,
             None => disk.as_ref(),
         };
+        // A file memop never wrote (no record) is not memop's to refresh: it is someone's.
+        let if_exists = match if_exists {
+            IfExists::Refresh if current.is_some() && !self.recorded(path)? => IfExists::Error,
+            if_exists => if_exists,
+        };
         match current {
             Some(existing) if *existing == contents => return Ok(()),
             Some(_) if if_exists == IfExists::Error => bail!(
@@ -197,6 +202,12 @@ impl Plan {
         };
         self.changes.insert(path.to_path_buf(), change);
         Ok(())
+    }
+
+    /// Whether `PROJECT.sum` records that memop wrote `path`.
+    fn recorded(&self, path: &Path) -> Result<bool> {
+        let record = crate::sum::Sum::parse(self.read(Path::new(crate::sum::FILE))?.as_deref())?;
+        Ok(record.get(&path.to_string_lossy()).is_some())
     }
 
     /// Whether `text` at `path` is what memop wrote there last, as `PROJECT.sum` records (in
@@ -736,6 +747,10 @@ mod tests {
             plan.notes(),
             ["kept your t.rs, which is not as memop wrote it; memop's new version was not written"]
         );
+        // A file memop never wrote is someone's: refused, as any file of a kind in the way.
+        let (_dir, mut plan) = plan_with("t.rs", "mine\n");
+        let err = plan.write("t.rs", "memop's\n".into(), IfExists::Refresh).unwrap_err();
+        assert!(err.to_string().contains("already exists and memop would change it"), "{err}");
     }
 
     #[test]

@@ -570,8 +570,14 @@ mod tests {
                     statements.push(text[at..].split(';').next().unwrap_or_default());
                 }
             }
-            for line in text.lines().map(str::trim_start) {
+            for raw in text.lines() {
+                let line = raw.trim_start();
                 for keyword in ["struct ", "enum ", "trait ", "type ", "const ", "static "] {
+                    // An associated type of an impl (`type Object = KIND;`) declares nothing at
+                    // the module's level.
+                    if keyword == "type " && raw.starts_with(char::is_whitespace) {
+                        continue;
+                    }
                     let line = line.strip_prefix("pub ").unwrap_or(line);
                     if let Some(rest) = line.strip_prefix(keyword) {
                         statements

@@ -295,10 +295,14 @@ fn per_api_and_shared_files_are_updated_and_yours_are_not() {
     // A file memop inserts into (the API's registration in src/main.rs), which you edited too:
     // memop's change and yours.
     let main = older(&dir, "src/main.rs", "memcached::register(", "memcached::register_old(");
-    // Your files (the controller, the kind's tests, the types): never rewritten.
+    // Your files (the types, samples): never rewritten.
+    let types = "src/api/cache/v1alpha1/memcached.rs";
+    older(&dir, types, "//! The Memcached API", "//! An older Memcached API");
+    let mine = read(&dir, types);
+    // The controller and the kind's tests are yours once you edit them: as an older memop wrote
+    // them, memop's to replace.
     let controller = "src/controller/memcached.rs";
-    older(&dir, controller, "//! The Memcached controller", "//! An older Memcached controller");
-    let mine = read(&dir, controller);
+    let current = older(&dir, controller, "//! The Memcached controller", "//! An older Memcached controller");
     // Generated from your code: left to `make manifests`.
     let crd = "config/crd/bases/cache.example.com_memcacheds.yaml";
     older(&dir, crd, "scope: Namespaced", "scope: Namespaced # old");
@@ -310,7 +314,8 @@ fn per_api_and_shared_files_are_updated_and_yours_are_not() {
     assert!(out.stdout.contains("Merged memop's changes with your edits in: src/main.rs"), "{}", out.stdout);
     assert_eq!(read(&dir, "config/rbac/cache_memcached_admin_role.yaml"), role);
     assert_eq!(read(&dir, "src/main.rs"), format!("{main}// my note\n"));
-    assert_eq!(read(&dir, controller), mine);
+    assert_eq!(read(&dir, types), mine);
+    assert_eq!(read(&dir, controller), current);
     assert_eq!(read(&dir, crd), generated);
     assert!(
         out.stderr.contains(&format!("note: {crd} differ")) && out.stderr.contains("make manifests"),
