@@ -7,9 +7,10 @@
 //! - [`manager`]: the manager that runs the controllers, with kubebuilder's flags, the
 //!   `/healthz` and `/readyz` probes, HTTPS metrics with controller-runtime's families behind
 //!   TokenReview and SubjectAccessReview, leader election, and a graceful shutdown;
-//! - [`controller`]: [`controller::run`], the instruments around each reconcile (time limit,
-//!   span, metrics, per-object backoff), status conditions and server-side-apply helpers;
-//! - [`operand`]: what a controller that keeps a Deployment running reads of it;
+//! - [`controller`]: the controller [`controller::Builder`] and what it runs around each
+//!   reconcile (time limit, span, metrics, per-object backoff, panic recovery, the finalizer,
+//!   status writes), status conditions and server-side-apply helpers;
+//! - [`operand`]: the Deployment a controller keeps for each object ([`operand::Operand`]);
 //! - [`rbac`] and [`manifests`]: the manager's role and the CRDs that `make manifests` writes;
 //! - [`webhook`]: the admission and conversion webhook server and its certificates.
 //!
@@ -34,7 +35,7 @@
 //!     let cli = Cli::parse();
 //!     manager::telemetry::init(cli.manager.log_format)?;
 //!     let mut manager = Manager::start(&OPERATOR, &cli.manager).await?;
-//!     // manager.register(NAME, run) for each controller
+//!     // manager.register(NAME, |shared| controller(&shared, ...).run()) for each controller
 //!     manager.run().await
 //! }
 //! ```

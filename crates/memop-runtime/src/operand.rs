@@ -16,8 +16,8 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::controller::{
-    APPLIED_HASH, Error, Observed, Owned, Report, Result, condition, fingerprint_patch, in_sync,
-    label_value, stamp,
+    APPLIED_HASH, Error, Observed, Owned, Report, Result, condition, fingerprint,
+    fingerprint_patch, in_sync, label_value, stamp,
 };
 use crate::manager::Shared;
 
@@ -37,7 +37,11 @@ pub fn controlled_by(owned: &impl Resource, owner: &impl Resource) -> bool {
 /// created (it has no uid).
 pub fn controller_reference<K: Resource<DynamicType = ()>>(owner: &K) -> Result<OwnerReference> {
     let mut reference = owner.controller_owner_ref(&()).ok_or_else(|| {
-        Error::Invalid(format!("{} {} has no uid yet", K::kind(&()), owner.name_any()))
+        Error::Invalid(format!(
+            "{} {} has no uid yet",
+            K::kind(&()),
+            owner.name_any()
+        ))
     })?;
     reference.block_owner_deletion = Some(true);
     Ok(reference)
@@ -124,7 +128,11 @@ pub fn resize_patch(current: &Deployment, desired: &Deployment) -> Option<Patch<
     // Scaled by someone else: at the size wanted, it is in sync.
     let mut scaled = serde_json::to_value(current).ok()?;
     scaled["spec"]["replicas"] = to.clone();
-    if in_sync(&serde_json::from_value::<Deployment>(scaled).ok()?, desired, None) {
+    if in_sync(
+        &serde_json::from_value::<Deployment>(scaled).ok()?,
+        desired,
+        None,
+    ) {
         return Some(patch);
     }
     // `desired` as it would be at the current size, stamped again.
@@ -278,15 +286,27 @@ impl Operand {
             Observed::Pending(wait) => return Outcome::Pending(wait),
             observed => observed,
         };
-        if let Some(other) = observed.object().filter(|d| !controlled_by(d.as_ref(), owner)) {
+        if let Some(other) = observed
+            .object()
+            .filter(|d| !controlled_by(d.as_ref(), owner))
+        {
             return Outcome::NotOwned(not_owned(other, owner));
         }
         let key = format!("{namespace}/{name}");
         let current = match observed {
             Observed::InSync(current) => {
-                let state = State::new(current, size);
+                let state = self.settled(current, size);
                 this.rollouts.observed(&key, &state.rollout);
                 return Outcome::InSync(state);
+            }
+            Observed::Claimed(current) => {
+                if self.rewritten_alike(&desired, &current).await {
+                    this.deployments.verified(&desired, &current);
+                    let state = self.settled(current, size);
+                    this.rollouts.observed(&key, &state.rollout);
+                    return Outcome::InSync(state);
+                }
+                Some(current)
             }
             Observed::Differs(current) => Some(current),
             Observed::Absent | Observed::Pending(_) => None,
@@ -347,12 +367,13 @@ impl Operand {
             Ok(applied) => applied,
             Err(error) => {
                 let resizing = resize.is_some();
-                return self.failed(&api, owner, current.as_deref(), resizing, &name, error).await;
+                return self
+                    .failed(&api, owner, current.as_deref(), resizing, &name, error)
+                    .await;
             }
         };
         this.deployments.applied(&desired, &applied);
-        let mut state = State::new(Arc::new(applied), size);
-        state.bulk = this.deployments.in_burst();
+        let state = self.settled(Arc::new(applied), size);
         this.rollouts.observed(&key, &state.rollout);
         match (current, resize) {
             (None, _) => Outcome::Created(state),
@@ -365,6 +386,38 @@ impl Operand {
                 state,
             },
             (Some(_), None) => Outcome::Updated(state),
+        }
+    }
+
+    /// How `deployment` stands; while Deployments are written in bulk, its owner's report of
+    /// progress waits for the burst to end, and is brought on then.
+    fn settled(&self, deployment: Arc<Deployment>, size: i32) -> State {
+        let mut state = State::new(deployment, size);
+        state.bulk = self.inner.deployments.in_burst();
+        if state.bulk {
+            self.inner.deployments.hold(&state.deployment);
+        }
+        state
+    }
+
+    /// Whether an apply of `desired` would leave `current`'s fields as they are, as a dry run
+    /// on the API server (admission included) says: a rewrite that `current` claims to be
+    /// admission's, checked. Any failure says no (and the apply that follows says why).
+    async fn rewritten_alike(&self, desired: &Deployment, current: &Deployment) -> bool {
+        let api: Api<Deployment> = Api::namespaced(
+            self.inner.client.clone(),
+            &desired.namespace().unwrap_or_default(),
+        );
+        let params = PatchParams::apply(&self.inner.manager).force().dry_run();
+        match api
+            .patch(&desired.name_any(), &params, &Patch::Apply(desired))
+            .await
+        {
+            Ok(dry_run) => fingerprint(&dry_run, desired) == fingerprint(current, desired),
+            Err(err) => {
+                tracing::debug!(name = %desired.name_any(), error = %err, "the dry run of an apply failed");
+                false
+            }
         }
     }
 
@@ -386,11 +439,13 @@ impl Operand {
                     return Outcome::NotOwned(not_owned(&other, owner));
                 }
                 Ok(_) => {}
-                Err(err) => return Outcome::Failed {
-                    reason: condition::CREATE_FAILED,
-                    message: format!("Failed to create the Deployment {name}: ({err})"),
-                    error: err,
-                },
+                Err(err) => {
+                    return Outcome::Failed {
+                        reason: condition::CREATE_FAILED,
+                        message: format!("Failed to create the Deployment {name}: ({err})"),
+                        error: err,
+                    };
+                }
             }
         }
         let (verb, reason) = match (current, resizing) {
@@ -566,7 +621,12 @@ impl State {
             Rollout::Complete => {
                 let message = format!("Deployment {name} has all {size} replicas available");
                 report.set(condition::AVAILABLE, true, condition::RECONCILING, message);
-                report.set(condition::DEGRADED, false, condition::RECONCILING, healthy());
+                report.set(
+                    condition::DEGRADED,
+                    false,
+                    condition::RECONCILING,
+                    healthy(),
+                );
             }
             Rollout::Failed(why) => {
                 let message = format!("Deployment {name} failed to roll out: {why}");
@@ -582,7 +642,9 @@ impl State {
                     .condition(condition::AVAILABLE)
                     .filter(|c| c.status == "False" && c.observed_generation == report.generation())
                     .map(|c| c.reason.as_str())
-                    .filter(|reason| [condition::RESIZING, condition::PROGRESSING].contains(reason));
+                    .filter(|reason| {
+                        [condition::RESIZING, condition::PROGRESSING].contains(reason)
+                    });
                 let scaling = self
                     .deployment
                     .status
@@ -601,7 +663,12 @@ impl State {
                     format!("Deployment {name} is rolling out {size} replicas")
                 };
                 report.set(condition::AVAILABLE, false, &reason, message);
-                report.set(condition::DEGRADED, false, condition::RECONCILING, healthy());
+                report.set(
+                    condition::DEGRADED,
+                    false,
+                    condition::RECONCILING,
+                    healthy(),
+                );
             }
         }
         if self.bulk {
@@ -755,7 +822,10 @@ mod tests {
         );
 
         rollouts.observed("ns/a", &Rollout::Failed("ProgressDeadlineExceeded".into()));
-        assert!(!rollouts.start("ns/c", exists), "a failed rollout still counts");
+        assert!(
+            !rollouts.start("ns/c", exists),
+            "a failed rollout still counts"
+        );
         rollouts.observed("ns/a", &Rollout::Complete);
         assert!(rollouts.start("ns/c", exists));
     }
@@ -789,12 +859,18 @@ mod tests {
 
     #[test]
     fn image_tags_become_label_values() {
-        assert_eq!(image_tag("memcached:1.6.26-alpine3.19"), "1.6.26-alpine3.19");
+        assert_eq!(
+            image_tag("memcached:1.6.26-alpine3.19"),
+            "1.6.26-alpine3.19"
+        );
         assert_eq!(image_tag("registry:5000/team/app"), "latest");
         assert_eq!(image_tag("app:v1@sha256:abc"), "v1");
         for image in ["app:_1.6", "app:.hidden", "app:1.6_"] {
             let tag = image_tag(image);
-            assert!(tag.starts_with(|c: char| c.is_ascii_alphanumeric()), "{tag}");
+            assert!(
+                tag.starts_with(|c: char| c.is_ascii_alphanumeric()),
+                "{tag}"
+            );
             assert!(tag.ends_with(|c: char| c.is_ascii_alphanumeric()), "{tag}");
         }
     }
@@ -804,10 +880,19 @@ mod tests {
         let owner: ConfigMap =
             serde_json::from_value(json!({ "metadata": { "name": "a", "uid": "u1" } })).unwrap();
         let reference = controller_reference(&owner).unwrap();
-        assert_eq!((reference.controller, reference.block_owner_deletion), (Some(true), Some(true)));
+        assert_eq!(
+            (reference.controller, reference.block_owner_deletion),
+            (Some(true), Some(true))
+        );
         assert_eq!(reference.uid, "u1");
-        let new: ConfigMap = serde_json::from_value(json!({ "metadata": { "name": "a" } })).unwrap();
-        assert!(controller_reference(&new).unwrap_err().to_string().contains("no uid"));
+        let new: ConfigMap =
+            serde_json::from_value(json!({ "metadata": { "name": "a" } })).unwrap();
+        assert!(
+            controller_reference(&new)
+                .unwrap_err()
+                .to_string()
+                .contains("no uid")
+        );
     }
 
     #[test]

@@ -75,9 +75,17 @@ async fn a_panic_in_one_reconcile_fails_that_object_and_the_controller_goes_on()
     // The controller goes on with the other objects, and keeps running.
     let running = tokio::spawn(controller.run());
     create(&env, "good").await;
-    eventually("the good object reconciled", Duration::from_secs(10), || async {
-        buggy.reconciled.lock().unwrap().contains(&"good".to_string())
-    })
+    eventually(
+        "the good object reconciled",
+        Duration::from_secs(10),
+        || async {
+            buggy
+                .reconciled
+                .lock()
+                .unwrap()
+                .contains(&"good".to_string())
+        },
+    )
     .await;
     // The bad one is retried meanwhile, and the controller does not end with its panics.
     tokio::time::sleep(Duration::from_millis(200)).await;

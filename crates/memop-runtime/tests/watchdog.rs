@@ -1,4 +1,4 @@
-//! The watchdog of the manager's watches: a controller's own watch (`controller::new`) and a
+//! The watchdog of the manager's watches: a controller's own watch (`controller::Builder`) and a
 //! cache of owned objects (`controller::Owned`) count their errors in the metrics, and a watch
 //! the API server stops answering (a half-open connection: here a proxy that stops forwarding
 //! without closing) makes the manager unready, naming it, until it answers again (that one on
@@ -10,13 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::Config;
 use kube::api::{Api, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use memop_runtime::Operator;
-use memop_runtime::controller::{self, Owned};
+use memop_runtime::controller::{self, Builder, Owned, Reconciler, Report};
 use memop_runtime::manager::{Readiness, Shared};
 use memop_test::{Backend, TestEnv, Verb, eventually};
 use serde_json::json;
@@ -146,20 +147,26 @@ async fn a_watch_that_stops_answering_makes_the_manager_unready_until_it_answers
 
 /// A controller of the ConfigMaps of `shared`'s namespace (`configmaps`) that does nothing.
 async fn run_controller(shared: Shared) -> anyhow::Result<()> {
-    let objects = shared.namespaced_api::<ConfigMap>();
-    let watched = controller::new("configmaps", &shared, objects, watcher::Config::default());
-    let reconcile = |_: Arc<ConfigMap>, _: Arc<()>| async { Ok(Action::await_change()) };
-    let error_policy =
-        |_: Arc<ConfigMap>, _: &controller::Error, _: Arc<()>| Action::await_change();
-    controller::run(
-        "configmaps",
-        &shared,
-        watched,
-        reconcile,
-        error_policy,
-        Arc::new(()),
-    )
-    .await
+    Builder::new("configmaps", &shared)
+        .watching(watcher::Config::default())
+        .build(Idle)
+        .run()
+        .await
+}
+
+/// A reconciler that does nothing.
+struct Idle;
+
+impl Reconciler for Idle {
+    type Object = ConfigMap;
+
+    fn conditions(_: &ConfigMap) -> &[Condition] {
+        &[]
+    }
+
+    async fn apply(&self, _: &ConfigMap, _: &mut Report) -> controller::Result<Action> {
+        Ok(Action::await_change())
+    }
 }
 
 /// A TCP proxy on 127.0.0.1 to `upstream` that can stop forwarding, in both directions and on

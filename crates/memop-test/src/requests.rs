@@ -58,6 +58,8 @@ pub struct Request {
     pub name: Option<String>,
     /// The HTTP code returned when [`ApiServer::fail_next`](crate::ApiServer::fail_next) made this request fail.
     pub injected_failure: Option<u16>,
+    /// Whether it is a dry run (`dryRun=All`): a write request that writes nothing.
+    pub dry_run: bool,
 }
 
 /// The log and the pending faults; clones share them. Also the [`tower::Layer`] that feeds them.
@@ -119,13 +121,15 @@ impl RequestLog {
         self.lock().log.clone()
     }
 
-    /// How many write requests (create/update/patch/delete) went to `resource` (`"*"` for all)
-    /// since the log was last cleared.
+    /// How many write requests (create/update/patch/delete, dry runs aside) went to `resource`
+    /// (`"*"` for all) since the log was last cleared.
     pub fn writes(&self, resource: &str) -> usize {
         self.lock()
             .log
             .iter()
-            .filter(|r| r.verb.is_write() && (resource == "*" || r.resource == resource))
+            .filter(|r| {
+                r.verb.is_write() && !r.dry_run && (resource == "*" || r.resource == resource)
+            })
             .count()
     }
 
@@ -270,10 +274,13 @@ fn describe(request: &http::Request<Body>) -> Request {
         Some(sub) => format!("{}/{sub}", rest[0]),
         None => rest.first().copied().unwrap_or_default().to_string(),
     };
-    let watch = request
-        .uri()
-        .query()
-        .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
+    let query = |wanted: &[&str]| {
+        request
+            .uri()
+            .query()
+            .is_some_and(|q| q.split('&').any(|p| wanted.contains(&p)))
+    };
+    let watch = query(&["watch=true", "watch=1"]);
     let verb = match *request.method() {
         http::Method::POST => Verb::Create,
         http::Method::PUT => Verb::Update,
@@ -289,5 +296,6 @@ fn describe(request: &http::Request<Body>) -> Request {
         namespace,
         name,
         injected_failure: None,
+        dry_run: query(&["dryRun=All"]),
     }
 }

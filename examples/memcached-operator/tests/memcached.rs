@@ -1145,14 +1145,14 @@ async fn a_field_no_longer_desired_is_pruned() {
 
 /// A Deployment that a mutating admission policy rewrites on the way in (here: its pods always
 /// pull their image) is not applied again, with an `Updated` event, by the operator's next
-/// process when nothing changed. (Real control plane only: the in-memory server runs no
+/// process when nothing changed; once the policy is gone, the next process applies it again. (Real control plane only: the in-memory server runs no
 /// admission.)
 #[tokio::test]
 #[cfg_attr(
     not(envtest),
     ignore = "needs the real control plane: `make setup-envtest`, or KUBEBUILDER_ASSETS (ENVTEST_REQUIRED=1 fails without it)"
 )]
-async fn a_restart_does_not_apply_again_what_admission_rewrote() {
+async fn a_restart_does_not_apply_again_what_admission_rewrote_while_it_does() {
     let Some(env) = TestEnv::real().await else {
         return;
     };
@@ -1244,6 +1244,38 @@ async fn a_restart_does_not_apply_again_what_admission_rewrote() {
         "not applied again"
     );
     assert_eq!(cluster.recorded("Updated").await, 0);
+
+    // The policy goes (a registry mirror decommissioned, say): the next process undoes its
+    // rewrite, although the Deployment's annotation still vouches for it.
+    let bindings = ApiResource {
+        group: "admissionregistration.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "admissionregistration.k8s.io/v1".into(),
+        kind: "MutatingAdmissionPolicyBinding".into(),
+        plural: "mutatingadmissionpolicybindings".into(),
+    };
+    Api::<DynamicObject>::all_with(cluster.env.admin.clone(), &bindings)
+        .delete(&policy, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the admission policy out of force", WAIT, || async {
+        let created = cluster.deployments.create(&dry_run, &probe).await.unwrap();
+        pull_policy(&created).as_deref() == Some("IfNotPresent")
+    })
+    .await;
+    let shared = Shared::new(
+        &memcached_operator::OPERATOR,
+        cluster.env.operator.clone(),
+        Some(cluster.env.namespace.clone()),
+    );
+    let cluster = Cluster {
+        controller: with_image(&shared, Some(IMAGE)),
+        shared,
+        ..cluster
+    };
+    cluster.reconcile().await.unwrap();
+    let deployment = cluster.deployment().await.unwrap();
+    assert_eq!(pull_policy(&deployment).as_deref(), Some("IfNotPresent"));
 }
 
 /// The controller applies only its own condition types: another writer's condition survives

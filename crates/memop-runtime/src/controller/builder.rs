@@ -61,9 +61,10 @@ use crate::operand::Operand;
 /// says otherwise.
 pub const RESYNC: Duration = Duration::from_secs(300);
 
-/// How long a report that can wait ([`Report::hold`]) waits while the controller's owned
-/// objects are written in bulk, before it is tried again.
-const REPORT_WAIT: Duration = Duration::from_secs(5);
+/// How long a report that can wait ([`Report::hold`]) waits at most while the controller's
+/// owned objects are written in bulk: the [`Operand`] brings the object back as soon as the
+/// burst ends (`Owned::hold`); this is in case that never comes.
+const REPORT_WAIT: Duration = Duration::from_secs(30);
 
 /// What a kind's controller does that is the kind's own; [`Controller`] does the rest.
 ///

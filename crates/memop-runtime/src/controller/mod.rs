@@ -1,4 +1,4 @@
-//! What every controller shares: the error type, [`run`] (kube's `Controller` driven until
+//! What every controller shares: the error type, [`Builder`] (kube's `Controller` driven until
 //! shutdown), what runs around every reconcile ([`Instruments`]: time limit, tracing span,
 //! metrics, retry backoff, status writes), the resync with jitter, status conditions, the cache of owned
 //! objects ([`Owned`]), an event [`Recorder`], and the comparison that keeps reconciles free of needless writes
@@ -63,30 +63,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Runs `controller` until the manager shuts down: with the manager's settings
 /// ([`Shared::controller_config`]), its readiness tracking the controller's cache, and its
-/// results logged. `reconcile` and `error_policy` are the controller's own; wrap the first in
-/// [`Instruments::reconcile`] and let the second call [`Instruments::retry`].
-///
-/// This is what a controller module's `run` calls once it has said what to watch:
-///
-/// ```no_run
-/// # use std::sync::Arc;
-/// # use k8s_openapi::api::core::v1::ConfigMap;
-/// # use kube::runtime::{controller::Action, watcher};
-/// # use memop_runtime::controller::{self, Error};
-/// # use memop_runtime::manager::Shared;
-/// async fn reconcile(_: Arc<ConfigMap>, _: Arc<()>) -> Result<Action, Error> {
-///     Ok(Action::await_change())
-/// }
-/// fn error_policy(_: Arc<ConfigMap>, _: &Error, _: Arc<()>) -> Action {
-///     Action::await_change()
-/// }
-/// async fn run(shared: Shared) -> anyhow::Result<()> {
-///     let objects = shared.namespaced_api::<ConfigMap>();
-///     let watched = controller::new("configmaps", &shared, objects, watcher::Config::default());
-///     controller::run("configmaps", &shared, watched, reconcile, error_policy, Arc::new(())).await
-/// }
-/// ```
-pub async fn run<K, Ctx, ReconcileFut>(
+/// results logged ([`Controller::run`] calls it).
+pub(crate) async fn run<K, Ctx, ReconcileFut>(
     name: &'static str,
     shared: &Shared,
     controller: KubeController<K>,
@@ -143,7 +121,7 @@ where
 /// for bookmarks whatever `config` says, so that a quiet watch still shows life.
 ///
 /// [`WATCH_SILENCE_LIMIT`]: crate::manager::WATCH_SILENCE_LIMIT
-pub fn new<K>(
+pub(crate) fn new<K>(
     name: &'static str,
     shared: &Shared,
     api: Api<K>,
@@ -172,7 +150,7 @@ where
 }
 
 /// The scope of a kind a controller watches, namespaced or cluster-wide: how to make its `Api`
-/// in the same namespace on another client (the watchdog's, see [`new`]). Implemented for
+/// in the same namespace on another client (the watchdog's). Implemented for
 /// k8s-openapi's scopes (sealed).
 pub trait WatchScope: sealed::Sealed + Sized {
     /// The `Api` of `K` on `client`, in `namespace` (or all of them).
@@ -640,7 +618,10 @@ pub const APPLIED_HASH: &str = "memop.rs/applied-hash";
 /// The annotation in which an applied object carries the [`fingerprint`] of the fields applied
 /// to it, when an admission webhook or policy rewrote one of them on the way in: what
 /// [`Owned::applied`] keeps in memory, kept for the operator's next process too, which would
-/// otherwise take the rewrite for drift and apply again (see [`fingerprint_patch`]).
+/// otherwise take the rewrite for drift and apply again (see [`fingerprint_patch`]). That
+/// process believes it only once a dry run of its apply gives the same fields
+/// ([`Observed::Claimed`]): anyone who may patch the object can write the annotation, and the
+/// webhook that rewrote may be gone.
 pub const APPLIED_FINGERPRINT: &str = "memop.rs/applied-fingerprint";
 
 /// `object` with its [`APPLIED_HASH`] annotation: the hash of everything else in it.
@@ -657,9 +638,8 @@ pub fn stamp<K: Resource + Serialize>(mut object: K) -> K {
 /// - a different hash means the desired object changed (say, a new operator version dropped a
 ///   field): apply, and the API server removes what is no longer sent;
 /// - otherwise it is in sync if it [`contains`] every field we set, or if our fields look
-///   exactly as they did right after our last apply (`applied`, the [`fingerprint`] of its
-///   result, or else the one the object carries in [`APPLIED_FINGERPRINT`]), which is what an
-///   admission webhook that rewrites one of them leaves.
+///   exactly as they did right after this process's last apply (`applied`, the [`fingerprint`]
+///   of its result), which is what an admission webhook that rewrites one of them leaves.
 pub fn in_sync<K: Resource + Serialize>(
     observed: &K,
     desired: &K,
@@ -668,11 +648,21 @@ pub fn in_sync<K: Resource + Serialize>(
     if observed.annotations().get(APPLIED_HASH) != desired.annotations().get(APPLIED_HASH) {
         return false;
     }
-    let applied = applied.or(observed.annotations().get(APPLIED_FINGERPRINT));
     let observed = serde_json::to_value(observed).unwrap_or_default();
     let wanted = serde_json::to_value(desired).unwrap_or_default();
     contains(&observed, &wanted)
         || applied.is_some_and(|seen| *seen == hash(&project(&observed, &wanted)))
+}
+
+/// Whether `observed`, stamped as `desired` is, carries in [`APPLIED_FINGERPRINT`] the
+/// [`fingerprint`] of its fields: what an earlier process recorded after an apply that admission
+/// rewrote (or what anyone who may patch it wrote there): to be checked with a dry run.
+pub fn claims_fingerprint<K: Resource + Serialize>(observed: &K, desired: &K) -> bool {
+    observed.annotations().get(APPLIED_HASH) == desired.annotations().get(APPLIED_HASH)
+        && observed
+            .annotations()
+            .get(APPLIED_FINGERPRINT)
+            .is_some_and(|claimed| *claimed == fingerprint(observed, desired))
 }
 
 /// The merge patch that records in `applied`, what an apply of `desired` returned, the
@@ -865,7 +855,9 @@ mod tests {
             APPLIED_FINGERPRINT.into(),
             fingerprint.as_str().unwrap().into(),
         );
-        assert!(in_sync(&recorded, &desired, None));
+        // A fingerprint on the object is a claim to check, not proof.
+        assert!(!in_sync(&recorded, &desired, None));
+        assert!(claims_fingerprint(&recorded, &desired));
         assert_eq!(
             fingerprint_patch(&recorded, &desired),
             None,
@@ -878,7 +870,7 @@ mod tests {
             .unwrap()
             .insert("size".into(), "6".into());
         assert!(
-            !in_sync(&changed, &desired, None),
+            !claims_fingerprint(&changed, &desired),
             "a later change is drift"
         );
     }
@@ -938,7 +930,9 @@ mod tests {
         let now = Instant::now();
         let key = |i: usize| ObjectRef::<ConfigMap>::new(&format!("o{i}")).within("ns");
         // Ten thousand objects failing at once (the API server down, say).
-        let delays: Vec<_> = (0..10_000).map(|i| backoff.failed_at(&key(i), now)).collect();
+        let delays: Vec<_> = (0..10_000)
+            .map(|i| backoff.failed_at(&key(i), now))
+            .collect();
         let limit = Action::requeue(Backoff::MAX);
         assert_eq!(delays.last(), Some(&limit));
         // And failures faster than the overall rate for an hour.
@@ -977,10 +971,19 @@ mod tests {
             instruments.wrote_at(&object(i), later);
         }
         let left = instruments.written.lock().unwrap().len();
-        assert!(left <= 1_100, "{left} records of 2,100 objects, 1,000 of them gone");
+        assert!(
+            left <= 1_100,
+            "{left} records of 2,100 objects, 1,000 of them gone"
+        );
         // An object whose cleanup ran is forgotten at once.
         instruments.forget(&object(2_000));
-        assert!(!instruments.written.lock().unwrap().contains_key("ConfigMap.v1./o2000.ns"));
+        assert!(
+            !instruments
+                .written
+                .lock()
+                .unwrap()
+                .contains_key("ConfigMap.v1./o2000.ns")
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! [`Owned::observe`] how the object it wants compares with the cache, and tells
 //! [`Owned::applied`] what its apply returned.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,7 +29,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, watch};
 
-use super::{APPLIED_HASH, WatchScope, fingerprint, in_sync, resource_version as version};
+use super::{
+    APPLIED_HASH, WatchScope, claims_fingerprint, fingerprint, in_sync, resource_version as version,
+};
 use crate::manager::Shared;
 
 /// How long the cache may lag behind an apply of this controller before it is believed again
@@ -53,7 +55,11 @@ pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
     /// Per object: what this process last applied (until the object is deleted).
     applied: Arc<Mutex<HashMap<ObjectRef<K>, Applied>>>,
     /// How many applies this process made lately.
-    burst: Mutex<Burst>,
+    burst: Arc<Mutex<Burst>>,
+    /// The objects whose owners' reports wait for the burst to end, and the task that tells
+    /// their owners' controller when it does (see [`Owned::hold`]).
+    held: Arc<Mutex<HashSet<ObjectRef<K>>>>,
+    release: Mutex<Option<tokio::task::AbortHandle>>,
     watch: tokio::task::AbortHandle,
 }
 
@@ -65,6 +71,22 @@ struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
     seen: AtomicU64,
     /// Whether the first list is in (then `objects` holds everything).
     listed: watch::Sender<bool>,
+}
+
+impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K> {
+    /// The cached object of `key`, read back from its JSON.
+    fn object(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
+        let objects = self.objects.read().expect("cache lock");
+        let json = objects.get(key)?;
+        match serde_json::from_slice(json) {
+            Ok(object) => Some(Arc::new(object)),
+            // It was written from a `K` a moment ago: this cannot fail but for a bug.
+            Err(err) => {
+                tracing::error!(%key, error = %err, "a cached object cannot be read back");
+                None
+            }
+        }
+    }
 }
 
 /// What an apply of this process left on one object.
@@ -89,13 +111,17 @@ pub enum Observed<K> {
     Differs(Arc<K>),
     /// It exists with every field as wanted: no apply needed.
     InSync(Arc<K>),
+    /// It differs, but says (in [`APPLIED_FINGERPRINT`](super::APPLIED_FINGERPRINT)) that an
+    /// admission webhook rewrote an apply of the object wanted into it: in sync if a dry run of
+    /// that apply gives the same fields ([`Owned::verified`]), else to apply.
+    Claimed(Arc<K>),
 }
 
 impl<K> Observed<K> {
     /// The object as it exists, if it does and was looked at.
     pub fn object(&self) -> Option<&Arc<K>> {
         match self {
-            Self::Differs(object) | Self::InSync(object) => Some(object),
+            Self::Differs(object) | Self::InSync(object) | Self::Claimed(object) => Some(object),
             Self::Pending(_) | Self::Absent => None,
         }
     }
@@ -115,7 +141,7 @@ where
     /// own cache): until then `/readyz` says so, and a cache that never lists (the role does
     /// not allow listing the kind, say) stops the manager after its cache-sync timeout, saying
     /// which. After that the watch is kept an eye on as a controller's own is (see
-    /// [`super::new`]): `/readyz` names it while it goes without an answer for longer than the
+    /// [`Builder`](super::Builder)): `/readyz` names it while it goes without an answer for longer than the
     /// silence limit, and `memop_watch_errors_total{watch="<name>"}` counts its errors.
     pub fn watch(
         api: Api<K>,
@@ -216,7 +242,9 @@ where
             cache,
             changes,
             applied,
-            burst: Mutex::default(),
+            burst: Arc::default(),
+            held: Arc::default(),
+            release: Mutex::default(),
             watch: watch.abort_handle(),
         }
     }
@@ -266,16 +294,7 @@ where
 
     /// The cached object of `key`, read back from its JSON.
     fn cached(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
-        let objects = self.cache.objects.read().expect("cache lock");
-        let json = objects.get(key)?;
-        match serde_json::from_slice(json) {
-            Ok(object) => Some(Arc::new(object)),
-            // It was written from a `K` a moment ago: this cannot fail but for a bug.
-            Err(err) => {
-                tracing::error!(%key, error = %err, "a cached object cannot be read back");
-                None
-            }
-        }
+        self.cache.object(key)
     }
 
     /// How `desired` compares with the cache. The cache holds what the label selector picks:
@@ -315,6 +334,11 @@ where
             Some(object) if in_sync(object.as_ref(), desired, fingerprint) => {
                 Observed::InSync(object)
             }
+            Some(object)
+                if fingerprint.is_none() && claims_fingerprint(object.as_ref(), desired) =>
+            {
+                Observed::Claimed(object)
+            }
             Some(object) => Observed::Differs(object),
         }
     }
@@ -333,6 +357,64 @@ where
             .expect("applied lock")
             .insert(key, record);
         self.burst.lock().expect("burst lock").count(Instant::now());
+    }
+
+    /// Records that a dry run of an apply of `desired` gave `observed`'s fields (a claimed
+    /// rewrite checked: [`Observed::Claimed`]): from now on the object is in sync while they
+    /// stay so, as after an apply of this process.
+    pub fn verified(&self, desired: &K, observed: &K) {
+        let record = Applied {
+            hash: desired.annotations().get(APPLIED_HASH).cloned(),
+            fingerprint: fingerprint(observed, desired),
+            version: None,
+        };
+        let key = ObjectRef::from_obj(desired);
+        self.applied
+            .lock()
+            .expect("applied lock")
+            .insert(key, record);
+    }
+
+    /// Holds back the report of `object`'s owner until this process's burst of applies ends
+    /// ([`Self::in_burst`]): then the owner's controller ([`Self::owned_by`]) is told, as for a
+    /// change of the object, and reports at once, instead of asking again and again meanwhile.
+    pub fn hold(&self, object: &K) {
+        self.held
+            .lock()
+            .expect("held lock")
+            .insert(ObjectRef::from_obj(object));
+        let mut release = self.release.lock().expect("release lock");
+        if release.as_ref().is_some_and(|task| !task.is_finished()) {
+            return;
+        }
+        let (held, burst, changes, cache) = (
+            self.held.clone(),
+            self.burst.clone(),
+            self.changes.clone(),
+            self.cache.clone(),
+        );
+        let task = tokio::spawn(async move {
+            while burst.lock().expect("burst lock").active(Instant::now()) {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            let keys: Vec<_> = held.lock().expect("held lock").drain().collect();
+            let Some(sender) = changes.lock().expect("changes lock").clone() else {
+                return;
+            };
+            for key in keys {
+                if let Some(object) = cache.object(&key) {
+                    let meta = PartialObjectMeta::<K> {
+                        types: None,
+                        metadata: object.meta().clone(),
+                        _phantom: PhantomData,
+                    };
+                    if sender.send(meta).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        *release = Some(task.abort_handle());
     }
 
     /// Whether this process is applying objects in bulk: at least 50 in the last second, as
@@ -356,7 +438,8 @@ struct Burst {
     second: Option<(Instant, u32)>,
     /// The applies of the second before.
     previous: u32,
-    /// Since when every second has had [`BURST_RATE`] applies or more, while they do.
+    /// Since when a second had [`BURST_RATE`] applies or more, while no second since had
+    /// fewer than half that.
     since: Option<Instant>,
 }
 
@@ -394,7 +477,10 @@ impl Burst {
             0
         };
         self.second = Some((start + Duration::from_secs(elapsed.as_secs()), 0));
-        if self.previous < BURST_RATE {
+        // Below half the rate: a burst that only slowed down (the API server's flow control
+        // makes the rate wobble) goes on; otherwise every slower second would end it and the
+        // next busy one start a new one, holding reports for ever.
+        if self.previous < BURST_RATE / 2 {
             self.since = None;
         }
     }
@@ -410,6 +496,9 @@ fn compact<K: Serialize>(object: &K) -> Box<[u8]> {
 impl<K: Resource<DynamicType = ()> + Clone + 'static> Drop for Owned<K> {
     fn drop(&mut self) {
         self.watch.abort();
+        if let Some(release) = self.release.lock().expect("release lock").take() {
+            release.abort();
+        }
     }
 }
 
@@ -435,6 +524,19 @@ mod tests {
         // The second after still counts the one before; a quiet one after that ends it.
         assert!(burst.active(start + Duration::from_millis(1500)));
         assert!(!burst.active(start + Duration::from_millis(2500)));
+    }
+
+    #[test]
+    fn a_burst_that_slows_down_for_a_second_goes_on_and_still_ends_within_a_minute() {
+        let start = Instant::now();
+        let mut burst = Burst::default();
+        for second in 0..70 {
+            let now = start + Duration::from_secs(second);
+            // 60 applies a second, and 40 in one of them: slower, not over.
+            applies(&mut burst, now, if second == 30 { 40 } else { 60 });
+            let active = burst.active(now + Duration::from_millis(999));
+            assert_eq!(active, second < 60, "second {second}");
+        }
     }
 
     #[test]

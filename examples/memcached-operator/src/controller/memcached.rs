@@ -32,9 +32,9 @@ use k8s_openapi::api::core::v1::{
     SeccompProfile, SecurityContext,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta};
+use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kube::{Resource, ResourceExt};
 
 use memop_runtime::controller::{
     Builder, Controller, Reconciler, Report, Result, condition, label_value, stamp,
