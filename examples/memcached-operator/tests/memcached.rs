@@ -1258,6 +1258,9 @@ async fn a_restart_does_not_apply_again_what_admission_rewrote_while_it_does() {
         .delete(&policy, &DeleteParams::default())
         .await
         .unwrap();
+    // A dry run of a creation under another name: the Deployment exists now.
+    let mut probe = probe;
+    probe.metadata.name = Some(format!("{NAME}-probe"));
     eventually("the admission policy out of force", WAIT, || async {
         let created = cluster.deployments.create(&dry_run, &probe).await.unwrap();
         pull_policy(&created).as_deref() == Some("IfNotPresent")
