@@ -592,7 +592,8 @@ fn the_chart_command_refuses_what_it_cannot_do_and_writes_nothing() {
         (&["edit", "--plugins=helm/v2-alpha", "--output-dir", ".git"][..], "nor git's own .git"),
         (&["edit", "--plugins=kotlin/v1"][..], "not a plugin memop knows"),
         (&["edit", "--multigroup=true"][..], "always supports several groups"),
-        (&["edit"][..], "only adds a Helm chart"),
+        (&["edit"][..], "`memop edit` needs the plugin to add"),
+        (&["edit", "--plugins=helm/v3"][..], "memop has helm/v2-alpha, not helm/v3"),
     ] {
         let output = common::memop().current_dir(&dir).args(args).assert().failure();
         let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();

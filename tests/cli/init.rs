@@ -203,3 +203,36 @@ fn kubebuilders_plugins_are_answered_with_what_memop_does() {
     );
     assert!(out.stderr.contains("memop's operand controller"), "{}", out.stderr);
 }
+
+/// A plugin key is taken only in a version memop answers for: `helm/v3` and `helm/v1-alpha` were
+/// taken as helm/v2-alpha (a chart written, PROJECT recording helm/v2-alpha).
+#[test]
+fn plugin_versions_memop_lacks_are_refused_by_name() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    let supported = "go/v4, kustomize/v2, deploy-image/v1-alpha, grafana/v1-alpha and helm/v2-alpha";
+    for (line, says) in [
+        ("edit --plugins=helm/v3", "memop has helm/v2-alpha, not helm/v3"),
+        ("edit --plugins=helm/v1-alpha", "memop has helm/v2-alpha, not helm/v1-alpha"),
+        ("edit --plugins=helm.kubebuilder.io/v1-alpha", "not helm/v1-alpha"),
+        ("edit --plugins=grafana/v2", "memop has grafana/v1-alpha, not grafana/v2"),
+        ("create api --group web --kind Web --plugins go/v3", "memop has go/v4, not go/v3"),
+    ] {
+        refused(&dir, line, &[says, supported]);
+    }
+    refused(&dir, "edit --plugins=helmfile/v1", &["not a plugin memop knows", supported]);
+}
+
+/// A bare `memop edit` says what `edit` needs (it answered about --multigroup); a plugin whose
+/// parts every project has is nothing to do, not an error.
+#[test]
+fn edit_says_what_it_needs() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    refused(&dir, "edit", &["`memop edit` needs the plugin to add", "memop edit --plugins=helm/v2-alpha"]);
+    let before = snapshot(&dir);
+    let out = ok(&dir, "edit --plugins=grafana/v1-alpha");
+    assert!(out.stdout.starts_with("Nothing to do"), "{}", out.stdout);
+    assert!(out.stderr.contains("grafana/ dashboards"), "{}", out.stderr);
+    assert!(!out.stderr.contains("error"), "{}", out.stderr);
+    assert_unchanged(&dir, &before, "edit --plugins=grafana/v1-alpha");
+    refused(&dir, "edit --multigroup", &["always supports several groups"]);
+}
