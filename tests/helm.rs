@@ -256,7 +256,7 @@ manager:
   logLevel: "info,kube=debug"
   operandImages: {MEMCACHED_IMAGE: "registry.example.com/memcached:1.6"}
   env: [{name: EXTRA, value: "1"}]
-  extraArgs: [--zap-devel]
+  extraArgs: [--log-format=json]
   resources: {limits: {cpu: "1", memory: 256Mi}}
   nodeSelector: {kubernetes.io/os: linux}
   tolerations: [{key: dedicated, operator: Exists, effect: NoSchedule}]
@@ -300,7 +300,7 @@ networkPolicy: {enabled: true}
             "--leader-elect",
             "--health-probe-bind-address=:8081",
             "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs",
-            "--zap-devel"
+            "--log-format=json"
         ]
     );
     let env = serde_yaml::to_string(&container["env"]).unwrap();
