@@ -236,3 +236,59 @@ fn edit_says_what_it_needs() {
     assert_unchanged(&dir, &before, "edit --plugins=grafana/v1-alpha");
     refused(&dir, "edit --multigroup", &["always supports several groups"]);
 }
+
+/// Every project carries AGENTS.md (kubebuilder v4.11's habit), memop's file: it names every
+/// scaffold marker the project has, and `memop update` brings it to a project that lacks it
+/// and keeps one of the user's own.
+#[test]
+fn agents_md_is_memops_and_names_every_marker() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    ok(&dir, "create api --group cache --version v1 --kind Memcached");
+    ok(&dir, "create webhook --group cache --version v1alpha1 --kind Memcached --defaulting");
+    ok(&dir, "create webhook --group cache --version v1 --kind Memcached --conversion");
+    ok(&dir, "edit --plugins=helm/v2-alpha");
+    let agents = read(&dir, "AGENTS.md");
+    for want in ["`vendor/`", "`make manifests`", "`memop update`", "config/rbac/role.yaml", "make test"] {
+        assert!(agents.contains(want), "AGENTS.md lacks {want}:\n{agents}");
+    }
+    assert!(read(&dir, "PROJECT.sum").contains("AGENTS.md"), "memop records what it wrote there");
+    let mut markers = 0;
+    for (path, node) in snapshot(&dir) {
+        let Node::File(bytes) = node else { continue };
+        let text = String::from_utf8_lossy(&bytes);
+        let kustomization = path.ends_with("kustomization.yaml");
+        for line in text.lines().filter(|_| !path.starts_with("AGENTS.md")) {
+            let Some(name) = line.trim().split("+memop:scaffold:").nth(1) else { continue };
+            if !line.trim_start().starts_with("//") && !line.trim_start().starts_with('#') {
+                continue;
+            }
+            markers += 1;
+            let named = match kustomization {
+                true => agents.contains("every `kustomization.yaml`"),
+                false => agents.contains(&format!("`{}`", name.trim())),
+            };
+            assert!(named, "AGENTS.md does not name the marker {name} of {}", path.display());
+        }
+    }
+    assert!(markers > 20, "only {markers} markers");
+}
+
+#[test]
+fn update_brings_agents_md_and_keeps_the_users_own() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    fs::remove_file(dir.join("AGENTS.md")).unwrap();
+    let sum: String =
+        read(&dir, "PROJECT.sum").lines().filter(|l| !l.contains("AGENTS.md")).map(|l| format!("{l}\n")).collect();
+    fs::write(dir.join("PROJECT.sum"), sum).unwrap();
+    let out = ok(&dir, "update");
+    assert!(out.stdout.contains("  create  ./AGENTS.md\n"), "{}", out.stdout);
+
+    // One of the user's own, which memop never wrote: kept, with a note.
+    fs::write(dir.join("AGENTS.md"), "# Ours\n").unwrap();
+    let sum: String =
+        read(&dir, "PROJECT.sum").lines().filter(|l| !l.contains("AGENTS.md")).map(|l| format!("{l}\n")).collect();
+    fs::write(dir.join("PROJECT.sum"), sum).unwrap();
+    let out = ok(&dir, "update");
+    assert!(out.stderr.contains("note: AGENTS.md is not as memop writes it"), "{}", out.stderr);
+    assert_eq!(read(&dir, "AGENTS.md"), "# Ours\n");
+}
