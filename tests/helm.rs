@@ -256,7 +256,7 @@ manager:
   logLevel: "info,kube=debug"
   operandImages: {MEMCACHED_IMAGE: "registry.example.com/memcached:1.6"}
   env: [{name: EXTRA, value: "1"}]
-  extraArgs: [--zap-devel]
+  extraArgs: [--log-format=json]
   resources: {limits: {cpu: "1", memory: 256Mi}}
   nodeSelector: {kubernetes.io/os: linux}
   tolerations: [{key: dedicated, operator: Exists, effect: NoSchedule}]
@@ -300,7 +300,7 @@ networkPolicy: {enabled: true}
             "--leader-elect",
             "--health-probe-bind-address=:8081",
             "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs",
-            "--zap-devel"
+            "--log-format=json"
         ]
     );
     let env = serde_yaml::to_string(&container["env"]).unwrap();
@@ -592,7 +592,8 @@ fn the_chart_command_refuses_what_it_cannot_do_and_writes_nothing() {
         (&["edit", "--plugins=helm/v2-alpha", "--output-dir", ".git"][..], "nor git's own .git"),
         (&["edit", "--plugins=kotlin/v1"][..], "not a plugin memop knows"),
         (&["edit", "--multigroup=true"][..], "always supports several groups"),
-        (&["edit"][..], "only adds a Helm chart"),
+        (&["edit"][..], "`memop edit` needs the plugin to add"),
+        (&["edit", "--plugins=helm/v3"][..], "memop has helm/v2-alpha, not helm/v3"),
     ] {
         let output = common::memop().current_dir(&dir).args(args).assert().failure();
         let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();

@@ -17,10 +17,10 @@
 //!
 //! What this machine cannot run is skipped, and listed: kind, docker, `make deploy` and
 //! `make undeploy` (no nodes), the metrics port-forward, `cargo install` (the test runs the
-//! memop it built), `git` (the project is not a repository), `helm` and `make helm-lint` (the
-//! chart's own tests are tests/helm.rs), and `make test`, `cargo test`,
-//! `make setup-envtest`, `cargo bench` and `make test-e2e` (the generated projects' own tests
-//! run in tests/generated.rs).
+//! memop it built), `git` (tests/docs.rs runs the tutorial's memop and git steps; here the
+//! project is no repository), `helm` and `make helm-lint` (the chart's own tests are
+//! tests/helm.rs), and `make test`, `cargo test`, `make setup-envtest`, `cargo bench` and
+//! `make test-e2e` (the generated projects' own tests run in tests/generated.rs).
 
 mod common;
 
@@ -108,7 +108,7 @@ fn step(command: &str) -> Step {
         ("make setup-envtest", "downloads; KUBEBUILDER_ASSETS is given instead"),
         ("cargo bench", "a benchmark, not an outcome"),
         ("cargo test", "the generated projects' tests run in tests/generated.rs"),
-        ("git ", "the tutorial's project is not a git repository"),
+        ("git ", "tests/docs.rs runs the git steps with memop's; here the project is no repository"),
         ("make helm-lint", "helm's lint of the chart runs in tests/helm.rs"),
         ("helm ", "the chart is linted, rendered and installed in tests/helm.rs"),
     ];

@@ -58,15 +58,26 @@ pub struct Args {
 }
 
 pub fn run(global: &Global, args: Args) -> Result<()> {
-    for note in super::plugins::answer(super::plugins::Command::Edit, &args.plugins)? {
-        crate::warn_line!("note: {note}");
-    }
-    let helm = args.plugins.iter().any(|p| p.trim().split('/').next().is_some_and(|n| n.starts_with("helm")));
-    if !helm || args.multigroup.is_some() || args.namespaced.is_some() {
+    if args.multigroup.is_some() || args.namespaced.is_some() {
         bail!(
             "memop's `edit` only adds a Helm chart (--plugins=helm/v2-alpha): a memop project always supports \
              several groups and keeps its settings in PROJECT, Cargo.toml and config/; change them there"
         );
+    }
+    if args.plugins.iter().all(|p| p.trim().is_empty()) {
+        bail!(
+            "`memop edit` needs the plugin to add: `memop edit --plugins=helm/v2-alpha` writes a Helm chart of the \
+             project in dist/chart (--output-dir to put it elsewhere); that is the one plugin `edit` adds, as \
+             memop's layout has kubebuilder's others built in"
+        );
+    }
+    let notes = super::plugins::answer(super::plugins::Command::Edit, &args.plugins)?;
+    for note in &notes {
+        crate::warn_line!("note: {note}");
+    }
+    if !args.plugins.iter().any(|p| super::plugins::is_helm(p)) {
+        // Only plugins whose parts every memop project has (each noted above).
+        return super::say("Nothing to do: the project already has what these plugins add.\n");
     }
     let mut project = Project::load(&global.dir)?;
     let output = match (&args.output_dir, &project.plugins.helm) {

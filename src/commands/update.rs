@@ -115,8 +115,9 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let chart = super::helm::plan_chart(&project, &mut plan, &record, false)?;
     // A conflict in a migration is written with the rest: the files of memop 0.1's layout that
     // the update removes must go with it. Elsewhere, one in the chart stops the update as any does.
+    // A dry run shows what the real run writes then, and fails as it does.
     let conflicts: Vec<&Conflict> = updated.memops.conflicts.iter().chain(&chart.conflicts).collect();
-    if !conflicts.is_empty() && !global.dry_run && !v1 {
+    if !conflicts.is_empty() && !v1 {
         return write_conflicts(global, &conflicts);
     }
     if v1 {
@@ -161,6 +162,10 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     }
     for (path, ids) in &updated.yours {
         let see = match ids {
+            // The update keeps memop's new text where git finds it (`refs/memop/bases`).
+            Some((old, new)) if global.dry_run => {
+                format!("once the update is written, see what changed with `git diff {} {}`", &old[..12], &new[..12])
+            }
             Some((old, new)) => {
                 let (old, new) = (&old[..12], &new[..12]);
                 format!(
@@ -182,13 +187,14 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
              was kept: move your change into your own code (or propose it to memop-runtime), then `git rm {path}`"
         );
     }
-    if v1 && !updated.memops.conflicts.is_empty() && !global.dry_run {
+    if v1 && !updated.memops.conflicts.is_empty() {
         let paths: Vec<&str> = updated.memops.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
         bail!(
             "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
-             <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest of the update is written), \
+             <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest of the update {}), \
              then run `make manifests test` and commit",
-            paths.join(", ")
+            paths.join(", "),
+            written_or_would(global)
         );
     }
     if !updated.generated.is_empty() {
@@ -481,13 +487,14 @@ impl Merged {
         for (path, recorded) in &self.kept {
             crate::warn_line!("{}", kept_note(path, *recorded, what));
         }
-        if !self.conflicts.is_empty() && !global.dry_run {
+        if !self.conflicts.is_empty() {
             let paths: Vec<&str> = self.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
             bail!(
                 "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
-                 <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest is written), then \
+                 <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest {}), then \
                  run `make test` and commit",
-                paths.join(", ")
+                paths.join(", "),
+                written_or_would(global)
             );
         }
         Ok(())
@@ -584,7 +591,8 @@ fn refuse_unresolved(paths: &[String]) -> Result<()> {
 
 /// Writes only the files in conflict, with their markers, and their records (memop's new
 /// text, so that the next update finds your resolution merged already), then fails saying what
-/// to do.
+/// to do. A dry run shows that and fails the same way: its exit code tells a script the update
+/// will stop.
 fn write_conflicts(global: &Global, conflicts: &[&Conflict]) -> Result<()> {
     let mut marked = Plan::new(&global.dir);
     for (path, text, new) in conflicts {
@@ -596,12 +604,31 @@ fn write_conflicts(global: &Global, conflicts: &[&Conflict]) -> Result<()> {
         sum::keep_bases(&global.dir, &bases);
     }
     let paths: Vec<&str> = conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
+    if global.dry_run {
+        bail!(
+            "memop's changes and your edits touch the same lines of {}: `memop update` would write {} with conflict \
+             markers, <<<<<<< ours (yours) and >>>>>>> theirs (memop's), as shown above, and stop there (nothing \
+             else changed); you would resolve them, commit, and run `memop update` again for the rest of the \
+             update. This dry run wrote nothing",
+            paths.join(", "),
+            if paths.len() == 1 { "it" } else { "them" }
+        );
+    }
     bail!(
         "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
          <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there, commit, and run `memop update` again \
          for the rest of the update (nothing else was changed)",
         paths.join(", ")
     )
+}
+
+/// What became of the rest of a command's files when some conflict: written, or in a dry run
+/// what the real run does with them.
+fn written_or_would(global: &Global) -> &'static str {
+    match global.dry_run {
+        true => "would be written, as shown above; this dry run wrote nothing",
+        false => "is written",
+    }
 }
 
 /// Refuses to update a git work tree with uncommitted changes, as `cargo publish` does, so that

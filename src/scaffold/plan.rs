@@ -664,9 +664,10 @@ fn is_marker(line: &str, tag: &str) -> bool {
 /// Whether `text` already holds the `wanted` lines, in order, however a formatter has wrapped or
 /// indented them since (rustfmt splits a long line; a user may add a trailing comment).
 fn contains_lines(text: &str, wanted: &[&str]) -> bool {
-    // Without whitespace, and without the trailing commas rustfmt adds when it wraps a list.
+    // Without whitespace, and without the trailing commas rustfmt adds when it wraps a list (a
+    // generic one too: `Conversion::between::<Hub, Spoke>()` in src/webhook/mod.rs).
     let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
-    let unwrap = |s: String| s.replace(",}", "}").replace(",)", ")").replace(",]", "]");
+    let unwrap = |s: String| s.replace(",}", "}").replace(",)", ")").replace(",]", "]").replace(",>", ">");
     // Line by line, each without its trailing `//` or `#` comment, so that a comment added at
     // the end of an inserted line does not hide it (nor one the fragment has itself).
     let code = |line: &str| {
@@ -695,6 +696,13 @@ mod tests {
             "struct Flags {\n    #[command(flatten)]\n    pub webhook: Webhook,\n    // +memop:scaffold:flags\n}\n";
         assert!(contains_lines(text, &["#[command(flatten)]", "pub webhook: Webhook,"]));
         assert!(!contains_lines(text, &["#[command(flatten)]", "pub other: Webhook,"]));
+    }
+
+    #[test]
+    fn a_fragment_rustfmt_wrapped_into_a_generic_list_is_found() {
+        let text = "vec![\n    Conversion::between::<\n        crate::v1::M,\n        crate::v1alpha1::M,\n    >(),\n    // +memop:scaffold:conversions\n]\n";
+        assert!(contains_lines(text, &["Conversion::between::<crate::v1::M, crate::v1alpha1::M>(),"]));
+        assert!(!contains_lines(text, &["Conversion::between::<crate::v1::M, crate::v2::M>(),"]));
     }
 
     fn plan_with(file: &str, contents: &str) -> (tempfile::TempDir, Plan) {

@@ -203,3 +203,92 @@ fn kubebuilders_plugins_are_answered_with_what_memop_does() {
     );
     assert!(out.stderr.contains("memop's operand controller"), "{}", out.stderr);
 }
+
+/// A plugin key is taken only in a version memop answers for: `helm/v3` and `helm/v1-alpha` were
+/// taken as helm/v2-alpha (a chart written, PROJECT recording helm/v2-alpha).
+#[test]
+fn plugin_versions_memop_lacks_are_refused_by_name() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    let supported = "go/v4, kustomize/v2, deploy-image/v1-alpha, grafana/v1-alpha and helm/v2-alpha";
+    for (line, says) in [
+        ("edit --plugins=helm/v3", "memop has helm/v2-alpha, not helm/v3"),
+        ("edit --plugins=helm/v1-alpha", "memop has helm/v2-alpha, not helm/v1-alpha"),
+        ("edit --plugins=helm.kubebuilder.io/v1-alpha", "not helm/v1-alpha"),
+        ("edit --plugins=grafana/v2", "memop has grafana/v1-alpha, not grafana/v2"),
+        ("create api --group web --kind Web --plugins go/v3", "memop has go/v4, not go/v3"),
+    ] {
+        refused(&dir, line, &[says, supported]);
+    }
+    refused(&dir, "edit --plugins=helmfile/v1", &["not a plugin memop knows", supported]);
+}
+
+/// A bare `memop edit` says what `edit` needs (it answered about --multigroup); a plugin whose
+/// parts every project has is nothing to do, not an error.
+#[test]
+fn edit_says_what_it_needs() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    refused(&dir, "edit", &["`memop edit` needs the plugin to add", "memop edit --plugins=helm/v2-alpha"]);
+    let before = snapshot(&dir);
+    let out = ok(&dir, "edit --plugins=grafana/v1-alpha");
+    assert!(out.stdout.starts_with("Nothing to do"), "{}", out.stdout);
+    assert!(out.stderr.contains("grafana/ dashboards"), "{}", out.stderr);
+    assert!(!out.stderr.contains("error"), "{}", out.stderr);
+    assert_unchanged(&dir, &before, "edit --plugins=grafana/v1-alpha");
+    refused(&dir, "edit --multigroup", &["always supports several groups"]);
+}
+
+/// Every project carries AGENTS.md (kubebuilder v4.11's habit), memop's file: it names every
+/// scaffold marker the project has, and `memop update` brings it to a project that lacks it
+/// and keeps one of the user's own.
+#[test]
+fn agents_md_is_memops_and_names_every_marker() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    ok(&dir, "create api --group cache --version v1 --kind Memcached");
+    ok(&dir, "create webhook --group cache --version v1alpha1 --kind Memcached --defaulting");
+    ok(&dir, "create webhook --group cache --version v1 --kind Memcached --conversion");
+    ok(&dir, "edit --plugins=helm/v2-alpha");
+    let agents = read(&dir, "AGENTS.md");
+    for want in ["`vendor/`", "`make manifests`", "`memop update`", "config/rbac/role.yaml", "make test"] {
+        assert!(agents.contains(want), "AGENTS.md lacks {want}:\n{agents}");
+    }
+    assert!(read(&dir, "PROJECT.sum").contains("AGENTS.md"), "memop records what it wrote there");
+    let mut markers = 0;
+    for (path, node) in snapshot(&dir) {
+        let Node::File(bytes) = node else { continue };
+        let text = String::from_utf8_lossy(&bytes);
+        let kustomization = path.ends_with("kustomization.yaml");
+        for line in text.lines().filter(|_| !path.starts_with("AGENTS.md")) {
+            let Some(name) = line.trim().split("+memop:scaffold:").nth(1) else { continue };
+            if !line.trim_start().starts_with("//") && !line.trim_start().starts_with('#') {
+                continue;
+            }
+            markers += 1;
+            let named = match kustomization {
+                true => agents.contains("every `kustomization.yaml`"),
+                false => agents.contains(&format!("`{}`", name.trim())),
+            };
+            assert!(named, "AGENTS.md does not name the marker {name} of {}", path.display());
+        }
+    }
+    assert!(markers > 20, "only {markers} markers");
+}
+
+#[test]
+fn update_brings_agents_md_and_keeps_the_users_own() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    fs::remove_file(dir.join("AGENTS.md")).unwrap();
+    let sum: String =
+        read(&dir, "PROJECT.sum").lines().filter(|l| !l.contains("AGENTS.md")).map(|l| format!("{l}\n")).collect();
+    fs::write(dir.join("PROJECT.sum"), sum).unwrap();
+    let out = ok(&dir, "update");
+    assert!(out.stdout.contains("  create  ./AGENTS.md\n"), "{}", out.stdout);
+
+    // One of the user's own, which memop never wrote: kept, with a note.
+    fs::write(dir.join("AGENTS.md"), "# Ours\n").unwrap();
+    let sum: String =
+        read(&dir, "PROJECT.sum").lines().filter(|l| !l.contains("AGENTS.md")).map(|l| format!("{l}\n")).collect();
+    fs::write(dir.join("PROJECT.sum"), sum).unwrap();
+    let out = ok(&dir, "update");
+    assert!(out.stderr.contains("note: AGENTS.md is not as memop writes it"), "{}", out.stderr);
+    assert_eq!(read(&dir, "AGENTS.md"), "# Ours\n");
+}

@@ -227,8 +227,21 @@ fn an_edit_on_the_lines_memop_changed_leaves_conflict_markers_and_fails() {
     let (_tmp, dir) = a_conflicting_edit();
     let before = snapshot(&dir);
 
-    let dry = ok(&dir, "--dry-run update");
-    assert!(dry.stdout.contains("<<<<<<< ours"), "the dry run shows the conflict: {}", dry.stdout);
+    // The dry run shows what the real run writes and fails as it does (it said "would change",
+    // exit 0).
+    let dry = memop(&dir, "--dry-run update").assert().code(1).get_output().clone();
+    let (stdout, stderr) = (String::from_utf8(dry.stdout).unwrap(), String::from_utf8(dry.stderr).unwrap());
+    assert!(stdout.contains("<<<<<<< ours"), "the dry run shows the conflict: {stdout}");
+    assert!(stdout.contains("update Makefile\n") && stdout.contains("update PROJECT.sum\n"), "{stdout}");
+    assert!(!stdout.contains("update Dockerfile"), "the real run writes only the conflict: {stdout}");
+    assert!(stdout.contains("dry run: 2 file(s) would change; nothing was written"), "{stdout}");
+    for want in [
+        "error: memop's changes and your edits touch the same lines of Makefile",
+        "`memop update` would write it with conflict markers",
+        "This dry run wrote nothing",
+    ] {
+        assert!(stderr.contains(want), "{want:?} not in:\n{stderr}");
+    }
     assert_unchanged(&dir, &before, "a dry run");
 
     // Exit 1, saying which file to resolve and what to do; only the file in conflict is written

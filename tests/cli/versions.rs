@@ -148,3 +148,41 @@ fn kinds_named_like_webhook_files_are_refused() {
     refused(&dir, "create webhook --group store --kind Redis --defaulting", &["redis_webhook", "RedisWebhook"]);
     assert!(snapshot(&dir) == before, "a refusal wrote something");
 }
+
+/// `create api --force` regenerates a version that is a spoke of a conversion webhook, its
+/// conversion included: it was refused, with an error telling to pass the `--force` it had.
+#[test]
+fn force_regenerates_a_spoke_version_and_its_conversion() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    ok(&dir, V1);
+    ok(&dir, "create webhook --group cache --version v1 --kind Memcached --conversion");
+    let conversion = "src/api/cache/v1alpha1/memcached_conversion.rs";
+    let memops = read(&dir, conversion);
+    ok(&dir, "--dry-run create api --group cache --kind Memcached --force");
+    let out = ok(&dir, "create api --group cache --kind Memcached --force");
+    assert!(out.stdout.starts_with("Nothing to do"), "{}", out.stdout);
+    // An edited version and its conversion are regenerated, as --force says (the edits are lost).
+    append(&dir, conversion, "// mine\n");
+    append(&dir, "src/api/cache/v1alpha1/memcached.rs", "// mine\n");
+    let out = ok(&dir, "create api --group cache --version v1alpha1 --kind Memcached --force");
+    assert!(out.stdout.contains(&format!("  update  ./{conversion}\n")), "{}", out.stdout);
+    assert_eq!(read(&dir, conversion), memops);
+    assert!(!read(&dir, "src/api/cache/v1alpha1/memcached.rs").contains("// mine"));
+    once(&dir, "src/api/cache/v1alpha1/mod.rs", "mod memcached_conversion;");
+    let project = read(&dir, "PROJECT");
+    assert!(project.contains("    spoke:\n    - v1alpha1\n"), "{project}");
+}
+
+/// `create webhook --conversion --force` regenerates the conversion without listing it twice in
+/// `conversions()` (rustfmt wraps the entry into a generic list, which hid the one there).
+#[test]
+fn force_regenerates_a_conversion_webhook_without_a_second_entry() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    ok(&dir, V1);
+    let hub = "create webhook --group cache --version v1 --kind Memcached --conversion";
+    ok(&dir, hub);
+    ok(&dir, &format!("{hub} --spoke v1alpha1 --force"));
+    ok(&dir, &format!("{hub} --force"));
+    let text = read(&dir, "src/webhook/mod.rs");
+    assert_eq!(count(&text, "Conversion::between::<"), 1, "{text}");
+}

@@ -62,7 +62,7 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
         }
         scaffold::render_root(&templates, "resource", &ctx, plan, request.force)?;
         if request.new_version {
-            notes.extend(join_conversion(project, plan, &ctx, api)?);
+            notes.extend(join_conversion(project, plan, &ctx, api, request.force)?);
         }
     }
     if request.controller {
@@ -109,7 +109,13 @@ pub fn stored_version(plan: &Plan, api: &ApiNames) -> Result<Option<String>> {
 /// `conversions()`, and recorded in PROJECT. The kind's conversion test, which round-trips every
 /// spoke, is rendered again (its template's owner keeps it when the user edited it, with a
 /// note). Returns the notes to print.
-fn join_conversion(project: &mut Project, plan: &mut Plan, ctx: &tera::Context, api: &ApiNames) -> Result<Vec<String>> {
+fn join_conversion(
+    project: &mut Project,
+    plan: &mut Plan,
+    ctx: &tera::Context,
+    api: &ApiNames,
+    force: bool,
+) -> Result<Vec<String>> {
     let version = api.version.to_string();
     let converting = |r: &&mut Resource| r.names.same_kind(api) && r.names.version != api.version && r.converts();
     let Some(hub) = project.resources.iter_mut().find(converting) else {
@@ -127,7 +133,8 @@ fn join_conversion(project: &mut Project, plan: &mut Plan, ctx: &tera::Context, 
     ctx.insert("spoke", &version);
     ctx.insert("spoke_sample_file", &api.sample_file());
     ctx.insert("spokes", &spokes);
-    scaffold::render_root(&templates, "webhook-conversion-spoke", &ctx, plan, false)?;
+    // The spoke's conversion is one of this version's own files, which --force regenerates.
+    scaffold::render_root(&templates, "webhook-conversion-spoke", &ctx, plan, force)?;
     scaffold::render_root(&templates, "conversion-test", &ctx, plan, false)?;
     let kind = &api.kind;
     Ok(vec![format!(

@@ -1,0 +1,69 @@
+//! The manager arguments the chart and `config/` give or suggest: every one a flag the manager
+//! takes (the chart's values.yaml suggested `--zap-devel`, controller-runtime's, which the
+//! manager refuses: a copied example gave a crash-looping pod).
+
+use super::*;
+
+/// The long flags of the manager: the fields of memop-runtime's `#[arg(long…)]` flag structs.
+fn manager_flags() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/memop-runtime/src");
+    let mut flags = Vec::new();
+    for file in ["manager/flags.rs", "webhook/mod.rs"] {
+        let source = fs::read_to_string(root.join(file)).unwrap();
+        let mut long = false;
+        for line in source.lines().map(str::trim) {
+            if line.starts_with("#[arg(long") {
+                long = true;
+            } else if let Some(field) = line.strip_prefix("pub ").filter(|_| long) {
+                let name = field.split(':').next().unwrap().trim();
+                flags.push(format!("--{}", name.replace('_', "-")));
+                long = false;
+            }
+        }
+    }
+    assert!(flags.len() > 10 && flags.contains(&"--log-format".to_string()), "{flags:?}");
+    flags
+}
+
+/// Every `--flag` in `text` (not YAML's `---`), but on lines about memop's own commands.
+fn flags_in(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in text.lines().filter(|line| !line.contains("memop ")) {
+        let mut rest = line;
+        while let Some(at) = rest.find("--") {
+            let name: String = rest[at + 2..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')
+                .collect();
+            if name.starts_with(|c: char| c.is_ascii_lowercase()) {
+                found.push(format!("--{name}"));
+            }
+            rest = &rest[at + 2 + name.len()..];
+        }
+    }
+    found
+}
+
+#[test]
+fn the_chart_and_config_give_the_manager_only_flags_it_takes() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    ok(&dir, "create webhook --group cache --version v1alpha1 --kind Memcached --defaulting");
+    ok(&dir, "edit --plugins=helm/v2-alpha");
+    let flags = manager_flags();
+    let mut checked = 0;
+    for (path, node) in snapshot(&dir) {
+        let Node::File(bytes) = node else { continue };
+        let yaml = path.extension().is_some_and(|e| e == "yaml");
+        if !yaml || !(path.starts_with("dist/chart") || path.starts_with("config")) {
+            continue;
+        }
+        for flag in flags_in(&String::from_utf8(bytes).unwrap()) {
+            assert!(flags.contains(&flag), "{} gives the manager {flag}, which it refuses", path.display());
+            checked += 1;
+        }
+    }
+    assert!(checked > 5, "only {checked} flags found");
+    // The example of values.yaml is one the manager takes.
+    let values = read(&dir, "dist/chart/values.yaml");
+    assert!(values.contains("e.g. [--log-format=json]"), "{values}");
+}
