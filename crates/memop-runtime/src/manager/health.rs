@@ -8,7 +8,8 @@
 //! its webhook server is up: the API server reaches that server through a Service, which routes
 //! to ready pods only, and cannot list a converted kind for the controllers' caches before;
 //! waiting for those caches would deadlock a single replica (its cache-sync timeout still ends a
-//! manager whose caches never sync).
+//! manager whose caches never sync). Only that first sync is not waited for: a silent watch
+//! (below) makes it unready all the same.
 //!
 //! Once synced, a watch that has not heard from the API server for longer than the silence
 //! limit (see `watchdog.rs`) makes `/readyz` fail too, naming it, until it hears again: its
@@ -71,11 +72,15 @@ impl Readiness {
     /// `None` when ready; otherwise why not.
     pub fn check(&self) -> Option<String> {
         let state = self.state.lock().expect("readiness lock");
-        if state.standby || state.converting {
+        if state.standby {
             return None;
         }
         let mut why = Vec::new();
-        why.extend(Self::not_synced(&state));
+        // Serving conversions, it does not wait for its caches' first sync (see the module's
+        // documentation), but a watch gone silent still makes it unready.
+        if !state.converting {
+            why.extend(Self::not_synced(&state));
+        }
         if !state.silent.is_empty() {
             let silent: Vec<_> = state.silent.keys().copied().collect();
             why.push(format!(
@@ -236,6 +241,20 @@ mod tests {
         assert!(readiness.check().is_some());
         // The only way the API server can list Memcacheds of another version for that cache.
         readiness.serving_conversions();
+        assert_eq!(readiness.check(), None);
+    }
+
+    #[test]
+    fn a_manager_serving_conversions_is_unready_while_a_watch_is_silent() {
+        let readiness = Readiness::default();
+        readiness.expect("memcached");
+        readiness.serving_conversions();
+        readiness.synced("memcached");
+        assert_eq!(readiness.check(), None);
+        readiness.silent("memcached", true);
+        let why = readiness.check().expect("a silent watch: not ready");
+        assert!(why.contains("memcached"), "{why}");
+        readiness.silent("memcached", false);
         assert_eq!(readiness.check(), None);
     }
 }
