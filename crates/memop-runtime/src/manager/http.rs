@@ -86,8 +86,9 @@ pub async fn spawn(
     spawn_with(what, addr, router, tls, http2, Limits::DEFAULT, shutdown).await
 }
 
-/// Binds `addr` now (so a port clash fails the start) and serves `router` until shutdown,
-/// over TLS when `tls` is given, within `limits`.
+/// Binds `addr` now (so a port clash fails the start) and serves `router` until shutdown
+/// stops the servers ([`Shutdown::servers_stop`]: under a manager, once its controllers
+/// have drained), over TLS when `tls` is given, within `limits`.
 pub async fn spawn_with(
     what: &'static str,
     addr: SocketAddr,
@@ -111,7 +112,7 @@ pub async fn spawn_with(
         loop {
             let accepted = tokio::select! {
                 accepted = listener.accept() => accepted,
-                () = shutdown.wait() => return,
+                () = shutdown.servers_stop() => return,
             };
             let (stream, peer) = match accepted {
                 Ok(accepted) => accepted,

@@ -119,7 +119,7 @@ impl Certificate {
         Ok(true)
     }
 
-    /// Checks the files for changes every 10 seconds until shutdown.
+    /// Checks the files for changes every 10 seconds until the servers stop.
     pub fn watch(self: &Arc<Self>, shutdown: Shutdown) {
         if self.files.is_none() {
             return;
@@ -129,7 +129,7 @@ impl Certificate {
             loop {
                 tokio::select! {
                     () = tokio::time::sleep(RELOAD_EVERY) => {}
-                    () = shutdown.wait() => return,
+                    () = shutdown.servers_stop() => return,
                 }
                 match this.reload() {
                     Ok(true) => tracing::info!("loaded the renewed metrics certificate"),
