@@ -102,26 +102,53 @@ impl Shutdown {
     }
 }
 
-/// Triggers `shutdown` on SIGTERM (what Kubernetes sends) or SIGINT (Ctrl-C).
+/// Triggers `shutdown` on SIGTERM (what Kubernetes sends) or SIGINT (Ctrl-C); a second one
+/// exits at once (with status 1), as controller-runtime's signal handler does.
 pub fn listen_for_signals(shutdown: Shutdown) {
     tokio::spawn(async move {
-        let terminate = async {
-            #[cfg(unix)]
-            if let Ok(mut sigterm) =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            {
-                sigterm.recv().await;
-                return;
+        #[cfg(unix)]
+        let sigterm =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        #[cfg(not(unix))]
+        let sigterm: Option<()> = None;
+        let signals = futures::stream::unfold(sigterm, |mut sigterm| async move {
+            let terminate = async {
+                #[cfg(unix)]
+                if let Some(sigterm) = &mut sigterm {
+                    sigterm.recv().await;
+                    return;
+                }
+                std::future::pending::<()>().await;
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                () = terminate => {}
             }
-            std::future::pending::<()>().await;
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            () = terminate => {}
-        }
-        tracing::info!("shutdown signal received; stopping controllers");
-        shutdown.trigger();
+            Some(((), sigterm))
+        });
+        on_signals(Box::pin(signals), shutdown, || std::process::exit(1)).await;
     });
+}
+
+/// Triggers `shutdown` at the first of `signals`, and calls `exit` at the second.
+async fn on_signals(
+    mut signals: impl futures::Stream<Item = ()> + Unpin,
+    shutdown: Shutdown,
+    exit: impl FnOnce(),
+) {
+    use futures::StreamExt as _;
+    if signals.next().await.is_none() {
+        return;
+    }
+    tracing::info!(
+        "shutdown signal received; stopping controllers (a second signal exits at once)"
+    );
+    shutdown.trigger();
+    if signals.next().await.is_none() {
+        return;
+    }
+    tracing::warn!("second shutdown signal received; exiting at once");
+    exit();
 }
 
 #[cfg(test)]
@@ -143,6 +170,27 @@ mod tests {
         // Already triggered: resolves at once.
         tokio::time::timeout(std::time::Duration::from_secs(5), shutdown.wait())
             .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_second_signal_exits_at_once() {
+        let shutdown = Shutdown::default();
+        let (signal, signals) = futures::channel::mpsc::unbounded::<()>();
+        let (exited, exit) = tokio::sync::oneshot::channel::<()>();
+        let listening = tokio::spawn(on_signals(signals, shutdown.clone(), move || {
+            let _ = exited.send(());
+        }));
+        signal.unbounded_send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), shutdown.wait())
+            .await
+            .expect("the first signal triggers shutdown");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!listening.is_finished(), "no exit at the first signal");
+        signal.unbounded_send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), exit)
+            .await
+            .expect("the second signal exits")
             .unwrap();
     }
 
