@@ -13,7 +13,7 @@
 //!
 //! Once synced, a watch that has not heard from the API server for longer than the silence
 //! limit (see `watchdog.rs`) makes `/readyz` fail too, naming it, until it hears again: its
-//! cache may be stale.
+//! cache may be stale. So does a watch whose task died (panicked), for good: its cache is.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
@@ -57,6 +57,9 @@ struct State {
     synced: BTreeSet<&'static str>,
     /// Watches silent for longer than the silence limit, by name, with how many of that name.
     silent: BTreeMap<&'static str, usize>,
+    /// Watches whose task died (panicked), by name, with how many of that name: their caches
+    /// no longer follow the API server.
+    dead: BTreeMap<&'static str, usize>,
 }
 
 impl Readiness {
@@ -87,6 +90,14 @@ impl Readiness {
                 "no answer from the API server for more than {:?} on watches: {}",
                 self.silence_limit,
                 silent.join(", ")
+            ));
+        }
+        if !state.dead.is_empty() {
+            let dead: Vec<_> = state.dead.keys().copied().collect();
+            why.push(format!(
+                "watches whose task died (their caches no longer follow the API server; restart \
+                 the manager): {}",
+                dead.join(", ")
             ));
         }
         (!why.is_empty()).then(|| why.join("; "))
@@ -137,6 +148,20 @@ impl Readiness {
             *count = count.saturating_sub(1);
             if *count == 0 {
                 state.silent.remove(name);
+            }
+        }
+    }
+
+    /// Records that a watch named `name` died (its task panicked), or (`false`) that a new
+    /// watch of that name replaces one that did.
+    pub(crate) fn dead(&self, name: &'static str, dead: bool) {
+        let mut state = self.state.lock().expect("readiness lock");
+        if dead {
+            *state.dead.entry(name).or_default() += 1;
+        } else if let Some(count) = state.dead.get_mut(name) {
+            *count -= 1;
+            if *count == 0 {
+                state.dead.remove(name);
             }
         }
     }
