@@ -17,8 +17,13 @@
 //! - A bearer token that is not shaped like a JSON Web Token (three base64url parts, the first
 //!   a JSON object; service account tokens are JWTs) is refused without a review.
 //! - Tokens the manager has not seen accepted are reviewed at most [`NEW_TOKEN_REVIEWS_PER_SECOND`]
-//!   a second (in bursts of [`NEW_TOKEN_REVIEW_BURST`]); beyond, they are answered 429. A token
-//!   accepted before is reviewed again when its answer expires whatever the rate.
+//!   a second per caller address (in bursts of [`NEW_TOKEN_REVIEW_BURST`]; IPv6 addresses by
+//!   /64), and [`ALL_NEW_TOKEN_REVIEWS_PER_SECOND`] in all (bursts of
+//!   [`ALL_NEW_TOKEN_REVIEW_BURST`]); beyond, they are answered 429. One address spraying
+//!   tokens thus uses its own share only: a new scraper (a new Prometheus replica, a rotated
+//!   token) elsewhere is still reviewed. Many addresses spraying together can still use up the
+//!   whole budget. A token accepted before is reviewed again when its answer expires whatever
+//!   the rate.
 //! - Answers are evicted least recently used first when [`MAX_REMEMBERED`] are kept, so that
 //!   the scrapers' stay.
 //! - Only `/metrics` is authorized: other paths are answered 404 without a review.
@@ -27,10 +32,11 @@
 //!   delegating authenticator and authorizer do.
 
 use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
@@ -56,10 +62,18 @@ const REVIEW_BACKOFF: Duration = Duration::from_millis(500);
 /// At most this many answers are remembered, so that callers with ever new tokens cannot
 /// grow the manager's memory; the least recently used go first.
 pub const MAX_REMEMBERED: usize = 4096;
-/// How many reviews of tokens not seen accepted before the manager makes a second, at most.
+/// How many reviews of tokens not seen accepted before the manager makes a second for one
+/// caller address, at most.
 pub const NEW_TOKEN_REVIEWS_PER_SECOND: f64 = 2.0;
-/// How many of those it makes at once, at most.
+/// How many of those it makes at once for one caller address, at most.
 pub const NEW_TOKEN_REVIEW_BURST: f64 = 10.0;
+/// How many reviews of tokens not seen accepted before the manager makes a second in all.
+pub const ALL_NEW_TOKEN_REVIEWS_PER_SECOND: f64 = 10.0;
+/// How many of those it makes at once in all.
+pub const ALL_NEW_TOKEN_REVIEW_BURST: f64 = 30.0;
+/// The caller addresses whose new-token budgets are kept at most (one that has refilled is
+/// the same as none).
+const MAX_CALLERS: usize = 4096;
 /// Longer bearer tokens are refused without a review (service account tokens are about 1 KiB).
 const MAX_TOKEN_LEN: usize = 16 * 1024;
 
@@ -73,7 +87,7 @@ pub struct Authorizer {
     /// attributes, the verb and the path): whether the request is allowed.
     decisions: Remembered<bool>,
     /// What reviews of tokens not seen accepted before may still be made.
-    new_tokens: Mutex<TokenBucket>,
+    new_tokens: Mutex<NewTokens>,
 }
 
 /// Why a request is refused.
@@ -114,10 +128,7 @@ impl Authorizer {
             client,
             users: Remembered::default(),
             decisions: Remembered::default(),
-            new_tokens: Mutex::new(TokenBucket::new(
-                NEW_TOKEN_REVIEWS_PER_SECOND,
-                NEW_TOKEN_REVIEW_BURST,
-            )),
+            new_tokens: Mutex::new(NewTokens::default()),
         }
     }
 
@@ -125,8 +136,11 @@ impl Authorizer {
     /// See [`protect`].
     pub async fn require(State(this): State<Arc<Self>>, request: Request, next: Next) -> Response {
         let verb = request.method().as_str().to_ascii_lowercase();
+        // The caller's address, as the manager's HTTP server records it.
+        let caller = (request.extensions().get::<ConnectInfo<SocketAddr>>())
+            .map(|ConnectInfo(addr)| addr.ip());
         match this
-            .check(request.headers(), &verb, request.uri().path())
+            .check_from(caller, request.headers(), &verb, request.uri().path())
             .await
         {
             Ok(()) => next.run(request).await,
@@ -134,8 +148,23 @@ impl Authorizer {
         }
     }
 
-    /// Whether the bearer token of `headers` names a user allowed `verb` on `path`.
+    /// Whether the bearer token of `headers` names a user allowed `verb` on `path`, from a
+    /// caller whose address is not known (see [`Authorizer::check_from`]).
+    #[cfg(test)]
     pub async fn check(&self, headers: &HeaderMap, verb: &str, path: &str) -> Result<(), Refusal> {
+        self.check_from(None, headers, verb, path).await
+    }
+
+    /// Whether the bearer token of `headers`, sent from `caller`, names a user allowed `verb`
+    /// on `path`. New tokens are rate limited per caller address (callers without one share
+    /// a budget).
+    pub async fn check_from(
+        &self,
+        caller: Option<IpAddr>,
+        headers: &HeaderMap,
+        verb: &str,
+        path: &str,
+    ) -> Result<(), Refusal> {
         let token = headers
             .get(AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
@@ -143,7 +172,7 @@ impl Authorizer {
             .map(str::trim)
             .filter(|token| is_jwt_shaped(token))
             .ok_or(Refusal::Unauthenticated)?;
-        let user = self.authenticate(token).await?;
+        let user = self.authenticate(caller, token).await?;
         let key = serde_json::json!([user.username, user.uid, user.groups, user.extra, verb, path])
             .to_string();
         let allowed = match self.decisions.get(&key) {
@@ -167,7 +196,7 @@ impl Authorizer {
         }
     }
 
-    async fn authenticate(&self, token: &str) -> Result<UserInfo, Refusal> {
+    async fn authenticate(&self, caller: Option<IpAddr>, token: &str) -> Result<UserInfo, Refusal> {
         let key = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
         let key: String = key
             .as_ref()
@@ -180,7 +209,7 @@ impl Authorizer {
                 // A token accepted before is one of the scrapers': reviewed again whatever the
                 // rate of new ones.
                 let known = matches!(seen, Lookup::Expired(Some(_)));
-                if !known && !lock(&self.new_tokens).take(Instant::now()) {
+                if !known && !lock(&self.new_tokens).take(caller, Instant::now()) {
                     tracing::debug!("too many new tokens to review");
                     return Err(Refusal::TooManyNewTokens);
                 }
@@ -327,17 +356,71 @@ impl TokenBucket {
         }
     }
 
-    /// Takes a permit, if there is one at `now`.
-    fn take(&mut self, now: Instant) -> bool {
+    /// Adds the permits earned until `now`.
+    fn refill(&mut self, now: Instant) {
         let elapsed = now.saturating_duration_since(self.filled).as_secs_f64();
         self.tokens = (self.tokens + elapsed * self.rate).min(self.burst);
         self.filled = now;
+    }
+
+    /// Whether a permit is there at `now`.
+    fn has(&mut self, now: Instant) -> bool {
+        self.refill(now);
+        self.tokens >= 1.0
+    }
+
+    /// Whether it has refilled completely at `now`: the same as a new one.
+    fn full(&mut self, now: Instant) -> bool {
+        self.refill(now);
+        self.tokens >= self.burst
+    }
+
+    /// Takes a permit, if there is one at `now`.
+    fn take(&mut self, now: Instant) -> bool {
+        self.refill(now);
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
             true
         } else {
             false
         }
+    }
+}
+
+/// The budgets of reviews of new tokens: one per caller address, and one for all.
+struct NewTokens {
+    per_caller: HashMap<Option<IpAddr>, TokenBucket>,
+    all: TokenBucket,
+}
+
+impl Default for NewTokens {
+    fn default() -> Self {
+        Self {
+            per_caller: HashMap::new(),
+            all: TokenBucket::new(ALL_NEW_TOKEN_REVIEWS_PER_SECOND, ALL_NEW_TOKEN_REVIEW_BURST),
+        }
+    }
+}
+
+impl NewTokens {
+    /// Takes a permit for `caller` at `now`, if both its budget and the overall one have one.
+    fn take(&mut self, caller: Option<IpAddr>, now: Instant) -> bool {
+        // An IPv6 network hands out a /64 to one host: one budget for it.
+        let caller = caller.map(|ip| match ip.to_canonical() {
+            IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !u128::from(u64::MAX)).into()),
+            v4 => v4,
+        });
+        if self.per_caller.len() >= MAX_CALLERS && !self.per_caller.contains_key(&caller) {
+            self.per_caller.retain(|_, bucket| !bucket.full(now));
+            if self.per_caller.len() >= MAX_CALLERS {
+                // Callers from that many addresses at once: the overall budget still holds.
+                self.per_caller.clear();
+            }
+        }
+        let bucket = (self.per_caller.entry(caller)).or_insert_with(|| {
+            TokenBucket::new(NEW_TOKEN_REVIEWS_PER_SECOND, NEW_TOKEN_REVIEW_BURST)
+        });
+        bucket.has(now) && self.all.take(now) && bucket.take(now)
     }
 }
 
@@ -708,6 +791,65 @@ mod tests {
         assert_eq!(
             check(&random_jwt(1000)).await,
             Err(Refusal::TooManyNewTokens)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_token_sprayer_does_not_shut_out_a_new_scraper_elsewhere() {
+        use tower::ServiceExt as _;
+        let reviews = Reviews::default();
+        let authorizer = Arc::new(Authorizer::new(reviews.client()));
+        let router = protect(
+            super::super::metrics::router(Arc::new(super::super::Metrics::default())),
+            authorizer,
+        );
+        // A scrape as the manager's HTTP server passes it on, with the caller's address.
+        let scrape = |from: [u8; 4], token: String| {
+            let mut request = axum::http::Request::get("/metrics")
+                .body(axum::body::Body::empty())
+                .unwrap();
+            *request.headers_mut() = bearer(&token);
+            let caller = SocketAddr::from((from, 40000));
+            request.extensions_mut().insert(ConnectInfo(caller));
+            let router = router.clone();
+            async move { router.oneshot(request).await.unwrap().status() }
+        };
+        let sprayer = [10, 0, 0, 66];
+        // A sustained flood from one address, 50 new tokens a second, for 20 seconds.
+        for n in 0..1000 {
+            let status = scrape(sprayer, random_jwt(n)).await;
+            assert!(
+                status == StatusCode::UNAUTHORIZED || status == StatusCode::TOO_MANY_REQUESTS,
+                "{status}"
+            );
+            tokio::time::advance(Duration::from_millis(20)).await;
+        }
+        // A new scraper (a new Prometheus replica, say) from another address, mid-flood (right
+        // after a new token of the sprayer's): its token is reviewed at once.
+        let _ = scrape(sprayer, random_jwt(1000)).await;
+        let flooded = reviews.counts().0;
+        assert_eq!(
+            scrape([10, 0, 0, 7], READER.to_string()).await,
+            StatusCode::OK,
+            "the new scraper is served"
+        );
+        assert_eq!(reviews.counts().0, flooded + 1, "its token was reviewed");
+        // The sprayer had its own share of reviews, no more.
+        let bound = NEW_TOKEN_REVIEW_BURST + 20.0 * NEW_TOKEN_REVIEWS_PER_SECOND;
+        assert!(
+            flooded as f64 <= bound,
+            "{flooded} reviews (at most {bound})"
+        );
+
+        // Many addresses together are still held to the overall budget.
+        let before = reviews.counts().0;
+        for caller in 0..200u8 {
+            let _ = scrape([10, 1, 0, caller], random_jwt(10_000 + u64::from(caller))).await;
+        }
+        let reviewed = reviews.counts().0 - before;
+        assert!(
+            reviewed as f64 <= ALL_NEW_TOKEN_REVIEW_BURST + 1.0,
+            "{reviewed} reviews for 200 addresses at once"
         );
     }
 

@@ -8,11 +8,12 @@
 //! its webhook server is up: the API server reaches that server through a Service, which routes
 //! to ready pods only, and cannot list a converted kind for the controllers' caches before;
 //! waiting for those caches would deadlock a single replica (its cache-sync timeout still ends a
-//! manager whose caches never sync).
+//! manager whose caches never sync). Only that first sync is not waited for: a silent watch
+//! (below) makes it unready all the same.
 //!
 //! Once synced, a watch that has not heard from the API server for longer than the silence
 //! limit (see `watchdog.rs`) makes `/readyz` fail too, naming it, until it hears again: its
-//! cache may be stale.
+//! cache may be stale. So does a watch whose task died (panicked), for good: its cache is.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
@@ -56,6 +57,9 @@ struct State {
     synced: BTreeSet<&'static str>,
     /// Watches silent for longer than the silence limit, by name, with how many of that name.
     silent: BTreeMap<&'static str, usize>,
+    /// Watches whose task died (panicked), by name, with how many of that name: their caches
+    /// no longer follow the API server.
+    dead: BTreeMap<&'static str, usize>,
 }
 
 impl Readiness {
@@ -71,17 +75,29 @@ impl Readiness {
     /// `None` when ready; otherwise why not.
     pub fn check(&self) -> Option<String> {
         let state = self.state.lock().expect("readiness lock");
-        if state.standby || state.converting {
+        if state.standby {
             return None;
         }
         let mut why = Vec::new();
-        why.extend(Self::not_synced(&state));
+        // Serving conversions, it does not wait for its caches' first sync (see the module's
+        // documentation), but a watch gone silent still makes it unready.
+        if !state.converting {
+            why.extend(Self::not_synced(&state));
+        }
         if !state.silent.is_empty() {
             let silent: Vec<_> = state.silent.keys().copied().collect();
             why.push(format!(
                 "no answer from the API server for more than {:?} on watches: {}",
                 self.silence_limit,
                 silent.join(", ")
+            ));
+        }
+        if !state.dead.is_empty() {
+            let dead: Vec<_> = state.dead.keys().copied().collect();
+            why.push(format!(
+                "watches whose task died (their caches no longer follow the API server; restart \
+                 the manager): {}",
+                dead.join(", ")
             ));
         }
         (!why.is_empty()).then(|| why.join("; "))
@@ -132,6 +148,20 @@ impl Readiness {
             *count = count.saturating_sub(1);
             if *count == 0 {
                 state.silent.remove(name);
+            }
+        }
+    }
+
+    /// Records that a watch named `name` died (its task panicked), or (`false`) that a new
+    /// watch of that name replaces one that did.
+    pub(crate) fn dead(&self, name: &'static str, dead: bool) {
+        let mut state = self.state.lock().expect("readiness lock");
+        if dead {
+            *state.dead.entry(name).or_default() += 1;
+        } else if let Some(count) = state.dead.get_mut(name) {
+            *count -= 1;
+            if *count == 0 {
+                state.dead.remove(name);
             }
         }
     }
@@ -236,6 +266,20 @@ mod tests {
         assert!(readiness.check().is_some());
         // The only way the API server can list Memcacheds of another version for that cache.
         readiness.serving_conversions();
+        assert_eq!(readiness.check(), None);
+    }
+
+    #[test]
+    fn a_manager_serving_conversions_is_unready_while_a_watch_is_silent() {
+        let readiness = Readiness::default();
+        readiness.expect("memcached");
+        readiness.serving_conversions();
+        readiness.synced("memcached");
+        assert_eq!(readiness.check(), None);
+        readiness.silent("memcached", true);
+        let why = readiness.check().expect("a silent watch: not ready");
+        assert!(why.contains("memcached"), "{why}");
+        readiness.silent("memcached", false);
         assert_eq!(readiness.check(), None);
     }
 }

@@ -86,8 +86,9 @@ pub async fn spawn(
     spawn_with(what, addr, router, tls, http2, Limits::DEFAULT, shutdown).await
 }
 
-/// Binds `addr` now (so a port clash fails the start) and serves `router` until shutdown,
-/// over TLS when `tls` is given, within `limits`.
+/// Binds `addr` now (so a port clash fails the start) and serves `router` until shutdown
+/// stops the servers ([`Shutdown::servers_stop`]: under a manager, once its controllers
+/// have drained), over TLS when `tls` is given, within `limits`.
 pub async fn spawn_with(
     what: &'static str,
     addr: SocketAddr,
@@ -111,7 +112,7 @@ pub async fn spawn_with(
         loop {
             let accepted = tokio::select! {
                 accepted = listener.accept() => accepted,
-                () = shutdown.wait() => return,
+                () = shutdown.servers_stop() => return,
             };
             let (stream, peer) = match accepted {
                 Ok(accepted) => accepted,
@@ -123,7 +124,8 @@ pub async fn spawn_with(
                 }
             };
             // An IPv4 client of a dual-stack socket is ::ffff:a.b.c.d: the same client.
-            let peer = peer.ip().to_canonical();
+            let peer_addr = SocketAddr::new(peer.ip().to_canonical(), peer.port());
+            let peer = peer_addr.ip();
             let Some(slot) = open.admit(peer) else {
                 tracing::debug!(%peer, "{what} endpoint is full, for that client or for all; closing a new connection");
                 continue;
@@ -133,10 +135,10 @@ pub async fn spawn_with(
             tokio::spawn(async move {
                 let _slot = slot;
                 let Some(tls) = tls else {
-                    return serve(what, stream, router, http2, limits).await;
+                    return serve(what, stream, peer_addr, router, http2, limits).await;
                 };
                 match tokio::time::timeout(limits.header_read_timeout, tls.accept(stream)).await {
-                    Ok(Ok(stream)) => serve(what, stream, router, http2, limits).await,
+                    Ok(Ok(stream)) => serve(what, stream, peer_addr, router, http2, limits).await,
                     Ok(Err(err)) => tracing::debug!(error = %err, "{what} TLS handshake failed"),
                     Err(_) => tracing::debug!("{what} TLS handshake timed out"),
                 }
@@ -146,8 +148,9 @@ pub async fn spawn_with(
     Ok(())
 }
 
-/// Serves one connection until the client closes it or leaves it idle too long.
-async fn serve<I>(what: &str, io: I, router: Router, http2: bool, limits: Limits)
+/// Serves one connection from `peer` until the client closes it or leaves it idle too long;
+/// each request carries the peer's address (axum's `ConnectInfo<SocketAddr>`).
+async fn serve<I>(what: &str, io: I, peer: SocketAddr, router: Router, http2: bool, limits: Limits)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -169,7 +172,10 @@ where
     let activity = Arc::new(Activity::new());
     let service = {
         let activity = activity.clone();
-        tower::service_fn(move |request| {
+        tower::service_fn(move |mut request: axum::http::Request<_>| {
+            request
+                .extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
             let serving = activity.serving();
             let response = router.clone().oneshot(request);
             async move {
@@ -404,6 +410,31 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         assert_eq!(answer, Some(200));
+    }
+
+    #[tokio::test]
+    #[cfg(target_os = "linux")]
+    async fn requests_carry_the_address_of_their_caller() {
+        use axum::extract::ConnectInfo;
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|free| free.local_addr())
+            .unwrap();
+        let router = Router::new().route(
+            "/healthz",
+            get(|ConnectInfo(peer): ConnectInfo<SocketAddr>| async move { peer.ip().to_string() }),
+        );
+        let shutdown = Shutdown::default();
+        spawn("probes", addr, router, None, false, shutdown.clone())
+            .await
+            .unwrap();
+        let mut stream = connect([127, 0, 0, 3], addr).await;
+        let request = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        assert!(response.ends_with("127.0.0.3"), "{response}");
+        shutdown.trigger();
     }
 
     #[test]

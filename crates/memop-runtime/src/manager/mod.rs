@@ -172,6 +172,8 @@ impl Manager {
             None => tracing::info!("watching all namespaces"),
         }
         shutdown::listen_for_signals(shared.shutdown.clone());
+        // The HTTP servers stop last, once `run` has stopped everything else.
+        shared.shutdown.hold_servers();
         let probes = health::router(shared.readiness.clone());
         if let Some(addr) = flags::parse_bind_address(&flags.health_probe_bind_address)? {
             http::spawn(
@@ -216,11 +218,13 @@ impl Manager {
     }
 
     /// Runs the controllers until a shutdown signal, or until this replica loses leadership;
-    /// then what was deferred at shutdown ([`Shutdown::defer`]).
+    /// then what was deferred at shutdown ([`Shutdown::defer`]); then stops the HTTP servers,
+    /// which serve until then.
     pub async fn run(&mut self) -> anyhow::Result<()> {
         let outcome = self.run_controllers().await;
         self.shared.shutdown.trigger();
         self.shared.shutdown.run_deferred(CLEANUP_TIMEOUT).await;
+        self.shared.shutdown.release_servers();
         outcome
     }
 

@@ -1,5 +1,12 @@
 //! One shutdown signal shared by everything the manager runs.
+//!
+//! The HTTP servers (webhooks, probes, metrics) stop last, as controller-runtime's manager
+//! stops its webhooks and HTTP servers last: under a [`Manager`](super::Manager), they keep
+//! accepting connections while the controllers drain and the deferred cleanups run, so that
+//! the API server's webhook calls, which kube-proxy still routes to a terminating pod for a
+//! while, are answered rather than refused.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,6 +19,10 @@ pub struct Shutdown {
     sender: watch::Sender<bool>,
     /// What [`Shutdown::run_deferred`] runs, in the order it was deferred.
     deferred: Arc<Mutex<Vec<BoxFuture<'static, ()>>>>,
+    /// Whether the HTTP servers are to stop now.
+    servers: watch::Sender<bool>,
+    /// Whether the servers wait for [`Shutdown::release_servers`] rather than for the trigger.
+    held: Arc<AtomicBool>,
 }
 
 impl Default for Shutdown {
@@ -19,14 +30,43 @@ impl Default for Shutdown {
         Self {
             sender: watch::channel(false).0,
             deferred: Arc::default(),
+            servers: watch::channel(false).0,
+            held: Arc::default(),
         }
     }
 }
 
 impl Shutdown {
-    /// Signals shutdown to everything waiting on it.
+    /// Signals shutdown to everything waiting on it; the HTTP servers too, unless they are
+    /// held ([`Shutdown::hold_servers`]).
     pub fn trigger(&self) {
         self.sender.send_replace(true);
+        if !self.held.load(Ordering::SeqCst) {
+            self.servers.send_replace(true);
+        }
+    }
+
+    /// Whether shutdown was triggered.
+    pub fn is_triggered(&self) -> bool {
+        *self.sender.borrow()
+    }
+
+    /// Resolves once the HTTP servers are to stop accepting connections: when shutdown is
+    /// triggered, or, once held ([`Shutdown::hold_servers`]), when they are released.
+    pub async fn servers_stop(&self) {
+        let mut receiver = self.servers.subscribe();
+        let _ = receiver.wait_for(|&stop| stop).await;
+    }
+
+    /// Keeps the HTTP servers serving after the trigger, until [`Shutdown::release_servers`]:
+    /// what the manager does, which releases them once everything else has stopped.
+    pub(crate) fn hold_servers(&self) {
+        self.held.store(true, Ordering::SeqCst);
+    }
+
+    /// Lets the HTTP servers stop (see [`Shutdown::hold_servers`]).
+    pub(crate) fn release_servers(&self) {
+        self.servers.send_replace(true);
     }
 
     /// Resolves once shutdown was triggered (at once if it already was).
@@ -62,26 +102,53 @@ impl Shutdown {
     }
 }
 
-/// Triggers `shutdown` on SIGTERM (what Kubernetes sends) or SIGINT (Ctrl-C).
+/// Triggers `shutdown` on SIGTERM (what Kubernetes sends) or SIGINT (Ctrl-C); a second one
+/// exits at once (with status 1), as controller-runtime's signal handler does.
 pub fn listen_for_signals(shutdown: Shutdown) {
     tokio::spawn(async move {
-        let terminate = async {
-            #[cfg(unix)]
-            if let Ok(mut sigterm) =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            {
-                sigterm.recv().await;
-                return;
+        #[cfg(unix)]
+        let sigterm =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        #[cfg(not(unix))]
+        let sigterm: Option<()> = None;
+        let signals = futures::stream::unfold(sigterm, |mut sigterm| async move {
+            let terminate = async {
+                #[cfg(unix)]
+                if let Some(sigterm) = &mut sigterm {
+                    sigterm.recv().await;
+                    return;
+                }
+                std::future::pending::<()>().await;
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                () = terminate => {}
             }
-            std::future::pending::<()>().await;
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            () = terminate => {}
-        }
-        tracing::info!("shutdown signal received; stopping controllers");
-        shutdown.trigger();
+            Some(((), sigterm))
+        });
+        on_signals(Box::pin(signals), shutdown, || std::process::exit(1)).await;
     });
+}
+
+/// Triggers `shutdown` at the first of `signals`, and calls `exit` at the second.
+async fn on_signals(
+    mut signals: impl futures::Stream<Item = ()> + Unpin,
+    shutdown: Shutdown,
+    exit: impl FnOnce(),
+) {
+    use futures::StreamExt as _;
+    if signals.next().await.is_none() {
+        return;
+    }
+    tracing::info!(
+        "shutdown signal received; stopping controllers (a second signal exits at once)"
+    );
+    shutdown.trigger();
+    if signals.next().await.is_none() {
+        return;
+    }
+    tracing::warn!("second shutdown signal received; exiting at once");
+    exit();
 }
 
 #[cfg(test)]
@@ -107,6 +174,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_second_signal_exits_at_once() {
+        let shutdown = Shutdown::default();
+        let (signal, signals) = futures::channel::mpsc::unbounded::<()>();
+        let (exited, exit) = tokio::sync::oneshot::channel::<()>();
+        let listening = tokio::spawn(on_signals(signals, shutdown.clone(), move || {
+            let _ = exited.send(());
+        }));
+        signal.unbounded_send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), shutdown.wait())
+            .await
+            .expect("the first signal triggers shutdown");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!listening.is_finished(), "no exit at the first signal");
+        signal.unbounded_send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), exit)
+            .await
+            .expect("the second signal exits")
+            .unwrap();
+    }
+
+    #[tokio::test]
     async fn deferred_cleanups_run_once_in_order_and_a_stuck_one_is_cut_short() {
         let shutdown = Shutdown::default();
         let ran = Arc::new(Mutex::new(Vec::new()));
@@ -123,5 +211,109 @@ mod tests {
             .unwrap();
         shutdown.run_deferred(timeout).await;
         assert_eq!(*ran.lock().unwrap(), ["first", "second"]);
+    }
+
+    /// Serves `/healthz` on a free loopback port until `shutdown` stops the servers.
+    async fn probes(shutdown: &Shutdown) -> std::net::SocketAddr {
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|free| free.local_addr())
+            .unwrap();
+        let router = axum::Router::new().route("/healthz", axum::routing::get(|| async { "ok" }));
+        super::super::http::spawn("probes", addr, router, None, false, shutdown.clone())
+            .await
+            .unwrap();
+        addr
+    }
+
+    /// The status of `GET /healthz` on a new connection; `None` when refused.
+    async fn probe(server: std::net::SocketAddr) -> Option<u16> {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let mut stream = tokio::net::TcpStream::connect(server).await.ok()?;
+        let request = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.ok()?;
+        response.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// Whether `server` refuses new connections within 5 seconds.
+    async fn refuses(server: std::net::SocketAddr) -> bool {
+        for _ in 0..50 {
+            if probe(server).await.is_none() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn servers_stop_on_the_trigger_unless_held_until_released() {
+        let shutdown = Shutdown::default();
+        let server = probes(&shutdown).await;
+        assert_eq!(probe(server).await, Some(200));
+        shutdown.trigger();
+        assert!(refuses(server).await, "not held: stops at the trigger");
+
+        let shutdown = Shutdown::default();
+        shutdown.hold_servers();
+        let server = probes(&shutdown).await;
+        shutdown.trigger();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(probe(server).await, Some(200), "held: still serving");
+        shutdown.release_servers();
+        assert!(refuses(server).await, "released");
+    }
+
+    #[tokio::test]
+    async fn a_managers_servers_answer_until_its_controllers_have_drained() {
+        use super::super::{Manager, Shared};
+        // An API server that knows nothing: the manager asks it for nothing here.
+        let service = tower::service_fn(|_: http::Request<kube::client::Body>| async {
+            let body = kube::client::Body::from(b"{}".to_vec());
+            Ok::<_, std::convert::Infallible>(
+                http::Response::builder().status(404).body(body).unwrap(),
+            )
+        });
+        let client = kube::Client::new(service, "default");
+        let operator = crate::Operator {
+            name: "test",
+            domain: "example.com",
+        };
+        let shared = Shared::new(&operator, client, None);
+        // What Manager::start does.
+        shared.shutdown.hold_servers();
+        let server = probes(&shared.shutdown).await;
+        let drain = Duration::from_secs(2);
+        let (drained_tx, drained) = tokio::sync::oneshot::channel();
+        let mut manager = Manager {
+            shared: shared.clone(),
+            leader_election: None,
+            controllers: Vec::new(),
+            cache_sync_timeout: Duration::from_secs(60),
+            graceful_shutdown_timeout: Duration::from_secs(30),
+        };
+        // A controller that takes `drain` to finish what is in flight once shutdown begins.
+        manager.register("slow", move |shared: Shared| async move {
+            shared.readiness.synced("slow");
+            shared.shutdown.wait().await;
+            tokio::time::sleep(drain).await;
+            let _ = drained_tx.send(());
+            Ok(())
+        });
+        let run = tokio::spawn(async move { manager.run().await });
+        while shared.readiness.check().is_some() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        shared.shutdown.trigger();
+        // Throughout the drain, new connections are answered.
+        let draining = tokio::time::Instant::now();
+        while draining.elapsed() < drain - Duration::from_millis(500) {
+            assert_eq!(probe(server).await, Some(200), "during the drain");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        drained.await.unwrap();
+        run.await.unwrap().unwrap();
+        assert!(refuses(server).await, "stopped once the manager has");
     }
 }

@@ -32,12 +32,21 @@ pub struct Certificate {
     files: Option<Files>,
 }
 
-#[derive(Debug)]
 struct Files {
     cert: PathBuf,
     key: PathBuf,
     /// What was loaded last, to tell a change.
     loaded: RwLock<(Vec<u8>, Vec<u8>)>,
+}
+
+/// Without what was loaded: the key.
+impl std::fmt::Debug for Files {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Files")
+            .field("cert", &self.cert)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Certificate {
@@ -110,7 +119,7 @@ impl Certificate {
         Ok(true)
     }
 
-    /// Checks the files for changes every 10 seconds until shutdown.
+    /// Checks the files for changes every 10 seconds until the servers stop.
     pub fn watch(self: &Arc<Self>, shutdown: Shutdown) {
         if self.files.is_none() {
             return;
@@ -120,7 +129,7 @@ impl Certificate {
             loop {
                 tokio::select! {
                     () = tokio::time::sleep(RELOAD_EVERY) => {}
-                    () = shutdown.wait() => return,
+                    () = shutdown.servers_stop() => return,
                 }
                 match this.reload() {
                     Ok(true) => tracing::info!("loaded the renewed metrics certificate"),
@@ -246,6 +255,26 @@ mod tests {
         std::fs::write(dir.0.join("tls.key"), made.signing_key.serialize_pem()).unwrap();
         assert!(certificate.reload().unwrap());
         assert_eq!(served(&certificate), vec![made.cert.der().clone()]);
+    }
+
+    #[test]
+    fn the_debug_of_a_certificate_leaves_its_key_out() {
+        let dir = Dir::new("metrics-certs-debug");
+        dir.write_certificate();
+        let certificate = Certificate::from_files(&dir.0, "tls.crt", "tls.key").unwrap();
+        let debug = format!("{certificate:?}");
+        let key = std::fs::read(dir.0.join("tls.key")).unwrap();
+        let key_der = rustls::pki_types::PrivateKeyDer::from_pem_slice(&key).unwrap();
+        // A stretch from the middle of the key, as Debug writes bytes ("1, 2, 3").
+        let written = |bytes: &[u8]| {
+            let middle = &bytes[bytes.len() / 2..bytes.len() / 2 + 16];
+            format!("{middle:?}").trim_matches(['[', ']']).to_string()
+        };
+        assert!(!debug.contains(&written(&key)), "the PEM key: {debug}");
+        assert!(
+            !debug.contains(&written(key_der.secret_der())),
+            "the DER key: {debug}"
+        );
     }
 
     #[test]

@@ -76,8 +76,18 @@ impl Pulse {
 }
 
 impl Drop for Pulse {
-    /// A watch that stopped is no longer silent: it is gone.
+    /// A watch that stopped is no longer silent: it is gone. But one whose task died (the pulse
+    /// is dropped while its task unwinds from a panic) leaves its cache frozen: the manager
+    /// is not ready from then on, naming it.
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            tracing::error!(
+                watch = self.name,
+                "the task of this watch panicked: its cache no longer follows the API server; \
+                 not ready"
+            );
+            self.readiness.dead(self.name, true);
+        }
         if *self.silent.get_mut() {
             self.readiness.silent(self.name, false);
         }
@@ -85,8 +95,10 @@ impl Drop for Pulse {
 }
 
 /// Starts keeping an eye on watch `name`: the returned [`Pulse`] is to be moved by its answers
-/// ([`answers_beat`]) and told of its errors; the watchdog stops when it is dropped.
+/// ([`answers_beat`]) and told of its errors; the watchdog stops when it is dropped. It
+/// replaces a watch of that name that died, if any.
 pub(crate) fn start(name: &'static str, readiness: &Readiness, metrics: &Metrics) -> Arc<Pulse> {
+    readiness.dead(name, false);
     let (errors, last_seen) = metrics.watch(name);
     last_seen.set(unix_now());
     let pulse = Arc::new(Pulse {
@@ -246,6 +258,37 @@ mod tests {
             .expect("the other watch of that name is silent");
         assert!(why.contains("memcached deployments"), "{why}");
         drop(again);
+        assert_eq!(readiness.check(), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_whose_task_dies_leaves_the_manager_unready() {
+        let (readiness, metrics) = started();
+        // A healthy watch whose task panics (a poisoned lock, say), and a silent one.
+        for silent in [false, true] {
+            let pulse = start("memcached deployments", &readiness, &metrics);
+            if silent {
+                tokio::time::sleep(LIMIT + Duration::from_secs(1)).await;
+                assert!(readiness.check().is_some(), "silent");
+            }
+            let task = tokio::spawn(async move {
+                let _pulse = pulse;
+                panic!("the cache lock is poisoned");
+            });
+            assert!(task.await.unwrap_err().is_panic());
+            let why = readiness.check().expect("a dead watch: not ready");
+            assert!(why.contains("memcached deployments"), "{why}");
+            assert!(why.contains("died"), "{why}");
+            tokio::time::sleep(LIMIT * 3).await;
+            assert!(readiness.check().is_some(), "for good");
+            // A new watch of that name replaces it.
+            let again = start("memcached deployments", &readiness, &metrics);
+            assert_eq!(readiness.check(), None);
+            again.beat();
+            drop(again);
+        }
+        // A watch that stops without dying (at shutdown) is not waited for.
+        drop(start("memcached", &readiness, &metrics));
         assert_eq!(readiness.check(), None);
     }
 

@@ -72,13 +72,24 @@ pub struct SelfManaged {
 }
 
 /// A certificate, its key, and the CA bundle that clients trust it with, as the Secret holds
-/// them (PEM).
-#[derive(Debug, Clone)]
+/// them (PEM). Its `Debug` leaves the key out.
+#[derive(Clone)]
 pub(super) struct Pem {
     pub(super) ca: String,
     pub(super) cert: String,
     pub(super) key: String,
     not_after: Option<Timestamp>,
+}
+
+impl std::fmt::Debug for Pem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pem")
+            .field("ca", &self.ca)
+            .field("cert", &self.cert)
+            .field("key", &"<redacted>")
+            .field("not_after", &self.not_after)
+            .finish()
+    }
 }
 
 impl SelfManaged {
@@ -408,4 +419,22 @@ fn first_certificate(bundle: &str) -> Option<String> {
     bundle
         .find(end)
         .map(|at| format!("{}\n", &bundle[..at + end.len()]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_debug_of_a_certificate_leaves_its_key_out() {
+        let pem = make("test-ca", &["webhook.default.svc".to_string()], None).unwrap();
+        let debug = format!("{pem:?} {pem:#?}");
+        let body = pem.key.lines().nth(1).unwrap();
+        assert!(!debug.contains(body), "{debug}");
+        assert!(debug.contains("<redacted>"), "{debug}");
+        assert!(
+            debug.contains(&pem.cert.lines().nth(1).unwrap()[..40]),
+            "the rest is shown"
+        );
+    }
 }

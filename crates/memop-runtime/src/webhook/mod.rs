@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
@@ -244,7 +244,9 @@ pub fn defaulting<K>(default: fn(&mut K)) -> MethodRouter
 where
     K: Resource + Clone + Serialize + DeserializeOwned + Send + Sync + 'static,
 {
-    post(move |body: Bytes| async move { answer(&body, |review| mutate(review, default)) })
+    post(move |body: Body| async move {
+        answer(read_body(body).await, |review| mutate(review, default))
+    })
 }
 
 /// A validating webhook: `validate` decides on the change the API server asks about.
@@ -257,7 +259,9 @@ pub fn validating<K>(validate: fn(Change<'_, K>) -> Verdict) -> MethodRouter
 where
     K: Resource + Clone + Serialize + DeserializeOwned + Send + Sync + 'static,
 {
-    post(move |body: Bytes| async move { answer(&body, |review| decide(review, validate)) })
+    post(move |body: Body| async move {
+        answer(read_body(body).await, |review| decide(review, validate))
+    })
 }
 
 /// An admission request, with its objects as the API server sent them.
@@ -328,18 +332,115 @@ impl Admission {
 /// The answer to a request that cannot be read: refused, with a message that says why (as
 /// controller-runtime answers, with HTTP 200 and code 400 in the review).
 fn refusal(uid: &str, message: String) -> Box<AdmissionResponse> {
+    refusal_with(uid, message, 400, "BadRequest")
+}
+
+/// [`refusal`], with the HTTP `code` and `reason` the review's status gives.
+fn refusal_with(uid: &str, message: String, code: u16, reason: &str) -> Box<AdmissionResponse> {
     tracing::warn!(%message, "admission request refused");
     let mut response = AdmissionResponse::invalid(&message);
     response.uid = uid.to_string();
-    response.result = Status::failure(&message, "BadRequest").with_code(400);
+    response.result = Status::failure(&message, reason).with_code(code);
     Box::new(response)
+}
+
+/// The largest request body a webhook reads: controller-runtime's limit (7 MiB), room for an
+/// update's two objects of the API server's 3 MiB each and the rest of the review. A larger
+/// body is answered with a review that refuses it (code 413), not with a bare HTTP error.
+pub const MAX_REQUEST_SIZE: usize = 7 * 1024 * 1024;
+
+/// Why a request body was not read.
+#[derive(Debug)]
+enum Unread {
+    /// It is larger than [`MAX_REQUEST_SIZE`]; `uid` is the review's, if its first bytes say.
+    TooLarge { uid: String },
+    /// The connection failed while it was sent.
+    Failed(String),
+}
+
+impl Unread {
+    /// The review's uid, the message, the HTTP code and the reason to answer with.
+    fn answer(self, what: &str) -> (String, String, u16, &'static str) {
+        match self {
+            Unread::TooLarge { uid } => (
+                uid,
+                format!("request entity is too large; limit is {MAX_REQUEST_SIZE} bytes"),
+                413,
+                "RequestEntityTooLarge",
+            ),
+            Unread::Failed(error) => (
+                String::new(),
+                format!("cannot read the {what}: {error}"),
+                400,
+                "BadRequest",
+            ),
+        }
+    }
+}
+
+/// Reads a request body of at most [`MAX_REQUEST_SIZE`] bytes (axum's extractors stop at
+/// 2 MiB, with a bare HTTP 413), without buffering more than that.
+async fn read_body(body: Body) -> Result<Vec<u8>, Unread> {
+    use futures::StreamExt as _;
+    let mut stream = body.into_data_stream();
+    let mut read = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|error| Unread::Failed(error.to_string()))?;
+        let room = MAX_REQUEST_SIZE - read.len();
+        if chunk.len() > room {
+            read.extend_from_slice(&chunk[..room]);
+            return Err(Unread::TooLarge {
+                uid: leading_uid(&read),
+            });
+        }
+        read.extend_from_slice(&chunk);
+    }
+    Ok(read)
+}
+
+/// The uid of the review that `body` begins, when its request starts with it as the API
+/// server writes it (`{"kind":…,"apiVersion":…,"request":{"uid":"…"`): a review too large to
+/// read is still answered with its uid, without which the API server would not take the answer
+/// (and relay its message). Empty when the first bytes do not say.
+fn leading_uid(body: &[u8]) -> String {
+    // Only the first bytes: the request's uid comes before its objects.
+    let head = &body[..body.len().min(4096)];
+    let head = String::from_utf8_lossy(head);
+    let Some(at) = head.find("\"request\"") else {
+        return String::new();
+    };
+    let rest = head[at + "\"request\"".len()..].trim_start();
+    let rest = rest.strip_prefix(':').map(str::trim_start);
+    let rest = rest
+        .and_then(|rest| rest.strip_prefix('{'))
+        .map(str::trim_start);
+    let rest = rest
+        .and_then(|rest| rest.strip_prefix("\"uid\""))
+        .map(str::trim_start);
+    let rest = rest
+        .and_then(|rest| rest.strip_prefix(':'))
+        .map(str::trim_start);
+    let Some(rest) = rest.and_then(|rest| rest.strip_prefix('"')) else {
+        return String::new();
+    };
+    match rest.split_once('"') {
+        Some((uid, _)) if uid.len() <= 128 && !uid.contains('\\') => uid.to_string(),
+        _ => String::new(),
+    }
 }
 
 /// Reads an AdmissionReview, and answers with the response `review` makes of it; with a
 /// refusal (not an HTTP error: the API server would not relay its message) when the body is
 /// not an AdmissionReview.
-fn answer(body: &[u8], review: impl FnOnce(Admission) -> AdmissionResponse) -> Response {
-    let response = match Admission::read(body) {
+fn answer(
+    body: Result<Vec<u8>, Unread>,
+    review: impl FnOnce(Admission) -> AdmissionResponse,
+) -> Response {
+    let read = body.map_err(|unread| {
+        let (uid, message, code, reason) = unread.answer("AdmissionReview");
+        refusal_with(&uid, message, code, reason)
+    });
+    let response = match read.and_then(|body| Admission::read(&body)) {
         Ok(admission) => review(admission),
         Err(refused) => *refused,
     };
@@ -546,8 +647,14 @@ pub fn conversion_crds(
 /// not know, and then with a ConversionReview that says why (HTTP 200), not an HTTP error.
 pub fn converting(conversions: Vec<Conversion>) -> MethodRouter {
     let conversions = Arc::new(conversions);
-    post(move |body: Bytes| async move {
-        let response = convert_review(&conversions, &body);
+    post(move |body: Body| async move {
+        let response = match read_body(body).await {
+            Ok(body) => convert_review(&conversions, &body),
+            Err(unread) => {
+                let (uid, message, code, reason) = unread.answer("ConversionReview");
+                conversion_refusal(&uid, message, code, reason)
+            }
+        };
         match serde_json::to_vec(&response.into_review()) {
             Ok(json) => ([(CONTENT_TYPE, "application/json")], json).into_response(),
             Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{error}\n")).into_response(),
@@ -555,15 +662,18 @@ pub fn converting(conversions: Vec<Conversion>) -> MethodRouter {
     })
 }
 
+/// A ConversionReview that fails a request that cannot be read, saying why (HTTP 200).
+fn conversion_refusal(uid: &str, message: String, code: u16, reason: &str) -> ConversionResponse {
+    tracing::warn!(%message, "conversion request refused");
+    let mut response =
+        ConversionResponse::invalid(Status::failure(&message, reason).with_code(code));
+    response.uid = uid.to_string();
+    response
+}
+
 /// The response to the ConversionReview `body`.
 fn convert_review(conversions: &[Conversion], body: &[u8]) -> ConversionResponse {
-    let invalid = |uid: &str, message: String| {
-        tracing::warn!(%message, "conversion request refused");
-        let mut response =
-            ConversionResponse::invalid(Status::failure(&message, "BadRequest").with_code(400));
-        response.uid = uid.to_string();
-        response
-    };
+    let invalid = |uid: &str, message: String| conversion_refusal(uid, message, 400, "BadRequest");
     let review: Value = match serde_json::from_slice(body) {
         Ok(review) => review,
         Err(error) => return invalid("", format!("not a ConversionReview: {error}")),
@@ -1158,6 +1268,121 @@ mod tests {
             assert_eq!(response["result"]["status"], "Failure");
             let message = response["result"]["message"].as_str().unwrap();
             assert!(message.starts_with("not a ConversionReview"), "{message}");
+        }
+    }
+
+    /// A review as the API server writes it (its request's uid first), of `kind`, whose
+    /// request's other fields are `request`, sent in chunks of 64 KiB.
+    fn large_review(kind: &str, api_version: &str, request: Value) -> axum::body::Body {
+        let fields = request.to_string();
+        let body =
+            format!(r#"{{"kind":"{kind}","apiVersion":"{api_version}","request":{{"uid":"b7e1","#)
+                + &fields[1..]
+                + "}";
+        let chunks: Vec<Result<Vec<u8>, std::io::Error>> = (body.into_bytes().chunks(64 << 10))
+            .map(|chunk| Ok(chunk.to_vec()))
+            .collect();
+        axum::body::Body::from_stream(futures::stream::iter(chunks))
+    }
+
+    async fn answer_to(route: MethodRouter, body: axum::body::Body) -> Value {
+        let request = axum::http::Request::post("/").body(body).unwrap();
+        let response = Router::new()
+            .route("/", route)
+            .oneshot(request)
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::OK,
+            "a review, not an HTTP error"
+        );
+        let body = axum::body::to_bytes(response.into_body(), 16 << 20)
+            .await
+            .unwrap();
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    /// A Thing with `size` bytes of data.
+    fn large_thing(size: usize) -> Value {
+        let mut thing = thing(json!({}));
+        thing["data"] = json!("x".repeat(size));
+        thing
+    }
+
+    #[tokio::test]
+    async fn bodies_up_to_7_mib_are_read_and_larger_ones_refused_with_a_review() {
+        let mib = 1 << 20;
+        // An update of a 1.5 MiB object: two of them, 3 MiB (axum's default limit is 2 MiB).
+        let update = |size| {
+            json!({
+                "kind": { "group": "example.com", "version": "v1", "kind": "Thing" },
+                "resource": { "group": "example.com", "version": "v1", "resource": "things" },
+                "name": "thing",
+                "namespace": "default",
+                "operation": "UPDATE",
+                "userInfo": { "username": "admin" },
+                "object": large_thing(size),
+                "oldObject": large_thing(size),
+            })
+        };
+        let admission = |size| large_review("AdmissionReview", "admission.k8s.io/v1", update(size));
+        let answer = answer_to(validating(refuse_big), admission(3 * mib / 2)).await;
+        assert_eq!(answer["response"]["uid"], "b7e1");
+        assert_eq!(answer["response"]["allowed"], true, "{answer}");
+        let answer = answer_to(defaulting(label), admission(3 * mib / 2)).await;
+        assert_eq!(answer["response"]["allowed"], true);
+        assert_eq!(answer["response"]["patchType"], "JSONPatch");
+
+        // Over 7 MiB: refused, with the review's uid and code 413, as controller-runtime does.
+        for route in [validating(refuse_big), defaulting(label)] {
+            let answer = answer_to(route, admission(4 * mib)).await;
+            let response = &answer["response"];
+            assert_eq!(answer["kind"], "AdmissionReview");
+            assert_eq!(response["uid"], "b7e1");
+            assert_eq!(response["allowed"], false);
+            assert_eq!(response["status"]["code"], 413);
+            let message = response["status"]["message"].as_str().unwrap();
+            assert!(message.contains("too large"), "{message}");
+        }
+
+        // The same for conversions.
+        let conversions = || vec![Conversion::between::<v1::Thing, v1beta1::Thing>()];
+        let conversion = |size| {
+            let mut thing = large_thing(size);
+            thing["apiVersion"] = json!("example.com/v1beta1");
+            thing["spec"] = json!({ "size": 1 });
+            let request = json!({ "desiredAPIVersion": "example.com/v1", "objects": [thing] });
+            large_review("ConversionReview", "apiextensions.k8s.io/v1", request)
+        };
+        let answer = answer_to(converting(conversions()), conversion(3 * mib)).await;
+        assert_eq!(answer["response"]["uid"], "b7e1");
+        assert_eq!(answer["response"]["result"]["status"], "Success");
+        let answer = answer_to(converting(conversions()), conversion(8 * mib)).await;
+        let response = &answer["response"];
+        assert_eq!(answer["kind"], "ConversionReview");
+        assert_eq!(response["uid"], "b7e1");
+        assert_eq!(response["result"]["status"], "Failure");
+        assert_eq!(response["result"]["code"], 413);
+    }
+
+    #[test]
+    fn the_uid_of_a_review_is_read_from_its_first_bytes() {
+        let head = br#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"705ab4f5","kind":"#;
+        assert_eq!(leading_uid(head), "705ab4f5");
+        let spaced = br#"{ "request" : { "uid" : "7" , "#;
+        assert_eq!(leading_uid(spaced), "7");
+        for unknown in [
+            &br#"{"request":{"kind":{},"uid":"7""#[..],
+            b"",
+            b"{\"request\":{\"uid\":\"7",
+        ] {
+            assert_eq!(
+                leading_uid(unknown),
+                "",
+                "{}",
+                String::from_utf8_lossy(unknown)
+            );
         }
     }
 
