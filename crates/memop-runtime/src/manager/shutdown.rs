@@ -38,7 +38,7 @@ impl Default for Shutdown {
 
 impl Shutdown {
     /// Signals shutdown to everything waiting on it; the HTTP servers too, unless they are
-    /// held ([`Shutdown::hold_servers`]).
+    /// held by the manager.
     pub fn trigger(&self) {
         self.sender.send_replace(true);
         if !self.held.load(Ordering::SeqCst) {
@@ -52,7 +52,7 @@ impl Shutdown {
     }
 
     /// Resolves once the HTTP servers are to stop accepting connections: when shutdown is
-    /// triggered, or, once held ([`Shutdown::hold_servers`]), when they are released.
+    /// triggered, or, once held by the manager, when they are released.
     pub async fn servers_stop(&self) {
         let mut receiver = self.servers.subscribe();
         let _ = receiver.wait_for(|&stop| stop).await;
