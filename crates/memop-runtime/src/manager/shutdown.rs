@@ -37,8 +37,8 @@ impl Default for Shutdown {
 }
 
 impl Shutdown {
-    /// Signals shutdown to everything waiting on it; the HTTP servers too, unless they are
-    /// held by the manager.
+    /// Signals shutdown to everything waiting on it; the HTTP servers too, unless a
+    /// [`Manager`](super::Manager) holds them until it has stopped everything else.
     pub fn trigger(&self) {
         self.sender.send_replace(true);
         if !self.held.load(Ordering::SeqCst) {
@@ -46,13 +46,9 @@ impl Shutdown {
         }
     }
 
-    /// Whether shutdown was triggered.
-    pub fn is_triggered(&self) -> bool {
-        *self.sender.borrow()
-    }
-
     /// Resolves once the HTTP servers are to stop accepting connections: when shutdown is
-    /// triggered, or, once held by the manager, when they are released.
+    /// triggered, or, for a [`Manager`](super::Manager)'s, once its `run` has stopped the
+    /// controllers and run what was deferred.
     pub async fn servers_stop(&self) {
         let mut receiver = self.servers.subscribe();
         let _ = receiver.wait_for(|&stop| stop).await;

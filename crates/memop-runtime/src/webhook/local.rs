@@ -11,7 +11,9 @@
 //!
 //! At shutdown it puts each CRD's conversion back as it found it (what `make install` applied)
 //! and deletes those configurations. A manager killed before it could leaves them; `make run`
-//! again replaces them, and `make uninstall` deletes them.
+//! again replaces them, and `make uninstall` deletes them. Meanwhile they fail open
+//! (`failurePolicy: Ignore`, unlike the deployed configurations): a laptop that went to sleep
+//! must not block every write of the kind in the cluster.
 
 use std::sync::Arc;
 
@@ -61,6 +63,31 @@ impl Local {
         Ok(Arc::new(certificate))
     }
 
+    /// The configurations of `webhooks`, named `names` (mutating, validating), calling this
+    /// machine with the CA `bundle`, and failing open: a manager killed without its cleanup
+    /// leaves them, and they must not block the cluster's writes once nothing answers them.
+    fn configurations(
+        &self,
+        webhooks: &[Webhook],
+        names: [&str; 2],
+        bundle: &ByteString,
+    ) -> (MutatingWebhookConfiguration, ValidatingWebhookConfiguration) {
+        let (mut mutating, mut validating) =
+            super::configurations(webhooks, names, |webhook| WebhookClientConfig {
+                url: Some(format!("{}{}", self.url, webhook.path)),
+                ca_bundle: Some(bundle.clone()),
+                service: None,
+            });
+        let ignore = || Some("Ignore".to_string());
+        for webhook in mutating.webhooks.iter_mut().flatten() {
+            webhook.failure_policy = ignore();
+        }
+        for webhook in validating.webhooks.iter_mut().flatten() {
+            webhook.failure_policy = ignore();
+        }
+        (mutating, validating)
+    }
+
     /// Points the CRDs named `crds` and the admission `webhooks` at this machine, and defers
     /// undoing it to the manager's shutdown.
     pub(super) async fn point(
@@ -76,13 +103,7 @@ impl Local {
             format!("{}-local-validating", self.name),
         ];
         let (mutating, validating) =
-            super::configurations(webhooks, [&mutating_name, &validating_name], |webhook| {
-                WebhookClientConfig {
-                    url: Some(format!("{}{}", self.url, webhook.path)),
-                    ca_bundle: Some(bundle.clone()),
-                    service: None,
-                }
-            });
+            self.configurations(webhooks, [&mutating_name, &validating_name], &bundle);
         let client = &shared.client;
         let has = |mutating: bool| webhooks.iter().any(|webhook| webhook.mutating == mutating);
         apply_or_delete(client, &manager, mutating, has(true)).await?;
@@ -240,6 +261,56 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn local_webhooks_fail_open_and_deployed_ones_closed() {
+        let operator = Operator {
+            name: "memcached-operator",
+            domain: "example.com",
+        };
+        let local = Local::new(&operator, "https://127.0.0.1:9443").unwrap();
+        let webhooks = [true, false].map(|mutating| Webhook {
+            mutating,
+            name: if mutating {
+                "m.example.com"
+            } else {
+                "v.example.com"
+            },
+            path: if mutating { "/mutate" } else { "/validate" },
+            group: "example.com",
+            version: "v1",
+            resource: "things",
+            operations: &["CREATE", "UPDATE"],
+        });
+        let bundle = ByteString(local.pem.ca.as_bytes().to_vec());
+        let (mutating, validating) = local.configurations(&webhooks, ["m", "v"], &bundle);
+        let policies = |mutating: &MutatingWebhookConfiguration,
+                        validating: &ValidatingWebhookConfiguration| {
+            let m = mutating
+                .webhooks
+                .iter()
+                .flatten()
+                .map(|w| w.failure_policy.clone());
+            let v = validating
+                .webhooks
+                .iter()
+                .flatten()
+                .map(|w| w.failure_policy.clone());
+            m.chain(v).collect::<Vec<_>>()
+        };
+        let ignore = Some("Ignore".to_string());
+        assert_eq!(policies(&mutating, &validating), [ignore.clone(), ignore]);
+        let url = mutating.webhooks.as_ref().unwrap()[0]
+            .client_config
+            .url
+            .clone();
+        assert_eq!(url.as_deref(), Some("https://127.0.0.1:9443/mutate"));
+        // The deployed configurations (a Service) still fail closed.
+        let (mutating, validating) =
+            super::super::configurations(&webhooks, ["m", "v"], |_| WebhookClientConfig::default());
+        let fail = Some("Fail".to_string());
+        assert_eq!(policies(&mutating, &validating), [fail.clone(), fail]);
+    }
 
     #[test]
     fn the_url_must_be_https_to_a_host_without_a_path() {
