@@ -170,7 +170,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
                 let (old, new) = (&old[..12], &new[..12]);
                 format!(
                     "see what changed with `git diff {old} {new}`, and merge it into your file with `git merge-file \
-                     {path} <(git cat-file -p {old}) <(git cat-file -p {new})` (it marks any conflict in the file)"
+                     {path} $(git unpack-file {old}) $(git unpack-file {new}) && rm .merge_file_*` (it marks any conflict in the file)"
                 )
             }
             None => "see memop's text now with `memop init` and `create api` in an empty directory".to_string(),
