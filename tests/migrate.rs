@@ -217,6 +217,10 @@ fn resolve_taking_memops_with_the_new_field(dir: &Path, path: &str) {
 /// Every check of a project passes on the updated project, and, committed, a second update has
 /// nothing to do.
 fn passes_and_is_up_to_date(dir: &Path) {
+    // One project's build and tests at a time: they share a target directory, where two cargo
+    // processes building the same vendored crates at once were seen to lose an rlib.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     common::build_lint_and_test(dir);
     commit(dir, "memop update");
     let again = common::memop().current_dir(dir).arg("update").output().unwrap();

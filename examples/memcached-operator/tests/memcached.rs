@@ -1247,21 +1247,31 @@ async fn a_restart_does_not_apply_again_what_admission_rewrote_while_it_does() {
 
     // The policy goes (a registry mirror decommissioned, say): the next process undoes its
     // rewrite, although the Deployment's annotation still vouches for it.
-    let bindings = ApiResource {
-        group: "admissionregistration.k8s.io".into(),
-        version: "v1".into(),
-        api_version: "admissionregistration.k8s.io/v1".into(),
-        kind: "MutatingAdmissionPolicyBinding".into(),
-        plural: "mutatingadmissionpolicybindings".into(),
-    };
-    Api::<DynamicObject>::all_with(cluster.env.admin.clone(), &bindings)
-        .delete(&policy, &DeleteParams::default())
-        .await
-        .unwrap();
-    // A dry run of a creation under another name: the Deployment exists now.
+    let policies = [
+        (
+            "MutatingAdmissionPolicyBinding",
+            "mutatingadmissionpolicybindings",
+        ),
+        ("MutatingAdmissionPolicy", "mutatingadmissionpolicies"),
+    ];
+    for (kind, plural) in policies {
+        let resource = ApiResource {
+            group: "admissionregistration.k8s.io".into(),
+            version: "v1".into(),
+            api_version: "admissionregistration.k8s.io/v1".into(),
+            kind: kind.into(),
+            plural: plural.into(),
+        };
+        Api::<DynamicObject>::all_with(cluster.env.admin.clone(), &resource)
+            .delete(&policy, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    // A dry run of a creation under another name: the Deployment exists now. (The API server
+    // drops a policy from admission on its informers' time: a loaded machine takes a while.)
     let mut probe = probe;
     probe.metadata.name = Some(format!("{NAME}-probe"));
-    eventually("the admission policy out of force", WAIT, || async {
+    eventually("the admission policy out of force", WAIT * 4, || async {
         let created = cluster.deployments.create(&dry_run, &probe).await.unwrap();
         pull_policy(&created).as_deref() == Some("IfNotPresent")
     })
