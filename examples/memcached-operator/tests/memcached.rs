@@ -1273,7 +1273,7 @@ async fn a_restart_does_not_apply_again_what_admission_rewrote_while_it_does() {
     probe.metadata.name = Some(format!("{NAME}-probe"));
     eventually("the admission policy out of force", WAIT * 4, || async {
         let created = cluster.deployments.create(&dry_run, &probe).await.unwrap();
-        pull_policy(&created).as_deref() == Some("IfNotPresent")
+        pull_policy(&created) == pull_policy(&probe)
     })
     .await;
     let shared = Shared::new(
@@ -1288,7 +1288,11 @@ async fn a_restart_does_not_apply_again_what_admission_rewrote_while_it_does() {
     };
     cluster.reconcile().await.unwrap();
     let deployment = cluster.deployment().await.unwrap();
-    assert_eq!(pull_policy(&deployment).as_deref(), Some("IfNotPresent"));
+    assert_eq!(
+        pull_policy(&deployment),
+        pull_policy(&probe),
+        "as the controller sets it"
+    );
 }
 
 /// The controller applies only its own condition types: another writer's condition survives

@@ -66,20 +66,40 @@ pub const RESYNC: Duration = Duration::from_secs(300);
 /// burst ends (`Owned::hold`); this is in case that never comes.
 const REPORT_WAIT: Duration = Duration::from_secs(30);
 
-/// What a kind's controller does that is the kind's own; [`Controller`] does the rest.
-///
-/// Implement it on the controller's context (what its reconcile works with: a client, the
-/// [`Operand`] it keeps, its configuration).
-pub trait Reconciler: Send + Sync + Sized + 'static {
-    /// The kind reconciled.
-    type Object: Resource<DynamicType = (), Scope: WatchScope>
+/// What a controller can reconcile: a Kubernetes object of a static kind, namespaced or
+/// cluster-wide, that serde reads and writes (every k8s-openapi type, and every type
+/// `#[derive(CustomResource)]` makes).
+pub trait Kind:
+    Resource<DynamicType = (), Scope: WatchScope>
+    + Clone
+    + DeserializeOwned
+    + Serialize
+    + Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Kind for K where
+    K: Resource<DynamicType = (), Scope: WatchScope>
         + Clone
         + DeserializeOwned
         + Serialize
         + Debug
         + Send
         + Sync
-        + 'static;
+        + 'static
+{
+}
+
+/// What a kind's controller does that is the kind's own; [`Controller`] does the rest.
+///
+/// Implement it on the controller's context (what its reconcile works with: a client, the
+/// [`Operand`] it keeps, its configuration).
+pub trait Reconciler: Send + Sync + Sized + 'static {
+    /// The kind reconciled.
+    type Object: Kind;
 
     /// The condition types this controller reports (its status apply holds these only, so
     /// other writers' conditions stay theirs).
@@ -125,17 +145,7 @@ pub struct Builder<K: Resource<DynamicType = ()> + 'static> {
     _kind: std::marker::PhantomData<fn() -> K>,
 }
 
-impl<K> Builder<K>
-where
-    K: Resource<DynamicType = (), Scope: WatchScope>
-        + Clone
-        + DeserializeOwned
-        + Serialize
-        + Debug
-        + Send
-        + Sync
-        + 'static,
-{
+impl<K: Kind> Builder<K> {
     /// The controller `name` (in logs, metrics and readiness) of the manager's `shared`
     /// things. It watches every object of its kind in the manager's namespace (or all),
     /// reacting to changes of their spec and metadata, not of their status.

@@ -27,7 +27,7 @@ mod events;
 mod instruments;
 mod owned;
 mod status;
-pub use builder::{Builder, Controller, RESYNC, Reconciler, Report};
+pub use builder::{Builder, Controller, Kind, RESYNC, Reconciler, Report};
 pub use drift::{
     APPLIED_FINGERPRINT, APPLIED_HASH, claims_fingerprint, contains, fingerprint,
     fingerprint_patch, in_sync, label_value, stamp,
