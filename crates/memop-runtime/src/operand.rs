@@ -290,7 +290,7 @@ impl Operand {
             .object()
             .filter(|d| !controlled_by(d.as_ref(), owner))
         {
-            return Outcome::NotOwned(not_owned(other, owner));
+            return Outcome::NotOwned(not_owned(other, &P::kind(&())));
         }
         let key = format!("{namespace}/{name}");
         let current = match observed {
@@ -436,7 +436,7 @@ impl Operand {
         if current.is_none() {
             match api.get_opt(name).await {
                 Ok(Some(other)) if !controlled_by(&other, owner) => {
-                    return Outcome::NotOwned(not_owned(&other, owner));
+                    return Outcome::NotOwned(not_owned(&other, &P::kind(&())));
                 }
                 Ok(_) => {}
                 Err(err) => {
@@ -678,17 +678,16 @@ impl State {
     }
 }
 
-/// Why `other`, a Deployment of the name wanted, is left alone by `owner`'s controller.
-fn not_owned<P: Resource<DynamicType = ()>>(other: &Deployment, _: &P) -> String {
+/// Why `other`, a Deployment of the name wanted, is left alone by the controller of a `kind`.
+fn not_owned(other: &Deployment, kind: &str) -> String {
     let controller = other
         .owner_references()
         .iter()
         .find(|r| r.controller == Some(true))
         .map_or("nothing".to_string(), |r| format!("{} {}", r.kind, r.name));
     format!(
-        "Deployment {} already exists and is controlled by {controller}, not by this {}: delete or rename it",
-        other.name_any(),
-        P::kind(&())
+        "Deployment {} already exists and is controlled by {controller}, not by this {kind}: delete or rename it",
+        other.name_any()
     )
 }
 
