@@ -12,7 +12,7 @@
 //! [`Owned::observe`] how the object it wants compares with the cache, and tells
 //! [`Owned::applied`] what its apply returned.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Debug;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::ObjectRef;
@@ -27,7 +28,7 @@ use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, watch};
 
 use super::{
     APPLIED_HASH, WatchScope, claims_fingerprint, fingerprint, in_sync, resource_version as version,
@@ -38,8 +39,6 @@ use crate::manager::Shared;
 /// anyway. A watch event comes within milliseconds; this bounds the wait when one never comes
 /// (the object went away while the watch was reconnecting).
 const PENDING_FOR: Duration = Duration::from_secs(10);
-/// Changes the controller has not taken yet; beyond this the watch waits for it.
-const BACKLOG: usize = 1024;
 /// Applies in one second from which on the controller is changing objects in bulk (a fleet
 /// resized or created at once); see [`Owned::in_burst`].
 const BURST_RATE: u32 = 50;
@@ -50,8 +49,9 @@ const BURST_HOLD: Duration = Duration::from_secs(60);
 /// A cache of the objects of kind `K` a controller owns; dropping it stops its watch.
 pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
     cache: Arc<Cache<K>>,
-    /// Where the cache sends what changed, once a controller asked ([`Self::owned_by`]).
-    changes: Arc<Mutex<Option<mpsc::Sender<PartialObjectMeta<K>>>>>,
+    /// What changed and the controller has not taken yet, once a controller asked
+    /// ([`Self::owned_by`]).
+    changes: Arc<Mutex<Option<Arc<Changes<K>>>>>,
     /// Per object: what this process last applied (until the object is deleted).
     applied: Arc<Mutex<HashMap<ObjectRef<K>, Applied>>>,
     /// How many applies this process made lately.
@@ -65,8 +65,9 @@ pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
 
 /// What the watch keeps, shared with the task that runs it.
 struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
-    /// Each object as compact JSON, without `managedFields`.
-    objects: RwLock<HashMap<ObjectRef<K>, Box<[u8]>>>,
+    /// Each object as compact JSON, without `managedFields` (shared, so that a reader copies
+    /// it out of the lock and decodes it after).
+    objects: RwLock<HashMap<ObjectRef<K>, Arc<[u8]>>>,
     /// The highest resourceVersion among the events the cache has applied.
     seen: AtomicU64,
     /// Whether the first list is in (then `objects` holds everything).
@@ -76,15 +77,70 @@ struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
 impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K> {
     /// The cached object of `key`, read back from its JSON.
     fn object(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
-        let objects = self.objects.read().expect("cache lock");
-        let json = objects.get(key)?;
-        match serde_json::from_slice(json) {
+        let json = self.objects.read().expect("cache lock").get(key)?.clone();
+        match serde_json::from_slice(&json) {
             Ok(object) => Some(Arc::new(object)),
             // It was written from a `K` a moment ago: this cannot fail but for a bug.
             Err(err) => {
                 tracing::error!(%key, error = %err, "a cached object cannot be read back");
                 None
             }
+        }
+    }
+}
+
+/// The changes of a cache that its controller has not taken yet, each object once with its
+/// newest metadata, in the order they came. The watch adds to it and never waits: kube's
+/// controller stops taking changes for a while after an error of its own watch (its trigger's
+/// backoff), and a bounded channel would then stop the cache too; this holds at most one entry
+/// per object instead.
+struct Changes<K: Resource<DynamicType = ()>> {
+    queue: Mutex<Queue<K>>,
+    added: Notify,
+}
+
+/// The objects in the order they changed, and the newest metadata of each.
+type Queue<K> = (VecDeque<ObjectRef<K>>, HashMap<ObjectRef<K>, ObjectMeta>);
+
+impl<K: Resource<DynamicType = ()>> Changes<K> {
+    fn new() -> Self {
+        Self {
+            queue: Mutex::default(),
+            added: Notify::new(),
+        }
+    }
+
+    /// Tells the controller that the object of `metadata` changed.
+    fn add(&self, metadata: &ObjectMeta) {
+        let key = ObjectRef::<K>::new(metadata.name.as_deref().unwrap_or_default())
+            .within(metadata.namespace.as_deref().unwrap_or_default());
+        let mut queue = self.queue.lock().expect("changes lock");
+        let (order, newest) = &mut *queue;
+        if newest.insert(key.clone(), metadata.clone()).is_none() {
+            order.push_back(key);
+        }
+        drop(queue);
+        self.added.notify_one();
+    }
+
+    /// The next change, once there is one.
+    async fn next(&self) -> PartialObjectMeta<K> {
+        loop {
+            {
+                let mut queue = self.queue.lock().expect("changes lock");
+                let (order, newest) = &mut *queue;
+                while let Some(key) = order.pop_front() {
+                    if let Some(metadata) = newest.remove(&key) {
+                        return PartialObjectMeta {
+                            types: None,
+                            metadata,
+                            _phantom: PhantomData,
+                        };
+                    }
+                }
+            }
+            // A change added since the queue was empty left its permit: no wake-up is lost.
+            self.added.notified().await;
         }
     }
 }
@@ -101,7 +157,7 @@ struct Applied {
 
 /// How the object a reconcile wants compares with what the cache holds.
 #[derive(Debug)]
-pub enum Observed<K> {
+pub(crate) enum Observed<K> {
     /// This process applied this very object a moment ago and the cache has not seen it yet:
     /// nothing to do until it has, and its watch event brings the next reconcile.
     Pending(Duration),
@@ -154,7 +210,7 @@ where
             seen: AtomicU64::new(0),
             listed: watch::Sender::new(false),
         });
-        let changes: Arc<Mutex<Option<mpsc::Sender<PartialObjectMeta<K>>>>> = Arc::default();
+        let changes: Arc<Mutex<Option<Arc<Changes<K>>>>> = Arc::default();
         let (api, pulse) = shared.watched(name, api);
         let config = watcher::Config {
             bookmarks: true,
@@ -222,18 +278,9 @@ where
                     if let Some(version) = version(touched) {
                         cache.seen.fetch_max(version, Ordering::SeqCst);
                     }
-                    let sender = changes.lock().expect("changes lock").clone();
-                    if let Some(sender) = sender {
-                        // Only the metadata: the controller maps it to its owner, nothing else.
-                        let meta = PartialObjectMeta::<K> {
-                            types: None,
-                            metadata: touched.meta().clone(),
-                            _phantom: PhantomData,
-                        };
-                        if sender.send(meta).await.is_err() {
-                            // The controller stopped: keep the cache, drop the trigger.
-                            changes.lock().expect("changes lock").take();
-                        }
+                    // Only the metadata: the controller maps it to its owner, nothing else.
+                    if let Some(changes) = changes.lock().expect("changes lock").as_ref() {
+                        changes.add(touched.meta());
                     }
                 }
             }
@@ -256,11 +303,11 @@ where
     where
         P: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     {
-        let (sender, receiver) = mpsc::channel(BACKLOG);
-        *self.changes.lock().expect("changes lock") = Some(sender);
-        let changes = futures::stream::unfold(receiver, |mut receiver| async move {
-            let meta = receiver.recv().await?;
-            Some((Ok::<_, watcher::Error>(meta), receiver))
+        let changes = Arc::new(Changes::new());
+        *self.changes.lock().expect("changes lock") = Some(changes.clone());
+        let changes = futures::stream::unfold(changes, |changes| async move {
+            let meta = changes.next().await;
+            Some((Ok::<_, watcher::Error>(meta), changes))
         });
         controller.owns_stream(changes)
     }
@@ -301,26 +348,30 @@ where
     /// an object of that name that someone else made is `Absent` here, and only an apply tells
     /// (an apply that would take it over should fail: say, a Deployment's selector cannot
     /// change, and an object has at most one controller).
-    pub async fn observe(&self, desired: &K) -> Observed<K> {
+    pub(crate) async fn observe(&self, desired: &K) -> Observed<K> {
         self.ready().await;
         let key = ObjectRef::from_obj(desired);
+        // Only the record is read under the lock; decoding and comparing happen after, so that
+        // the reconciles of other objects do not wait for this one's.
         let fingerprint = {
             let mut applied = self.applied.lock().expect("applied lock");
             let seen = self.cache.seen.load(Ordering::SeqCst);
-            let Some(last) = applied.get_mut(&key) else {
-                return self.compare(&key, desired, None);
-            };
-            if let Some((version, at)) = last.version {
-                let waited = at.elapsed();
-                if version <= seen || waited >= PENDING_FOR {
-                    last.version = None;
-                } else if last.hash.as_ref() == desired.annotations().get(APPLIED_HASH) {
-                    return Observed::Pending(PENDING_FOR - waited);
+            match applied.get_mut(&key) {
+                None => None,
+                Some(last) => {
+                    if let Some((version, at)) = last.version {
+                        let waited = at.elapsed();
+                        if version <= seen || waited >= PENDING_FOR {
+                            last.version = None;
+                        } else if last.hash.as_ref() == desired.annotations().get(APPLIED_HASH) {
+                            return Observed::Pending(PENDING_FOR - waited);
+                        }
+                    }
+                    Some(last.fingerprint.clone())
                 }
             }
-            last.fingerprint.clone()
         };
-        self.compare(&key, desired, Some(&fingerprint))
+        self.compare(&key, desired, fingerprint.as_ref())
     }
 
     fn compare(
@@ -345,7 +396,7 @@ where
 
     /// Records that applying `desired` returned `result`, so that [`Self::observe`] waits for
     /// the cache to see it and then compares with how it came back.
-    pub fn applied(&self, desired: &K, result: &K) {
+    pub(crate) fn applied(&self, desired: &K, result: &K) {
         let record = Applied {
             hash: desired.annotations().get(APPLIED_HASH).cloned(),
             fingerprint: fingerprint(result, desired),
@@ -362,7 +413,7 @@ where
     /// Records that a dry run of an apply of `desired` gave `observed`'s fields (a claimed
     /// rewrite checked: [`Observed::Claimed`]): from now on the object is in sync while they
     /// stay so, as after an apply of this process.
-    pub fn verified(&self, desired: &K, observed: &K) {
+    pub(crate) fn verified(&self, desired: &K, observed: &K) {
         let record = Applied {
             hash: desired.annotations().get(APPLIED_HASH).cloned(),
             fingerprint: fingerprint(observed, desired),
@@ -378,7 +429,7 @@ where
     /// Holds back the report of `object`'s owner until this process's burst of applies ends
     /// ([`Self::in_burst`]): then the owner's controller ([`Self::owned_by`]) is told, as for a
     /// change of the object, and reports at once, instead of asking again and again meanwhile.
-    pub fn hold(&self, object: &K) {
+    pub(crate) fn hold(&self, object: &K) {
         self.held
             .lock()
             .expect("held lock")
@@ -398,19 +449,12 @@ where
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
             let keys: Vec<_> = held.lock().expect("held lock").drain().collect();
-            let Some(sender) = changes.lock().expect("changes lock").clone() else {
+            let Some(changes) = changes.lock().expect("changes lock").clone() else {
                 return;
             };
             for key in keys {
                 if let Some(object) = cache.object(&key) {
-                    let meta = PartialObjectMeta::<K> {
-                        types: None,
-                        metadata: object.meta().clone(),
-                        _phantom: PhantomData,
-                    };
-                    if sender.send(meta).await.is_err() {
-                        return;
-                    }
+                    changes.add(object.meta());
                 }
             }
         });
@@ -487,10 +531,8 @@ impl Burst {
 }
 
 /// `object` as compact JSON.
-fn compact<K: Serialize>(object: &K) -> Box<[u8]> {
-    serde_json::to_vec(object)
-        .unwrap_or_default()
-        .into_boxed_slice()
+fn compact<K: Serialize>(object: &K) -> Arc<[u8]> {
+    serde_json::to_vec(object).unwrap_or_default().into()
 }
 
 impl<K: Resource<DynamicType = ()> + Clone + 'static> Drop for Owned<K> {
