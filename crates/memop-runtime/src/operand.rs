@@ -23,7 +23,7 @@ use crate::manager::Shared;
 
 /// Whether `owner` is the controller of `owned` (the owner reference a controller sets with
 /// `controller: true`, as controller-runtime's `SetControllerReference` does).
-pub fn controlled_by(owned: &impl Resource, owner: &impl Resource) -> bool {
+pub(crate) fn controlled_by(owned: &impl Resource, owner: &impl Resource) -> bool {
     let uid = owner.meta().uid.as_ref();
     owned
         .owner_references()
@@ -69,7 +69,7 @@ pub enum Rollout {
 }
 
 /// The rollout of `deployment` towards `size` replicas.
-pub fn rollout(deployment: &Deployment, size: i32) -> Rollout {
+pub(crate) fn rollout(deployment: &Deployment, size: i32) -> Rollout {
     let Some(status) = deployment.status.as_ref() else {
         return Rollout::InProgress;
     };
@@ -110,7 +110,7 @@ pub fn rollout(deployment: &Deployment, size: i32) -> Rollout {
 ///
 /// Send it with the field manager of the applies: the API server then records the replicas as
 /// that manager's (an update), and the next apply takes them back.
-pub fn resize_patch(current: &Deployment, desired: &Deployment) -> Option<Patch<Value>> {
+pub(crate) fn resize_patch(current: &Deployment, desired: &Deployment) -> Option<Patch<Value>> {
     let replicas = |d: &Deployment| {
         serde_json::to_value(d)
             .ok()?
@@ -157,7 +157,7 @@ pub fn resize_patch(current: &Deployment, desired: &Deployment) -> Option<Patch<
 /// Only rollouts started through [`Self::start`] count: a Deployment unhealthy for a reason of
 /// its own (pods pending, a quota) takes no place. A place is freed when the rollout is seen
 /// complete, or when its Deployment is gone (deleted with its owner, wherever that ran).
-pub struct Rollouts {
+pub(crate) struct Rollouts {
     max: usize,
     /// The Deployments (namespace/name) this controller started rolling out, until seen
     /// complete.
@@ -220,8 +220,8 @@ impl Rollouts {
 ///
 /// It holds the cache of the controller's Deployments ([`Owned`]: only those labelled
 /// `app.kubernetes.io/managed-by=<manager>`, never a live read of one in sync), what it
-/// applied to each, and the pacing of rollouts ([`Rollouts`]). Cloning it is cheap: clones
-/// share all of that.
+/// applied to each, and the pacing of rollouts (`--max-concurrent-rollouts`). Cloning it is
+/// cheap: clones share all of that.
 #[derive(Clone)]
 pub struct Operand {
     inner: Arc<Inner>,
@@ -266,7 +266,8 @@ impl Operand {
     /// - only its size differs: its replicas patched, a fraction of an apply's work for the API
     ///   server (which counts when a fleet is resized at once);
     /// - anything else differs (a new image, someone's edit, a field no longer desired): applied
-    ///   again, once a rollout may start ([`Rollouts`]), else [`Outcome::Waiting`];
+    ///   again, once a rollout may start (at most `--max-concurrent-rollouts` of the operator's
+    ///   own at once), else [`Outcome::Waiting`];
     /// - in sync: nothing written.
     ///
     /// A Deployment of that name that `owner` does not control is never taken over (as

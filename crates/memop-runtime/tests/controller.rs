@@ -66,7 +66,7 @@ async fn a_panic_in_one_reconcile_fails_that_object_and_the_controller_goes_on()
         controller.error_policy(&bad, &err),
         Action::requeue(Duration::from_millis(5))
     );
-    let metrics = shared.metrics.encode();
+    let metrics = shared.metrics().encode();
     assert!(
         metrics.contains(r#"controller_runtime_reconcile_errors_total{controller="configmaps"} 1"#),
         "{metrics}"
@@ -90,7 +90,7 @@ async fn a_panic_in_one_reconcile_fails_that_object_and_the_controller_goes_on()
     // The bad one is retried meanwhile, and the controller does not end with its panics.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!running.is_finished(), "the controller still runs");
-    shared.shutdown.trigger();
+    shared.shutdown().trigger();
     tokio::time::timeout(Duration::from_secs(5), running)
         .await
         .expect("the controller stops on shutdown")

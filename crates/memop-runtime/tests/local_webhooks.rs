@@ -219,8 +219,11 @@ async fn make_runs_webhooks_are_served_on_this_machine_and_undone_at_shutdown() 
     );
     assert!(client_config.ca_bundle.is_some() && client_config.service.is_none());
 
-    shared.shutdown.trigger();
-    shared.shutdown.run_deferred(Duration::from_secs(10)).await;
+    shared.shutdown().trigger();
+    shared
+        .shutdown()
+        .run_deferred(Duration::from_secs(10))
+        .await;
     let restored = serde_json::to_value(crds.get(CRD).await.unwrap().spec.conversion).unwrap();
     assert_eq!(
         restored, installed,

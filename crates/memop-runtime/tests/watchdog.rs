@@ -52,10 +52,10 @@ async fn refused_lists_are_counted_per_watch() {
 
     // Both watchers back off and list again, and then get through.
     eventually("both caches synced", WAIT, || async {
-        shared.readiness.check().is_none()
+        shared.readiness().check().is_none()
     })
     .await;
-    let metrics = shared.metrics.encode();
+    let metrics = shared.metrics().encode();
     for counted in [
         r#"memop_watch_errors_total{watch="configmaps"} 2"#,
         r#"memop_watch_errors_total{watch="secrets"} 3"#,
@@ -88,8 +88,8 @@ async fn a_watch_that_stops_answering_makes_the_manager_unready_until_it_answers
     .expect("a client configuration");
     config.cluster_url = proxy.url.parse().expect("the proxy's URL");
     let client = kube::Client::try_from(config).expect("a client");
-    let mut shared = Shared::new(&OPERATOR, client, Some(env.namespace.clone()));
-    shared.readiness = Readiness::with_silence_limit(Duration::from_secs(3));
+    let shared = Shared::new(&OPERATOR, client, Some(env.namespace.clone()))
+        .with_readiness(Readiness::with_silence_limit(Duration::from_secs(3)));
     let _owned = Owned::<ConfigMap>::watch(
         shared.namespaced_api(),
         watcher::Config::default().labels(OWNED),
@@ -121,7 +121,7 @@ async fn a_watch_that_stops_answering_makes_the_manager_unready_until_it_answers
             }
         }
     });
-    let readiness = &shared.readiness;
+    let readiness = shared.readiness();
     eventually("ready once synced", WAIT, || async {
         readiness.check().is_none()
     })

@@ -111,7 +111,7 @@ async fn main() {
 
     // Stop the controller first: what it still has queued (reconciles of its own last writes)
     // would otherwise count as writes of the pass below.
-    shared.shutdown.trigger();
+    shared.shutdown().trigger();
     running.await.expect("controller task").expect("controller");
 
     // The steady-state pass: reconcile every object once more, as a resync would.

@@ -568,7 +568,10 @@ async fn a_reconcile_that_hangs_times_out(env: TestEnv) {
     cluster.reconcile().await.unwrap();
     // The short time limit only from here: a busy control plane may take longer to answer the
     // finalizer's write.
-    cluster.shared.reconcile_timeout = Duration::from_millis(300);
+    cluster.shared = cluster
+        .shared
+        .clone()
+        .with_reconcile_timeout(Duration::from_millis(300));
     cluster.controller = with_image(&cluster.shared, Some(IMAGE));
     // The Deployment write does not answer (a half-open connection, say).
     cluster
@@ -709,8 +712,7 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
     }
 
     // The operator restarts with a new image, one rollout at a time.
-    let mut shared = cluster.shared.clone();
-    shared.max_concurrent_rollouts = 1;
+    let shared = cluster.shared.clone().with_max_concurrent_rollouts(1);
     let new_image = format!("{IMAGE}-new");
     let controller = with_image(&shared, Some(&new_image));
     reconcile_with(controller.clone(), "first").await;
@@ -764,8 +766,7 @@ async fn unhealthy_deployments_do_not_hold_back_a_new_image(env: TestEnv) {
         "message": "ReplicaSet has timed out progressing.",
     }]}});
     cluster.edit_deployment_status(stuck).await;
-    let mut shared = cluster.shared.clone();
-    shared.max_concurrent_rollouts = 1;
+    let shared = cluster.shared.clone().with_max_concurrent_rollouts(1);
     let old = with_image(&shared, Some(IMAGE));
     // The controller sees the failed rollout (one it did not start).
     let object = Arc::new(cluster.object().await);
@@ -1015,7 +1016,7 @@ async fn the_real_controller_loop_converges_and_shuts_down(env: TestEnv) {
         condition(&object, "Available").is_some_and(|c| c.status == "True")
     })
     .await;
-    let readiness = &shared.readiness;
+    let readiness = shared.readiness();
     eventually("the controller ready once synced", WAIT, || async {
         readiness.check().is_none()
     })
@@ -1052,7 +1053,7 @@ async fn the_real_controller_loop_converges_and_shuts_down(env: TestEnv) {
         .await;
     }
 
-    shared.shutdown.trigger();
+    shared.shutdown().trigger();
     let stopped = tokio::time::timeout(Duration::from_secs(5), controller).await;
     stopped
         .expect("the controller stops on shutdown")

@@ -60,7 +60,7 @@ pub struct Context {
 pub fn register(manager: &mut Manager) {
     manager.register(NAME, |shared| {
         let ctx = Context {
-            client: shared.client.clone(),
+            client: shared.client().clone(),
         };
         let config = watcher::Config::default().labels(SELECTOR);
         Builder::new(NAME, &shared)

@@ -235,11 +235,6 @@ impl<R: Reconciler> Controller<R> {
         &self.reconciler
     }
 
-    /// The instruments around each reconcile.
-    pub fn instruments(&self) -> &Instruments {
-        &self.instruments
-    }
-
     /// Runs the controller until the manager shuts down: what the manager runs once this
     /// replica leads.
     pub async fn run(self) -> anyhow::Result<()> {
@@ -270,8 +265,9 @@ impl<R: Reconciler> Controller<R> {
         self.instruments.reconcile(object.as_ref(), work).await
     }
 
-    /// When to retry a failed reconcile of `object`: after its backoff (see
-    /// [`Instruments::retry`]).
+    /// When to retry a failed reconcile of `object`: after its backoff, as controller-runtime's
+    /// default rate limiter (5 ms doubling per consecutive failure, at most 5 minutes; overall
+    /// at most 10 retries a second after a burst of 100), the error logged and counted.
     pub fn error_policy(&self, object: &R::Object, error: &Error) -> Action {
         self.instruments.retry(object, error)
     }

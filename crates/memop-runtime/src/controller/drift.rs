@@ -44,7 +44,7 @@ pub const APPLIED_HASH: &str = "memop.rs/applied-hash";
 /// process believes it only once a dry run of its apply gives the same fields
 /// ([`Observed::Claimed`](super::Observed::Claimed)): anyone who may patch the object can write the annotation, and the
 /// webhook that rewrote may be gone.
-pub const APPLIED_FINGERPRINT: &str = "memop.rs/applied-fingerprint";
+pub(crate) const APPLIED_FINGERPRINT: &str = "memop.rs/applied-fingerprint";
 
 /// `object` with its [`APPLIED_HASH`] annotation: the hash of everything else in it.
 pub fn stamp<K: Resource + Serialize>(mut object: K) -> K {
@@ -62,7 +62,7 @@ pub fn stamp<K: Resource + Serialize>(mut object: K) -> K {
 /// - otherwise it is in sync if it [`contains`] every field we set, or if our fields look
 ///   exactly as they did right after this process's last apply (`applied`, the [`fingerprint`]
 ///   of its result), which is what an admission webhook that rewrites one of them leaves.
-pub fn in_sync<K: Resource + Serialize>(
+pub(crate) fn in_sync<K: Resource + Serialize>(
     observed: &K,
     desired: &K,
     applied: Option<&String>,
@@ -79,7 +79,7 @@ pub fn in_sync<K: Resource + Serialize>(
 /// Whether `observed`, stamped as `desired` is, carries in [`APPLIED_FINGERPRINT`] the
 /// [`fingerprint`] of its fields: what an earlier process recorded after an apply that admission
 /// rewrote (or what anyone who may patch it wrote there): to be checked with a dry run.
-pub fn claims_fingerprint<K: Resource + Serialize>(observed: &K, desired: &K) -> bool {
+pub(crate) fn claims_fingerprint<K: Resource + Serialize>(observed: &K, desired: &K) -> bool {
     observed.annotations().get(APPLIED_HASH) == desired.annotations().get(APPLIED_HASH)
         && observed
             .annotations()
@@ -92,7 +92,7 @@ pub fn claims_fingerprint<K: Resource + Serialize>(observed: &K, desired: &K) ->
 /// rewrote one of them; `None` when it [`contains`] every field of `desired`, or already
 /// carries that fingerprint. Send it with the field manager of the applies: one more write, once
 /// per change of the desired object, spares an apply at every restart of the operator.
-pub fn fingerprint_patch<K: Resource + Serialize>(
+pub(crate) fn fingerprint_patch<K: Resource + Serialize>(
     applied: &K,
     desired: &K,
 ) -> Option<Patch<Value>> {
@@ -111,7 +111,7 @@ pub fn fingerprint_patch<K: Resource + Serialize>(
 }
 
 /// The hash of the fields of `observed` that `desired` sets: compared by [`in_sync`].
-pub fn fingerprint<K: Serialize>(observed: &K, desired: &K) -> String {
+pub(crate) fn fingerprint<K: Serialize>(observed: &K, desired: &K) -> String {
     let observed = serde_json::to_value(observed).unwrap_or_default();
     let wanted = serde_json::to_value(desired).unwrap_or_default();
     hash(&project(&observed, &wanted))
@@ -139,7 +139,7 @@ fn hash(value: &Value) -> String {
 /// The API server fills in defaults (a container's `terminationMessagePath`, a port's
 /// `protocol`, …), so an object it returns never equals the one we sent; what matters is that
 /// everything we asked for is there.
-pub fn contains(observed: &Value, desired: &Value) -> bool {
+pub(crate) fn contains(observed: &Value, desired: &Value) -> bool {
     match (observed, desired) {
         (Value::Object(o), Value::Object(d)) => d
             .iter()

@@ -21,7 +21,7 @@ use crate::manager::{Metrics, Shared};
 /// Records an event on `object` with `reason` and `note`, with kubebuilder's action names
 /// (`DeleteCR` for a `Deleting` warning, `Reconcile` otherwise). Events are informational: a
 /// failure is logged, not returned.
-pub async fn publish<K: Resource<DynamicType = ()>>(
+pub(crate) async fn publish<K: Resource<DynamicType = ()>>(
     recorder: &Recorder,
     object: &K,
     type_: EventType,
@@ -51,7 +51,7 @@ pub async fn publish<K: Resource<DynamicType = ()>>(
 /// What runs around every reconcile of a controller, so that its module holds only the logic
 /// of its kind: the time limit, a tracing span, the metrics, the retry backoff, and the status
 /// writes, with what they left.
-pub struct Instruments {
+pub(crate) struct Instruments {
     controller: &'static str,
     metrics: Arc<Metrics>,
     backoff: Backoff,
@@ -232,7 +232,7 @@ fn jittered(period: Duration, key: &str) -> Duration {
 /// overall, at most 10 retries a second after a burst of 100, so that a failure of every
 /// object at once (the API server down, a webhook gone) does not become a flood of retries.
 #[derive(Default)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     /// Per object: consecutive failures, and when the last one happened.
     failures: Mutex<HashMap<String, (u32, Instant)>>,
     /// The overall rate, as the time at which the next retry would be on schedule (the

@@ -1,8 +1,8 @@
 //! What every controller shares: the error type, [`Builder`] (kube's `Controller` driven until
-//! shutdown), what runs around every reconcile ([`Instruments`]: time limit, tracing span,
-//! metrics, retry backoff, status writes), the resync with jitter, status conditions, the cache of owned
-//! objects ([`Owned`]), an event [`Recorder`], and the comparison that keeps reconciles free of needless writes
-//! ([`stamp`], [`in_sync`]).
+//! shutdown, with a time limit, tracing span, metrics, panic recovery, retry backoff and status
+//! writes around every reconcile), the resync with jitter, status conditions, the cache of owned
+//! objects ([`Owned`]), an event [`Recorder`], and the hash that keeps reconciles free of
+//! needless writes ([`stamp`]).
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -28,14 +28,14 @@ mod instruments;
 mod owned;
 mod status;
 pub use builder::{Builder, Controller, Kind, RESYNC, Reconciler, Report};
-pub use drift::{
-    APPLIED_FINGERPRINT, APPLIED_HASH, claims_fingerprint, contains, fingerprint,
-    fingerprint_patch, in_sync, label_value, stamp,
-};
+pub use drift::{APPLIED_HASH, label_value, stamp};
+pub(crate) use drift::{claims_fingerprint, fingerprint, fingerprint_patch, in_sync};
 pub use events::Recorder;
 use instruments::resource_version;
-pub use instruments::{Backoff, Instruments, publish, resync};
-pub use owned::{Observed, Owned};
+pub use instruments::resync;
+pub(crate) use instruments::{Instruments, publish};
+pub(crate) use owned::Observed;
+pub use owned::Owned;
 pub use status::{Conditions, Truth, condition, owned_conditions};
 
 /// Everything a reconcile can fail with.

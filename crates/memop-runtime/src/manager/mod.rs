@@ -35,29 +35,31 @@ pub use shutdown::Shutdown;
 use watchdog::Pulse;
 pub use watchdog::WATCH_SILENCE_LIMIT;
 
-/// What every controller gets from the manager.
+/// What every controller gets from the manager: the client, the watched namespace, the metrics,
+/// readiness and shutdown signal, and the settings of its flags. Read them with the accessors;
+/// tests change a setting with the `with_*` methods (`Shared::new(..).with_reconcile_timeout(..)`).
 #[derive(Clone)]
 pub struct Shared {
     /// The client every controller and the webhook server use.
-    pub client: Client,
+    pub(crate) client: Client,
     /// The only namespace the controllers watch, or `None` for all of them (`WATCH_NAMESPACE`).
-    pub watch_namespace: Option<String>,
+    pub(crate) watch_namespace: Option<String>,
     /// The manager's metrics.
-    pub metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<Metrics>,
     /// What `/readyz` reports.
-    pub readiness: Readiness,
+    pub(crate) readiness: Readiness,
     /// The signal every task of the manager stops on.
-    pub shutdown: Shutdown,
+    pub(crate) shutdown: Shutdown,
     /// Who the events this operator records come from.
-    pub reporter: Reporter,
+    pub(crate) reporter: Reporter,
     /// How many objects each controller reconciles at once (`--max-concurrent-reconciles`).
-    pub max_concurrent_reconciles: u16,
+    pub(crate) max_concurrent_reconciles: u16,
     /// How many rollouts of the operator's own making each operand controller lets run at
-    /// once (`--max-concurrent-rollouts`; 0: no limit); see [`crate::operand::Rollouts`].
-    pub max_concurrent_rollouts: usize,
+    /// once (`--max-concurrent-rollouts`; 0: no limit).
+    pub(crate) max_concurrent_rollouts: usize,
     /// How long one reconcile may take, its API calls included: a call that hangs (on a
     /// half-open connection, say) fails the reconcile instead of blocking its object for ever.
-    pub reconcile_timeout: Duration,
+    pub(crate) reconcile_timeout: Duration,
 }
 
 impl Shared {
@@ -77,6 +79,66 @@ impl Shared {
             max_concurrent_rollouts: 10,
             reconcile_timeout: Duration::from_secs(60),
         }
+    }
+
+    /// The client every controller and the webhook server use.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The only namespace the controllers watch, or `None` for all of them (`WATCH_NAMESPACE`).
+    pub fn watch_namespace(&self) -> Option<&str> {
+        self.watch_namespace.as_deref()
+    }
+
+    /// The manager's metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// What `/readyz` reports.
+    pub fn readiness(&self) -> &Readiness {
+        &self.readiness
+    }
+
+    /// The signal every task of the manager stops on.
+    pub fn shutdown(&self) -> &Shutdown {
+        &self.shutdown
+    }
+
+    /// Who the events this operator records come from.
+    pub fn reporter(&self) -> &Reporter {
+        &self.reporter
+    }
+
+    /// How many rollouts of the operator's own making each operand lets run at once
+    /// (`--max-concurrent-rollouts`; 0: no limit).
+    pub fn max_concurrent_rollouts(&self) -> usize {
+        self.max_concurrent_rollouts
+    }
+
+    /// How long one reconcile may take, its API calls included.
+    pub fn reconcile_timeout(&self) -> Duration {
+        self.reconcile_timeout
+    }
+
+    /// These settings with at most `max` rollouts at once (`--max-concurrent-rollouts`).
+    pub fn with_max_concurrent_rollouts(mut self, max: usize) -> Self {
+        self.max_concurrent_rollouts = max;
+        self
+    }
+
+    /// These settings with reconciles limited to `timeout`.
+    pub fn with_reconcile_timeout(mut self, timeout: Duration) -> Self {
+        self.reconcile_timeout = timeout;
+        self
+    }
+
+    /// These settings with `readiness` as what `/readyz` reports (a test's own silence limit,
+    /// say: [`Readiness::with_silence_limit`]).
+    pub fn with_readiness(mut self, readiness: Readiness) -> Self {
+        self.readiness = readiness;
+        self
     }
 
     /// The settings every controller runs with.
