@@ -19,6 +19,14 @@
 # `uptime`'s load averages are recorded at the start and end of each run. A Markdown table is
 # printed at the end and written to $CACHE/results/.
 #
+# PODS=1 runs the Deployments' pods for real: kube-controller-manager (deployment and replicaset
+# controllers), kube-scheduler and kwok (one simulated node, whose pods become Ready at once) join
+# each control plane. Converging then also waits until every pod is Ready, resizing goes from 1 to
+# RESIZE_TO (3) replicas and waits until every new pod is Ready, then SETTLE seconds (30) more for
+# the operators' last status writes; the column "status writes per object resizing" counts the
+# writes of the Memcached status while the replicas come up (a write per pod would show there).
+# Use a smaller N (100 to 1,000): every object has pods now.
+#
 # What it builds, in $CACHE (default ~/.cache/memop-bench; nothing in the repository):
 #   - memop, from `git archive` of MEMOP_REF (default HEAD: commit first what you want measured),
 #     then the README's two commands, then `cargo build --release --locked` of that project
@@ -39,6 +47,9 @@ MEMOP_REF=${MEMOP_REF:-HEAD}
 ORDER=${ORDER:-memop kubebuilder kubebuilder memop}
 NAMESPACES=${NAMESPACES:-10}
 QUIET=${QUIET:-60}
+PODS=${PODS:-0}
+RESIZE_TO=${RESIZE_TO:-$([ "$PODS" = 1 ] && echo 3 || echo 2)}
+SETTLE=${SETTLE:-30}
 IMAGE=memcached:1.6.26-alpine3.19
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-5400}
 if [ $# -eq 0 ]; then set -- 1000 10000; fi
@@ -83,6 +94,11 @@ trap 'exit 143' TERM
 
 assets=$("$repo/scripts/envtest/build.sh")
 [ -x "$assets/kube-apiserver" ] && [ -x "$assets/etcd" ] || die "no kube-apiserver/etcd in $assets"
+if [ "$PODS" = 1 ]; then
+    for binary in kube-controller-manager kube-scheduler kwok kwok.yaml; do
+        [ -e "$assets/$binary" ] || die "PODS=1 needs $binary in $assets (scripts/envtest/build.sh builds it)"
+    done
+fi
 
 # ---------------------------------------------------------------------------------------------
 # Builds
@@ -228,6 +244,30 @@ cpu_seconds() { # pid: utime + stime
     echo "$stat" | awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($12 + $13) / hz }'
 }
 
+# PODS=1: kube-controller-manager, kube-scheduler and kwok on the control plane of $1, and the
+# node kwok simulates, untainted (the node lifecycle controller that would lift the not-ready
+# taint does not run: it would evict pods from a node without heartbeats), Ready.
+start_pods() { # dir
+    local d=$1 kubeconfig="$1/admin.kubeconfig"
+    "$assets/kube-controller-manager" --kubeconfig="$kubeconfig" --leader-elect=false \
+        --secure-port=0 --use-service-account-credentials=false \
+        --controllers=deployment-controller,replicaset-controller \
+        --kube-api-qps=1000 --kube-api-burst=2000 > "$d/kube-controller-manager.log" 2>&1 &
+    PIDS+=($!)
+    "$assets/kube-scheduler" --kubeconfig="$kubeconfig" --leader-elect=false --secure-port=0 \
+        > "$d/kube-scheduler.log" 2>&1 &
+    PIDS+=($!)
+    "$assets/kwok" --kubeconfig="$kubeconfig" --config="$assets/kwok.yaml" \
+        --manage-all-nodes=true > "$d/kwok.log" 2>&1 &
+    PIDS+=($!)
+    printf '%s\n' 'apiVersion: v1' 'kind: Node' 'metadata:' '  name: kwok-node' \
+        '  labels: {kubernetes.io/hostname: kwok-node, type: kwok}' \
+        '  annotations: {kwok.x-k8s.io/node: fake}' | "${kubectl[@]}" create -f - > /dev/null
+    "${kubectl[@]}" patch node kwok-node --type merge -p '{"spec":{"taints":null}}' > /dev/null
+    "${kubectl[@]}" wait --for condition=Ready --timeout=60s node/kwok-node > /dev/null ||
+        die "kwok did not make its node Ready: $(tail -3 "$d/kwok.log")"
+}
+
 run_one() { # operator n index
     local op=$1 n=$2 index=$3
     local dir="$runs/$n-$index-$op"
@@ -251,7 +291,6 @@ EOF
         --listen-peer-urls="http://127.0.0.1:$peer_port" --unsafe-no-fsync=true \
         --quota-backend-bytes=8589934592 > "$dir/etcd.log" 2>&1 &
     PIDS+=($!)
-    local etcd_pid=$!
     wait_until etcd 60 curl -sf "http://127.0.0.1:$etcd_port/health"
     "$assets/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" --cert-dir="$dir" \
         --tls-cert-file="$dir/apiserver.crt" --tls-private-key-file="$dir/apiserver.key" \
@@ -264,7 +303,6 @@ EOF
         --audit-policy-file="$dir/audit-policy.yaml" --audit-log-path="$dir/audit.log" \
         --audit-log-format=json --audit-log-maxsize=102400 > "$dir/kube-apiserver.log" 2>&1 &
     PIDS+=($!)
-    local apiserver_pid=$!
     local admin=(--port "$port" --ca "$dir/ca.crt" --cert "$dir/admin.crt" --key "$dir/admin.key")
     wait_until kube-apiserver 120 curl -sf --cacert "$dir/ca.crt" --cert "$dir/admin.crt" \
         --key "$dir/admin.key" "https://127.0.0.1:$port/readyz"
@@ -276,6 +314,7 @@ EOF
     write_kubeconfig "$dir" admin "$port"
     write_kubeconfig "$dir" "$user" "$port"
     local kubectl=(timeout 120 kubectl --kubeconfig "$dir/admin.kubeconfig")
+    if [ "$PODS" = 1 ]; then start_pods "$dir"; fi
     "${kubectl[@]}" apply --server-side -f "$crds" > /dev/null
     "${kubectl[@]}" wait --for condition=established --timeout=60s crd/memcacheds.cache.example.com > /dev/null
     wait_until "the Memcached API" 60 "${kubectl[@]}" get memcacheds -A
@@ -296,6 +335,13 @@ EOF
     converge=$(python3 "$here/kube.py" wait "${admin[@]}" --until converged --n "$n" \
         --start "$t_start" --timeout $((240 + n / 5))) || {
         log "  converge: $converge"; tail -5 "$dir/manager.log" >&2; die "N=$n $op did not converge"; }
+    local ready
+    if [ "$PODS" = 1 ]; then
+        ready=$(python3 "$here/kube.py" wait "${admin[@]}" --until ready --n "$n" --size 1 \
+            --start "$t_start" --timeout $((240 + n / 5))) || {
+            log "  ready: $ready"; die "N=$n $op: the pods did not become ready"; }
+        log "  pods ready: $ready"
+    fi
     t_conv=$(now)
     cpu_conv=$(cpu_seconds "$pid") || die "the $op manager exited: $(tail -3 "$dir/manager.log")"
     log "  converged: $converge"
@@ -307,30 +353,39 @@ EOF
 
     local t_resize resize resized t_end
     t_resize=$(now)
-    resize=$(timeout $((300 + n / 10)) python3 "$here/kube.py" resize "${admin[@]}" --size 2)
-    resized=$(python3 "$here/kube.py" wait "${admin[@]}" --until resized --n "$n" --size 2 \
+    resize=$(timeout $((300 + n / 10)) python3 "$here/kube.py" resize "${admin[@]}" --size "$RESIZE_TO")
+    resized=$(python3 "$here/kube.py" wait "${admin[@]}" --until resized --n "$n" --size "$RESIZE_TO" \
         --start "$t_resize" --timeout $((240 + n / 5))) || {
         log "  resize: $resized"; die "N=$n $op did not resize"; }
-    t_end=$(now)
     log "  resized: $resized (patches: $resize)"
+    if [ "$PODS" = 1 ]; then
+        ready=$(python3 "$here/kube.py" wait "${admin[@]}" --until ready --n "$n" --size "$RESIZE_TO" \
+            --start "$t_resize" --timeout $((240 + n / 5))) || {
+            log "  ready: $ready"; die "N=$n $op: the new pods did not become ready"; }
+        log "  pods ready: $ready; settling for $SETTLE s"
+        sleep "$SETTLE"
+    fi
+    t_end=$(now)
 
     local hwm cpu
     hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status") || die "the $op manager exited"
     cpu=$(cpu_seconds "$pid") || die "the $op manager exited"
     load_end=$(loadavg)
     stop_pid "$pid" 15
-    stop_pid "$apiserver_pid" 20
-    stop_pid "$etcd_pid" 10
+    local i
+    for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do stop_pid "${PIDS[i]}" 20; done
     PIDS=()
 
     local audit
     audit=$(python3 "$here/kube.py" audit --log "$dir/audit.log" --user "$user" \
         --phase "converge=$t_start:$t_conv" --phase "quiet=$t_conv:$t_quiet" \
         --phase "resize=$t_resize:$t_end" --phase "all=$t_start:$t_end")
-    python3 - "$dir/result.json" "$op" "$n" "$index" "$converge" "$created" "$resized" "$resize" \
+    PODS=$PODS RESIZE_TO=$RESIZE_TO READY=${ready:-} python3 - "$dir/result.json" "$op" "$n" "$index" "$converge" "$created" "$resized" "$resize" \
         "$audit" "$hwm" "$cpu_conv" "$cpu" "$QUIET" "$load_start" "$load_end" \
         "$t_start" "$t_conv" "$t_quiet" "$t_resize" "$t_end" <<'EOF'
-import json, sys
+import json, os, sys
+PODS, RESIZE_TO = os.environ["PODS"] == "1", int(os.environ["RESIZE_TO"])
+READY = json.loads(os.environ["READY"]) if PODS else None
 (out, op, n, index, converge, created, resized, patches, audit, hwm, cpu_conv, cpu, quiet,
  load_start, load_end, *times) = sys.argv[1:]
 result = {
@@ -338,7 +393,7 @@ result = {
     "converge": json.loads(converge), "created": json.loads(created),
     "resize": json.loads(resized), "patches": json.loads(patches), "audit": json.loads(audit),
     "rss_kib": int(hwm), "cpu_converge": float(cpu_conv), "cpu_total": float(cpu),
-    "quiet_seconds": int(quiet), "load_start": load_start, "load_end": load_end,
+    "quiet_seconds": int(quiet), "pods": PODS, "resize_to": RESIZE_TO, "resize_ready": READY, "load_start": load_start, "load_end": load_end,
     "t": dict(zip(["start", "converged", "quiet_end", "resize", "end"], map(float, times))),
 }
 json.dump(result, open(out, "w"), indent=1)

@@ -193,7 +193,12 @@ class Watch(threading.Thread):
 
 def deployment_summary(obj):
     owners = [o["name"] for o in obj["metadata"].get("ownerReferences") or [] if o.get("kind") == KIND]
-    return (owners[0] if owners else None, (obj.get("spec") or {}).get("replicas"))
+    status = obj.get("status") or {}
+    # Ready: the deployment controller saw this spec and every replica of it is ready.
+    ready = (status.get("observedGeneration", 0) >= obj["metadata"].get("generation", 0)
+             and status.get("readyReplicas", 0) == (obj.get("spec") or {}).get("replicas")
+             and status.get("updatedReplicas", 0) == status.get("readyReplicas", 0))
+    return (owners[0] if owners else None, (obj.get("spec") or {}).get("replicas"), ready)
 
 
 def memcached_summary(obj):
@@ -216,7 +221,7 @@ def cmd_wait(api, args):
                 raise RuntimeError(f"watch of {w.path}: {w.error}")
         deps = deployments.snapshot()
         if args.until == "converged":
-            owners = {(ns, owner) for (ns, _), (owner, _) in deps.items() if owner}
+            owners = {(ns, owner) for (ns, _), (owner, _, _) in deps.items() if owner}
             result["with_deployment"] = len(owners)
             if len(owners) >= args.n and "deployments_seconds" not in result:
                 result["deployments_seconds"] = round(now - args.start, 2)
@@ -227,10 +232,16 @@ def cmd_wait(api, args):
             if "deployments_seconds" in result and "conditions_seconds" in result:
                 result["seconds"] = max(result["deployments_seconds"], result["conditions_seconds"])
                 break
-        else:
-            resized = sum(1 for (owner, replicas) in deps.values() if owner and replicas == args.size)
+        elif args.until == "resized":
+            resized = sum(1 for (owner, replicas, _) in deps.values() if owner and replicas == args.size)
             result["resized"] = resized
             if resized >= args.n:
+                result["seconds"] = round(now - args.start, 2)
+                break
+        else:  # ready: with real pods, every replica of every Deployment at --size is ready
+            ready = sum(1 for (owner, replicas, ok) in deps.values() if owner and replicas == args.size and ok)
+            result["ready"] = ready
+            if ready >= args.n:
                 result["seconds"] = round(now - args.start, 2)
                 break
         if now > deadline:
@@ -329,7 +340,7 @@ def main():
     s.add_argument("--size", type=int, required=True)
     s = sub.add_parser("wait")
     conn_args(s)
-    s.add_argument("--until", choices=["converged", "resized"], required=True)
+    s.add_argument("--until", choices=["converged", "resized", "ready"], required=True)
     s.add_argument("--n", type=int, required=True)
     s.add_argument("--size", type=int, default=2)
     s.add_argument("--start", type=float, required=True, help="epoch seconds the times count from")

@@ -11,19 +11,29 @@ def main(paths):
     print("| N | run | operator | every object has its Deployment / a condition | requests per object "
           "while converging (reads + writes) | Deployment GETs | writes in the quiet minute "
           "(requests) | resize all N | requests per object resizing (reads + writes) | "
+          "status writes per object resizing | "
           "peak RSS | CPU s converging / in all | load average at start / end |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         n, a = r["n"], r["audit"]
         conv, quiet, resize = a["converge"], a["quiet"], a["resize"]
+        status_writes = sum(v for k, v in resize["writes_by_resource"].items() if k.endswith("/status"))
+        # With real pods (PODS=1): N objects resized from 1 to resize_to replicas, and the time
+        # until every new pod was ready too.
+        pods = r.get("pods")
+        label = f"{n} (pods, 1→{r['resize_to']})" if pods else f"{n}"
+        resized = f"{r['resize']['seconds']:.1f} s"
+        if pods:
+            resized += f" / ready {r['resize_ready']['seconds']:.1f} s"
         print(
-            f"| {n} | {r['run']} | {r['operator']} "
+            f"| {label} | {r['run']} | {r['operator']} "
             f"| {r['converge']['deployments_seconds']:.1f} s / {r['converge']['conditions_seconds']:.1f} s "
             f"| {conv['requests'] / n:.2f} ({conv['reads'] / n:.2f} + {conv['writes'] / n:.2f}) "
             f"| {conv['deployment_gets'] + quiet['deployment_gets'] + resize['deployment_gets']} "
             f"| {quiet['writes']} ({quiet['requests']}) "
-            f"| {r['resize']['seconds']:.1f} s "
+            f"| {resized} "
             f"| {resize['requests'] / n:.2f} ({resize['reads'] / n:.2f} + {resize['writes'] / n:.2f}) "
+            f"| {status_writes / n:.2f} "
             f"| {r['rss_kib'] / 1024:.0f} MiB "
             f"| {r['cpu_converge']:.1f} / {r['cpu_total']:.1f} "
             f"| {r['load_start']} / {r['load_end']} |"
