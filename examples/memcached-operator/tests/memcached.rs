@@ -508,6 +508,21 @@ async fn a_deployment_controlled_by_something_else_is_left_alone(env: TestEnv) {
     let object = cluster.object().await;
     assert_eq!(state(&object, "Degraded"), ("True", "DeploymentNotOwned"));
     assert_eq!(cluster.recorded("DeploymentNotOwned").await, 1);
+    // Each retry is logged, but the status and the event already say it: no write repeats them.
+    cluster.env.requests.clear();
+    cluster.reconcile().await.expect_err("still not ours");
+    assert_eq!(
+        cluster.env.requests.writes("events"),
+        0,
+        "{:?}",
+        cluster.requests()
+    );
+    assert_eq!(
+        cluster.env.requests.writes("memcacheds/status"),
+        0,
+        "{:?}",
+        cluster.requests()
+    );
     let deployment = cluster.deployment().await.unwrap();
     assert_eq!(replicas(&deployment), Some(7), "left as it was");
     assert!(deployment.owner_references().is_empty());

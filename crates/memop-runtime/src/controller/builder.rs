@@ -411,11 +411,20 @@ impl Report {
 
     /// Reports a problem the reconcile cannot get past by itself (see [`Self::failing`]), with
     /// a Warning event and an error in the log: return the error it gives, and the object is
-    /// retried with backoff until someone fixes the cause.
+    /// retried with backoff until someone fixes the cause. A retry that finds the status
+    /// already saying so records no event again and logs only the retry (as a warning).
     pub fn stuck(&mut self, reason: &str, message: String) -> Error {
-        tracing::error!(name = %self.name, "{message}");
+        let known = self.condition(condition::DEGRADED).is_some_and(|c| {
+            c.status == "True"
+                && c.reason == reason
+                && c.message == message
+                && c.observed_generation == self.generation
+        });
         self.failing(reason, message.clone());
-        self.event(EventType::Warning, reason, message.clone());
+        if !known {
+            tracing::error!(name = %self.name, "{message}");
+            self.event(EventType::Warning, reason, message.clone());
+        }
         Error::Invalid(message)
     }
 
