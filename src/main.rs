@@ -63,9 +63,22 @@ enum Create {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     memop::catch_interrupts();
+    let on_a_project = matches!(cli.command, Command::Create(_) | Command::Update(_) | Command::Edit(_));
+    // As `git -C` and `make -C`: a -C that names no directory is an error, never a reason to
+    // look further up (a typo in a script would change the project around it).
+    if let Some(dir) = cli.dir.as_deref().filter(|_| on_a_project)
+        && !dir.is_dir()
+    {
+        let why = if dir.exists() { "is not a directory" } else { "does not exist" };
+        memop::warn_line!(
+            "error: -C {}: {why}; pass -C with your project's directory (or run the command inside it)",
+            dir.display()
+        );
+        return ExitCode::FAILURE;
+    }
     let mut dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));
     // Commands on a project work from any directory inside it, as cargo and git find their root.
-    if matches!(cli.command, Command::Create(_) | Command::Update(_) | Command::Edit(_))
+    if on_a_project
         && !dir.join(memop::project::FILE).exists()
         && let Some(root) = memop::project::find_root(&dir)
     {

@@ -22,6 +22,8 @@ pub fn run<C: CommandFactory>(args: Args) -> Result<()> {
         _ => Shell::Bash,
     };
     let mut cmd = C::command();
-    clap_complete::generate(shell, &mut cmd, "memop", &mut std::io::stdout());
-    Ok(())
+    // Into memory first: clap_complete panics when it cannot write.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "memop", &mut script);
+    super::report(&String::from_utf8_lossy(&script))
 }

@@ -315,6 +315,44 @@ fn a_deleted_shared_file_that_lists_other_apis_is_refused_not_recreated_with_one
 }
 
 #[test]
+fn a_missing_or_non_directory_dash_c_is_refused_not_taken_for_the_enclosing_project() {
+    // As git -C and make -C: a typo in a script's -C must not change the project around it.
+    let (_tmp, dir) = project(&[]);
+    for (arg, why) in [("does-not-exist", "does not exist"), ("Makefile", "is not a directory")] {
+        refused(&dir, &format!("-C {arg} create api --group web --kind Foo --controller=false"), &[why, arg]);
+        refused(&dir, &format!("-C {arg} update"), &[why]);
+        refused(&dir, &format!("-C {arg} edit --plugins=helm/v2-alpha"), &[why]);
+    }
+}
+
+#[test]
+fn completion_into_a_closed_or_full_output_fails_or_stops_without_a_panic() {
+    // A reader that stops reading (`| head -1`) wanted no more: no error, and no panic.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_memop"))
+        .args(["completion", "bash"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // A full disk is a failure, said as for every command.
+    if let Ok(full) = fs::OpenOptions::new().write(true).open("/dev/full") {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_memop"))
+            .args(["completion", "bash"])
+            .stdout(full)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("writing to standard output") && !stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+#[test]
 fn a_command_run_inside_a_project_works_on_the_project() {
     let (_tmp, dir) = project(&[]);
     let out = ok(&dir.join("src/api"), "create api --group cache --kind Memcached");
