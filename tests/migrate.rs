@@ -103,6 +103,39 @@ fn commit(dir: &Path, message: &str) {
     common::check(dir, "git", &["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", message]);
 }
 
+/// Windows line endings are no edit, in a 0.1 migration too: checked out with
+/// `core.autocrlf=true`, memop 0.1's unedited framework files are removed, not kept as edited.
+#[test]
+fn a_project_of_memop_0_1_checked_out_with_crlf_migrates_as_with_lf() {
+    let Some(old) = old_memop() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let init = ["init", "--domain", "example.com"];
+    let dir = made_by_memop_0_1(
+        &old,
+        scratch.path(),
+        "crlf-operator",
+        &[&init, &["create", "api", "--group", "cache", "--kind", "Memcached"]],
+    );
+    // The same commit, checked out again with `\r\n`.
+    common::check(&dir, "git", &["config", "core.autocrlf", "true"]);
+    common::check(&dir, "git", &["rm", "-rq", "--cached", "."]);
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().is_some_and(|name| name != ".git") {
+            if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) }.unwrap();
+        }
+    }
+    common::check(&dir, "git", &["checkout", "-q", "HEAD", "--", "."]);
+    assert!(read(&dir, "src/manager/mod.rs").contains("\r\n"), "checked out with \\r\\n");
+
+    let out = common::memop().current_dir(&dir).arg("update").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(!stdout.contains("you edited it") && !stderr.contains("you edited it"), "{stdout}{stderr}");
+    assert!(!dir.join("src/manager").exists() && !dir.join("tests/support").exists(), "{stdout}{stderr}");
+}
+
 #[test]
 fn a_project_of_memop_0_1_updates_to_the_runtime_crates_keeping_every_edit() {
     let Some(old) = old_memop() else { return };

@@ -399,7 +399,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
                 continue;
             }
             match plan.read(path)? {
-                Some(current) if current == text => plan.remove(path)?,
+                Some(current) if merge::unix_endings(&current) == text => plan.remove(path)?,
                 Some(_) => updated.stranded.push(path.to_string_lossy().to_string()),
                 None => {}
             }
