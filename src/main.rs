@@ -69,11 +69,11 @@ fn main() -> ExitCode {
     if let Some(dir) = cli.dir.as_deref().filter(|_| on_a_project)
         && !dir.is_dir()
     {
-        let why = if dir.exists() { "is not a directory" } else { "does not exist" };
-        memop::warn_line!(
-            "error: -C {}: {why}; pass -C with your project's directory (or run the command inside it)",
-            dir.display()
-        );
+        let what = match dir.exists() {
+            true => format!("{} is not a directory", dir.display()),
+            false => format!("directory {} does not exist", dir.display()),
+        };
+        memop::warn_line!("error: {what}; pass -C with your project's directory (or run the command inside it)");
         return ExitCode::FAILURE;
     }
     let mut dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));

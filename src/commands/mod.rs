@@ -245,7 +245,14 @@ pub fn refuse_missing_shared<'a>(
 /// Prints a dry run, or applies the plan and lists what was written.
 ///
 /// Returns whether anything was written, so the caller can tailor its closing hint.
-pub fn finish(global: &Global, mut plan: Plan) -> Result<bool> {
+pub fn finish(global: &Global, plan: Plan) -> Result<bool> {
+    finish_then(global, plan, || {})
+}
+
+/// [`finish`], running `written` as soon as the plan is written, before anything is reported:
+/// what must follow the files (update's merge bases) then follows them even when the report
+/// cannot be written.
+pub fn finish_then(global: &Global, mut plan: Plan, written: impl FnOnce()) -> Result<bool> {
     plan.format_rust()?;
     record(&mut plan)?;
     // The last moment to stop: after it, the plan is written whole.
@@ -265,6 +272,7 @@ pub fn finish(global: &Global, mut plan: Plan) -> Result<bool> {
     }
     let root = plan.root().to_path_buf();
     let applied = plan.apply()?;
+    written();
     let mut report = String::new();
     // memop's copies of its runtime crates are one line each: they are not files to read.
     let mut vendored: std::collections::BTreeMap<PathBuf, usize> = Default::default();
@@ -287,7 +295,7 @@ pub fn finish(global: &Global, mut plan: Plan) -> Result<bool> {
     for path in &applied.removed {
         report.push_str(&format!("  remove  {}\n", root.join(path).display()));
     }
-    self::report(&report)?;
+    self::report(&report).context("the changes were written (`git status` shows them), but not their report")?;
     Ok(true)
 }
 

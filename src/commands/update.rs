@@ -30,7 +30,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 
-use super::{Global, finish};
+use super::{Global, finish, finish_then};
 use crate::project::{self, Project, Resource, Webhooks};
 use crate::scaffold::merge::{self, Decision};
 use crate::scaffold::{self, IfExists, Layout, Owner, Plan, RUNTIME_CRATES, Templates};
@@ -132,11 +132,11 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     }
     let from = std::mem::replace(&mut project.cli_version, version.to_string());
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
-    let written = finish(global, plan)?;
+    // The text memop's templates give now, which PROJECT.sum records as the base of the next
+    // merge: kept where git can read it back, as the text of every file committed is; right
+    // after the files, so that a report that cannot be written loses no base.
+    let written = finish_then(global, plan, || sum::keep_bases(dir, &updated.memops.bases))?;
     if written {
-        // The text memop's templates give now, which PROJECT.sum records as the base of the next
-        // merge: kept where git can read it back, as the text of every file committed is.
-        sum::keep_bases(dir, &updated.memops.bases);
         let from = match (from.is_empty(), v1) {
             (_, true) => "memop 0.1 (its framework in src/manager and tests/support)".to_string(),
             (true, false) => "an earlier memop".to_string(),
@@ -236,7 +236,7 @@ pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
         super::create_webhook::replay(&flags, &mut replayed, &mut scratch)
             .with_context(|| format!("replaying `memop create webhook {}`", flags.join(" ")))?;
     }
-    scratch.format_rust()?;
+    scratch.format_rust_required()?;
     keep_years(&mut scratch, plan)?;
     Ok(scratch)
 }

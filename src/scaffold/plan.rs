@@ -361,6 +361,17 @@ impl Plan {
     /// as rendered and a note says so. A file rustfmt cannot parse fails the command, before anything is written: the
     /// project would not compile.
     pub fn format_rust(&mut self) -> anyhow::Result<()> {
+        self.format_rust_with(false)
+    }
+
+    /// [`Self::format_rust`], failing when rustfmt cannot run instead of noting it: for text
+    /// that is compared with formatted files (`memop update`'s replay), where unformatted text
+    /// would differ from every one of them.
+    pub fn format_rust_required(&mut self) -> anyhow::Result<()> {
+        self.format_rust_with(true)
+    }
+
+    fn format_rust_with(&mut self, required: bool) -> anyhow::Result<()> {
         let mut files: Vec<(PathBuf, String)> = self
             .changes
             .iter()
@@ -382,6 +393,13 @@ impl Plan {
                     "{unparsable}\nnothing was written. If the file it names is one you edited, fix it and rerun; \
                      otherwise memop generated invalid Rust from a name you gave (a group, kind or project name that \
                      is Rust syntax where it lands): choose another, and please report it"
+                );
+            }
+            if required {
+                anyhow::bail!(
+                    "{err:#}: memop update compares memop's files with yours as rustfmt formats them, so it needs \
+                     rustfmt (install it with `rustup component add rustfmt`, or set RUSTFMT to one); nothing was \
+                     written"
                 );
             }
             self.notes.push(format!("{err:#}; run `cargo fmt` in the project"));

@@ -296,3 +296,52 @@ fn a_conversion_test_in_windows_line_endings_is_still_memops() {
     assert!(!out.stderr.contains(&format!("kept your {test}")), "{}", out.stderr);
     assert!(read(&dir, test).contains("v2"), "written again with the new version");
 }
+
+/// Without rustfmt, update cannot compare memop's files with the project's (which rustfmt
+/// formatted): it refuses, by name, rather than rewrite an up-to-date project unformatted and
+/// say "Updated".
+#[test]
+fn update_without_rustfmt_is_refused_and_changes_nothing() {
+    for project in [older_project, || {
+        let (tmp, dir) = project(&[MEMCACHED]);
+        git(&dir, &["init", "-q"]);
+        git(&dir, &["add", "-A"]);
+        git(&dir, &["commit", "-qm", "made by memop"]);
+        (tmp, dir)
+    }] {
+        let (_tmp, dir) = project();
+        let before = snapshot(&dir);
+        let out = memop(&dir, "update").env("RUSTFMT", "/nonexistent/rustfmt").assert().code(1).get_output().clone();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("needs rustfmt") && stderr.contains("rustup component add rustfmt"), "{stderr}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("Updated"), "{stderr}");
+        assert_unchanged(&dir, &before, "update without rustfmt");
+    }
+}
+
+/// An update whose report cannot be written (stdout on a full disk) has written the project:
+/// it says so, and the merge bases of the next update are kept as after any update.
+#[test]
+fn an_update_that_cannot_report_says_it_was_written_and_keeps_its_bases() {
+    let Ok(full) = fs::OpenOptions::new().write(true).open("/dev/full") else { return };
+    let (_tmp, dir) = older_project();
+    // A merge, whose base the next update needs: memop's Makefile changed, and so did yours.
+    let makefile = as_older_memop_wrote(&dir, "Makefile", "IMG ?= controller:latest", "IMG ?= controller:old");
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by memop 0.1.9"]);
+    append(&dir, "Makefile", "\nmine:\n\techo mine\n");
+    git(&dir, &["commit", "-qam", "my target"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_memop"))
+        .current_dir(&dir)
+        .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
+        .arg("update")
+        .stdout(full)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the changes were written") && stderr.contains("writing to standard output"), "{stderr}");
+    assert!(read(&dir, "PROJECT").contains(&format!("cliVersion: {}", env!("CARGO_PKG_VERSION"))));
+    let kept = Command::new("git").current_dir(&dir).args(["cat-file", "blob", "refs/memop/bases:Makefile"]).output();
+    assert_eq!(String::from_utf8(kept.unwrap().stdout).unwrap(), makefile, "the merge base is kept: {stderr}");
+}
