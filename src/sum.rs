@@ -136,8 +136,11 @@ pub fn keep_bases(dir: &Path, bases: &[(String, String)]) {
     let Some(prefix) = ask(&["rev-parse", "--show-prefix"]).filter(|_| holds && !bases.is_empty()) else {
         return;
     };
-    // A scratch index of our own: the user's index (and staged work) is never touched.
-    let index = git_dir.join("memop-bases.index");
+    // A scratch index of this call's own: the user's index (and staged work) is never touched,
+    // nor that of another update of the same repository (another project of it, say).
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let index = git_dir.join(format!("memop-bases-{}-{call}.index", std::process::id()));
     let git = |args: &[&str], input: Option<&str>| -> Option<String> {
         let mut child = std::process::Command::new("git")
             .current_dir(dir)
@@ -154,15 +157,27 @@ pub fn keep_bases(dir: &Path, bases: &[(String, String)]) {
         let out = child.wait_with_output().ok()?;
         out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
     };
-    // The bases an earlier update kept (none the first time), then this update's.
-    let _ = git(&["read-tree", BASES_REF], None);
-    for (path, text) in bases {
-        if let Some(id) = git(&["hash-object", "-w", "--stdin"], Some(text)) {
+    let ids: Vec<(String, &String)> = bases
+        .iter()
+        .filter_map(|(path, text)| Some((git(&["hash-object", "-w", "--stdin"], Some(text))?, path)))
+        .collect();
+    // The bases an earlier update kept (none the first time), then this update's; the ref moves
+    // only from the tree it was read from (compare and swap), else all over again: another
+    // update of the repository moved it meanwhile.
+    for _ in 0..20 {
+        let _ = std::fs::remove_file(&index);
+        let old = git(&["rev-parse", "--verify", "--quiet", BASES_REF], None).unwrap_or_default();
+        if !old.is_empty() && git(&["read-tree", &old], None).is_none() {
+            break;
+        }
+        for (id, path) in &ids {
             git(&["update-index", "--add", "--cacheinfo", &format!("100644,{id},{prefix}{path}")], None);
         }
-    }
-    if let Some(tree) = git(&["write-tree"], None) {
-        git(&["update-ref", BASES_REF, &tree], None);
+        // An empty old value: the ref must not exist yet.
+        let moved = git(&["write-tree"], None).and_then(|tree| git(&["update-ref", BASES_REF, &tree, &old], None));
+        if moved.is_some() {
+            break;
+        }
     }
     let _ = std::fs::remove_file(&index);
 }
@@ -212,5 +227,48 @@ mod tests {
             let error = Sum::parse(Some(&format!("{path} {id}\n"))).unwrap_err().to_string();
             assert!(error.contains(&format!("lists {path}, which is not a path inside the project")), "{error}");
         }
+    }
+
+    /// Projects of one repository updating at once each keep their bases: the scratch index is
+    /// each process's own (here, each thread's), and the ref moves only from what was read.
+    #[test]
+    fn bases_kept_at_once_by_the_projects_of_one_repository_are_all_kept() {
+        let git = |dir: &Path, args: &[&str]| {
+            let out = std::process::Command::new("git").current_dir(dir).args(args).output().expect("git");
+            assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        };
+        let repo = tempfile::tempdir().unwrap();
+        git(repo.path(), &["init", "-q"]);
+        let projects: Vec<_> = (0..8).map(|i| repo.path().join(format!("p{i}"))).collect();
+        for dir in &projects {
+            std::fs::create_dir(dir).unwrap();
+            std::fs::write(dir.join(crate::project::FILE), "domain: example.com\n").unwrap();
+        }
+        git(repo.path(), &["add", "-A"]);
+        git(repo.path(), &["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "projects"]);
+        std::thread::scope(|scope| {
+            for (i, dir) in projects.iter().enumerate() {
+                scope.spawn(move || {
+                    let bases: Vec<_> = (0..5).map(|j| (format!("f{j}"), format!("project {i}, file {j}\n"))).collect();
+                    keep_bases(dir, &bases);
+                });
+            }
+        });
+        let out = std::process::Command::new("git")
+            .current_dir(repo.path())
+            .args(["ls-tree", "-r", "--name-only", BASES_REF])
+            .output()
+            .unwrap();
+        let kept = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(kept.lines().count(), 40, "{kept}");
+        assert!(
+            !repo
+                .path()
+                .join(".git")
+                .read_dir()
+                .unwrap()
+                .any(|e| { e.unwrap().file_name().to_string_lossy().starts_with("memop-bases") }),
+            "no scratch index is left behind"
+        );
     }
 }

@@ -634,10 +634,24 @@ fn written_or_would(global: &Global) -> &'static str {
 /// Refuses to update a git work tree with uncommitted changes, as `cargo publish` does, so that
 /// the update is one diff of its own. A directory outside git has no such check.
 fn refuse_a_dirty_tree(dir: &Path) -> Result<()> {
-    let status = std::process::Command::new("git").current_dir(dir).args(["status", "--porcelain", "--", "."]).output();
-    let Some(status) = status.ok().filter(|s| s.status.success()) else {
-        return Ok(()); // not a git work tree, or no git
+    let Ok(status) =
+        std::process::Command::new("git").current_dir(dir).args(["status", "--porcelain", "--", "."]).output()
+    else {
+        return Ok(()); // no git
     };
+    if !status.status.success() {
+        let message = String::from_utf8_lossy(&status.stderr);
+        if message.contains("not a git repository") {
+            return Ok(());
+        }
+        // A repository git refuses (dubious ownership, a corrupt index) is no reason to skip
+        // the check: the update would go over uncommitted work and find no merge base.
+        bail!(
+            "git cannot tell whether the work tree has uncommitted changes: {}; fix that (git's message says how) and \
+             run `memop update` again, or pass --allow-dirty",
+            message.trim().trim_start_matches("fatal: ").replace('\n', " ")
+        );
+    }
     let text = String::from_utf8_lossy(&status.stdout);
     // memop's own lock is held by this very command (the generated .gitignore lists it).
     let dirty: Vec<&str> = text.lines().filter(|l| !l.ends_with(super::LOCK_FILE)).collect();

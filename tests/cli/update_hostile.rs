@@ -345,3 +345,17 @@ fn an_update_that_cannot_report_says_it_was_written_and_keeps_its_bases() {
     let kept = Command::new("git").current_dir(&dir).args(["cat-file", "blob", "refs/memop/bases:Makefile"]).output();
     assert_eq!(String::from_utf8(kept.unwrap().stdout).unwrap(), makefile, "the merge base is kept: {stderr}");
 }
+
+/// A repository git refuses is not a project outside git: the check for uncommitted changes
+/// fails with git's message instead of being skipped.
+#[test]
+fn update_in_a_repository_git_refuses_is_refused_with_gits_message() {
+    let (_tmp, dir) = older_project();
+    append(&dir, "README.md", "\nmy uncommitted note\n");
+    fs::write(dir.join(".git/index"), "garbage").unwrap();
+    refused(
+        &dir,
+        "update",
+        &["git cannot tell whether the work tree has uncommitted changes", "index", "--allow-dirty"],
+    );
+}
