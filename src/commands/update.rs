@@ -86,7 +86,14 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut edited = Vec::new();
     for (path, text) in shipped {
         let unedited = match plan.read(Path::new(&path))? {
-            Some(current) if merge::unix_endings(&current) == text => continue,
+            // Already this memop's text (an update killed before it wrote PROJECT.sum, say):
+            // recorded as such.
+            Some(current) if merge::unix_endings(&current) == text => {
+                if record.get(&path) != Some(sum::blob_id(&text).as_str()) {
+                    plan.set_unchanged(&path, text);
+                }
+                continue;
+            }
             Some(current) => merge::as_recorded(&current, record.get(&path)),
             // Restored: memop's file, gone.
             None => true,

@@ -517,9 +517,14 @@ impl Plan {
             remove_dirs(&created_dirs);
             return Err(err);
         }
-        // PROJECT last: if memop is killed among the renames, PROJECT does not yet list what
-        // is half-written, and re-running the command (with --force) completes it.
-        staged.sort_by_key(|(_, target, _)| target.file_name().is_some_and(|n| n == "PROJECT"));
+        // PROJECT.sum, then PROJECT, last: if memop is killed among the renames, the record
+        // still names what each file held before (a file already renamed holds memop's new
+        // text, which the rerun takes for memop's), and PROJECT does not yet list what is
+        // half-written: re-running the command completes it.
+        let root_file = |target: &Path, file: &str| target == self.root.join(file);
+        staged.sort_by_key(|(_, target, _)| {
+            (root_file(target, crate::sum::FILE) as u8) + 2 * (root_file(target, crate::project::FILE) as u8)
+        });
         let mut done: Vec<(&PathBuf, &Change)> = Vec::new();
         for (tmp, target, change) in &staged {
             let result = match tmp {
@@ -563,6 +568,7 @@ impl Plan {
         staged: &mut Vec<(Option<PathBuf>, PathBuf, &'a Change)>,
         created_dirs: &mut Vec<PathBuf>,
     ) -> Result<()> {
+        let mut cleaned = std::collections::HashSet::new();
         for (path, change) in &self.changes {
             // Checked again right before writing: the tree may have changed since planning.
             self.check_inside(path)?;
@@ -573,6 +579,7 @@ impl Plan {
             }
             let parent = target.parent().unwrap_or(&self.root).to_path_buf();
             create_dirs(&parent, created_dirs)?;
+            remove_stale_temps(&parent, &mut cleaned);
             let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let (Change::Create { contents } | Change::Update { new: contents, .. }) = change else { continue };
             let (tmp, mut file) = create_temp(&parent, &name)?;
@@ -591,6 +598,21 @@ impl Plan {
 
 /// Creates a new temporary file beside `name` in `dir`: a name no one can predict, created only
 /// if nothing (a file, or a symbolic link) is there yet.
+/// Removes the temporary files a killed memop left in `dir` (once per directory): the project's
+/// lock, which this command holds, keeps any other memop from writing there now.
+fn remove_stale_temps(dir: &Path, cleaned: &mut std::collections::HashSet<PathBuf>) {
+    if !cleaned.insert(dir.to_path_buf()) {
+        return;
+    }
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') && name.ends_with(".memop-tmp") && entry.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
 fn create_temp(dir: &Path, name: &str) -> Result<(PathBuf, fs::File)> {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
     for attempt in 0..100u32 {

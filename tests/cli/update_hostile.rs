@@ -359,3 +359,48 @@ fn update_in_a_repository_git_refuses_is_refused_with_gits_message() {
         &["git cannot tell whether the work tree has uncommitted changes", "index", "--allow-dirty"],
     );
 }
+
+/// A kill at any moment of an update's renames (a CI timeout, the OOM killer) leaves a project
+/// the next run completes: the same project as an update that was never killed. Needs strace,
+/// to kill memop at its Nth rename.
+#[test]
+fn an_update_killed_at_any_of_its_renames_is_completed_by_the_next_run() {
+    if Command::new("strace").arg("-V").output().is_err() {
+        eprintln!("skipped: no strace on PATH to kill memop at a rename");
+        return;
+    }
+    let (clean, clean_sum) = {
+        let (_tmp, dir) = older_project();
+        ok(&dir, "update");
+        (without_git(snapshot(&dir)), read(&dir, "PROJECT.sum"))
+    };
+    let mut killed = 0;
+    for n in 1.. {
+        let (_tmp, dir) = older_project();
+        let out = Command::new("strace")
+            .current_dir(&dir)
+            .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
+            .args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=rename,renameat,renameat2"])
+            .args(["-e", &format!("inject=rename,renameat,renameat2:signal=SIGKILL:when={n}")])
+            .args([env!("CARGO_BIN_EXE_memop"), "update"])
+            .output()
+            .unwrap();
+        if out.status.success() {
+            break; // fewer than n renames: every kill point was tried
+        }
+        killed += 1;
+        // Killed: the tree is half-written, so not clean for git; the rerun completes it.
+        let out = memop(&dir, "update --allow-dirty").output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "killed at rename {n}, the rerun failed:\n{stderr}");
+        let after = without_git(snapshot(&dir));
+        let sum = read(&dir, "PROJECT.sum");
+        let differs: Vec<_> = sum.lines().filter(|l| !clean_sum.lines().any(|c| c == *l)).collect();
+        assert_eq!(changed(&clean, &after), Vec::<PathBuf>::new(), "killed at rename {n}:\n{stderr}\n{differs:?}");
+    }
+    assert!(killed >= 4, "memop was killed at only {killed} renames");
+}
+
+fn without_git(tree: Tree) -> Tree {
+    tree.into_iter().filter(|(path, _)| !path.starts_with(".git")).collect()
+}
