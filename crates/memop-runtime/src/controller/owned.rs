@@ -114,9 +114,17 @@ impl<K: Resource<DynamicType = ()>> Changes<K> {
     fn add(&self, metadata: &ObjectMeta) {
         let key = ObjectRef::<K>::new(metadata.name.as_deref().unwrap_or_default())
             .within(metadata.namespace.as_deref().unwrap_or_default());
+        // Only what the controller maps a change by (its owners), not the labels and
+        // annotations: a fleet changed at once queues an entry per object.
+        let metadata = ObjectMeta {
+            name: metadata.name.clone(),
+            namespace: metadata.namespace.clone(),
+            owner_references: metadata.owner_references.clone(),
+            ..ObjectMeta::default()
+        };
         let mut queue = self.queue.lock().expect("changes lock");
         let (order, newest) = &mut *queue;
-        if newest.insert(key.clone(), metadata.clone()).is_none() {
+        if newest.insert(key.clone(), metadata).is_none() {
             order.push_back(key);
         }
         drop(queue);
