@@ -176,3 +176,40 @@ fn copy(from: &Path, to: &Path) {
         }
     }
 }
+
+/// `make manifests` (and `cargo build`) and `cargo test` build the same dependencies: the crates
+/// the tests add bring no feature of a shared dependency that the project lacks, which would
+/// build it, and everything above it (tokio under kube, axum and the runtime), a second time.
+#[test]
+fn the_tests_build_no_dependency_a_second_time() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/memcached-operator");
+    let features = |edges: &[&str]| -> std::collections::BTreeMap<String, String> {
+        let out = std::process::Command::new("cargo")
+            .current_dir(&example)
+            .args(["tree", "--offline", "--prefix", "none", "--format", "{p}|{f}"])
+            .args(edges)
+            .output()
+            .expect("cargo tree");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            // A package shown again is marked `(*)`, its features left out: its first line has them.
+            .filter(|line| !line.ends_with("(*)"))
+            .filter_map(|line| line.split_once('|'))
+            // "tokio v1.54.1 (path or (*))": the package and version.
+            .map(|(package, features)| {
+                let package = package.split(" (").next().unwrap_or(package).to_string();
+                (package, features.to_string())
+            })
+            .collect()
+    };
+    let built = features(&["-e", "no-dev"]);
+    let tested = features(&[]);
+    let twice: Vec<String> = built
+        .iter()
+        .filter(|(package, features)| tested.get(*package).is_some_and(|f| f != *features))
+        .map(|(package, features)| format!("{package}: [{features}] vs [{}]", tested[package]))
+        .collect();
+    assert!(built.len() > 100, "{built:?}");
+    assert!(twice.is_empty(), "built twice, with other features for the tests: {twice:#?}");
+}
