@@ -130,6 +130,7 @@ pub async fn serve(
                 &flags.webhook_cert_name,
                 &flags.webhook_cert_key,
             )
+            .await
             .context(
                 "the webhook server's certificate: deploy with cert-manager (the [CERTMANAGER] sections of \
                  config/default/kustomization.yaml) or with config/webhook-certs, pass --webhook-cert-path; on \
