@@ -14,7 +14,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use memop_runtime::Operator;
 use memop_runtime::manager::Shared;
 use memop_runtime::webhook::{self, CONVERT_PATH, Conversion, Webhook};
@@ -129,8 +129,31 @@ async fn make_runs_webhooks_are_served_on_this_machine_and_undone_at_shutdown() 
         },
     });
     crd.spec.conversion = Some(serde_json::from_value(installed).unwrap());
+    // v1 as it was before `replicas` became required: objects stored then cannot be read as
+    // today's v1::Gadget.
+    let mut schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+    assert_eq!(crd.spec.versions[0].name, "v1");
+    schema["openAPIV3Schema"]["properties"]["spec"]["required"] = json!([]);
+    crd.spec.versions[0].schema = serde_json::from_value(schema).unwrap();
     crds.create(&PostParams::default(), &crd).await.unwrap();
     wait_established(&crds).await;
+    // Stored in v1 (the storage version: no conversion, and no webhook yet to refuse it).
+    let v1_dynamic = Api::<DynamicObject>::namespaced_with(
+        env.admin.clone(),
+        &env.namespace,
+        &ApiResource::erase::<v1::Gadget>(&()),
+    );
+    let unreadable: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "local.example.com/v1",
+        "kind": "Gadget",
+        "metadata": { "name": "unreadable" },
+        "spec": { "defaulted": "kept" },
+    }))
+    .unwrap();
+    v1_dynamic
+        .create(&PostParams::default(), &unreadable)
+        .await
+        .unwrap();
     // As stored, with the API server's defaults (the Service's port).
     let installed = serde_json::to_value(crds.get(CRD).await.unwrap().spec.conversion).unwrap();
 
@@ -203,6 +226,35 @@ async fn make_runs_webhooks_are_served_on_this_machine_and_undone_at_shutdown() 
     spokes.create(&PostParams::default(), &spoke).await.unwrap();
     assert_eq!(hubs.get("spoke").await.unwrap().spec.replicas, 2);
     assert_eq!(spokes.get("spoke").await.unwrap().spec.size, 2);
+    // An object the webhook cannot convert: read and written through v1beta1, it fails with a
+    // message that names it, and it is stored as it was (relabelled and passed on in its old
+    // shape, the API server would prune `defaulted`, which v1beta1 lacks, and store the pruned
+    // object back at the write).
+    let v1beta1_dynamic = Api::<DynamicObject>::namespaced_with(
+        env.admin.clone(),
+        &env.namespace,
+        &ApiResource::erase::<v1beta1::Gadget>(&()),
+    );
+    let expected = format!(
+        "cannot convert Gadget {}/unreadable from local.example.com/v1 to local.example.com/v1beta1: \
+         cannot read it as local.example.com/v1: missing field `replicas`",
+        env.namespace
+    );
+    let error = v1beta1_dynamic.get("unreadable").await.unwrap_err();
+    assert!(error.to_string().contains(&expected), "{error}");
+    let label = json!({ "metadata": { "labels": { "touched": "yes" } } });
+    let error = v1beta1_dynamic
+        .patch("unreadable", &PatchParams::default(), &Patch::Merge(&label))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains(&expected), "{error}");
+    let stored = v1_dynamic.get("unreadable").await.unwrap();
+    assert_eq!(stored.data["spec"], json!({ "defaulted": "kept" }));
+    v1_dynamic
+        .delete("unreadable", &Default::default())
+        .await
+        .unwrap();
+
     let pointed = crds
         .get(CRD)
         .await

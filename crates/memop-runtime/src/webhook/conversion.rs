@@ -77,13 +77,17 @@ pub fn conversion_crds(
 /// The conversion webhook: converts each object of a ConversionReview to the version it asks
 /// for.
 ///
-/// The API server fails a whole LIST or WATCH when one object fails to convert, so objects are
-/// converted one by one, and one that cannot be read as its version's type (stored before a
-/// change of the type, say) is passed on as it is, in the version asked for, with a warning in
-/// the log: it reaches clients that can read it (kubectl, the garbage and namespace
-/// collectors), and is stored again as it was if written back unchanged. A review is failed
-/// only when the request is not a ConversionReview or asks for a conversion this webhook does
-/// not know, and then with a ConversionReview that says why (HTTP 200), not an HTTP error.
+/// As controller-runtime's conversion webhook, it fails the whole review when one object
+/// cannot be converted (cannot be read as its version's type: stored before a change of the
+/// type, say), with a message that names the object and says what failed; the API server then
+/// fails the request (a GET, or a LIST or WATCH of objects among which it is). Passing such an
+/// object on unconverted, relabelled with the version asked for, would be worse: the API server
+/// prunes the fields that version does not have, and a write through that version (a status
+/// update, a label) would store the pruned object, losing every field whose name differs
+/// between versions. The object is repaired by writing it in its stored version, or by fixing
+/// its `From` impls. A review is also failed, with a ConversionReview that says why (HTTP 200)
+/// rather than an HTTP error, when the request is not a ConversionReview or asks for a
+/// conversion this webhook does not know.
 pub fn converting(conversions: Vec<Conversion>) -> MethodRouter {
     let conversions = Arc::new(conversions);
     post(move |body: Body| async move {
@@ -137,18 +141,24 @@ fn convert_review(conversions: &[Conversion], body: &[u8]) -> ConversionResponse
                 keep_metadata(&mut converted_object, object);
                 converted.push(converted_object);
             }
-            Err(Unconverted::Unreadable(message)) => {
+            Err(Unconverted::Unreadable(why)) => {
+                let text = |field: &str| object[field].as_str().unwrap_or_default();
                 let metadata = &object["metadata"];
-                tracing::warn!(
-                    name = metadata["name"].as_str().unwrap_or_default(),
-                    namespace = metadata["namespace"].as_str().unwrap_or_default(),
-                    %desired,
-                    %message,
-                    "passing on an object that cannot be converted as it is"
+                let name = match metadata["namespace"].as_str() {
+                    Some(namespace) => format!(
+                        "{namespace}/{}",
+                        metadata["name"].as_str().unwrap_or_default()
+                    ),
+                    None => metadata["name"].as_str().unwrap_or_default().to_string(),
+                };
+                let message = format!(
+                    "cannot convert {} {name} from {} to {desired}: {why}",
+                    text("kind"),
+                    text("apiVersion"),
                 );
-                let mut object = object.clone();
-                object["apiVersion"] = Value::String(desired.clone());
-                converted.push(object);
+                tracing::warn!(%message, "conversion failed");
+                let response = ConversionResponse::for_request(request);
+                return response.failure(Status::failure(&message, "ConversionFailed"));
             }
             Err(Unconverted::Unknown(message)) => {
                 let response = ConversionResponse::for_request(request);
@@ -223,11 +233,17 @@ pub(super) fn convert(
         .then(|| spoke(desired))
         .transpose()?;
     let object = match to_hub {
-        Some(spoke) => (spoke.to_hub)(object).map_err(Unconverted::Unreadable)?,
+        Some(spoke) => (spoke.to_hub)(object)
+            .map_err(|why| Unconverted::Unreadable(format!("cannot read it as {from}: {why}")))?,
         None => object,
     };
     match from_hub {
-        Some(spoke) => (spoke.from_hub)(object).map_err(Unconverted::Unreadable),
+        Some(spoke) => (spoke.from_hub)(object).map_err(|why| {
+            Unconverted::Unreadable(match from == *hub {
+                true => format!("cannot read it as {hub}: {why}"),
+                false => format!("its conversion to {hub} cannot be read: {why}"),
+            })
+        }),
         None => Ok(object),
     }
 }

@@ -267,26 +267,37 @@ fn conversion_review(desired: &str, objects: Value) -> String {
 }
 
 #[tokio::test]
-async fn an_object_that_cannot_be_converted_does_not_fail_the_others() {
+async fn an_object_that_cannot_be_converted_fails_the_review_naming_it() {
     let good = json!({ "apiVersion": "example.com/v1beta1", "kind": "Thing", "metadata": { "name": "good" }, "spec": { "size": 2 } });
     // Stored before `size` was required, say.
-    let bad = json!({ "apiVersion": "example.com/v1beta1", "kind": "Thing", "metadata": { "name": "bad" }, "spec": {} });
-    let conversions = vec![Conversion::between::<v1::Thing, v1beta1::Thing>()];
+    let bad = json!({ "apiVersion": "example.com/v1beta1", "kind": "Thing", "metadata": { "name": "bad", "namespace": "default" }, "spec": {} });
+    let conversions = || vec![Conversion::between::<v1::Thing, v1beta1::Thing>()];
     let answer = post_to(
-        converting(conversions),
+        converting(conversions()),
         conversion_review("example.com/v1", json!([good, bad])),
     )
     .await;
+    // Not relabelled and passed on in its old shape: the API server would prune what the
+    // version asked for does not have, and a write through it would store the pruned object.
     let response = &answer["response"];
     assert_eq!(response["uid"], "1");
-    assert_eq!(response["result"]["status"], "Success", "{answer}");
-    let objects = response["convertedObjects"].as_array().unwrap();
-    assert_eq!(objects.len(), 2);
-    assert_eq!(objects[0]["spec"], json!({ "replicas": 2 }));
-    // Passed on as it is, in the version asked for.
-    let mut passed = bad.clone();
-    passed["apiVersion"] = json!("example.com/v1");
-    assert_eq!(objects[1], passed);
+    assert_eq!(response["result"]["status"], "Failure", "{answer}");
+    assert_eq!(response["convertedObjects"], json!([]), "{answer}");
+    let message = response["result"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "cannot convert Thing default/bad from example.com/v1beta1 to example.com/v1: \
+             cannot read it as example.com/v1beta1: missing field `size`"
+        ),
+        "{message}"
+    );
+    // The good one alone converts.
+    let answer = post_to(
+        converting(conversions()),
+        conversion_review("example.com/v1", json!([good])),
+    )
+    .await;
+    assert_eq!(answer["response"]["result"]["status"], "Success");
 }
 
 #[tokio::test]
