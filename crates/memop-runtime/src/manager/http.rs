@@ -196,33 +196,7 @@ where
         builder = builder.http1_only();
     }
     let activity = Arc::new(Activity::new());
-    let service = {
-        let activity = activity.clone();
-        tower::service_fn(move |request: axum::http::Request<hyper::body::Incoming>| {
-            let expired = Arc::new(AtomicBool::new(false));
-            let mut request =
-                request.map(|body| TimedBody::new(body, limits.body_read_timeout, expired.clone()));
-            request
-                .extensions_mut()
-                .insert(axum::extract::ConnectInfo(peer));
-            let serving = activity.serving();
-            let response = router.clone().oneshot(request);
-            async move {
-                let mut response = response.await;
-                if expired.load(Ordering::SeqCst) {
-                    // Not left open to drain the rest of a trickled body.
-                    if let Ok(response) = &mut response {
-                        (response.headers_mut()).insert(
-                            http::header::CONNECTION,
-                            http::HeaderValue::from_static("close"),
-                        );
-                    }
-                }
-                drop(serving);
-                response
-            }
-        })
-    };
+    let service = timed(router, activity.clone(), peer, limits);
     let connection = builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(service));
     tokio::pin!(connection);
     // hyper closes an idle HTTP/1.1 connection itself (its header read timer starts when the
@@ -243,6 +217,56 @@ where
     if let Err(err) = served {
         tracing::debug!(error = %err, "{what} connection closed with an error");
     }
+}
+
+/// The service of one connection from `peer`: `router`, with each request's body timed
+/// ([`TimedBody`]), the connection closed after a request whose body came too late, each
+/// request carrying the peer's address (axum's `ConnectInfo<SocketAddr>`), and `activity`
+/// counting the requests in flight.
+fn timed<B>(
+    router: Router,
+    activity: Arc<Activity>,
+    peer: SocketAddr,
+    limits: Limits,
+) -> impl tower::Service<
+    axum::http::Request<B>,
+    Response = axum::response::Response,
+    Error = std::convert::Infallible,
+    Future = futures::future::BoxFuture<
+        'static,
+        Result<axum::response::Response, std::convert::Infallible>,
+    >,
+> + Clone
++ Send
+where
+    B: http_body::Body<Data = bytes::Bytes> + Unpin + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    tower::service_fn(move |request: axum::http::Request<B>| {
+        let expired = Arc::new(AtomicBool::new(false));
+        let mut request =
+            request.map(|body| TimedBody::new(body, limits.body_read_timeout, expired.clone()));
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(peer));
+        let serving = activity.serving();
+        let response = router.clone().oneshot(request);
+        let answered: futures::future::BoxFuture<'static, _> = Box::pin(async move {
+            let mut response = response.await;
+            if expired.load(Ordering::SeqCst) {
+                // Not left open to drain the rest of a trickled body.
+                if let Ok(response) = &mut response {
+                    (response.headers_mut()).insert(
+                        http::header::CONNECTION,
+                        http::HeaderValue::from_static("close"),
+                    );
+                }
+            }
+            drop(serving);
+            response
+        });
+        answered
+    })
 }
 
 /// The connections an endpoint has open, in all and per client address, and those waiting for
