@@ -13,8 +13,8 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::CustomResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::{CustomResourceExt, ResourceExt};
 use memop_runtime::Operator;
 use memop_runtime::manager::Shared;
 use memop_runtime::webhook::{self, CONVERT_PATH, Conversion, Webhook};
@@ -294,6 +294,56 @@ async fn make_runs_webhooks_are_served_on_this_machine_and_undone_at_shutdown() 
             .unwrap()
             .is_none()
     );
+
+    // A local manager killed before its cleanup (SIGKILL, a laptop gone) leaves the CRD
+    // pointed at it, with a lease that says what to put back; the next `make run` puts back
+    // that, not the conversion the killed one left.
+    let killed = local_manager(&env).await;
+    killed.shutdown.trigger(); // Its servers and lease renewals stop; its cleanup never runs.
+    let left = crds.get(CRD).await.unwrap();
+    let lease = left.annotations().get(webhook::LOCAL_CONVERSION).cloned();
+    let again = local_manager(&env).await;
+    again.shutdown.trigger();
+    again.shutdown.run_deferred(Duration::from_secs(10)).await;
+    let crd = crds.get(CRD).await.unwrap();
+    let restored = serde_json::to_value(&crd.spec.conversion).unwrap();
+    assert_eq!(
+        restored, installed,
+        "the CRD's conversion as make install applied it, not as the killed manager left it"
+    );
+    assert!(!crd.annotations().contains_key(webhook::LOCAL_CONVERSION));
+    let lease: serde_json::Value = serde_json::from_str(&lease.expect("a lease")).unwrap();
+    assert_eq!(lease["restore"], installed);
+    assert!(lease["expires"].as_u64().is_some(), "{lease}");
+}
+
+/// A manager serving its webhooks on this machine (`--webhook-url`), as `make run` starts it.
+async fn local_manager(env: &TestEnv) -> Shared {
+    let port = free_port().unwrap();
+    let url = format!("https://127.0.0.1:{port}");
+    let bind = format!("127.0.0.1:{port}");
+    let cli = Cli::parse_from([
+        "manager",
+        "--webhook-url",
+        &url,
+        "--webhook-bind-address",
+        &bind,
+    ]);
+    let shared = Shared::new(&OPERATOR, env.admin.clone(), None);
+    let conversions = vec![Conversion::between::<v1::Gadget, v1beta1::Gadget>()];
+    let routes = Router::new().route(CONVERT_PATH, webhook::converting(conversions));
+    webhook::serve(
+        &OPERATOR,
+        &cli.webhook,
+        false,
+        &shared,
+        routes,
+        vec![CRD.into()],
+        &[],
+    )
+    .await
+    .unwrap();
+    shared
 }
 
 #[tokio::test]

@@ -36,4 +36,5 @@ pub use configuration::{
     METADATA_ONLY_UPDATE, METADATA_ONLY_UPDATE_NAME, Webhook, configurations, manifests_yaml,
 };
 pub use conversion::{CONVERT_PATH, Conversion, conversion_crds, converting};
+pub use local::LOCAL_CONVERSION;
 pub use server::{Flags, measured, serve};
