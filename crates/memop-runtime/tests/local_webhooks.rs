@@ -13,8 +13,8 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::CustomResourceExt;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::{CustomResourceExt, ResourceExt};
 use memop_runtime::Operator;
 use memop_runtime::manager::Shared;
 use memop_runtime::webhook::{self, CONVERT_PATH, Conversion, Webhook};
@@ -129,8 +129,31 @@ async fn make_runs_webhooks_are_served_on_this_machine_and_undone_at_shutdown() 
         },
     });
     crd.spec.conversion = Some(serde_json::from_value(installed).unwrap());
+    // v1 as it was before `replicas` became required: objects stored then cannot be read as
+    // today's v1::Gadget.
+    let mut schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+    assert_eq!(crd.spec.versions[0].name, "v1");
+    schema["openAPIV3Schema"]["properties"]["spec"]["required"] = json!([]);
+    crd.spec.versions[0].schema = serde_json::from_value(schema).unwrap();
     crds.create(&PostParams::default(), &crd).await.unwrap();
     wait_established(&crds).await;
+    // Stored in v1 (the storage version: no conversion, and no webhook yet to refuse it).
+    let v1_dynamic = Api::<DynamicObject>::namespaced_with(
+        env.admin.clone(),
+        &env.namespace,
+        &ApiResource::erase::<v1::Gadget>(&()),
+    );
+    let unreadable: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "local.example.com/v1",
+        "kind": "Gadget",
+        "metadata": { "name": "unreadable" },
+        "spec": { "defaulted": "kept" },
+    }))
+    .unwrap();
+    v1_dynamic
+        .create(&PostParams::default(), &unreadable)
+        .await
+        .unwrap();
     // As stored, with the API server's defaults (the Service's port).
     let installed = serde_json::to_value(crds.get(CRD).await.unwrap().spec.conversion).unwrap();
 
@@ -203,6 +226,35 @@ async fn make_runs_webhooks_are_served_on_this_machine_and_undone_at_shutdown() 
     spokes.create(&PostParams::default(), &spoke).await.unwrap();
     assert_eq!(hubs.get("spoke").await.unwrap().spec.replicas, 2);
     assert_eq!(spokes.get("spoke").await.unwrap().spec.size, 2);
+    // An object the webhook cannot convert: read and written through v1beta1, it fails with a
+    // message that names it, and it is stored as it was (relabelled and passed on in its old
+    // shape, the API server would prune `defaulted`, which v1beta1 lacks, and store the pruned
+    // object back at the write).
+    let v1beta1_dynamic = Api::<DynamicObject>::namespaced_with(
+        env.admin.clone(),
+        &env.namespace,
+        &ApiResource::erase::<v1beta1::Gadget>(&()),
+    );
+    let expected = format!(
+        "cannot convert Gadget {}/unreadable from local.example.com/v1 to local.example.com/v1beta1: \
+         cannot read it as local.example.com/v1: missing field `replicas`",
+        env.namespace
+    );
+    let error = v1beta1_dynamic.get("unreadable").await.unwrap_err();
+    assert!(error.to_string().contains(&expected), "{error}");
+    let label = json!({ "metadata": { "labels": { "touched": "yes" } } });
+    let error = v1beta1_dynamic
+        .patch("unreadable", &PatchParams::default(), &Patch::Merge(&label))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains(&expected), "{error}");
+    let stored = v1_dynamic.get("unreadable").await.unwrap();
+    assert_eq!(stored.data["spec"], json!({ "defaulted": "kept" }));
+    v1_dynamic
+        .delete("unreadable", &Default::default())
+        .await
+        .unwrap();
+
     let pointed = crds
         .get(CRD)
         .await
@@ -245,6 +297,56 @@ async fn make_runs_webhooks_are_served_on_this_machine_and_undone_at_shutdown() 
             .unwrap()
             .is_none()
     );
+
+    // A local manager killed before its cleanup (SIGKILL, a laptop gone) leaves the CRD
+    // pointed at it, with a lease that says what to put back; the next `make run` puts back
+    // that, not the conversion the killed one left.
+    let killed = local_manager(&env).await;
+    killed.shutdown().trigger(); // Its servers and lease renewals stop; its cleanup never runs.
+    let left = crds.get(CRD).await.unwrap();
+    let lease = left.annotations().get(webhook::LOCAL_CONVERSION).cloned();
+    let again = local_manager(&env).await;
+    again.shutdown().trigger();
+    again.shutdown().run_deferred(Duration::from_secs(10)).await;
+    let crd = crds.get(CRD).await.unwrap();
+    let restored = serde_json::to_value(&crd.spec.conversion).unwrap();
+    assert_eq!(
+        restored, installed,
+        "the CRD's conversion as make install applied it, not as the killed manager left it"
+    );
+    assert!(!crd.annotations().contains_key(webhook::LOCAL_CONVERSION));
+    let lease: serde_json::Value = serde_json::from_str(&lease.expect("a lease")).unwrap();
+    assert_eq!(lease["restore"], installed);
+    assert!(lease["expires"].as_u64().is_some(), "{lease}");
+}
+
+/// A manager serving its webhooks on this machine (`--webhook-url`), as `make run` starts it.
+async fn local_manager(env: &TestEnv) -> Shared {
+    let port = free_port().unwrap();
+    let url = format!("https://127.0.0.1:{port}");
+    let bind = format!("127.0.0.1:{port}");
+    let cli = Cli::parse_from([
+        "manager",
+        "--webhook-url",
+        &url,
+        "--webhook-bind-address",
+        &bind,
+    ]);
+    let shared = Shared::new(&OPERATOR, env.admin.clone(), None);
+    let conversions = vec![Conversion::between::<v1::Gadget, v1beta1::Gadget>()];
+    let routes = Router::new().route(CONVERT_PATH, webhook::converting(conversions));
+    webhook::serve(
+        &OPERATOR,
+        &cli.webhook,
+        false,
+        &shared,
+        routes,
+        vec![CRD.into()],
+        &[],
+    )
+    .await
+    .unwrap();
+    shared
 }
 
 #[tokio::test]

@@ -391,11 +391,21 @@ async fn a_manager_whose_caches_cannot_sync_fails_visibly_and_stops_on_sigterm()
     })
     .await;
     let waiting = format!("waiting for controllers to sync: {}", configmaps::NAME);
+    // Unauthenticated: the answer names the check, not the controller nor why.
     assert_eq!(
         manager.probe("/readyz"),
-        Some((503, waiting.clone())),
+        Some((
+            503,
+            "[-]caches-synced failed: reason withheld\n[+]watches-answering ok\n\
+             [+]watches-running ok\nreadyz check failed\n"
+                .into()
+        )),
         "not ready before its caches sync"
     );
+    eventually("why, in the log", WAIT, || async {
+        manager.log().contains("readyz check failed") && manager.log().contains(&waiting)
+    })
+    .await;
     // Without the rights of config/rbac/metrics_auth_role.yaml, the manager cannot review
     // even a metrics reader's token.
     let reader = env

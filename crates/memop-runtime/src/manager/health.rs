@@ -12,8 +12,10 @@
 //! (below) makes it unready all the same.
 //!
 //! Once synced, a watch that has not heard from the API server for longer than the silence
-//! limit (see `watchdog.rs`) makes `/readyz` fail too, naming it, until it hears again: its
-//! cache may be stale. So does a watch whose task died (panicked), for good: its cache is.
+//! limit (see `watchdog.rs`) makes `/readyz` fail too, until it hears again: its cache may be
+//! stale. So does a watch whose task died (panicked), for good: its cache is. The answer names
+//! the check that fails, never the watch nor why: the probe port has no authentication (see
+//! [`router`]); the reason is logged.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
@@ -21,11 +23,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::routing::get;
 use kube::runtime::reflector::{Lookup, Store};
 
 use super::watchdog::WATCH_SILENCE_LIMIT;
+
+/// The names of the checks of `/readyz`, which its answer lists (`[-]name failed: reason
+/// withheld`) without saying why: the controllers' caches have synced, their watches hear from
+/// the API server, and their watches' tasks run.
+const SYNCED: &str = "caches-synced";
+const ANSWERING: &str = "watches-answering";
+const RUNNING: &str = "watches-running";
 
 /// How often a controller's cache is checked for its first sync.
 const POLL: Duration = Duration::from_millis(100);
@@ -74,33 +84,42 @@ impl Readiness {
 
     /// `None` when ready; otherwise why not.
     pub fn check(&self) -> Option<String> {
+        let why: Vec<String> = (self.checks().into_iter())
+            .filter_map(|(_, failed)| failed)
+            .collect();
+        (!why.is_empty()).then(|| why.join("; "))
+    }
+
+    /// Each check of readiness, by a fixed name that says nothing of the manager's watches,
+    /// with why it fails, if it does (all pass on a standby).
+    fn checks(&self) -> [(&'static str, Option<String>); 3] {
         let state = self.state.lock().expect("readiness lock");
         if state.standby {
-            return None;
+            return [(SYNCED, None), (ANSWERING, None), (RUNNING, None)];
         }
-        let mut why = Vec::new();
         // Serving conversions, it does not wait for its caches' first sync (see the module's
         // documentation), but a watch gone silent still makes it unready.
-        if !state.converting {
-            why.extend(Self::not_synced(&state));
-        }
-        if !state.silent.is_empty() {
+        let synced = match state.converting {
+            true => None,
+            false => Self::not_synced(&state),
+        };
+        let answering = (!state.silent.is_empty()).then(|| {
             let silent: Vec<_> = state.silent.keys().copied().collect();
-            why.push(format!(
+            format!(
                 "no answer from the API server for more than {:?} on watches: {}",
                 self.silence_limit,
                 silent.join(", ")
-            ));
-        }
-        if !state.dead.is_empty() {
+            )
+        });
+        let running = (!state.dead.is_empty()).then(|| {
             let dead: Vec<_> = state.dead.keys().copied().collect();
-            why.push(format!(
+            format!(
                 "watches whose task died (their caches no longer follow the API server; restart \
                  the manager): {}",
                 dead.join(", ")
-            ));
-        }
-        (!why.is_empty()).then(|| why.join("; "))
+            )
+        });
+        [(SYNCED, synced), (ANSWERING, answering), (RUNNING, running)]
     }
 
     /// Which controllers have not synced yet, if any (or that none has started).
@@ -223,21 +242,77 @@ impl Readiness {
     }
 }
 
+/// The probes' routes: `/healthz` and `/readyz`.
+///
+/// They are served without authentication (the kubelet calls them), so, as controller-runtime's
+/// `healthz` handler does, an answer names only the checks (fixed names), never why one fails,
+/// which would name the manager's controllers and watches: `ok` when ready; otherwise 503 and a
+/// line per check, `[+]caches-synced ok` or `[-]watches-answering failed: reason withheld`; the
+/// same lines on success with `?verbose`. Why a check fails is logged (once per change), where
+/// only those who may read the manager's logs see it.
 pub fn router(readiness: Readiness) -> Router {
+    let logged = Arc::new(Mutex::new(None::<String>));
     Router::new()
-        .route("/healthz", get(|| async { "ok" }))
         .route(
-            "/readyz",
-            get(move || {
-                let readiness = readiness.clone();
-                async move {
-                    match readiness.check() {
-                        None => (StatusCode::OK, "ok".to_string()),
-                        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
-                    }
+            "/healthz",
+            get(|query: RawQuery| async move {
+                match verbose(&query) {
+                    true => "[+]ping ok\nhealthz check passed\n",
+                    false => "ok",
                 }
             }),
         )
+        .route(
+            "/readyz",
+            get(move |query: RawQuery| {
+                let (readiness, logged) = (readiness.clone(), logged.clone());
+                async move {
+                    let checks = readiness.checks();
+                    let why: Vec<&str> = (checks.iter())
+                        .filter_map(|(_, failed)| failed.as_deref())
+                        .collect();
+                    let why = (!why.is_empty()).then(|| why.join("; "));
+                    {
+                        let mut logged = logged.lock().expect("readiness log lock");
+                        if *logged != why {
+                            match &why {
+                                Some(why) => tracing::info!(%why, "readyz check failed"),
+                                None => tracing::info!("readyz check passed"),
+                            }
+                            *logged = why.clone();
+                        }
+                    }
+                    let failed = why.is_some();
+                    let status = match failed {
+                        true => StatusCode::SERVICE_UNAVAILABLE,
+                        false => StatusCode::OK,
+                    };
+                    if !failed && !verbose(&query) {
+                        return (status, "ok".to_string());
+                    }
+                    let mut text = String::new();
+                    for (name, failed) in checks {
+                        match failed {
+                            None => text.push_str(&format!("[+]{name} ok\n")),
+                            Some(_) => {
+                                text.push_str(&format!("[-]{name} failed: reason withheld\n"))
+                            }
+                        }
+                    }
+                    text.push_str(match failed {
+                        true => "readyz check failed\n",
+                        false => "readyz check passed\n",
+                    });
+                    (status, text)
+                }
+            }),
+        )
+}
+
+/// Whether a probe's query asks for every check (`?verbose`, with or without a value).
+fn verbose(query: &RawQuery) -> bool {
+    (query.0.as_deref().unwrap_or_default().split('&'))
+        .any(|pair| pair.split('=').next() == Some("verbose"))
 }
 
 #[cfg(test)]
@@ -281,5 +356,58 @@ mod tests {
         assert!(why.contains("memcached"), "{why}");
         readiness.silent("memcached", false);
         assert_eq!(readiness.check(), None);
+    }
+
+    /// Gets `path` from the probes' router: its status and body.
+    async fn probe(readiness: &Readiness, path: &str) -> (u16, String) {
+        use tower::ServiceExt as _;
+        let request = axum::http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = router(readiness.clone()).oneshot(request).await.unwrap();
+        let status = response.status().as_u16();
+        let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn readyz_names_its_checks_but_not_the_watches_nor_why_they_fail() {
+        let readiness = Readiness::default();
+        readiness.expect("memcached");
+        readiness.synced("memcached");
+        assert_eq!(probe(&readiness, "/readyz").await, (200, "ok".into()));
+        assert_eq!(
+            probe(&readiness, "/readyz?verbose").await,
+            (
+                200,
+                "[+]caches-synced ok\n[+]watches-answering ok\n[+]watches-running ok\n\
+                 readyz check passed\n"
+                    .into()
+            )
+        );
+        readiness.silent("memcached", true);
+        readiness.dead("secret-watch", true);
+        for path in ["/readyz", "/readyz?verbose=1"] {
+            let (status, body) = probe(&readiness, path).await;
+            assert_eq!(status, 503);
+            assert_eq!(
+                body,
+                "[+]caches-synced ok\n[-]watches-answering failed: reason withheld\n\
+                 [-]watches-running failed: reason withheld\nreadyz check failed\n"
+            );
+        }
+        // The reasons are still there for the log and the manager.
+        let why = readiness.check().unwrap();
+        assert!(
+            why.contains("memcached") && why.contains("secret-watch"),
+            "{why}"
+        );
+        assert_eq!(probe(&readiness, "/healthz").await, (200, "ok".into()));
+        assert_eq!(
+            probe(&readiness, "/healthz?verbose").await,
+            (200, "[+]ping ok\nhealthz check passed\n".into())
+        );
     }
 }

@@ -421,6 +421,7 @@ async fn serve_metrics(
                 &flags.metrics_cert_name,
                 &flags.metrics_cert_key,
             )
+            .await
             .context("the metrics certificate (--metrics-cert-path)")?;
             let certificate = Arc::new(certificate);
             certificate.watch(shared.shutdown.clone());

@@ -64,14 +64,15 @@ impl Certificate {
     }
 
     /// The certificate chain in `dir/cert` and its key in `dir/key`, both PEM; a file that is
-    /// missing or wrong fails now, before anything is served.
-    pub fn from_files(dir: &Path, cert: &str, key: &str) -> anyhow::Result<Self> {
+    /// missing or wrong fails now, before anything is served. The files are read off the
+    /// runtime's threads (tokio's `fs`): a read that stalls (a network volume) blocks no task.
+    pub async fn from_files(dir: &Path, cert: &str, key: &str) -> anyhow::Result<Self> {
         let files = Files {
             cert: dir.join(cert),
             key: dir.join(key),
             loaded: RwLock::default(),
         };
-        let (cert, key) = files.read()?;
+        let (cert, key) = files.read().await?;
         let certified =
             parse(&cert, &key).with_context(|| format!("loading {}", files.cert.display()))?;
         *files.loaded.write().expect("certificate lock") = (cert, key);
@@ -99,12 +100,12 @@ impl Certificate {
 
     /// Reads the files again; serves their certificate from now on if they changed. Returns
     /// whether they did. A file being rewritten may not parse: then the last good certificate
-    /// stays, and the next check tries again.
-    pub fn reload(&self) -> anyhow::Result<bool> {
+    /// stays, and the next check tries again. The files are read off the runtime's threads.
+    pub async fn reload(&self) -> anyhow::Result<bool> {
         let Some(files) = &self.files else {
             return Ok(false);
         };
-        let (cert, key) = files.read()?;
+        let (cert, key) = files.read().await?;
         let unchanged = {
             let (loaded_cert, loaded_key) = &*files.loaded.read().expect("certificate lock");
             *loaded_cert == cert && *loaded_key == key
@@ -131,7 +132,7 @@ impl Certificate {
                     () = tokio::time::sleep(RELOAD_EVERY) => {}
                     () = shutdown.servers_stop() => return,
                 }
-                match this.reload() {
+                match this.reload().await {
                     Ok(true) => tracing::info!("loaded the renewed metrics certificate"),
                     Ok(false) => {}
                     Err(error) => tracing::warn!(
@@ -167,11 +168,12 @@ impl ResolvesServerCert for Certificate {
 }
 
 impl Files {
-    fn read(&self) -> anyhow::Result<(Vec<u8>, Vec<u8>)> {
-        let read = |path: &Path| {
-            std::fs::read(path).with_context(|| format!("reading {}", path.display()))
-        };
-        Ok((read(&self.cert)?, read(&self.key)?))
+    /// Reads both files with tokio's `fs` (on its blocking threads, not the runtime's).
+    async fn read(&self) -> anyhow::Result<(Vec<u8>, Vec<u8>)> {
+        async fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
+            (tokio::fs::read(path).await).with_context(|| format!("reading {}", path.display()))
+        }
+        Ok((read(&self.cert).await?, read(&self.key).await?))
     }
 }
 
@@ -233,35 +235,40 @@ mod tests {
         }
     }
 
-    #[test]
-    fn serves_the_renewed_certificate_once_its_files_change() {
+    /// The certificate of `dir`'s files.
+    async fn load(dir: &Dir) -> Certificate {
+        (Certificate::from_files(&dir.0, "tls.crt", "tls.key").await).unwrap()
+    }
+
+    #[tokio::test]
+    async fn serves_the_renewed_certificate_once_its_files_change() {
         let dir = Dir::new("metrics-certs-reload");
         let first = dir.write_certificate();
-        let certificate = Certificate::from_files(&dir.0, "tls.crt", "tls.key").unwrap();
+        let certificate = load(&dir).await;
         assert_eq!(served(&certificate), vec![first.clone()]);
-        assert!(!certificate.reload().unwrap(), "unchanged files");
+        assert!(!certificate.reload().await.unwrap(), "unchanged files");
 
         let second = dir.write_certificate();
         assert_ne!(first, second);
-        assert!(certificate.reload().unwrap());
+        assert!(certificate.reload().await.unwrap());
         assert_eq!(served(&certificate), vec![second.clone()]);
 
         // Half-written files (a key that does not match yet) keep the last good certificate.
         let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
         std::fs::write(dir.0.join("tls.crt"), made.cert.pem()).unwrap();
-        let error = certificate.reload().unwrap_err();
+        let error = certificate.reload().await.unwrap_err();
         assert!(format!("{error:#}").contains("does not match"), "{error:#}");
         assert_eq!(served(&certificate), vec![second]);
         std::fs::write(dir.0.join("tls.key"), made.signing_key.serialize_pem()).unwrap();
-        assert!(certificate.reload().unwrap());
+        assert!(certificate.reload().await.unwrap());
         assert_eq!(served(&certificate), vec![made.cert.der().clone()]);
     }
 
-    #[test]
-    fn the_debug_of_a_certificate_leaves_its_key_out() {
+    #[tokio::test]
+    async fn the_debug_of_a_certificate_leaves_its_key_out() {
         let dir = Dir::new("metrics-certs-debug");
         dir.write_certificate();
-        let certificate = Certificate::from_files(&dir.0, "tls.crt", "tls.key").unwrap();
+        let certificate = load(&dir).await;
         let debug = format!("{certificate:?}");
         let key = std::fs::read(dir.0.join("tls.key")).unwrap();
         let key_der = rustls::pki_types::PrivateKeyDer::from_pem_slice(&key).unwrap();
@@ -277,14 +284,14 @@ mod tests {
         );
     }
 
-    #[test]
-    fn missing_or_broken_files_fail_at_start() {
+    #[tokio::test]
+    async fn missing_or_broken_files_fail_at_start() {
         let dir = Dir::new("metrics-certs-broken");
-        let missing = Certificate::from_files(&dir.0, "tls.crt", "tls.key").unwrap_err();
+        let missing = (Certificate::from_files(&dir.0, "tls.crt", "tls.key").await).unwrap_err();
         assert!(format!("{missing:#}").contains("tls.crt"), "{missing:#}");
         std::fs::write(dir.0.join("tls.crt"), "not a certificate").unwrap();
         std::fs::write(dir.0.join("tls.key"), "not a key").unwrap();
-        let broken = Certificate::from_files(&dir.0, "tls.crt", "tls.key").unwrap_err();
+        let broken = (Certificate::from_files(&dir.0, "tls.crt", "tls.key").await).unwrap_err();
         assert!(
             format!("{broken:#}").contains("no certificate"),
             "{broken:#}"
@@ -323,5 +330,62 @@ mod tests {
         };
         assert_eq!(alpn(false), vec![b"http/1.1".to_vec()]);
         assert_eq!(alpn(true), vec![b"h2".to_vec(), b"http/1.1".to_vec()]);
+    }
+
+    /// Runs `test` on a runtime of one thread, in a thread of its own; fails if it has not
+    /// finished within 10 s (a runtime whose thread blocks never does).
+    fn on_one_thread(test: impl Future<Output = ()> + Send + 'static) {
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(test);
+            let _ = done.send(());
+        });
+        finished
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the runtime's only thread was blocked");
+    }
+
+    #[test]
+    fn reading_the_files_does_not_block_the_runtime() {
+        let dir = Dir::new("metrics-certs-blocking");
+        dir.write_certificate();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let certificate = Arc::new(runtime.block_on(load(&dir)));
+        // A file whose read blocks until someone writes it: a named pipe (a stalled network
+        // volume, say, would do the same).
+        let pipe = dir.0.join("tls.crt");
+        std::fs::remove_file(&pipe).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&pipe)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let unblock = pipe.clone();
+        let watching = certificate.clone();
+        let result = std::panic::catch_unwind(move || {
+            on_one_thread(async move {
+                let reading = tokio::spawn(async move { watching.reload().await });
+                // The runtime's only thread is free while the read waits for the pipe: timers
+                // still fire, other tasks still run.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                assert!(!reading.is_finished());
+                // Let the read finish: it reads an empty file, which is no certificate.
+                drop(std::fs::OpenOptions::new().write(true).open(&unblock));
+                let error = reading.await.unwrap().unwrap_err();
+                assert!(format!("{error:#}").contains("no certificate"), "{error:#}");
+            })
+        });
+        if let Err(panic) = result {
+            // The runtime's thread is stuck reading: end the read (opening the pipe's other end
+            // when no one reads it would block this thread too).
+            drop(std::fs::OpenOptions::new().write(true).open(&pipe));
+            std::panic::resume_unwind(panic);
+        }
     }
 }

@@ -22,6 +22,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
+use super::local;
 use crate::manager::Shutdown;
 use crate::manager::tls::Certificate;
 
@@ -223,6 +224,26 @@ impl SelfManaged {
             }
         }
         for name in &self.crds {
+            // A CRD that a local manager (`make run`) points at itself: left alone while its
+            // lease holds (writing this CA would break that manager's conversions), and put
+            // back as it was once the lease has run out (a manager killed without its
+            // cleanup), before the CA is written into it.
+            if let Some(held) = (crds.get_opt(name).await?).as_ref().and_then(local::held) {
+                if !held.expired(local::now()) {
+                    tracing::info!(
+                        crd = name,
+                        "the CRD's conversion points at a local manager (make run): leaving it alone until its lease runs out"
+                    );
+                    continue;
+                }
+                local::restore(&crds, name, &held.restore)
+                    .await
+                    .with_context(|| format!("restoring the conversion of {name}, which a local manager left pointing at itself"))?;
+                tracing::info!(
+                    crd = name,
+                    "restored the conversion a local manager left pointing at itself"
+                );
+            }
             if !self.inject_into(&crds, name, pem).await? {
                 return Ok(false);
             }

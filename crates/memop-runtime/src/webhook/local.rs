@@ -14,8 +14,26 @@
 //! again replaces them, and `make uninstall` deletes them. Meanwhile they fail open
 //! (`failurePolicy: Ignore`, unlike the deployed configurations): a laptop that went to sleep
 //! must not block every write of the kind in the cluster.
+//!
+//! A conversion cannot fail open: while a CRD's conversion points at a dead laptop, the API
+//! server cannot read the kind in any version but the stored one (LIST and WATCH of the others
+//! fail, and with them the garbage and namespace collectors). So each CRD it points here
+//! carries the annotation [`LOCAL_CONVERSION`]: the conversion to put back (`restore`) and
+//! until when this manager answers for it (`expires`, Unix seconds), which it renews every
+//! [`RENEW_EVERY`] to [`LEASE`] from then. A local manager killed without its cleanup thus
+//! leaves a lease that runs out within [`LEASE`], and then
+//! - an operator deployed in the cluster with `--webhook-cert-secret` puts the conversion
+//!   back when it next writes its CA into the CRD (every minute), instead of overwriting the
+//!   laptop's CA while the lease holds (which broke a running `make run`);
+//! - `make run` again takes the conversion to put back from the annotation, not from the CRD
+//!   as the killed manager left it (which it would otherwise restore at its own exit).
+//!
+//! Without either, patching the CRD's `spec.conversion` back to the annotation's `restore`
+//! (`kubectl patch crd <name> --type=merge`) repairs it by hand.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use k8s_openapi::ByteString;
@@ -132,32 +150,70 @@ impl Local {
         }
 
         let api = Api::<CustomResourceDefinition>::all(client.clone());
+        // Set by the cleanup before it restores the CRDs: the lease is no longer renewed.
+        let done = Arc::new(AtomicBool::new(false));
         for name in crds {
             let crd = api.get(name).await.with_context(|| {
                 format!("reading the CRD {name}, whose conversion this manager serves: install the CRDs first (make install)")
             })?;
-            let restore = restoring(serde_json::to_value(&crd.spec.conversion)?);
-            let local = json!({ "spec": { "conversion": {
-                "strategy": "Webhook",
-                "webhook": {
-                    "conversionReviewVersions": ["v1"],
-                    "clientConfig": {
-                        "service": null,
-                        "url": format!("{}{CONVERT_PATH}", self.url),
-                        "caBundle": bundle,
+            // A local manager killed before its cleanup left the CRD pointed at it: what to
+            // put back is what it found.
+            let original = match held(&crd) {
+                Some(held) => {
+                    tracing::info!(
+                        crd = name,
+                        "the CRD's conversion was left pointing at a local manager: taking the one to restore from its annotation"
+                    );
+                    held.restore
+                }
+                None => serde_json::to_value(&crd.spec.conversion)?,
+            };
+            let local = json!({
+                "metadata": { "annotations": { LOCAL_CONVERSION: lease(&original) } },
+                "spec": { "conversion": {
+                    "strategy": "Webhook",
+                    "webhook": {
+                        "conversionReviewVersions": ["v1"],
+                        "clientConfig": {
+                            "service": null,
+                            "url": format!("{}{CONVERT_PATH}", self.url),
+                            "caBundle": bundle,
+                        },
                     },
-                },
-            } } });
+                } },
+            });
             api.patch(name, &PatchParams::default(), &Patch::Merge(&local))
                 .await
                 .with_context(|| {
                     format!("pointing the conversion of the CRD {name} at {}", self.url)
                 })?;
-            let (api, name) = (api.clone(), name.clone());
+            {
+                let (api, name, done) = (api.clone(), name.clone(), done.clone());
+                let (original, shutdown) = (original.clone(), shared.shutdown.clone());
+                tokio::spawn(async move {
+                    loop {
+                        tokio::select! {
+                            () = tokio::time::sleep(RENEW_EVERY) => {}
+                            () = shutdown.servers_stop() => return,
+                        }
+                        if done.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        let renewed = json!({ "metadata": { "annotations": { LOCAL_CONVERSION: lease(&original) } } });
+                        if let Err(error) = api
+                            .patch(&name, &PatchParams::default(), &Patch::Merge(&renewed))
+                            .await
+                        {
+                            tracing::warn!(crd = name, %error, "could not renew the local conversion's lease");
+                        }
+                    }
+                });
+            }
+            let (api, name, done) = (api.clone(), name.clone(), done.clone());
             shared.shutdown.defer(async move {
-                let restore = json!({ "spec": { "conversion": restore } });
-                match api.patch(&name, &PatchParams::default(), &Patch::Merge(&restore)).await {
-                    Ok(_) => tracing::info!(crd = name, "restored the CRD's conversion"),
+                done.store(true, Ordering::SeqCst);
+                match restore(&api, &name, &original).await {
+                    Ok(()) => tracing::info!(crd = name, "restored the CRD's conversion"),
                     Err(error) => tracing::warn!(crd = name, %error, "could not restore the CRD's conversion; make install restores it"),
                 }
             });
@@ -169,6 +225,69 @@ impl Local {
         );
         Ok(())
     }
+}
+
+/// The annotation of a CRD whose conversion a local manager points at itself: JSON, with the
+/// conversion to put back (`restore`, `spec.conversion` as that manager found it) and until when
+/// the manager answers for it (`expires`, Unix seconds). See the module's documentation.
+pub const LOCAL_CONVERSION: &str = "memop.dev/local-conversion";
+
+/// How long a local manager's lease on a CRD's conversion lasts from its last renewal.
+pub const LEASE: Duration = Duration::from_secs(120);
+
+/// How often a local manager renews its lease on the CRDs it points at itself.
+pub const RENEW_EVERY: Duration = Duration::from_secs(30);
+
+/// A CRD's [`LOCAL_CONVERSION`] annotation, read.
+#[derive(Debug, PartialEq)]
+pub(super) struct Held {
+    /// The conversion to put back.
+    pub(super) restore: Value,
+    /// Until when, in Unix seconds, the local manager answers for it.
+    pub(super) expires: u64,
+}
+
+impl Held {
+    /// Whether the lease has run out at `now` (Unix seconds).
+    pub(super) fn expired(&self, now: u64) -> bool {
+        self.expires <= now
+    }
+}
+
+/// The [`LOCAL_CONVERSION`] annotation of `crd`, if it has one that reads.
+pub(super) fn held(crd: &CustomResourceDefinition) -> Option<Held> {
+    let text = crd.metadata.annotations.as_ref()?.get(LOCAL_CONVERSION)?;
+    let value: Value = serde_json::from_str(text).ok()?;
+    Some(Held {
+        restore: value.get("restore")?.clone(),
+        expires: value.get("expires")?.as_u64()?,
+    })
+}
+
+/// Now, in Unix seconds.
+pub(super) fn now() -> u64 {
+    (SystemTime::now().duration_since(UNIX_EPOCH)).map_or(0, |since| since.as_secs())
+}
+
+/// The [`LOCAL_CONVERSION`] annotation that holds `original` for [`LEASE`] from now.
+fn lease(original: &Value) -> String {
+    json!({ "restore": original, "expires": now() + LEASE.as_secs() }).to_string()
+}
+
+/// Puts back `original` as the conversion of the CRD `name`, and removes its
+/// [`LOCAL_CONVERSION`] annotation.
+pub(super) async fn restore(
+    api: &Api<CustomResourceDefinition>,
+    name: &str,
+    original: &Value,
+) -> kube::Result<()> {
+    let restore = json!({
+        "metadata": { "annotations": { LOCAL_CONVERSION: null } },
+        "spec": { "conversion": restoring(original.clone()) },
+    });
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&restore))
+        .await
+        .map(drop)
 }
 
 /// The host of `url`, which must be `https://HOST:PORT` with no path.
@@ -352,5 +471,21 @@ mod tests {
         let mut restored = json!({ "strategy": "Webhook", "webhook": { "clientConfig": { "url": "https://127.0.0.1:9443/convert" } } });
         json_patch::merge(&mut restored, &restoring(Value::Null));
         assert_eq!(restored, json!({ "strategy": "None" }));
+    }
+
+    #[test]
+    fn the_lease_of_a_local_conversion_reads_back_and_runs_out() {
+        let installed = json!({ "strategy": "Webhook", "webhook": { "clientConfig": { "service": { "name": "webhook-service" } } } });
+        let mut crd = CustomResourceDefinition::default();
+        assert_eq!(held(&crd), None);
+        crd.metadata.annotations = Some([(LOCAL_CONVERSION.to_string(), lease(&installed))].into());
+        let lease = held(&crd).unwrap();
+        assert_eq!(lease.restore, installed);
+        assert!(!lease.expired(now()));
+        assert!(lease.expired(now() + LEASE.as_secs()));
+        assert!(
+            RENEW_EVERY * 3 < LEASE,
+            "a renewal may fail and the next still be in time"
+        );
     }
 }

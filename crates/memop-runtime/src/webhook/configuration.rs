@@ -1,0 +1,178 @@
+//! The webhook configurations: what [`Webhook`]s the API server calls, as the cluster's
+//! MutatingWebhookConfiguration and ValidatingWebhookConfiguration ([`configurations`]) and
+//! as `config/webhook/manifests.yaml` ([`manifests_yaml`]) declare them.
+
+use k8s_openapi::api::admissionregistration::v1::{
+    MatchCondition, MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations,
+    ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
+};
+use kube::api::ObjectMeta;
+use serde_json::Value;
+
+/// One webhook, as `config/webhook/manifests.yaml` declares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Webhook {
+    /// Mutating (defaulting) or validating.
+    pub mutating: bool,
+    /// Its name, unique in the cluster.
+    pub name: &'static str,
+    /// The path the webhook server serves it at.
+    pub path: &'static str,
+    /// The API group of the resource it is called for.
+    pub group: &'static str,
+    /// The version of that resource.
+    pub version: &'static str,
+    /// The resource (plural).
+    pub resource: &'static str,
+    /// The operations it is called for: CREATE, UPDATE, DELETE.
+    pub operations: &'static [&'static str],
+}
+
+/// The name of the match condition ([`METADATA_ONLY_UPDATE`]) of every webhook called for
+/// updates.
+pub const METADATA_ONLY_UPDATE_NAME: &str = "not-a-metadata-only-update";
+
+/// The CEL expression of a match condition that keeps the API server from calling a webhook
+/// for an update that changes nothing but the object's metadata (labels, annotations,
+/// finalizers, owners): such an update (removing a finalizer while the operator is down, or
+/// while its namespace is deleted) must not depend on the webhook being up, and the object's
+/// defaults and validity do not change with it. Every other request is sent.
+pub const METADATA_ONLY_UPDATE: &str = "request.operation != 'UPDATE' || \
+     object.exists(k, k != 'metadata' && (!(k in oldObject) || object[k] != oldObject[k])) || \
+     oldObject.exists(k, k != 'metadata' && !(k in object))";
+
+/// The match conditions of `webhook`: [`METADATA_ONLY_UPDATE`] when it is called for updates.
+pub(super) fn match_conditions(webhook: &Webhook) -> Option<Vec<MatchCondition>> {
+    webhook.operations.contains(&"UPDATE").then(|| {
+        vec![MatchCondition {
+            name: METADATA_ONLY_UPDATE_NAME.into(),
+            expression: METADATA_ONLY_UPDATE.into(),
+        }]
+    })
+}
+
+/// The mutating and the validating webhook configuration of `webhooks`, named `names`, each
+/// webhook calling the server `client_config` gives it (a URL or a Service, and the CA), with
+/// the settings of `config/webhook/manifests.yaml`: fail when it cannot be called, no side
+/// effects, not called for updates that only change metadata ([`METADATA_ONLY_UPDATE`]). A
+/// configuration without webhooks has an empty list.
+pub fn configurations(
+    webhooks: &[Webhook],
+    names: [&str; 2],
+    client_config: impl Fn(&Webhook) -> WebhookClientConfig,
+) -> (MutatingWebhookConfiguration, ValidatingWebhookConfiguration) {
+    let rules = |webhook: &Webhook| {
+        Some(vec![RuleWithOperations {
+            api_groups: Some(vec![webhook.group.into()]),
+            api_versions: Some(vec![webhook.version.into()]),
+            operations: Some(webhook.operations.iter().map(|op| op.to_string()).collect()),
+            resources: Some(vec![webhook.resource.into()]),
+            scope: None,
+        }])
+    };
+    let named = |name: &str| ObjectMeta {
+        name: Some(name.into()),
+        ..ObjectMeta::default()
+    };
+    let of = |mutating: bool| {
+        webhooks
+            .iter()
+            .filter(move |webhook| webhook.mutating == mutating)
+    };
+    let mutating = MutatingWebhookConfiguration {
+        metadata: named(names[0]),
+        webhooks: Some(
+            of(true)
+                .map(|webhook| MutatingWebhook {
+                    name: webhook.name.into(),
+                    admission_review_versions: vec!["v1".into()],
+                    client_config: client_config(webhook),
+                    failure_policy: Some("Fail".into()),
+                    match_conditions: match_conditions(webhook),
+                    rules: rules(webhook),
+                    side_effects: "None".into(),
+                    ..MutatingWebhook::default()
+                })
+                .collect(),
+        ),
+    };
+    let validating = ValidatingWebhookConfiguration {
+        metadata: named(names[1]),
+        webhooks: Some(
+            of(false)
+                .map(|webhook| ValidatingWebhook {
+                    name: webhook.name.into(),
+                    admission_review_versions: vec!["v1".into()],
+                    client_config: client_config(webhook),
+                    failure_policy: Some("Fail".into()),
+                    match_conditions: match_conditions(webhook),
+                    rules: rules(webhook),
+                    side_effects: "None".into(),
+                    ..ValidatingWebhook::default()
+                })
+                .collect(),
+        ),
+    };
+    (mutating, validating)
+}
+
+/// `config/webhook/manifests.yaml`: the webhook configurations of `webhooks`, calling the
+/// `webhook-service` Service of config/webhook, in order of name.
+pub fn manifests_yaml(webhooks: &[Webhook]) -> String {
+    let mut webhooks = webhooks.to_vec();
+    // By name, so that the file does not depend on the order kinds were added in.
+    webhooks.sort_by_key(|webhook| webhook.name);
+    let mut yaml = String::from("# Generated by `make manifests` from src/webhook: do not edit.\n");
+    for (mutating, kind) in [
+        (true, "MutatingWebhookConfiguration"),
+        (false, "ValidatingWebhookConfiguration"),
+    ] {
+        let webhooks: Vec<&Webhook> = webhooks.iter().filter(|w| w.mutating == mutating).collect();
+        if webhooks.is_empty() {
+            continue;
+        }
+        let name = if mutating {
+            "mutating-webhook-configuration"
+        } else {
+            "validating-webhook-configuration"
+        };
+        yaml.push_str(&format!(
+            "---\napiVersion: admissionregistration.k8s.io/v1\nkind: {kind}\nmetadata:\n  name: {name}\nwebhooks:\n"
+        ));
+        for webhook in webhooks {
+            let operations: String = webhook
+                .operations
+                .iter()
+                .map(|op| format!("    - {op}\n"))
+                .collect();
+            let match_conditions = match match_conditions(webhook) {
+                Some(conditions) => conditions
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "  - expression: {}\n    name: {}\n",
+                            // A JSON string is a YAML one.
+                            Value::String(c.expression.clone()),
+                            c.name
+                        )
+                    })
+                    .collect::<String>(),
+                None => String::new(),
+            };
+            let match_conditions = if match_conditions.is_empty() {
+                match_conditions
+            } else {
+                format!("  matchConditions:\n{match_conditions}")
+            };
+            yaml.push_str(&format!(
+                "- admissionReviewVersions:\n  - v1\n  clientConfig:\n    service:\n      name: webhook-service\n      namespace: system\n      path: {path}\n  failurePolicy: Fail\n{match_conditions}  name: {name}\n  rules:\n  - apiGroups:\n    - {group}\n    apiVersions:\n    - {version}\n    operations:\n{operations}    resources:\n    - {resource}\n  sideEffects: None\n",
+                path = webhook.path,
+                name = webhook.name,
+                group = webhook.group,
+                version = webhook.version,
+                resource = webhook.resource,
+            ));
+        }
+    }
+    yaml
+}
