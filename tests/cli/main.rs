@@ -10,6 +10,7 @@ mod autoupdate;
 mod chart;
 mod create_api;
 mod dry_run;
+mod envtest;
 mod hostile;
 mod info;
 mod init;
