@@ -166,7 +166,10 @@ fn the_tutorial_s_commands_work_as_written() {
             Step::Git => {
                 // A commit with nothing new (the reader had no edits) is no failure.
                 let output = session.try_sh(command);
-                assert!(output.is_ok() || output.as_ref().is_err_and(|o| o.contains("nothing to commit")), "{output:?}");
+                assert!(
+                    output.is_ok() || output.as_ref().is_err_and(|o| o.contains("nothing to commit")),
+                    "{output:?}"
+                );
                 gits += 1;
             }
             Step::Helm if helm.is_none() => skipped.push(format!("{command}  (no HELM)")),

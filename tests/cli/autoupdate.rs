@@ -94,19 +94,19 @@ fn the_summary_lists_the_conflicts_then_the_files_changed_and_the_notes() {
 
     // Resolved (theirs) and committed: the rest of the update, with memop's note on a file of yours.
     let makefile = read(&dir, "Makefile");
-    let resolved: String = makefile
-        .lines()
-        .scan(0, |side, l| {
-            let keep = match l {
-                _ if l.starts_with("<<<<<<<") => (*side = 1, false).1,
-                _ if l.starts_with("|||||||") => (*side = 2, false).1,
-                "=======" => (*side = 3, false).1,
-                _ if l.starts_with(">>>>>>>") => (*side = 0, false).1,
-                _ => *side == 0 || *side == 3,
-            };
-            Some(keep.then(|| format!("{l}\n")).unwrap_or_default())
-        })
-        .collect();
+    // Each conflict resolved as memop's side (after `=======`, up to `>>>>>>>`).
+    let mut resolved = String::new();
+    let mut side = "";
+    for line in makefile.lines() {
+        match line {
+            _ if line.starts_with("<<<<<<<") => side = "ours",
+            _ if line.starts_with("|||||||") => side = "base",
+            "=======" => side = "theirs",
+            _ if line.starts_with(">>>>>>>") => side = "",
+            _ if side.is_empty() || side == "theirs" => resolved.push_str(&format!("{line}\n")),
+            _ => {}
+        }
+    }
     fs::write(dir.join("Makefile"), resolved).unwrap();
     // And a file generated from your code that is not as `make manifests` writes it.
     append(&dir, "config/rbac/role.yaml", "# stale\n");
