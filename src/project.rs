@@ -59,12 +59,38 @@ pub struct Plugins {
     /// regenerate it too.
     #[serde(rename = "helm.kubebuilder.io/v2-alpha", default, skip_serializing_if = "Option::is_none")]
     pub helm: Option<HelmPlugin>,
+    /// The scheduled update workflow (`memop edit --plugins=autoupdate/v1-alpha`):
+    /// `.github/workflows/auto-update.yml`, kept current by `memop update`.
+    #[serde(rename = "autoupdate.kubebuilder.io/v1-alpha", default, skip_serializing_if = "Option::is_none")]
+    pub autoupdate: Option<AutoUpdatePlugin>,
 }
 
 impl Plugins {
     fn is_empty(&self) -> bool {
-        self.helm.is_none()
+        self.helm.is_none() && self.autoupdate.is_none()
     }
+}
+
+/// Where the update workflow installs the newest memop from: `cargo install --git <memopGit>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AutoUpdatePlugin {
+    pub memop_git: String,
+}
+
+/// Holds the git URL the update workflow installs memop from to what a workflow can quote
+/// safely: `https://`, `ssh://` or `git://`, then URL characters without quotes, `$` or spaces.
+pub fn check_memop_git(url: &str) -> Result<()> {
+    let (scheme, rest) = url.split_once("://").unwrap_or_default();
+    let host = rest.split('/').next().unwrap_or_default();
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "-._~:/@+%".contains(c);
+    if !matches!(scheme, "https" | "ssh" | "git") || host.is_empty() || !url.chars().all(allowed) {
+        bail!(
+            "{url:?} is not a git URL memop's update workflow installs from: give memop's repository as \
+             https://HOST/PATH (or ssh://, git://), of letters, digits and -._~:/@+% only"
+        );
+    }
+    Ok(())
 }
 
 /// Where the Helm chart is: `<output>/chart`.
@@ -360,6 +386,10 @@ impl Project {
         if let Some(helm) = &project.plugins.helm {
             check_output_dir(&helm.output)
                 .map_err(|err| anyhow::anyhow!("its plugin helm.kubebuilder.io/v2-alpha: output {err}"))?;
+        }
+        if let Some(autoupdate) = &project.plugins.autoupdate {
+            check_memop_git(&autoupdate.memop_git)
+                .map_err(|err| anyhow::anyhow!("its plugin autoupdate.kubebuilder.io/v1-alpha: memopGit {err}"))?;
         }
         let domain = crate::names::Domain::parse(&project.domain)?;
         if !LICENSES.contains(&project.license.as_str()) {

@@ -113,6 +113,22 @@ fn a_project_with_several_groups_and_kinds_builds_lints_and_passes_its_tests() {
         ],
     );
     common::build_lint_and_test(&dir);
+    // Without the real control plane, its dozens of real-control-plane tests (scenarios, webhooks,
+    // conversions) are one line of `cargo test`, not one "ignored" line each: checked above when
+    // this suite runs without it, and here, once more, when it runs with it.
+    if std::env::var_os("KUBEBUILDER_ASSETS").is_some_and(|v| !v.is_empty())
+        || std::env::var_os("ENVTEST_REQUIRED").is_some()
+    {
+        let out = common::command(&dir, "cargo")
+            .args(["test", "--locked"])
+            .env_remove("KUBEBUILDER_ASSETS")
+            .env_remove("ENVTEST_REQUIRED")
+            .output()
+            .unwrap();
+        let tests = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{tests}\n{}", String::from_utf8_lossy(&out.stderr));
+        common::assert_real_tier_notice(&tests, false);
+    }
     for test in ["memcached_webhook.rs", "cron_job_webhook.rs", "memcached_conversion.rs", "cron_job_conversion.rs"] {
         assert!(dir.join("tests").join(test).exists(), "{test}");
     }

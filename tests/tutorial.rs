@@ -14,12 +14,14 @@
 //!   loop with the conversion served from this machine.
 //! - At the end `make run` is stopped with Ctrl-C (SIGINT), and must have put the CRD's
 //!   conversion back and deleted its webhook configurations.
+//! - `git` commands run in the project, as the reader's: the repository that `memop update`
+//!   (Upgrading) and the chart's merges (Helm) read their base from.
+//! - With `HELM` (`scripts/helm/build.sh`), `make helm-lint` lints the chart and `helm install`
+//!   installs it on the control plane.
 //!
 //! What this machine cannot run is skipped, and listed: kind, docker, `make deploy` and
 //! `make undeploy` (no nodes), the metrics port-forward, `cargo install` (the test runs the
-//! memop it built), `git` (tests/docs.rs runs the tutorial's memop and git steps; here the
-//! project is no repository), `helm` and `make helm-lint` (the chart's own tests are
-//! tests/helm.rs), and `make test`, `cargo test`, `make setup-envtest`, `cargo bench` and
+//! memop it built), and `make test`, `cargo test`, `make setup-envtest`, `cargo bench` and
 //! `make test-e2e` (the generated projects' own tests run in tests/generated.rs).
 
 mod common;
@@ -88,6 +90,11 @@ enum Step {
     /// `make manifests`).
     Project,
     MakeRun,
+    /// A git command, in the project: the tutorial's repository, which `memop update` and the
+    /// chart's merges read their base from.
+    Git,
+    /// `make helm-lint` or a `helm` command: run with the helm of `HELM` (`scripts/helm/build.sh`).
+    Helm,
     /// Not runnable here, with the reason.
     Skipped(&'static str),
 }
@@ -108,9 +115,6 @@ fn step(command: &str) -> Step {
         ("make setup-envtest", "downloads; KUBEBUILDER_ASSETS is given instead"),
         ("cargo bench", "a benchmark, not an outcome"),
         ("cargo test", "the generated projects' tests run in tests/generated.rs"),
-        ("git ", "tests/docs.rs runs the git steps with memop's; here the project is no repository"),
-        ("make helm-lint", "helm's lint of the chart runs in tests/helm.rs"),
-        ("helm ", "the chart is linted, rendered and installed in tests/helm.rs"),
     ];
     if let Some((_, why)) = skipped.iter().find(|(prefix, _)| command.starts_with(prefix)) {
         return Step::Skipped(why);
@@ -120,6 +124,10 @@ fn step(command: &str) -> Step {
     }
     if command.starts_with("memop ") {
         Step::Memop
+    } else if command.starts_with("git ") {
+        Step::Git
+    } else if command.starts_with("helm ") || command == "make helm-lint" {
+        Step::Helm
     } else if command == "make run" {
         Step::MakeRun
     } else if command.starts_with("make ") || command.starts_with("kubectl ") {
@@ -147,9 +155,40 @@ fn the_tutorial_s_commands_work_as_written() {
     let mut session =
         Session { dir: dir.clone(), kubeconfig: plane.map(ControlPlane::admin_kubeconfig), run: None, changed: false };
     let mut skipped = Vec::new();
+    let helm = std::env::var_os("HELM").filter(|helm| !helm.is_empty());
+    if helm.is_none() {
+        eprintln!("tutorial: its helm steps skipped: set HELM (scripts/helm/build.sh prints it)");
+    }
+    let (mut gits, mut helms) = (0, 0);
     for (command, shown) in &commands {
         match step(command) {
             Step::Skipped(why) => skipped.push(format!("{command}  ({why})")),
+            Step::Git => {
+                // A commit with nothing new (the reader had no edits) is no failure.
+                let output = session.try_sh(command);
+                assert!(
+                    output.is_ok() || output.as_ref().is_err_and(|o| o.contains("nothing to commit")),
+                    "{output:?}"
+                );
+                gits += 1;
+            }
+            Step::Helm if helm.is_none() => skipped.push(format!("{command}  (no HELM)")),
+            Step::Helm if command == "make helm-lint" => {
+                let output = session.sh(command, None);
+                assert!(output.contains("1 chart(s) linted, 0 chart(s) failed"), "{output}");
+                helms += 1;
+            }
+            Step::Helm if session.kubeconfig.is_none() => skipped.push(format!("{command}  (no KUBEBUILDER_ASSETS)")),
+            Step::Helm => {
+                let command = format!("\"$HELM\" {}", command.trim_start_matches("helm "));
+                let output = session.sh(&command, None);
+                if command.contains(" install ") {
+                    assert!(output.contains("STATUS: deployed"), "{output}");
+                    let deployments = session.sh("kubectl -n memcached-operator-system get deployments -o name", None);
+                    assert!(deployments.contains("memcached-operator-controller-manager"), "{deployments}");
+                }
+                helms += 1;
+            }
             Step::Memop => {
                 let output = session.sh(command, None);
                 if let Some(shown) = shown {
@@ -188,6 +227,14 @@ fn the_tutorial_s_commands_work_as_written() {
     }
     assert!(session.run.is_some(), "the tutorial never ran `make run`");
     session.stop_make_run_and_check_its_cleanup();
+    // The tutorial's repository: made after `memop init`, committed at each step, so that
+    // `memop update` and the chart's merges had their base.
+    assert!(gits >= 4, "only {gits} git steps");
+    let log = session.sh("git log --oneline", None);
+    assert!(log.contains("memop init") && log.contains("memop edit --plugins=helm/v2-alpha"), "{log}");
+    if helm.is_some() {
+        assert!(helms >= 2, "only {helms} helm steps ran");
+    }
     eprintln!("tutorial: skipped, as this machine cannot run them:\n  {}", skipped.join("\n  "));
 }
 
@@ -220,10 +267,25 @@ impl Session {
         let mut paths = vec![memop.parent().unwrap().to_path_buf()];
         paths.extend(std::env::split_paths(&path));
         sh.env("PATH", std::env::join_paths(paths).unwrap());
+        for (key, value) in [
+            ("GIT_AUTHOR_NAME", "Tutorial"),
+            ("GIT_AUTHOR_EMAIL", "tutorial@example.com"),
+            ("GIT_COMMITTER_NAME", "Tutorial"),
+            ("GIT_COMMITTER_EMAIL", "tutorial@example.com"),
+        ] {
+            sh.env(key, value);
+        }
         if let Some(kubeconfig) = &self.kubeconfig {
             sh.env("KUBECONFIG", kubeconfig);
         }
         sh
+    }
+
+    /// Runs `command` once: its output, as `Err` when it failed.
+    fn try_sh(&self, command: &str) -> Result<String, String> {
+        let output = self.command(command).output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        if output.status.success() { Ok(text) } else { Err(text) }
     }
 
     /// Runs `command` until it succeeds (once, without `retry_for`); returns its output.
@@ -261,7 +323,8 @@ impl Session {
             args.push_str(&format!(" --webhook-bind-address=127.0.0.1:{webhooks}"));
             command.push_str(&format!(" WEBHOOK_URL=https://127.0.0.1:{webhooks}"));
         }
-        let log = self.dir.join("target-make-run.log");
+        // Beside the project, not in it: the tutorial's `git add -A` would commit it.
+        let log = self.dir.with_file_name("make-run.log");
         let file = std::fs::File::create(&log).unwrap();
         let mut make = self.command(&format!("{command} RUN_ARGS='{args}'"));
         make.stdout(file.try_clone().unwrap()).stderr(file).stdin(Stdio::null());

@@ -18,6 +18,11 @@
 # kwok.yaml is kwok's own "fast" stages of its pinned version (nodes Ready at once, pods Ready
 # as soon as they are bound, deletions finished): kwok from v0.8 has no built-in default.
 # A warm run finds the binaries there (stamped with the inputs' hash) and builds nothing.
+#
+# A cold build takes about 20 minutes on 2 cores (Kubernetes about 12, etcd about 2, kwok about
+# 6; a warm Go build cache makes it faster): each step says on stderr what it builds and how long
+# it usually takes, every minute that it is still at it, and how long it took. stdout is only the
+# directory.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
@@ -34,10 +39,44 @@ fi
 
 mkdir -p "$out"
 start=$(date +%s)
+# ticker WHAT BEGAN: says on stderr, every minute until it is killed, that WHAT is still at it.
+ticker() {
+    local sleeper=
+    trap 'kill $sleeper 2>/dev/null; exit 0' TERM
+    while :; do
+        sleep 60 &
+        sleeper=$!
+        wait "$sleeper"
+        echo "envtest:   still building $1 ($(( ($(date +%s) - $2) / 60 )) min so far)"
+    done
+}
+# step WHAT MINUTES COMMAND...: runs COMMAND (in a subshell: `(step ...)`; its output to stderr),
+# saying on stderr what it builds, how long that usually takes, every minute that it is still at
+# it, and how long it took or that it failed.
+step() {
+    what="$1" minutes="$2"
+    shift 2
+    began=$(date +%s)
+    echo "envtest: building $what (about $minutes min cold on 2 cores)..." >&2
+    ticker "$what" "$began" >&2 &
+    ticking=$!
+    trap 'step_done $?' EXIT
+    "$@" >&2
+}
+step_done() {
+    kill "$ticking" 2>/dev/null || true
+    wait "$ticking" 2>/dev/null || true
+    if [[ $1 -eq 0 ]]; then
+        echo "envtest:   $what built in $(( $(date +%s) - began )) s" >&2
+    else
+        echo "envtest: building $what failed after $(( $(date +%s) - began )) s" >&2
+    fi
+}
+echo "envtest: no current build in $out: building Kubernetes $k8s_version's envtest binaries from the Go module proxy (about 20 min cold on 2 cores)" >&2
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 minor="$(echo "$k8s_version" | cut -d. -f2)"
 v=k8s.io/component-base/version
-(
+k8s() {
     cd "$here/k8s"
     # The -X flags give /version the real release: module zips keep the $Format placeholders.
     go build -trimpath -o "$out/" \
@@ -46,12 +85,12 @@ v=k8s.io/component-base/version
         k8s.io/kubernetes/cmd/kube-controller-manager \
         k8s.io/kubernetes/cmd/kube-scheduler \
         k8s.io/kubernetes/cmd/kubectl
-) >&2
-(
+}
+etcd() {
     cd "$here/etcd"
     go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3
-) >&2
-(
+}
+kwok() {
     cd "$here/kwok"
     go build -trimpath -ldflags "-s -w" -o "$out/kwok" sigs.k8s.io/kwok/cmd/kwok
     stages="$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage"
@@ -59,7 +98,10 @@ v=k8s.io/component-base/version
         echo "---"
         cat "$stages/$stage.yaml"
     done > "$out/kwok.yaml"
-) >&2
+}
+(step "kube-apiserver, kube-controller-manager, kube-scheduler and kubectl $k8s_version" 12 k8s)
+(step "etcd" 2 etcd)
+(step "kwok and its stages" 6 kwok)
 chmod 0555 "$out"/kube-apiserver "$out"/kube-controller-manager "$out"/kube-scheduler "$out"/kubectl \
     "$out"/etcd "$out"/kwok
 echo "$stamp" > "$out/.memop-stamp"

@@ -7,6 +7,8 @@
 #
 # Output: $HELM_BUILD_DIR (default ~/.cache/memop-helm)/<version>-linux-<arch>/helm, outside the
 # repository. A warm run finds the binary there (stamped with the inputs' hash) and builds nothing.
+# A cold build takes about 5 minutes on 2 cores: it says so on stderr, and every minute that it is
+# still at it, and how long it took. stdout is only the path.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
@@ -24,6 +26,18 @@ fi
 mkdir -p "$out"
 start=$(date +%s)
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
+echo "helm: no current build in $out: building helm $version from the Go module proxy (about 5 min cold on 2 cores)..." >&2
+(
+    trap 'kill $sleeper 2>/dev/null; exit 0' TERM
+    while :; do
+        sleep 60 &
+        sleeper=$!
+        wait "$sleeper"
+        echo "helm:   still building ($(( ($(date +%s) - start) / 60 )) min so far)"
+    done
+) >&2 &
+ticker=$!
+trap 'kill "$ticker" 2>/dev/null || true; wait' EXIT
 (
     cd "$here"
     # The -X flag gives `helm version` the real release: a module build has no git tag.

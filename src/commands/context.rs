@@ -23,6 +23,8 @@ pub struct ProjectContext {
     pub memop_version: &'static str,
     pub rust_version: &'static str,
     pub leader_election_id: String,
+    /// The git URL the update workflow installs memop from (autoupdate/v1-alpha), or empty.
+    pub memop_git: String,
     /// The manager role's rules, merged from every controller (see `rules_of`).
     pub rules: Vec<MergedRule>,
 }
@@ -46,6 +48,7 @@ impl ProjectContext {
             memop_version: env!("CARGO_PKG_VERSION"),
             rust_version: RUST_VERSION,
             leader_election_id: format!("{}.{}", project.project_name, project.domain),
+            memop_git: project.plugins.autoupdate.as_ref().map(|a| a.memop_git.clone()).unwrap_or_default(),
             rules: merge(&rules),
         }
     }

@@ -21,7 +21,7 @@ use serde::Serialize;
 use super::context::ProjectContext;
 use super::update::{Merged, merge_memop_files};
 use super::{Global, finish};
-use crate::project::{self, HelmPlugin, Project};
+use crate::project::{self, AutoUpdatePlugin, HelmPlugin, Project};
 use crate::scaffold::{self, Entry, IfExists, Owner, Plan, Templates};
 use crate::sum::{self, Sum};
 
@@ -33,13 +33,22 @@ const VALUES: &str = "values.yaml";
 const OPERAND_IMAGES: &str = "operand-images";
 
 /// Change the project's scaffolding with kubebuilder's plugins: helm/v2-alpha writes a Helm chart
-/// of the project, which later `create api` and `create webhook` runs keep up to date
+/// of the project, which later `create api` and `create webhook` runs keep up to date;
+/// autoupdate/v1-alpha a weekly workflow that runs `memop update` and opens a pull request
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  memop edit --plugins=helm/v2-alpha && helm lint dist/chart")]
+#[command(after_help = "Examples:\n  memop edit --plugins=helm/v2-alpha && helm lint dist/chart\n  memop edit \
+                  --plugins=autoupdate/v1-alpha --memop-git https://github.com/<owner>/memop")]
 pub struct Args {
-    /// The plugins to add: helm/v2-alpha (kubebuilder's full key helm.kubebuilder.io/v2-alpha too)
+    /// The plugins to add: helm/v2-alpha (a Helm chart), autoupdate/v1-alpha (a weekly workflow
+    /// that runs `memop update` and opens a pull request); kubebuilder's full keys too
+    /// (helm.kubebuilder.io/v2-alpha)
     #[arg(long, value_delimiter = ',', value_name = "PLUGINS")]
     plugins: Vec<String>,
+
+    /// autoupdate/v1-alpha: the git repository its workflow installs the newest memop from
+    /// (`cargo install --git URL memop`), recorded in PROJECT [default: the one PROJECT records]
+    #[arg(long, value_name = "URL")]
+    memop_git: Option<String>,
 
     /// Directory the chart is written in, as <DIR>/chart [default: dist, or the one PROJECT records]
     #[arg(long, value_name = "DIR")]
@@ -60,26 +69,35 @@ pub struct Args {
 pub fn run(global: &Global, args: Args) -> Result<()> {
     if args.multigroup.is_some() || args.namespaced.is_some() {
         bail!(
-            "memop's `edit` only adds a Helm chart (--plugins=helm/v2-alpha): a memop project always supports \
+            "memop's `edit` only adds plugins (--plugins=helm/v2-alpha, autoupdate/v1-alpha): a memop project always supports \
              several groups and keeps its settings in PROJECT, Cargo.toml and config/; change them there"
         );
     }
     if args.plugins.iter().all(|p| p.trim().is_empty()) {
         bail!(
             "`memop edit` needs the plugin to add: `memop edit --plugins=helm/v2-alpha` writes a Helm chart of the \
-             project in dist/chart (--output-dir to put it elsewhere); that is the one plugin `edit` adds, as \
-             memop's layout has kubebuilder's others built in"
+             project in dist/chart (--output-dir to put it elsewhere), and `memop edit --plugins=autoupdate/v1-alpha \
+             --memop-git URL` a weekly workflow that runs `memop update` and opens a pull request; those are the \
+             plugins `edit` adds, as memop's layout has kubebuilder's others built in"
         );
     }
     let notes = super::plugins::answer(super::plugins::Command::Edit, &args.plugins)?;
     for note in &notes {
         crate::warn_line!("note: {note}");
     }
-    if !args.plugins.iter().any(|p| super::plugins::is_helm(p)) {
+    let helm = args.plugins.iter().any(|p| super::plugins::is_helm(p));
+    let autoupdate = args.plugins.iter().any(|p| super::plugins::is_autoupdate(p));
+    if args.memop_git.is_some() && !autoupdate {
+        bail!("--memop-git belongs to --plugins=autoupdate/v1-alpha: the repository its workflow installs memop from");
+    }
+    if !helm && !autoupdate {
         // Only plugins whose parts every memop project has (each noted above).
         return super::say("Nothing to do: the project already has what these plugins add.\n");
     }
     let mut project = Project::load(&global.dir)?;
+    if !helm {
+        return edit_autoupdate(global, &args, project);
+    }
     let output = match (&args.output_dir, &project.plugins.helm) {
         (Some(dir), _) => dir.trim_end_matches('/').to_string(),
         (None, Some(helm)) => helm.output.clone(),
@@ -106,6 +124,10 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     project.plugins.helm = Some(HelmPlugin { output: output.clone() });
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
     let merged = plan_chart(&project, &mut plan, &record, args.force)?;
+    let workflow = match autoupdate {
+        true => add_autoupdate(&args, &mut project, &mut plan, &record)?,
+        false => Merged::default(),
+    };
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
     let written = finish(global, plan)?;
     if written {
@@ -116,7 +138,50 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             name = project.project_name
         ))?;
     }
+    if written && autoupdate {
+        super::report(AUTOUPDATE_NEXT)?;
+    }
+    workflow.finish(global, written, FRESH_WORKFLOW)?;
     merged.finish(global, written, FRESH_CHART)
+}
+
+/// What to do once the workflow is written.
+const AUTOUPDATE_NEXT: &str = "\nThe update workflow is .github/workflows/auto-update.yml: every Monday (and when run by \
+     hand) it installs the newest memop, runs `memop update` on a branch and opens a pull request listing what \
+     changed. Commit and push it; it needs the repository's Actions to have \"Read and write permissions\" and to be \
+     allowed to create pull requests (Settings > Actions > General).\n";
+
+/// Where to see memop's text of the workflow when it could not be merged.
+const FRESH_WORKFLOW: &str = "`memop edit --plugins=autoupdate/v1-alpha --force` in a copy of the project";
+
+/// `edit --plugins=autoupdate/v1-alpha` alone.
+fn edit_autoupdate(global: &Global, args: &Args, mut project: Project) -> Result<()> {
+    let mut plan = Plan::new(&global.dir);
+    let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
+    let merged = add_autoupdate(args, &mut project, &mut plan, &record)?;
+    plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+    let written = finish(global, plan)?;
+    if written {
+        super::report(AUTOUPDATE_NEXT)?;
+    }
+    merged.finish(global, written, FRESH_WORKFLOW)
+}
+
+/// Records the autoupdate plugin in `project`, with the repository memop is installed from, and
+/// plans its workflow.
+fn add_autoupdate(args: &Args, project: &mut Project, plan: &mut Plan, record: &Sum) -> Result<Merged> {
+    let memop_git = match (&args.memop_git, &project.plugins.autoupdate) {
+        (Some(url), _) => url.trim().to_string(),
+        (None, Some(recorded)) => recorded.memop_git.clone(),
+        (None, None) => bail!(
+            "--plugins=autoupdate/v1-alpha needs the git repository its workflow installs the newest memop from \
+             (memop is not on crates.io): give it with --memop-git URL, e.g. `memop edit \
+             --plugins=autoupdate/v1-alpha --memop-git https://github.com/<owner>/memop`; PROJECT records it"
+        ),
+    };
+    project::check_memop_git(&memop_git).map_err(|err| anyhow::anyhow!("--memop-git {err}"))?;
+    project.plugins.autoupdate = Some(AutoUpdatePlugin { memop_git });
+    super::autoupdate::plan_workflow(project, plan, record, args.force)
 }
 
 /// Where to see memop's text of a chart file it could not merge.

@@ -1,6 +1,7 @@
 //! One module per subcommand. A command validates its input, builds a template context and a
 //! [`Plan`](crate::scaffold::Plan); it never writes to disk itself.
 
+pub mod autoupdate;
 pub mod completion;
 pub mod context;
 pub mod create_api;

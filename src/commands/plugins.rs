@@ -28,10 +28,12 @@ const KNOWN: &[(&str, &str)] = &[
     ("deploy-image", "v1-alpha"),
     ("grafana", "v1-alpha"),
     ("helm", "v2-alpha"),
+    ("autoupdate", "v1-alpha"),
 ];
 
 /// The list of [`KNOWN`] as a refusal names it.
-const SUPPORTED: &str = "go/v4, kustomize/v2, deploy-image/v1-alpha, grafana/v1-alpha and helm/v2-alpha";
+const SUPPORTED: &str =
+    "go/v4, kustomize/v2, deploy-image/v1-alpha, grafana/v1-alpha, helm/v2-alpha and autoupdate/v1-alpha";
 
 /// The name of `plugin`'s key (`helm` for `helm.kubebuilder.io/v2-alpha`) and its version, if
 /// it gives one.
@@ -46,6 +48,11 @@ fn parse(plugin: &str) -> (&str, Option<&str>) {
 /// Whether `plugin` is the Helm chart plugin memop has (`helm/v2-alpha`, in any of its spellings).
 pub fn is_helm(plugin: &str) -> bool {
     matches!(parse(plugin.trim()), ("helm", Some("v2-alpha") | None))
+}
+
+/// Whether `plugin` is the update workflow plugin (`autoupdate/v1-alpha`, in any of its spellings).
+pub fn is_autoupdate(plugin: &str) -> bool {
+    matches!(parse(plugin.trim()), ("autoupdate", Some("v1-alpha") | None))
 }
 
 /// Refuses a plugin key memop does not know, or a version of a known plugin that it does not
@@ -99,6 +106,11 @@ pub fn answer(command: Command, plugins: &[String]) -> Result<Vec<String>> {
                 "--plugins {plugin} makes a Helm chart of an existing project: run `memop edit \
                  --plugins=helm/v2-alpha` once the project has its APIs (later `create api` runs update the chart)"
             ),
+            ("autoupdate", Command::Edit) => {}
+            ("autoupdate", _) => bail!(
+                "--plugins {plugin} adds a scheduled workflow that runs `memop update`: run `memop edit \
+                 --plugins=autoupdate/v1-alpha --memop-git URL` in the project"
+            ),
             _ => unreachable!("check_known passes only the plugins of KNOWN"),
         }
     }
@@ -140,7 +152,7 @@ mod tests {
         for plugin in ["helm/v3", "helm/v1-alpha", "helm.kubebuilder.io/v1-alpha"] {
             let err = refused(Command::Edit, plugin);
             assert!(err.contains("memop has helm/v2-alpha, not helm/"), "{plugin}: {err}");
-            assert!(err.contains("go/v4, kustomize/v2, deploy-image/v1-alpha, grafana/v1-alpha and helm/v2-alpha"));
+            assert!(err.contains(SUPPORTED), "{err}");
             assert!(!is_helm(plugin), "{plugin}");
         }
         assert!(refused(Command::Init, "go/v3").contains("memop has go/v4, not go/v3"));
@@ -148,6 +160,12 @@ mod tests {
         for plugin in ["helm/v2-alpha", "helm.kubebuilder.io/v2-alpha", "helm"] {
             assert!(is_helm(plugin), "{plugin}");
         }
+        for plugin in ["autoupdate/v1-alpha", "autoupdate.kubebuilder.io/v1-alpha", "autoupdate"] {
+            assert!(is_autoupdate(plugin) && !is_helm(plugin), "{plugin}");
+            assert!(answer(Command::Edit, &plugins(&[plugin])).unwrap().is_empty());
+            assert!(refused(Command::Init, plugin).contains("memop edit --plugins=autoupdate/v1-alpha"));
+        }
+        assert!(refused(Command::Edit, "autoupdate/v1").contains("memop has autoupdate/v1-alpha, not autoupdate/v1"));
         assert!(
             answer(Command::Init, &plugins(&["kustomize.common.kubebuilder.io/v2", "base.go.kubebuilder.io/v4"]))
                 .is_ok()

@@ -52,12 +52,117 @@ pub struct Args {
     /// update a project that lost its PROJECT.sum
     #[arg(long)]
     force: bool,
+
+    /// Also write, in Markdown, what the update did to FILE (outside the project: a path of the
+    /// CI runner's, say): the files changed and merged, the conflicts, the notes for your files,
+    /// or why it refused; written however the update ends (the autoupdate/v1-alpha workflow makes
+    /// it the body of its pull request)
+    #[arg(long, value_name = "FILE")]
+    summary: Option<std::path::PathBuf>,
 }
 
 pub fn run(global: &Global, args: Args) -> Result<()> {
+    let Some(file) = args.summary.clone() else {
+        return update(global, args, &mut Summary::default());
+    };
+    let mut summary = Summary::default();
+    let result = update(global, args, &mut summary);
+    let text = summary.render(global.dry_run, result.as_ref().err());
+    std::fs::write(&file, text).with_context(|| format!("writing the summary to {}", file.display()))?;
+    result
+}
+
+/// What `--summary` writes: what the update did, collected as it goes.
+#[derive(Debug, Default)]
+struct Summary {
+    /// The memop the project was made with, and this one.
+    from: String,
+    to: String,
+    /// The files the update creates or changes, and removes.
+    changed: Vec<String>,
+    removed: Vec<String>,
+    /// Files whose edits were merged with memop's changes.
+    merged: Vec<String>,
+    /// Files written with conflict markers.
+    conflicts: Vec<String>,
+    /// The notes, as printed (the user's files memop now writes otherwise, files to regenerate or
+    /// delete, files kept as they are).
+    notes: Vec<String>,
+}
+
+impl Summary {
+    /// Prints `text` on stderr, as memop's notes go, and keeps it for the summary.
+    fn note(&mut self, text: String) {
+        crate::warn_line!("{text}");
+        self.notes.push(text.trim_start_matches("note: ").to_string());
+    }
+
+    fn render(&self, dry_run: bool, error: Option<&anyhow::Error>) -> String {
+        let code = |paths: &[String]| paths.iter().map(|p| format!("- `{p}`\n")).collect::<String>();
+        let mut out = match self.from.is_empty() || self.from == self.to {
+            true => format!("## memop update to memop {}\n\n", self.to),
+            false => format!("## memop update: memop {} to memop {}\n\n", self.from, self.to),
+        };
+        let outcome = match (error, self.conflicts.is_empty()) {
+            (Some(_), false) => {
+                "**Stopped at conflicts.** memop's changes and your edits touch the same lines of the files \
+                 below: they are written with git's conflict markers (`<<<<<<< ours` is yours, `>>>>>>> theirs` \
+                 memop's), and nothing else was changed. Resolve them, commit, and run `memop update` again for \
+                 the rest of the update."
+                    .to_string()
+            }
+            (Some(err), true) => format!("**memop update refused, and changed nothing:**\n\n```\n{err:#}\n```"),
+            (None, _) if self.changed.is_empty() && self.removed.is_empty() => {
+                "Nothing to do: the project is up to date with this memop.".to_string()
+            }
+            (None, _) => {
+                "Updated. Next: `make manifests` (the CRDs and roles from your code) and `make test`.".to_string()
+            }
+        };
+        out.push_str(&outcome);
+        out.push_str("\n\n");
+        if dry_run {
+            out.push_str("(A dry run: nothing was written.)\n\n");
+        }
+        if !self.conflicts.is_empty() {
+            out.push_str(&format!("### Conflicts ({})\n\n{}\n", self.conflicts.len(), code(&self.conflicts)));
+        }
+        if !self.merged.is_empty() {
+            out.push_str(&format!("### Merged with your edits ({})\n\n{}\n", self.merged.len(), code(&self.merged)));
+        }
+        // vendor/ is memop's copy of its crates: one line per crate.
+        let mut vendored = std::collections::BTreeMap::<String, usize>::new();
+        let mut files = Vec::new();
+        for path in &self.changed {
+            match path.strip_prefix(&format!("{}/", scaffold::VENDOR)).and_then(|rest| rest.split_once('/')) {
+                Some((krate, _)) => *vendored.entry(format!("{}/{krate}/", scaffold::VENDOR)).or_default() += 1,
+                None => files.push(format!("- `{path}`\n")),
+            }
+        }
+        files.extend(vendored.iter().map(|(krate, n)| {
+            format!("- `{krate}` ({n} file{}: memop's copy of its runtime)\n", if *n == 1 { "" } else { "s" })
+        }));
+        files.extend(self.removed.iter().map(|path| format!("- `{path}` (removed)\n")));
+        if !files.is_empty() {
+            out.push_str(&format!("### Files changed ({})\n\n{}\n", files.len(), files.concat()));
+        }
+        if !self.notes.is_empty() {
+            out.push_str("### Notes for your files\n\n");
+            for note in &self.notes {
+                out.push_str(&format!("- {note}\n"));
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     let dir = &global.dir;
     let (mut project, v1) = Project::load_for_update(dir)?;
     let version = env!("CARGO_PKG_VERSION");
+    summary.from = project.cli_version.clone();
+    summary.to = version.to_string();
     refuse_a_newer_project(&project.cli_version, version)?;
     if !args.allow_dirty && !global.dry_run {
         refuse_a_dirty_tree(dir)?;
@@ -124,7 +229,10 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     // the update removes must go with it. Elsewhere, one in the chart stops the update as any does.
     // A dry run shows what the real run writes then, and fails as it does.
     let conflicts: Vec<&Conflict> = updated.memops.conflicts.iter().chain(&chart.conflicts).collect();
+    summary.conflicts = conflicts.iter().map(|(path, _, _)| path.clone()).collect();
+    summary.merged = updated.memops.merged.iter().chain(&chart.merged).cloned().collect();
     if !conflicts.is_empty() && !v1 {
+        summary.changed = summary.conflicts.clone();
         return write_conflicts(global, &conflicts);
     }
     if v1 {
@@ -139,6 +247,10 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     }
     let from = std::mem::replace(&mut project.cli_version, version.to_string());
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+    // PROJECT and PROJECT.sum change with every real update: not news.
+    let news = |path: &&Path| *path != Path::new(project::FILE) && *path != Path::new(sum::FILE);
+    summary.changed = plan.planned().map(|(path, _)| path).filter(news).map(|p| p.display().to_string()).collect();
+    summary.removed = plan.removed().map(|path| path.display().to_string()).collect();
     // The text memop's templates give now, which PROJECT.sum records as the base of the next
     // merge: kept where git can read it back, as the text of every file committed is; right
     // after the files, so that a report that cannot be written loses no base.
@@ -182,17 +294,17 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             }
             None => "see memop's text now with `memop init` and `create api` in an empty directory".to_string(),
         };
-        crate::warn_line!(
+        summary.note(format!(
             "note: {path} is yours, so it was left as it is, but memop now writes it otherwise than when it made \
              your copy (its code, or the runtime's API it calls, changed): {see}, and bring into your file what \
              you need"
-        );
+        ));
     }
     for path in &updated.stranded {
-        crate::warn_line!(
+        summary.note(format!(
             "note: {path} is memop 0.1's framework, which the runtime crates provide now, and you edited it, so it \
              was kept: move your change into your own code (or propose it to memop-runtime), then `git rm {path}`"
-        );
+        ));
     }
     if v1 && !updated.memops.conflicts.is_empty() {
         let paths: Vec<&str> = updated.memops.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
@@ -205,13 +317,24 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         );
     }
     if !updated.generated.is_empty() {
-        crate::warn_line!(
+        summary.note(format!(
             "note: {} differ from what memop generates now; they are generated from your code: run `make manifests`",
             updated.generated.join(", ")
-        );
+        ));
     }
     for (path, recorded) in &updated.memops.kept {
-        crate::warn_line!("{}", kept_note(path, *recorded, "`memop init` in an empty directory"));
+        summary.note(kept_note(path, *recorded, "`memop init` in an empty directory"));
+    }
+    for (path, recorded) in &chart.kept {
+        summary
+            .notes
+            .push(kept_note(path, *recorded, super::helm::FRESH_CHART).trim_start_matches("note: ").to_string());
+    }
+    if written && !dropped.is_empty() {
+        summary.notes.push(format!(
+            "The runtime no longer has these files, which nothing builds now; delete them: `git rm {}`",
+            dropped.join(" ")
+        ));
     }
     chart.finish(global, written, super::helm::FRESH_CHART)
 }
@@ -231,9 +354,12 @@ pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
     let mut replayed =
         Project { cli_version: env!("CARGO_PKG_VERSION").to_string(), resources: Vec::new(), ..project.clone() };
     let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(&replayed))?;
-    let templates = Templates::load(&["init", "manager-role"])?;
+    let templates = Templates::load(&["init", "manager-role", super::autoupdate::TEMPLATES])?;
     scaffold::render_root(&templates, "init", &ctx, &mut scratch, true)?;
     scaffold::render_root(&templates, "manager-role", &ctx, &mut scratch, true)?;
+    if project.plugins.autoupdate.is_some() {
+        scaffold::render_root(&templates, super::autoupdate::TEMPLATES, &ctx, &mut scratch, true)?;
+    }
     for resource in &project.resources {
         let flags = create_api_flags(resource, &replayed, plan)?;
         super::create_api::replay(&flags, &mut replayed, &mut scratch)

@@ -209,7 +209,8 @@ fn kubebuilders_plugins_are_answered_with_what_memop_does() {
 #[test]
 fn plugin_versions_memop_lacks_are_refused_by_name() {
     let (_tmp, dir) = project(&[MEMCACHED]);
-    let supported = "go/v4, kustomize/v2, deploy-image/v1-alpha, grafana/v1-alpha and helm/v2-alpha";
+    let supported =
+        "go/v4, kustomize/v2, deploy-image/v1-alpha, grafana/v1-alpha, helm/v2-alpha and autoupdate/v1-alpha";
     for (line, says) in [
         ("edit --plugins=helm/v3", "memop has helm/v2-alpha, not helm/v3"),
         ("edit --plugins=helm/v1-alpha", "memop has helm/v2-alpha, not helm/v1-alpha"),

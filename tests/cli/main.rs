@@ -6,9 +6,11 @@
 //! empty one). Generated projects are never built here; these tests only look at the files
 //! memop writes, so they run in seconds. One module per topic; the helpers are here.
 
+mod autoupdate;
 mod chart;
 mod create_api;
 mod dry_run;
+mod envtest;
 mod hostile;
 mod info;
 mod init;

@@ -91,5 +91,32 @@ pub fn build_lint_and_test(dir: &Path) {
     check(dir, "cargo", &["clippy", "--locked", "--all-targets", "--", "-D", "warnings"]);
     let tests = check(dir, "cargo", &["test", "--locked"]);
     assert!(!tests.contains("FAILED"), "{tests}");
+    let real = std::env::var_os("KUBEBUILDER_ASSETS").is_some_and(|v| !v.is_empty())
+        || std::env::var("ENVTEST_REQUIRED").is_ok_and(|v| v == "1" || v == "true");
+    assert_real_tier_notice(&tests, real);
     check(dir, "kubectl", &["kustomize", "config/default"]);
+}
+
+/// The line a generated project's `cargo test` prints when its real-control-plane tests are not
+/// built (no `KUBEBUILDER_ASSETS`).
+pub const REAL_TIER_NOTICE: &str =
+    "test real_control_plane ... ignored, the real-control-plane tests are not built without KUBEBUILDER_ASSETS";
+
+/// Without the real control plane (`real` false), a generated project's `cargo test` output says
+/// so in one line, and lists no real-control-plane test, ignored or passed; with it, it has no
+/// such line. e2e's test and doc examples marked `ignore` are the only others ignored.
+pub fn assert_real_tier_notice(tests: &str, real: bool) {
+    let notices = tests.lines().filter(|line| line.starts_with(REAL_TIER_NOTICE)).count();
+    assert_eq!(notices, usize::from(!real), "the real tier's notice, with the real tier {real}:\n{tests}");
+    if !real {
+        let ignored: Vec<&str> = tests
+            .lines()
+            .filter(|line| line.contains(" ... ignored"))
+            .filter(|line| !line.starts_with(REAL_TIER_NOTICE) && !line.contains("needs a Kubernetes cluster"))
+            // Doc examples marked `ignore` (the webhooks' sketches) are no tests of the real tier.
+            .filter(|line| !line.starts_with("test src/"))
+            .collect();
+        assert!(ignored.is_empty(), "ignored beside the one notice: {ignored:#?}");
+        assert!(!tests.contains("test real_control_plane::"), "real-control-plane tests ran without it:\n{tests}");
+    }
 }

@@ -14,6 +14,9 @@
 
 //! `config/` must match the code: the CRDs and the manager role are generated from the Rust
 //! types and RBAC rules, and a forgotten `make manifests` is caught here, not in a cluster.
+//!
+//! And whether the real-control-plane tests run: without `KUBEBUILDER_ASSETS` (see `build.rs`)
+//! they are not built, and `real_control_plane` is the one line of `cargo test` that says so.
 
 #[test]
 fn config_is_up_to_date_with_the_code() {
@@ -30,4 +33,27 @@ fn config_is_up_to_date_with_the_code() {
         "stale generated files: {}\nrun `make manifests` (cargo run --bin manifests) and commit the result",
         stale.join(", ")
     );
+}
+
+/// The real-control-plane tests (`real_control_plane::*` and the tests marked
+/// `cfg_attr(envtest, tokio::test)`) are built only with `KUBEBUILDER_ASSETS` set, or with
+/// `ENVTEST_REQUIRED=1`: without, this is the one line of `cargo test` that says they did not run.
+/// With, it checks that the assets are there.
+#[test]
+#[cfg_attr(
+    not(envtest),
+    ignore = "the real-control-plane tests are not built without KUBEBUILDER_ASSETS: run `make setup-envtest` and `make test` (ENVTEST_REQUIRED=1 makes this a failure)"
+)]
+fn real_control_plane() {
+    let assets = std::env::var_os("KUBEBUILDER_ASSETS")
+        .filter(|dir| !dir.is_empty())
+        .expect("ENVTEST_REQUIRED=1 needs KUBEBUILDER_ASSETS: run `make setup-envtest`");
+    for binary in ["kube-apiserver", "etcd"] {
+        let path = std::path::Path::new(&assets).join(binary);
+        assert!(
+            path.is_file(),
+            "{} not found: run `make setup-envtest`",
+            path.display()
+        );
+    }
 }

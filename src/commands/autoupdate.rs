@@ -1,0 +1,41 @@
+//! `memop edit --plugins=autoupdate/v1-alpha`: kubebuilder's plugin under its name, a scheduled
+//! workflow, `.github/workflows/auto-update.yml`, that installs the newest memop from the git
+//! repository PROJECT records (`--memop-git`), runs `memop update --summary` on a branch and
+//! opens a pull request with the summary as its body. The workflow is memop's file: `memop
+//! update` keeps it current (merged with your edits) while PROJECT records the plugin.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::update::{Merged, merge_memop_files};
+use crate::project::Project;
+use crate::scaffold::{Entry, IfExists, Plan, Templates};
+use crate::sum::Sum;
+
+/// The templates of the workflow.
+pub const TEMPLATES: &str = "autoupdate";
+
+/// The workflow's path.
+pub const WORKFLOW: &str = ".github/workflows/auto-update.yml";
+
+/// Plans the workflow of a project whose PROJECT records the plugin: created, or merged with your
+/// edits as `memop update` merges memop's files (`force`: replaced).
+pub(crate) fn plan_workflow(project: &Project, plan: &mut Plan, record: &Sum, force: bool) -> Result<Merged> {
+    let templates = Templates::load(&[TEMPLATES])?;
+    let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(project))?;
+    let mut files = Vec::new();
+    for entry in templates.entries(TEMPLATES, &ctx)? {
+        if let Entry::File { template, path, .. } = entry {
+            files.push((path.to_string(), templates.render(&template, &ctx)?));
+        }
+    }
+    if force {
+        for (path, text) in files {
+            plan.write(path, text, IfExists::Overwrite)?;
+        }
+        return Ok(Merged::default());
+    }
+    let dir = plan.root().to_path_buf();
+    merge_memop_files(plan, record, Path::new(&dir), files)
+}
