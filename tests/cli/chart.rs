@@ -8,7 +8,7 @@ use super::*;
 fn manager_flags() -> Vec<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/memop-runtime/src");
     let mut flags = Vec::new();
-    for file in ["manager/flags.rs", "webhook/mod.rs"] {
+    for file in ["manager/flags.rs", "webhook/server.rs"] {
         let source = fs::read_to_string(root.join(file)).unwrap();
         let mut long = false;
         for line in source.lines().map(str::trim) {
