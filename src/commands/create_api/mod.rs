@@ -129,6 +129,11 @@ fn summary(request: &Request) -> String {
     let recorded = request.existing.as_ref().is_some_and(|r| r.operand.is_some());
     match &request.operand {
         _ if !request.controller => String::new(),
+        _ if request.api.builtin => format!(
+            "{kind}: a controller over Kubernetes' own {} (k8s-openapi's type: no types, CRD nor sample of the \
+             project's).\n",
+            request.api.gvk()
+        ),
         Some(o) if request.image_flag => format!("{kind}: operand controller deploying {} (from --image).\n", o.image),
         Some(o) if recorded => format!("{kind}: operand controller deploying {} (as recorded in PROJECT).\n", o.image),
         Some(o) => format!(
