@@ -573,9 +573,9 @@ mod tests {
             for raw in text.lines() {
                 let line = raw.trim_start();
                 for keyword in ["struct ", "enum ", "trait ", "type ", "const ", "static "] {
-                    // An associated type of an impl (`type Object = KIND;`) declares nothing at
-                    // the module's level.
-                    if keyword == "type " && raw.starts_with(char::is_whitespace) {
+                    // An associated type or const of an impl (`type Object = KIND;`,
+                    // `const CONDITIONS: …`) declares nothing at the module's level.
+                    if matches!(keyword, "type " | "const ") && raw.starts_with(char::is_whitespace) {
                         continue;
                     }
                     let line = line.strip_prefix("pub ").unwrap_or(line);
@@ -619,6 +619,7 @@ mod tests {
         collect(&TEMPLATES, &mut sources);
         for (name, text) in sources.iter().filter(|(n, _)| n.starts_with("controller-core/")) {
             let text = replace_between(&replace_between(text, "{{", "}}", "expr"), "{%", "%}", "");
+            let text: String = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
             let words: std::collections::BTreeSet<&str> =
                 text.split(|c: char| !(c.is_alphanumeric() || c == '_')).collect();
             for kind in crate::names::builtin::KINDS {

@@ -7,6 +7,7 @@
 //! memop writes, so they run in seconds. One module per topic; the helpers are here.
 
 mod chart;
+mod core_types;
 mod create_api;
 mod dry_run;
 mod hostile;
