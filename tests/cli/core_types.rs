@@ -107,6 +107,7 @@ fn what_memop_cannot_control_is_refused_with_what_to_do() {
     // One controller module per kind name.
     ok(&dir, &format!("create api {POD}"));
     refused(&dir, "create api --group web --kind Pod", &["a controller for kind Pod already exists (Kubernetes' core/v1, Kind=Pod)"]);
+    refused(&dir, "create webhook --group core --version v1 --kind Pod --defaulting", &["v1 Pod is Kubernetes' own"]);
     let cached = "create api --group cache --version v1 --kind Memcached --resource=false --controller=true";
     refused(&dir, cached, &["has no API in this project"]);
 }
