@@ -64,7 +64,9 @@ impl ApiNames {
     /// Whether `other` is the same group, version and kind.
     pub fn same_gvk(&self, other: &ApiNames) -> bool {
         self.builtin == other.builtin
-            && self.group == other.group && self.version == other.version && self.kind == other.kind
+            && self.group == other.group
+            && self.version == other.version
+            && self.kind == other.kind
     }
 
     /// Whether `other` is another version of the same kind of the same group.

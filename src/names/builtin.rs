@@ -124,7 +124,15 @@ pub const KINDS: &[BuiltinKind] = &[
     ),
     kind("core", "", "v1", "Pod", "pods", true, concat!(r#"{"spec": "#, pod_spec!(""), "}")),
     kind("core", "", "v1", "Secret", "secrets", true, r#"{"stringData": {"key": "value"}}"#),
-    kind("core", "", "v1", "Service", "services", true, r#"{"spec": {"ports": [{"port": 80}], "selector": {"app": "sample"}}}"#),
+    kind(
+        "core",
+        "",
+        "v1",
+        "Service",
+        "services",
+        true,
+        r#"{"spec": {"ports": [{"port": 80}], "selector": {"app": "sample"}}}"#,
+    ),
     kind("core", "", "v1", "ServiceAccount", "serviceaccounts", true, "{}"),
     kind("apps", "", "v1", "DaemonSet", "daemonsets", true, workload!("")),
     kind("apps", "", "v1", "Deployment", "deployments", true, workload!("")),
@@ -162,7 +170,15 @@ pub const KINDS: &[BuiltinKind] = &[
         concat!(r#"{"spec": {"template": {"spec": "#, pod_spec!(r#", "restartPolicy": "Never""#), "}}}"),
     ),
     kind("coordination", K8S, "v1", "Lease", "leases", true, r#"{"spec": {"holderIdentity": "sample"}}"#),
-    kind("discovery", K8S, "v1", "EndpointSlice", "endpointslices", true, r#"{"addressType": "IPv4", "endpoints": []}"#),
+    kind(
+        "discovery",
+        K8S,
+        "v1",
+        "EndpointSlice",
+        "endpointslices",
+        true,
+        r#"{"addressType": "IPv4", "endpoints": []}"#,
+    ),
     kind(
         "networking",
         K8S,
@@ -172,7 +188,15 @@ pub const KINDS: &[BuiltinKind] = &[
         true,
         r#"{"spec": {"defaultBackend": {"service": {"name": "sample", "port": {"number": 80}}}}}"#,
     ),
-    kind("networking", K8S, "v1", "IngressClass", "ingressclasses", false, r#"{"spec": {"controller": "example.com/ingress"}}"#),
+    kind(
+        "networking",
+        K8S,
+        "v1",
+        "IngressClass",
+        "ingressclasses",
+        false,
+        r#"{"spec": {"controller": "example.com/ingress"}}"#,
+    ),
     kind("networking", K8S, "v1", "NetworkPolicy", "networkpolicies", true, r#"{"spec": {"podSelector": {}}}"#),
     kind(
         "policy",
@@ -210,7 +234,14 @@ pub const KINDS: &[BuiltinKind] = &[
 /// kubebuilder's spelling of `group` (`networking.k8s.io` → `networking`, `""` → `core`), when
 /// it is a group of Kubernetes' own that memop knows kinds of.
 pub fn group(group: &str) -> Option<&'static str> {
-    KINDS.iter().find(|k| k.group == group || (!k.domain.is_empty() && format!("{}.{}", k.group, k.domain) == group) || (group.is_empty() && k.group == "core")).map(|k| k.group)
+    KINDS
+        .iter()
+        .find(|k| {
+            k.group == group
+                || (!k.domain.is_empty() && format!("{}.{}", k.group, k.domain) == group)
+                || (group.is_empty() && k.group == "core")
+        })
+        .map(|k| k.group)
 }
 
 /// The kind `kind` of `group` (kubebuilder's spelling) in `version`, or why memop cannot
@@ -264,7 +295,8 @@ mod tests {
             Kind::parse_builtin(k.kind).unwrap();
             Plural::parse(k.plural).unwrap();
             Version::parse(k.version).unwrap();
-            let sample: serde_json::Value = serde_json::from_str(k.sample).unwrap_or_else(|e| panic!("{}: {e}", k.kind));
+            let sample: serde_json::Value =
+                serde_json::from_str(k.sample).unwrap_or_else(|e| panic!("{}: {e}", k.kind));
             assert!(sample.is_object(), "{}", k.kind);
         }
         let snakes: std::collections::BTreeSet<String> =

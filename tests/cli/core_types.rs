@@ -16,8 +16,7 @@ fn a_controller_over_deployments_and_one_over_pods_get_no_types_nor_crd() {
     ok(&dir, &format!("create api {POD}"));
 
     // Its controller and tests, registered; no types, CRD, sample nor helper roles.
-    let mut written: Vec<String> =
-        changed(&before, &snapshot(&dir)).iter().map(|p| p.display().to_string()).collect();
+    let mut written: Vec<String> = changed(&before, &snapshot(&dir)).iter().map(|p| p.display().to_string()).collect();
     written.sort();
     let expected = [
         "PROJECT",
@@ -94,19 +93,35 @@ fn what_memop_cannot_control_is_refused_with_what_to_do() {
         ("--group core --kind Pod --resource=false", &["not core/v1alpha1: pass --group core --version v1"]),
         ("--group apps --version v1 --kind Pod --resource=false", &["pass --group core --version v1"]),
         // The project's own kind of that name: the hint to control Kubernetes'.
-        ("--group apps --version v1 --kind Deployment", &["generated code already uses that name", "--resource=false --controller=true"]),
-        ("--group cache --version v1 --kind Pod --resource=false", &["has no API in this project", "--group core --version v1"]),
+        (
+            "--group apps --version v1 --kind Deployment",
+            &["generated code already uses that name", "--resource=false --controller=true"],
+        ),
+        (
+            "--group cache --version v1 --kind Pod --resource=false",
+            &["has no API in this project", "--group core --version v1"],
+        ),
         // What only a kind of the project's own has.
-        ("--group apps --version v1 --kind Deployment --resource=false --image nginx:1", &["--image: Deployment is Kubernetes' own"]),
+        (
+            "--group apps --version v1 --kind Deployment --resource=false --image nginx:1",
+            &["--image: Deployment is Kubernetes' own"],
+        ),
         ("--group apps --version v1 --kind Deployment --resource=false --plural deploys", &["served as deployments"]),
-        ("--group apps --version v1 --kind Deployment --resource=false --controller=false", &["leave nothing to scaffold"]),
+        (
+            "--group apps --version v1 --kind Deployment --resource=false --controller=false",
+            &["leave nothing to scaffold"],
+        ),
     ];
     for (args, expected) in cases {
         refused(&dir, &format!("create api {args}"), expected);
     }
     // One controller module per kind name.
     ok(&dir, &format!("create api {POD}"));
-    refused(&dir, "create api --group web --kind Pod", &["a controller for kind Pod already exists (Kubernetes' core/v1, Kind=Pod)"]);
+    refused(
+        &dir,
+        "create api --group web --kind Pod",
+        &["a controller for kind Pod already exists (Kubernetes' core/v1, Kind=Pod)"],
+    );
     refused(&dir, "create webhook --group core --version v1 --kind Pod --defaulting", &["v1 Pod is Kubernetes' own"]);
     let cached = "create api --group cache --version v1 --kind Memcached --resource=false --controller=true";
     refused(&dir, cached, &["has no API in this project"]);

@@ -203,7 +203,10 @@ fn builtin_kind(args: &Args, project: &Project) -> Result<Option<&'static Builti
     }
     let own = project.resources.iter().any(|r| {
         let n = &r.names;
-        !n.builtin && r.api.is_some() && n.group.as_str() == gvk.group && n.version.as_str() == gvk.version
+        !n.builtin
+            && r.api.is_some()
+            && n.group.as_str() == gvk.group
+            && n.version.as_str() == gvk.version
             && n.kind.as_str() == gvk.kind
     });
     if own {
@@ -265,7 +268,9 @@ fn validate_builtin(args: &Args, project: &Project, builtin: &'static BuiltinKin
             );
         }
         let webhooks = resource.webhooks.clone().unwrap_or_default();
-        if other.webhook_file_names(webhooks.defaulting || webhooks.validation, webhooks.conversion).contains(&kind.snake())
+        if other
+            .webhook_file_names(webhooks.defaulting || webhooks.validation, webhooks.conversion)
+            .contains(&kind.snake())
         {
             bail!(
                 "{kind}'s files would be named {}, as the webhook files of the kind {} already are",
