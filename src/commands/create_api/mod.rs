@@ -28,7 +28,7 @@ pub use validate::{Request, validate};
     memop create api --group web --kind Nginx \\\n      --image nginxinc/nginx-unprivileged:1.27 --image-container-port 8080\n\n  \
     # Types and a skeleton controller to fill in:\n  \
     memop create api --group batch --version v1 --kind CronJob\n\n  \
-    # A controller over Kubernetes' Deployments (k8s-openapi's type: no types nor CRD):\n  \
+    # A controller over Kubernetes' Deployments (no types nor CRD of yours):\n  \
     memop create api --group apps --version v1 --kind Deployment \\\n      --resource=false --controller=true\n\n  \
     # A second version of Memcached, stored as v1 from now on (then: create webhook --conversion):\n  \
     memop create api --group cache --version v1 --kind Memcached \\\n      --storage-version")]
