@@ -123,6 +123,11 @@ struct Record {
     api: Option<Api>,
     #[serde(default, skip_serializing_if = "is_false")]
     controller: bool,
+    /// A kind of Kubernetes' own (k8s-openapi's type), as kubebuilder records core types.
+    #[serde(default, skip_serializing_if = "is_false")]
+    core: bool,
+    /// Empty for the core types of groups without a domain (`apps`), as in kubebuilder.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     domain: String,
     group: String,
     kind: String,
@@ -163,6 +168,20 @@ impl TryFrom<Record> for Resource {
         use crate::names::{ContainerCommand, ContainerPort, Image, RunAsUser, Version};
         let at = format!("{}/{} {}", record.group, record.version, record.kind);
         let check = || -> Result<Self> {
+            if record.core {
+                let kind = crate::names::builtin::find(&record.group, &record.version, &record.kind)?;
+                let names = ApiNames::builtin(kind);
+                if record.domain != kind.domain {
+                    bail!("core: true, and the domain of Kubernetes' group {} is {:?}", record.group, kind.domain);
+                }
+                if record.api.is_some() || record.operand.is_some() || record.plural.is_some() {
+                    bail!("core: true, and a kind of Kubernetes' own has no api, operand nor plural of the project's");
+                }
+                if record.webhooks.is_some() {
+                    bail!("core: true, and memop scaffolds no webhooks for a kind of Kubernetes' own yet");
+                }
+                return Ok(Self { names, api: None, controller: record.controller, operand: None, webhooks: None });
+            }
             let names = ApiNames::parse(
                 &record.group,
                 &record.version,
@@ -209,10 +228,11 @@ impl From<Resource> for Record {
         Self {
             api: resource.api,
             controller: resource.controller,
+            core: names.builtin,
             domain: names.domain.to_string(),
             group: names.group.to_string(),
             operand: resource.operand,
-            plural: (!names.plural.is_regular_for(&names.kind)).then(|| names.plural.to_string()),
+            plural: (!names.builtin && !names.plural.is_regular_for(&names.kind)).then(|| names.plural.to_string()),
             kind: names.kind.to_string(),
             version: names.version.to_string(),
             webhooks: resource.webhooks,
@@ -398,7 +418,7 @@ impl Project {
         let mut seen = std::collections::BTreeSet::new();
         for resource in &project.resources {
             let at = resource.describe();
-            if resource.names.domain != domain {
+            if resource.names.domain != domain && !resource.names.builtin {
                 bail!(
                     "its resource {at}: its domain {:?} is not the project's ({:?}): memop puts every API in the \
                      project's domain",

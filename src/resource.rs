@@ -19,14 +19,30 @@ pub struct ApiNames {
     pub version: Version,
     pub kind: Kind,
     pub plural: Plural,
-    /// `<group>.<domain>`: the API group in CRDs and `apiVersion`.
+    /// `<group>.<domain>`: the API group in CRDs and `apiVersion` (for a kind of Kubernetes'
+    /// own, its API group: `""` for core, `apps`, `networking.k8s.io`).
     pub qualified_group: String,
+    /// A kind of Kubernetes' own, k8s-openapi's type (`names::builtin`): the project defines no
+    /// type nor CRD for it (PROJECT's `core: true`).
+    pub builtin: bool,
 }
 
 impl ApiNames {
     pub fn new(group: Group, version: Version, kind: Kind, plural: Plural, domain: &Domain) -> Self {
         let qualified_group = group.qualified(domain);
-        Self { domain: domain.clone(), group, version, kind, plural, qualified_group }
+        Self { domain: domain.clone(), group, version, kind, plural, qualified_group, builtin: false }
+    }
+
+    /// The names of a kind of Kubernetes' own.
+    pub fn builtin(kind: &crate::names::builtin::BuiltinKind) -> Self {
+        let (domain, group, version, kind_name, plural) = kind.names();
+        Self { domain, group, version, kind: kind_name, plural, qualified_group: kind.api_group(), builtin: true }
+    }
+
+    /// The entry of `names::builtin` of a kind of Kubernetes' own.
+    pub fn builtin_kind(&self) -> Option<&'static crate::names::builtin::BuiltinKind> {
+        let found = crate::names::builtin::find(self.group.as_str(), self.version.as_str(), self.kind.as_str());
+        found.ok().filter(|_| self.builtin)
     }
 
     /// Parses the names as `PROJECT` records them (the plural only when irregular).
@@ -47,12 +63,15 @@ impl ApiNames {
 
     /// Whether `other` is the same group, version and kind.
     pub fn same_gvk(&self, other: &ApiNames) -> bool {
-        self.group == other.group && self.version == other.version && self.kind == other.kind
+        self.builtin == other.builtin
+            && self.group == other.group
+            && self.version == other.version
+            && self.kind == other.kind
     }
 
     /// Whether `other` is another version of the same kind of the same group.
     pub fn same_kind(&self, other: &ApiNames) -> bool {
-        self.group == other.group && self.kind == other.kind
+        self.builtin == other.builtin && self.group == other.group && self.kind == other.kind
     }
 
     /// `cache/v1alpha1, Kind=Memcached`, as kubebuilder names an API in its messages.
@@ -164,6 +183,11 @@ struct Spellings<'a> {
     validate_path: String,
     mutating_name: String,
     validating_name: String,
+    /// A kind of Kubernetes' own: its Rust type (`k8s_openapi::api::apps::v1::Deployment`).
+    rust_path: Option<String>,
+    /// Its `apiVersion`: `apps/v1`, `v1` for core.
+    api_version: Option<String>,
+    builtin: bool,
 }
 
 impl Serialize for ApiNames {
@@ -188,6 +212,9 @@ impl Serialize for ApiNames {
             validate_path: self.validate_path(),
             mutating_name: self.mutating_name(),
             validating_name: self.validating_name(),
+            rust_path: self.builtin_kind().map(|k| k.rust_path()),
+            api_version: self.builtin_kind().map(|k| k.api_version()),
+            builtin: self.builtin,
         }
         .serialize(serializer)
     }

@@ -239,3 +239,41 @@ fn adversarial_but_valid_names_compile() {
     }
     common::check(&dir, "cargo", &["check", "--locked", "--all-targets"]);
 }
+
+/// kubebuilder's "Using external resources": a controller over Deployments, beside a kind of
+/// the project's own (their rules merged in one role), and one over Pods in a namespaced project.
+#[test]
+fn controllers_over_kubernetes_kinds_build_lint_and_pass_their_tests() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("deployment-operator");
+    std::fs::create_dir(&dir).unwrap();
+    common::run(&dir, &["init", "--domain", "example.com"]);
+    let deployment = ["--group", "apps", "--version", "v1", "--kind", "Deployment"];
+    common::run(&dir, &[&["create", "api"], &deployment[..], &["--resource=false", "--controller=true"]].concat());
+    common::run(&dir, &["create", "api", "--group", "cache", "--kind", "Memcached"]);
+    common::build_lint_and_test(&dir);
+    assert!(!dir.join("config/crd/bases/apps_deployments.yaml").exists());
+
+    let dir = scratch.path().join("pod-operator");
+    std::fs::create_dir(&dir).unwrap();
+    common::run(&dir, &["init", "--domain", "example.com", "--namespaced"]);
+    let pod = ["create", "api", "--group", "core", "--version", "v1", "--kind", "Pod", "--resource=false"];
+    common::run(&dir, &[&pod[..], &["--controller=true"]].concat());
+    common::build_lint_and_test(&dir);
+    assert!(!dir.join("config/crd").exists());
+}
+
+/// Every kind of Kubernetes' own that memop scaffolds controllers for, in one project: each
+/// controller compiles, and its tests (which create the kind's sample) pass on both back ends.
+#[test]
+fn a_controller_over_every_kubernetes_kind_memop_knows_builds_and_passes_its_tests() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("builtin-operator");
+    std::fs::create_dir(&dir).unwrap();
+    common::run(&dir, &["init", "--domain", "example.com"]);
+    for kind in memop::names::builtin::KINDS {
+        let args = ["create", "api", "--group", kind.group, "--version", kind.version, "--kind", kind.kind];
+        common::run(&dir, &[&args[..], &["--resource=false"]].concat());
+    }
+    common::build_lint_and_test(&dir);
+}

@@ -104,7 +104,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         (None, None) => "dist".to_string(),
     };
     project::check_output_dir(&output).map_err(|err| anyhow::anyhow!("--output-dir {err}"))?;
-    if project.resources.iter().all(|r| r.api.is_none()) {
+    // (a controller over a kind of Kubernetes' own reconciles without an API of the project's)
+    if project.resources.iter().all(|r| r.api.is_none() && !r.controller) {
         bail!(
             "the project has no API yet, and a chart of it would deploy a manager with nothing to reconcile; \
              run `memop create api` first (later `create api` runs update the chart)"

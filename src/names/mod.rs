@@ -14,6 +14,7 @@
 //! - `plural`: kubebuilder's pluralizer (flect), word for word;
 //! - `operand`: what an operand controller deploys (image, port, command, user) and `--owner`.
 
+pub mod builtin;
 mod kubernetes;
 mod operand;
 mod plural;

@@ -554,7 +554,7 @@ mod tests {
     fn names_imported_by_the_templates_are_reserved() {
         let mut sources = Vec::new();
         collect(&TEMPLATES, &mut sources);
-        let per_kind = ["controller-operand/", "controller-skeleton/", "resource/", "webhook/"];
+        let per_kind = ["controller-core/", "controller-operand/", "controller-skeleton/", "resource/", "webhook/"];
         let mut missing = std::collections::BTreeSet::new();
         for (name, text) in sources.iter().filter(|(n, _)| per_kind.iter().any(|p| n.starts_with(p))) {
             if name.contains('@') || text.starts_with(SHARED) {
@@ -573,9 +573,9 @@ mod tests {
             for raw in text.lines() {
                 let line = raw.trim_start();
                 for keyword in ["struct ", "enum ", "trait ", "type ", "const ", "static "] {
-                    // An associated type of an impl (`type Object = KIND;`) declares nothing at
-                    // the module's level.
-                    if keyword == "type " && raw.starts_with(char::is_whitespace) {
+                    // An associated type or const of an impl (`type Object = KIND;`,
+                    // `const CONDITIONS: …`) declares nothing at the module's level.
+                    if matches!(keyword, "type " | "const ") && raw.starts_with(char::is_whitespace) {
                         continue;
                     }
                     let line = line.strip_prefix("pub ").unwrap_or(line);
@@ -608,6 +608,24 @@ mod tests {
             }
         }
         assert!(missing.is_empty(), "add to names::GENERATED_NAMES: {missing:?}");
+    }
+
+    /// The templates of a controller over a kind of Kubernetes' own name none of those kinds
+    /// (`names::builtin`), which `Kind::parse_builtin` lets through: `Deployment` is fine for a
+    /// controller over Deployments only while its files use that name for nothing else.
+    #[test]
+    fn controllers_of_kubernetes_kinds_use_none_of_their_names() {
+        let mut sources = Vec::new();
+        collect(&TEMPLATES, &mut sources);
+        for (name, text) in sources.iter().filter(|(n, _)| n.starts_with("controller-core/")) {
+            let text = replace_between(&replace_between(text, "{{", "}}", "expr"), "{%", "%}", "");
+            let text: String = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
+            let words: std::collections::BTreeSet<&str> =
+                text.split(|c: char| !(c.is_alphanumeric() || c == '_')).collect();
+            for kind in crate::names::builtin::KINDS {
+                assert!(!words.contains(kind.kind), "{name} uses the name {}", kind.kind);
+            }
+        }
     }
 
     fn replace_between(text: &str, open: &str, close: &str, with: &str) -> String {

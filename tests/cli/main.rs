@@ -8,6 +8,7 @@
 
 mod autoupdate;
 mod chart;
+mod core_types;
 mod create_api;
 mod dry_run;
 mod envtest;

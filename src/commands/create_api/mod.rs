@@ -28,6 +28,8 @@ pub use validate::{Request, validate};
     memop create api --group web --kind Nginx \\\n      --image nginxinc/nginx-unprivileged:1.27 --image-container-port 8080\n\n  \
     # Types and a skeleton controller to fill in:\n  \
     memop create api --group batch --version v1 --kind CronJob\n\n  \
+    # A controller over Kubernetes' Deployments (no types nor CRD of yours):\n  \
+    memop create api --group apps --version v1 --kind Deployment \\\n      --resource=false --controller=true\n\n  \
     # A second version of Memcached, stored as v1 from now on (then: create webhook --conversion):\n  \
     memop create api --group cache --version v1 --kind Memcached \\\n      --storage-version")]
 pub struct Args {
@@ -42,7 +44,9 @@ pub struct Args {
     #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_name = "true|false")]
     namespaced: bool,
 
-    /// Scaffold the Rust types and CRD of the kind
+    /// Scaffold the Rust types and CRD of the kind (false: a controller over types that exist:
+    /// the project's, or Kubernetes' own with its group, as `--group apps --version v1 --kind
+    /// Deployment`)
     #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_name = "true|false")]
     resource: bool,
 
@@ -129,6 +133,11 @@ fn summary(request: &Request) -> String {
     let recorded = request.existing.as_ref().is_some_and(|r| r.operand.is_some());
     match &request.operand {
         _ if !request.controller => String::new(),
+        _ if request.api.builtin => format!(
+            "{kind}: a controller over Kubernetes' own {} (k8s-openapi's type: no types, CRD nor sample of the \
+             project's).\n",
+            request.api.gvk()
+        ),
         Some(o) if request.image_flag => format!("{kind}: operand controller deploying {} (from --image).\n", o.image),
         Some(o) if recorded => format!("{kind}: operand controller deploying {} (as recorded in PROJECT).\n", o.image),
         Some(o) => format!(

@@ -32,7 +32,8 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     let existing = request.existing.as_ref();
     project.upsert(Resource {
         names: api.clone(),
-        api: Some(Api { crd_version: "v1".into(), namespaced: request.namespaced }),
+        // A kind of Kubernetes' own has no types nor CRD in the project.
+        api: (!api.builtin).then(|| Api { crd_version: "v1".into(), namespaced: request.namespaced }),
         controller: request.controller || existing.is_some_and(|r| r.controller),
         operand: request.operand.clone(),
         webhooks: existing.and_then(|r| r.webhooks.clone()),
@@ -47,7 +48,17 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     })?;
     let mut notes = Vec::new();
 
-    let root = if request.operand.is_some() { "controller-operand" } else { "controller-skeleton" };
+    let root = match (&request.operand, api.builtin_kind()) {
+        (_, Some(builtin)) => {
+            // The object the controller's tests create: k8s-openapi's type, from JSON.
+            // (pretty, and indented as the template's `json!` has it: rustfmt leaves macros be)
+            let sample = serde_json::to_string_pretty(&serde_json::from_str::<serde_json::Value>(builtin.sample)?)?;
+            ctx.insert("sample", &sample.replace('\n', "\n        "));
+            "controller-core"
+        }
+        (Some(_), None) => "controller-operand",
+        (None, None) => "controller-skeleton",
+    };
     let templates = Templates::load(&["resource", root, "manager-role"])?;
     if request.resource {
         let sharing = project.others(api).filter(|r| r.api.is_some());

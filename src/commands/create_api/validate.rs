@@ -4,6 +4,7 @@
 use anyhow::{Result, bail};
 
 use super::Args;
+use crate::names::builtin::BuiltinKind;
 use crate::names::{ContainerCommand, ContainerPort, Image, Kind, RunAsUser};
 use crate::project::{Operand, Project, Resource};
 use crate::resource::ApiNames;
@@ -56,7 +57,23 @@ const PRESETS: &[Preset] = &[Preset {
 
 /// Decides what `args` ask of `project`, or refuses with what to do instead.
 pub fn validate(args: &Args, project: &Project) -> Result<Request> {
-    let api = args.gvk.names(project, args.plural.as_deref())?;
+    if let Some(builtin) = builtin_kind(args, project)? {
+        return validate_builtin(args, project, builtin);
+    }
+    let api = args.gvk.names(project, args.plural.as_deref()).map_err(|err| {
+        // `Deployment` and the like: a name the generated code of a kind of the project uses.
+        match crate::names::builtin::KINDS.iter().find(|k| k.kind == args.gvk.kind) {
+            Some(k) if crate::names::Kind::parse(k.kind).is_err() => err.context(format!(
+                "to reconcile Kubernetes' own {kind} ({}), scaffold a controller over k8s-openapi's type: \
+                 memop create api --group {} --version {} --kind {kind} --resource=false --controller=true",
+                k.api_version(),
+                k.group,
+                k.version,
+                kind = k.kind
+            )),
+            _ => err,
+        }
+    })?;
     crate::names::check_file_names(&api.domain, &api.group, &api.version, &api.kind, &api.plural)?;
     let kind = &api.kind;
     // The kind's other versions in this group, when this is a new version of an existing kind:
@@ -174,6 +191,110 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
     })
 }
 
+/// The kind of Kubernetes' own that `args` ask a controller for, as kubebuilder decides it:
+/// `--resource=false`, a group of Kubernetes' own (kubebuilder's spelling or the full API
+/// group), and no API of this project of that group, version and kind (whose types would be
+/// the ones to control). `Err` when the group is Kubernetes' but memop knows no such kind.
+fn builtin_kind(args: &Args, project: &Project) -> Result<Option<&'static BuiltinKind>> {
+    let gvk = &args.gvk;
+    let Some(group) = crate::names::builtin::group(&gvk.group) else { return Ok(None) };
+    if args.resource {
+        return Ok(None);
+    }
+    let own = project.resources.iter().any(|r| {
+        let n = &r.names;
+        !n.builtin
+            && r.api.is_some()
+            && n.group.as_str() == gvk.group
+            && n.version.as_str() == gvk.version
+            && n.kind.as_str() == gvk.kind
+    });
+    if own {
+        return Ok(None);
+    }
+    crate::names::builtin::find(group, &gvk.version, &gvk.kind).map(Some)
+}
+
+/// A controller over a kind of Kubernetes' own: no types, CRD, sample nor operand; the names,
+/// plural and scope are Kubernetes'.
+fn validate_builtin(args: &Args, project: &Project, builtin: &'static BuiltinKind) -> Result<Request> {
+    let api = ApiNames::builtin(builtin);
+    let (kind, gvk, api_version) = (&api.kind, api.gvk(), builtin.api_version());
+    if args.controller == Some(false) {
+        bail!("--resource=false and --controller=false leave nothing to scaffold; drop one of them");
+    }
+    let theirs = format!("{kind} is Kubernetes' own ({api_version}, k8s-openapi's type)");
+    if args.storage_version {
+        bail!("--storage-version: {theirs}, and Kubernetes chooses how it stores it; drop --storage-version");
+    }
+    let image_flags = [
+        ("--image", args.image.is_some()),
+        ("--image-container-port", args.image_container_port.is_some()),
+        ("--image-container-command", args.image_container_command.is_some()),
+        ("--run-as-user", args.run_as_user.is_some()),
+    ];
+    if let Some((flag, _)) = image_flags.iter().find(|(_, set)| *set) {
+        bail!(
+            "{flag}: {theirs}, and an operand controller deploys an image for each object of a kind the project \
+             defines (it reads its spec.size); drop {flag}, and write what the controller does in its reconcile"
+        );
+    }
+    if let Some(plural) = args.plural.as_deref().filter(|p| *p != builtin.plural) {
+        bail!("--plural {plural}: {theirs}, served as {}; drop --plural", builtin.plural);
+    }
+    if !args.namespaced && builtin.namespaced {
+        bail!("--namespaced=false: {theirs}, and it is namespaced; drop --namespaced=false");
+    }
+    if project.namespaced && !builtin.namespaced {
+        bail!(
+            "{theirs}, and it is cluster-scoped: this project was initialized with --namespaced, and its manager's \
+             Role, bound in one namespace, cannot grant access to cluster-scoped kinds; use a project without \
+             --namespaced"
+        );
+    }
+    let existing = project.find(&api).cloned();
+    if existing.as_ref().is_some_and(|r| r.controller) && !args.force {
+        bail!("a controller for {gvk} already exists; pass --force to regenerate it (your edits to it are lost)");
+    }
+    for resource in project.others(&api) {
+        let other = &resource.names;
+        if resource.controller && other.kind.snake() == kind.snake() {
+            bail!(
+                "a controller for kind {} already exists ({}), and controller modules are named after the kind \
+                 ({}); memop scaffolds one controller per kind name",
+                other.kind,
+                other.gvk(),
+                kind.snake()
+            );
+        }
+        let webhooks = resource.webhooks.clone().unwrap_or_default();
+        if other
+            .webhook_file_names(webhooks.defaulting || webhooks.validation, webhooks.conversion)
+            .contains(&kind.snake())
+        {
+            bail!(
+                "{kind}'s files would be named {}, as the webhook files of the kind {} already are",
+                kind.snake(),
+                other.kind
+            );
+        }
+    }
+    Ok(Request {
+        api,
+        resource: false,
+        controller: true,
+        force: args.force,
+        storage_version: false,
+        namespaced: builtin.namespaced,
+        operand: None,
+        image_flag: false,
+        existing,
+        new_version: false,
+        short_name: None,
+        notes: Vec::new(),
+    })
+}
+
 /// What a new version of an existing kind (`sibling` is one of its versions) cannot change: its
 /// versions share one CRD, so one plural and one scope, and one controller deploys its image.
 fn version_refusals(args: &Args, sibling: &Resource) -> Result<()> {
@@ -228,14 +349,32 @@ fn check_conflicts(
         }
         None if !args.resource => bail!(
             "{gvk} has no API in this project, so --resource=false has no types to control; \
-             run `memop create api --group {} --version {} --kind {kind}` first",
+             run `memop create api --group {} --version {} --kind {kind}` first{}",
             api.group,
-            api.version
+            api.version,
+            crate::names::builtin::KINDS.iter().find(|k| k.kind == kind.as_str()).map_or(String::new(), |k| format!(
+                " (or, for Kubernetes' own {kind}, a controller over k8s-openapi's type: --group {} --version {} \
+                 --resource=false --controller=true)",
+                k.group, k.version
+            ))
         ),
         _ => {}
     }
     for resource in project.others(api) {
         let other = &resource.names;
+        // A controller over a kind of Kubernetes' own shares only the controller's module name.
+        if other.builtin {
+            if controller && resource.controller && other.kind.snake() == kind.snake() {
+                bail!(
+                    "a controller for kind {} already exists (Kubernetes' {}), and controller modules are named \
+                     after the kind ({}); use another kind name, or pass --controller=false",
+                    other.kind,
+                    other.gvk(),
+                    kind.snake()
+                );
+            }
+            continue;
+        }
         let webhooks = resource.webhooks.clone().unwrap_or_default();
         if other
             .webhook_file_names(webhooks.defaulting || webhooks.validation, webhooks.conversion)

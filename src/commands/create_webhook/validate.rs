@@ -28,6 +28,21 @@ pub struct Request {
 
 /// Decides what `args` ask of `project`, or refuses with what to do instead.
 pub fn validate(args: &Args, project: &Project) -> Result<Request> {
+    let gvk = &args.gvk;
+    let own = project.resources.iter().any(|r| {
+        let n = &r.names;
+        !n.builtin && n.group.as_str() == gvk.group && n.version.as_str() == gvk.version && n.kind.as_str() == gvk.kind
+    });
+    if let (Some(group), false) = (crate::names::builtin::group(&gvk.group), own)
+        && let Ok(builtin) = crate::names::builtin::find(group, &gvk.version, &gvk.kind)
+    {
+        bail!(
+            "{} {} is Kubernetes' own, and memop does not scaffold webhooks for Kubernetes' kinds yet (kubebuilder's \
+             `create webhook --group core --version v1 --kind Pod`); webhooks are for the project's own kinds",
+            builtin.api_version(),
+            builtin.kind
+        );
+    }
     let named = args.gvk.names(project, None)?;
     let (gvk, kind) = (named.gvk(), &named.kind);
     let admission = args.defaulting || args.programmatic_validation;

@@ -1,0 +1,151 @@
+//! Controllers over Kubernetes' own kinds (k8s-openapi's types), as kubebuilder's
+//! `create api --group apps --version v1 --kind Deployment --resource=false --controller=true`.
+
+use super::*;
+
+const DEPLOYMENT: &str = "--group apps --version v1 --kind Deployment --resource=false --controller=true";
+const POD: &str = "--group core --version v1 --kind Pod --resource=false --controller=true";
+
+#[test]
+fn a_controller_over_deployments_and_one_over_pods_get_no_types_nor_crd() {
+    let (_tmp, dir) = project(&[]);
+    let before = snapshot(&dir);
+    let out = ok(&dir, &format!("create api {DEPLOYMENT}")).stdout;
+    assert!(out.contains("Deployment: a controller over Kubernetes' own apps/v1, Kind=Deployment"), "{out}");
+    assert!(out.contains("Next: implement the controller in src/controller/deployment.rs"), "{out}");
+    ok(&dir, &format!("create api {POD}"));
+
+    // Its controller and tests, registered; no types, CRD, sample nor helper roles.
+    let mut written: Vec<String> = changed(&before, &snapshot(&dir)).iter().map(|p| p.display().to_string()).collect();
+    written.sort();
+    let expected = [
+        "PROJECT",
+        "PROJECT.sum",
+        "config/rbac/role.yaml",
+        "src/controller/deployment.rs",
+        "src/controller/mod.rs",
+        "src/controller/pod.rs",
+        "src/main.rs",
+        "src/manifests.rs",
+        "tests/deployment.rs",
+        "tests/pod.rs",
+    ];
+    assert_eq!(written, expected);
+    let controller = read(&dir, "src/controller/deployment.rs");
+    for line in [
+        "use k8s_openapi::api::apps::v1::Deployment;",
+        "type Object = Deployment;",
+        "api_group: \"apps\",",
+        "resources: &[\"deployments\"],",
+        "Builder::new(NAME, shared)",
+    ] {
+        assert!(controller.contains(line), "{line} in\n{controller}");
+    }
+    let pod = read(&dir, "src/controller/pod.rs");
+    assert!(pod.contains("use k8s_openapi::api::core::v1::Pod;") && pod.contains("api_group: \"\","), "{pod}");
+
+    // PROJECT records them as kubebuilder does: core, no api, no domain for these groups.
+    let project = read(&dir, "PROJECT");
+    let deployment = "- controller: true\n  core: true\n  group: apps\n  kind: Deployment\n  version: v1\n";
+    let pod = "- controller: true\n  core: true\n  group: core\n  kind: Pod\n  version: v1\n";
+    assert!(project.contains(deployment) && project.contains(pod), "{project}");
+
+    // The role: list and watch, in the kinds' API groups (core is "").
+    let role = read(&dir, "config/rbac/role.yaml");
+    let pods = "- apiGroups:\n  - \"\"\n  resources:\n  - pods\n  verbs:\n  - list\n  - watch\n";
+    let deployments = "- apiGroups:\n  - apps\n  resources:\n  - deployments\n  verbs:\n  - list\n  - watch\n";
+    assert!(role.contains(pods) && role.contains(deployments), "{role}");
+
+    // A second run is refused, --force regenerates; a project's own kinds still come next.
+    refused(&dir, &format!("create api {DEPLOYMENT}"), &["a controller for apps/v1, Kind=Deployment already exists"]);
+    ok(&dir, &format!("create api {DEPLOYMENT} --force"));
+    ok(&dir, "create api --group cache --kind Memcached");
+    assert_eq!(count(&read(&dir, "config/rbac/role.yaml"), "  - deployments\n"), 1);
+}
+
+#[test]
+fn groups_are_spelled_as_kubebuilder_or_kubernetes_spell_them() {
+    let (_tmp, dir) = project(&[]);
+    ok(&dir, "create api --group networking.k8s.io --version v1 --kind Ingress --resource=false --controller=true");
+    ok(&dir, "create api --group rbac.authorization --version v1 --kind Role --resource=false --controller=true");
+    let project = read(&dir, "PROJECT");
+    // kubebuilder's spelling: the group's first part, and k8s.io as its domain.
+    let ingress = "- controller: true\n  core: true\n  domain: k8s.io\n  group: networking\n  kind: Ingress\n";
+    assert!(project.contains(ingress), "{project}");
+    assert!(read(&dir, "config/rbac/role.yaml").contains("  - networking.k8s.io\n  resources:\n  - ingresses\n"));
+    assert!(read(&dir, "src/controller/role.rs").contains("use k8s_openapi::api::rbac::v1::Role;"));
+    // A group of the project's own named like a Kubernetes group stays the project's.
+    ok(&dir, "create api --group apps --version v1 --kind Frigate");
+    ok(&dir, "create api --group batch --version v1 --kind CronJob");
+    assert!(read(&dir, "src/api/batch/v1/cron_job.rs").contains("group = \"batch.example.com\""));
+}
+
+#[test]
+fn what_memop_cannot_control_is_refused_with_what_to_do() {
+    let (_tmp, dir) = project(&["--group cache --kind Memcached"]);
+    let cases: &[(&str, &[&str])] = &[
+        // Not a kind memop knows of the group: what to do instead.
+        (
+            "--group apps --version v1 --kind Frigate --resource=false",
+            &["apps/v1 Frigate is not a Kubernetes type memop knows", "Deployment", "--external-api-crd", "kopium"],
+        ),
+        // Another group or version: the right flags.
+        ("--group core --kind Pod --resource=false", &["not core/v1alpha1: pass --group core --version v1"]),
+        ("--group apps --version v1 --kind Pod --resource=false", &["pass --group core --version v1"]),
+        // The project's own kind of that name: the hint to control Kubernetes'.
+        (
+            "--group apps --version v1 --kind Deployment",
+            &["generated code already uses that name", "--resource=false --controller=true"],
+        ),
+        (
+            "--group cache --version v1 --kind Pod --resource=false",
+            &["has no API in this project", "--group core --version v1"],
+        ),
+        // What only a kind of the project's own has.
+        (
+            "--group apps --version v1 --kind Deployment --resource=false --image nginx:1",
+            &["--image: Deployment is Kubernetes' own"],
+        ),
+        ("--group apps --version v1 --kind Deployment --resource=false --plural deploys", &["served as deployments"]),
+        (
+            "--group apps --version v1 --kind Deployment --resource=false --controller=false",
+            &["leave nothing to scaffold"],
+        ),
+    ];
+    for (args, expected) in cases {
+        refused(&dir, &format!("create api {args}"), expected);
+    }
+    // One controller module per kind name.
+    ok(&dir, &format!("create api {POD}"));
+    refused(
+        &dir,
+        "create api --group web --kind Pod",
+        &["a controller for kind Pod already exists (Kubernetes' core/v1, Kind=Pod)"],
+    );
+    refused(&dir, "create webhook --group core --version v1 --kind Pod --defaulting", &["v1 Pod is Kubernetes' own"]);
+    let cached = "create api --group cache --version v1 --kind Memcached --resource=false --controller=true";
+    refused(&dir, cached, &["has no API in this project"]);
+}
+
+#[test]
+fn a_namespaced_project_refuses_cluster_scoped_kinds() {
+    let tmp = scratch();
+    let dir = tmp.path().join("proj");
+    fs::create_dir(&dir).unwrap();
+    ok(&dir, "init --domain example.com --namespaced");
+    refused(
+        &dir,
+        "create api --group core --version v1 --kind Namespace --resource=false --controller=true",
+        &["cluster-scoped", "--namespaced"],
+    );
+    ok(&dir, &format!("create api {POD}"));
+    assert!(read(&dir, "config/rbac/role.yaml").contains("kind: Role\n"));
+}
+
+#[test]
+fn update_replays_a_controller_over_a_kubernetes_kind_as_it_was() {
+    let (_tmp, dir) = project(&[DEPLOYMENT, "--group networking --version v1 --kind Ingress --resource=false"]);
+    let before = snapshot(&dir);
+    ok(&dir, "update");
+    assert_unchanged(&dir, &before, "memop update");
+}
