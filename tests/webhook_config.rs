@@ -108,7 +108,7 @@ fn webhook_certificates_render_with_cert_manager_or_without() {
     let defaults =
         [format!("{operator}-mutating-webhook-configuration"), format!("{operator}-validating-webhook-configuration")];
     assert_eq!(defaults[..], expected[..2], "--webhook-configurations");
-    let runtime = include_str!("../crates/memop-runtime/src/webhook/mod.rs");
+    let runtime = include_str!("../crates/memop-runtime/src/webhook/server.rs");
     for default in [
         "\"{name}-webhook-service\"",
         "\"{name}-mutating-webhook-configuration\"",
