@@ -15,7 +15,7 @@
 //!
 //! Without `KUBEBUILDER_ASSETS`, [`TestEnv::real`] is `None` after one line on stderr;
 //! `ENVTEST_REQUIRED=1` turns that into a failure. (A memop project does not even build its
-//! real-control-plane tests then: see [`scenarios!`].) The processes stop, and their temp directory
+//! real-control-plane tests then: see [`crate::scenarios!`].) The processes stop, and their temp directory
 //! goes, when the test binary exits, however it exits: a small reaper shell holds the other end
 //! of a pipe and acts when it closes.
 
