@@ -119,6 +119,7 @@ fn a_project_with_several_groups_and_kinds_builds_lints_and_passes_its_tests() {
     if std::env::var_os("KUBEBUILDER_ASSETS").is_some_and(|v| !v.is_empty())
         || std::env::var_os("ENVTEST_REQUIRED").is_some()
     {
+        let _cargo = common::cargo_lock();
         let out = common::command(&dir, "cargo")
             .args(["test", "--locked"])
             .env_remove("KUBEBUILDER_ASSETS")
@@ -180,6 +181,7 @@ fn a_verb_missing_from_rules_fails_the_real_control_plane_tests() {
     let deployments = rules.iter().find(|r| r["resources"][0] == "deployments").unwrap();
     assert!(!deployments["verbs"].as_sequence().unwrap().iter().any(|v| v == "create"), "{deployments:?}");
 
+    let _cargo = common::cargo_lock();
     let output = common::command(&dir, "cargo")
         .args([
             "test",

@@ -76,8 +76,19 @@ pub fn command(dir: &Path, program: &str) -> Command {
     command
 }
 
+/// Held by each cargo command a test runs in a generated project, from its build to its last
+/// test. cargo hashes a path dependency by its path relative to the project, so every project's
+/// `vendor/memop-runtime` is one unit in the shared target directory: a project building it (from
+/// its own copy) rewrote the library while another project's doc tests were linking against it
+/// ("extern location for memop_runtime does not exist"). cargo's own lock covers builds only.
+pub fn cargo_lock() -> std::sync::MutexGuard<'static, ()> {
+    static CARGO: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    CARGO.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Runs `program args` in `dir`; panics with its output when it fails.
 pub fn check(dir: &Path, program: &str, args: &[&str]) -> String {
+    let _cargo = (program == "cargo").then(cargo_lock);
     let output = command(dir, program).args(args).output().unwrap_or_else(|e| panic!("running {program}: {e}"));
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
