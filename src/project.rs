@@ -308,6 +308,24 @@ pub fn check_output_dir(dir: &str) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a new chart directory that belongs to a tool already: `vendor/` is memop's (`update`
+/// replaces it whole), `target/` cargo's (ignored by git, deleted by `cargo clean`), `src/` and
+/// `tests/` the crate's, `config/` kustomize's. Checked where a chart goes somewhere new, not when
+/// PROJECT loads, so a project that has its chart there already can still be moved with `edit`.
+pub fn check_chart_home(dir: &str) -> Result<()> {
+    let first = dir.split('/').next().unwrap_or_default().to_ascii_lowercase();
+    let whose = match first.as_str() {
+        "vendor" => "memop's: `memop update` replaces it whole",
+        "target" => "cargo's: git ignores it and `cargo clean` deletes it",
+        "src" | "tests" => "the crate's, for Rust code",
+        "config" => "kustomize's, for the manifests of `make manifests`",
+        _ => return Ok(()),
+    };
+    bail!(
+        "{dir:?} is not a directory memop writes the chart in: {first}/ is {whose}; the chart goes in a directory of its own, such as dist"
+    )
+}
+
 fn is_false(b: &bool) -> bool {
     !b
 }

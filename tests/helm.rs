@@ -590,6 +590,13 @@ fn the_chart_command_refuses_what_it_cannot_do_and_writes_nothing() {
         (&["edit", "--plugins=helm/v2-alpha", "--output-dir", "../elsewhere"][..], "relative path inside the project"),
         (&["edit", "--plugins=helm/v2-alpha", "--output-dir", "/tmp/chart"][..], "relative path inside the project"),
         (&["edit", "--plugins=helm/v2-alpha", "--output-dir", ".git"][..], "nor git's own .git"),
+        // memop's, cargo's and kustomize's directories: update replaces vendor/ whole, cargo clean
+        // deletes target/ (which git ignores), and the others hold code and manifests.
+        (&["edit", "--plugins=helm/v2-alpha", "--output-dir", "vendor"][..], "vendor/ is memop's"),
+        (&["edit", "--plugins=helm/v2-alpha", "--output-dir", "vendor/charts"][..], "vendor/ is memop's"),
+        (&["edit", "--plugins=helm/v2-alpha", "--output-dir", "Target"][..], "target/ is cargo's"),
+        (&["edit", "--plugins=helm/v2-alpha", "--output-dir", "config"][..], "config/ is kustomize's"),
+        (&["edit", "--plugins=helm/v2-alpha", "--output-dir", "src/deploy"][..], "src/ is the crate's"),
         (&["edit", "--plugins=kotlin/v1"][..], "not a plugin memop knows"),
         (&["edit", "--multigroup=true"][..], "always supports several groups"),
         (&["edit"][..], "`memop edit` needs the plugin to add"),
@@ -613,6 +620,105 @@ fn the_chart_command_refuses_what_it_cannot_do_and_writes_nothing() {
         assert!(stderr.contains("move it away"), "{file}: {stderr}");
         assert_eq!(common::tree(&dir), before, "{file}: something was written");
         std::fs::remove_dir_all(dir.join("dist")).or_else(|_| std::fs::remove_file(dir.join("dist"))).unwrap();
+    }
+}
+
+/// A chart memop did not write (one kubebuilder left, say) is the user's: memop refuses to mix
+/// its templates into it, as `init` refuses an existing project; an interrupted first `edit`,
+/// whose files are memop's own text, is completed.
+#[test]
+fn edit_refuses_a_chart_it_did_not_write_and_completes_one_it_was_writing() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    let templates = dir.join("dist/chart/templates");
+    std::fs::create_dir_all(&templates).unwrap();
+    std::fs::write(dir.join("dist/chart/Chart.yaml"), "apiVersion: v2\nname: my-chart\nversion: 1.2.3\n").unwrap();
+    std::fs::write(dir.join("dist/chart/values.yaml"), "image: mine\n").unwrap();
+    std::fs::write(templates.join("_helpers.tpl"), "{{- define \"my.name\" -}}x{{- end }}\n").unwrap();
+    let before = common::tree(&dir);
+    let output = common::memop().current_dir(&dir).args(["edit", "--plugins=helm/v2-alpha"]).assert().failure();
+    let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+    assert!(stderr.contains("dist/chart already holds a chart memop did not write"), "{stderr}");
+    assert!(stderr.contains("--output-dir"), "{stderr}");
+    assert_eq!(common::tree(&dir), before, "something was written");
+
+    // memop's own chart, written but not yet recorded (a first edit killed before PROJECT.sum):
+    // the rerun finishes it.
+    std::fs::remove_dir_all(dir.join("dist")).unwrap();
+    let elsewhere = scratch.path().join("copy");
+    std::fs::create_dir(&elsewhere).unwrap();
+    for entry in ["PROJECT", "PROJECT.sum"] {
+        std::fs::copy(dir.join(entry), elsewhere.join(entry)).unwrap();
+    }
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    let chart = std::fs::read_to_string(dir.join("dist/chart/Chart.yaml")).unwrap();
+    for entry in ["PROJECT", "PROJECT.sum"] {
+        std::fs::copy(elsewhere.join(entry), dir.join(entry)).unwrap();
+    }
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    assert_eq!(std::fs::read_to_string(dir.join("dist/chart/Chart.yaml")).unwrap(), chart);
+    assert!(std::fs::read_to_string(dir.join("PROJECT.sum")).unwrap().contains("dist/chart/Chart.yaml"));
+}
+
+/// `values.yaml` is the user's: an operand image they list under any YAML spelling of its key
+/// is not added again, and memop never makes the file invalid YAML.
+#[test]
+fn an_operand_image_in_any_yaml_spelling_is_not_added_twice() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    let path = dir.join("dist/chart/values.yaml");
+    let fresh = std::fs::read_to_string(&path).unwrap();
+    let line = fresh.lines().find(|l| l.trim_start().starts_with("MEMCACHED_IMAGE:")).unwrap().to_string();
+    let indent = &line[..line.len() - line.trim_start().len()];
+    let marker = fresh.lines().find(|l| l.contains("+memop:scaffold:operand-images")).unwrap().to_string();
+    let header = fresh.lines().find(|l| l.trim() == "operandImages:").unwrap().to_string();
+    let cases = [
+        // A quoted key, in either quotes.
+        fresh.replace(&line, &format!("{indent}\"MEMCACHED_IMAGE\": \"memcached:1.6.30\"")),
+        fresh.replace(&line, &format!("{indent}'MEMCACHED_IMAGE': \"memcached:1.6.30\"")),
+        // A flow mapping, in CRLF, with the marker kept below it.
+        fresh
+            .replace(
+                &format!("{header}\n{line}\n"),
+                &format!("{} {{MEMCACHED_IMAGE: \"1.6.30\"}}\n", header.trim_end()),
+            )
+            .replace('\n', "\r\n"),
+    ];
+    for (i, values) in cases.iter().enumerate() {
+        let scratch = scratch.path().join(i.to_string());
+        std::fs::create_dir(&scratch).unwrap();
+        let dir = project(
+            &scratch,
+            "memcached-operator",
+            &[&["init", "--domain", "example.com"], MEMCACHED, &["edit", "--plugins=helm/v2-alpha"]],
+        );
+        let path = dir.join("dist/chart/values.yaml");
+        assert!(values.contains(&marker), "case {i}: {values}");
+        assert_ne!(values, &fresh, "case {i}");
+        std::fs::write(&path, values).unwrap();
+        common::run(&dir, &["create", "api", "--group", "misc", "--kind", "Foo", "--controller=false"]);
+        assert_eq!(&std::fs::read_to_string(&path).unwrap(), values, "case {i}: the user's values.yaml changed");
+        // A new operand cannot go into a flow mapping as a block line: named in a note instead.
+        let web = [
+            "create",
+            "api",
+            "--group",
+            "web",
+            "--kind",
+            "Web",
+            "--image",
+            "nginx:1.27",
+            "--image-container-port",
+            "8080",
+        ];
+        let output = common::memop().current_dir(&dir).args(web).assert().success();
+        let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+        let after = std::fs::read_to_string(&path).unwrap();
+        let parsed: Result<serde_yaml::Value, _> = serde_yaml::from_str(&after);
+        assert!(parsed.is_ok(), "case {i}: values.yaml is no longer YAML: {after}");
+        assert!(after.contains("WEB_IMAGE") || stderr.contains("WEB_IMAGE"), "case {i}: {stderr}\n{after}");
+        assert_eq!(after.matches("MEMCACHED_IMAGE").count(), 1, "case {i}: {after}");
     }
 }
 

@@ -104,6 +104,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         (None, None) => "dist".to_string(),
     };
     project::check_output_dir(&output).map_err(|err| anyhow::anyhow!("--output-dir {err}"))?;
+    project::check_chart_home(&output).map_err(|err| anyhow::anyhow!("--output-dir {err}"))?;
     // (a controller over a kind of Kubernetes' own reconciles without an API of the project's)
     if project.resources.iter().all(|r| r.api.is_none() && !r.controller) {
         bail!(
@@ -122,8 +123,12 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             ));
         }
     }
+    let new_home = project.plugins.helm.as_ref().is_none_or(|helm| helm.output != output);
     project.plugins.helm = Some(HelmPlugin { output: output.clone() });
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
+    if new_home {
+        refuse_a_foreign_chart(&project, &plan, &record, &output)?;
+    }
     let merged = plan_chart(&project, &mut plan, &record, args.force)?;
     let workflow = match autoupdate {
         true => add_autoupdate(&args, &mut project, &mut plan, &record)?,
@@ -144,6 +149,34 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     }
     workflow.finish(global, written, FRESH_WORKFLOW)?;
     merged.finish(global, written, FRESH_CHART)
+}
+
+/// Refuses to write the chart into `<output>/chart` when a chart is there already that memop did
+/// not write (one kubebuilder left, say), as `init` refuses an existing project: mixing memop's
+/// templates into it would break both. A `Chart.yaml` that `PROJECT.sum` lists, or that is memop's
+/// own text (a first `edit` interrupted before it recorded the chart), is memop's.
+fn refuse_a_foreign_chart(project: &Project, plan: &Plan, record: &Sum, output: &str) -> Result<()> {
+    let chart_yaml = format!("{output}/{CHART}/Chart.yaml");
+    let Some(current) = plan.read(Path::new(&chart_yaml))? else { return Ok(()) };
+    if record.get(&chart_yaml).is_some() {
+        return Ok(());
+    }
+    let templates = Templates::load(&["helm"])?;
+    let ctx = tera::Context::from_serialize(ProjectContext::new(project))?;
+    let ours = templates.entries("helm", &ctx)?.into_iter().find_map(|entry| match entry {
+        Entry::File { template, path, .. } if path == "Chart.yaml" => Some(template),
+        _ => None,
+    });
+    if let Some(template) = ours
+        && scaffold::merge::unix_endings(&current) == templates.render(&template, &ctx)?
+    {
+        return Ok(());
+    }
+    bail!(
+        "{output}/{CHART} already holds a chart memop did not write ({chart_yaml} is not memop's), and memop's \
+         templates mixed into it would render neither chart; give memop a directory of its own with `--output-dir`, \
+         or move that chart away and run the command again"
+    )
 }
 
 /// What to do once the workflow is written.
@@ -250,6 +283,10 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
             // Unless the user deleted it.
             None if record.get(&path).is_some() => {}
             None => plan.write(&path, text, IfExists::Overwrite)?,
+            // memop's own text not yet recorded (a first `edit` stopped before PROJECT.sum): recorded.
+            Some(current) if record.get(&path).is_none() && scaffold::merge::unix_endings(&current) == text => {
+                plan.set_unchanged(&path, text)
+            }
             Some(_) if path.ends_with(&format!("/{VALUES}")) => add_operand_images(plan, &path, project)?,
             Some(_) => {}
         }
@@ -456,26 +493,56 @@ fn escape(line: &str) -> String {
 }
 
 /// Adds to the user's `values.yaml` the image of each operand it does not list yet, at its
-/// marker line; without the marker, a note says what to add.
+/// marker line; without the marker, a note says what to add. The file is read as YAML, so a key
+/// in any spelling (quoted, in flow style) counts as listed, and an addition that would not leave
+/// valid YAML with the key in it (a flow mapping above the marker, say) is named in a note instead.
 fn add_operand_images(plan: &mut Plan, path: &str, project: &Project) -> Result<()> {
     let marker = format!("+memop:scaffold:{OPERAND_IMAGES}");
     for operand in operand_images(project) {
+        let line = format!("{}: \"{}\"", operand.env, operand.image);
         let text = plan.read(Path::new(path))?.unwrap_or_default();
+        let values = match serde_yaml::from_str::<serde_yaml::Value>(&text) {
+            Ok(values) => values,
+            Err(err) => {
+                plan.note(format!(
+                    "{path} is yours and is not valid YAML ({err}), so memop did not add `{line}` under \
+                     manager.operandImages; fix the file and add it yourself"
+                ));
+                continue;
+            }
+        };
         // Listed already, with the user's image or memop's.
-        if text.lines().any(|l| l.trim_start().starts_with(&format!("{}:", operand.env))) {
+        if has_key(&values, &operand.env) {
             continue;
         }
         if !text.lines().any(|l| l.trim() == format!("# {marker}")) {
             plan.note(format!(
                 "{path} is yours and has no `# {marker}` line under manager.operandImages, so memop did not add \
-                 `{}: \"{}\"` there; add it yourself (the chart's default is that image)",
-                operand.env, operand.image
+                 `{line}` there; add it yourself (the chart's default is that image)"
             ));
             continue;
         }
-        plan.insert(path, OPERAND_IMAGES, &format!("{}: \"{}\"\n", operand.env, operand.image))?;
+        plan.insert(path, OPERAND_IMAGES, &format!("{line}\n"))?;
+        let after = plan.read(Path::new(path))?.unwrap_or_default();
+        if !serde_yaml::from_str::<serde_yaml::Value>(&after).is_ok_and(|v| has_key(&v, &operand.env)) {
+            plan.write(path, text, IfExists::Overwrite)?;
+            plan.note(format!(
+                "{path} is yours, and a line `{line}` at its `# {marker}` line would not be valid YAML there (is \
+                 manager.operandImages in flow style?), so memop did not add it; add the image yourself"
+            ));
+        }
     }
     Ok(())
+}
+
+/// Whether `value` has a mapping with the key `key`, at any depth.
+fn has_key(value: &serde_yaml::Value, key: &str) -> bool {
+    match value {
+        serde_yaml::Value::Mapping(map) => map.iter().any(|(k, v)| k.as_str() == Some(key) || has_key(v, key)),
+        serde_yaml::Value::Sequence(items) => items.iter().any(|v| has_key(v, key)),
+        serde_yaml::Value::Tagged(tagged) => has_key(&tagged.value, key),
+        _ => false,
+    }
 }
 
 #[cfg(test)]

@@ -183,9 +183,12 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     let shipped = scaffold::vendored_files();
     // What an earlier memop vendored and this one does not: no module names it any more.
     let vendor = format!("{}/", scaffold::VENDOR);
+    // A chart an earlier memop let the user put under vendor/ is not the runtime's.
+    let chart = project.plugins.helm.as_ref().map(|helm| format!("{}/", helm.output));
     let dropped: Vec<&str> = record
         .paths()
         .filter(|path| path.starts_with(&vendor) && !shipped.iter().any(|(s, _)| s == path))
+        .filter(|path| chart.as_ref().is_none_or(|chart| !path.starts_with(chart.as_str())))
         .filter(|path| dir.join(path).is_file())
         .collect();
     let mut edited = Vec::new();

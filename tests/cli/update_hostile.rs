@@ -404,3 +404,22 @@ fn an_update_killed_at_any_of_its_renames_is_completed_by_the_next_run() {
 fn without_git(tree: Tree) -> Tree {
     tree.into_iter().filter(|(path, _)| !path.starts_with(".git")).collect()
 }
+
+/// A chart an earlier memop let the user write under `vendor/` (today's `edit` refuses it) is the
+/// user's chart, not files of the runtime that memop no longer ships: the update does not tell
+/// the user to `git rm` it.
+#[test]
+fn a_chart_under_vendor_is_not_named_as_runtime_files_to_delete() {
+    let (_tmp, dir) = older_project();
+    ok(&dir, "edit --plugins=helm/v2-alpha");
+    fs::rename(dir.join("dist"), dir.join("vendor/dist")).unwrap();
+    fs::write(dir.join("PROJECT"), read(&dir, "PROJECT").replace("output: dist", "output: vendor/dist")).unwrap();
+    fs::write(dir.join("PROJECT.sum"), read(&dir, "PROJECT.sum").replace("\ndist/chart/", "\nvendor/dist/chart/"))
+        .unwrap();
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "the chart under vendor/"]);
+    let out = ok(&dir, "update");
+    assert!(out.stdout.contains("git rm vendor/memop-test/src/gone.rs"), "{}", out.stdout);
+    assert!(!out.stdout.contains("vendor/dist"), "{}", out.stdout);
+    assert!(dir.join("vendor/dist/chart/Chart.yaml").is_file());
+}
