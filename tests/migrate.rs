@@ -389,3 +389,32 @@ fn a_project_of_memop_0_2_with_an_edited_controller_is_told_the_change_to_make()
     assert!(read(&dir, "tests/memcached.rs").contains("controller(&shared, ctx)"));
     passes_and_is_up_to_date(&dir);
 }
+
+/// The most common team edit, a module added at the end of `src/lib.rs`, and memop's own
+/// additions there: both kept, as both only add `mod` lines, whose order does not matter (the
+/// update stopped at a conflict in `src/lib.rs`).
+#[test]
+fn a_module_added_at_the_end_of_lib_rs_does_not_conflict_with_memops() {
+    let Some(old) = old_memop() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let init = ["init", "--domain", "example.com"];
+    let memcached = ["create", "api", "--group", "cache", "--kind", "Memcached"];
+    let dir = made_by_memop_0_1(&old, scratch.path(), "lib-module", &[&init, &memcached]);
+    let lib = read(&dir, "src/lib.rs");
+    std::fs::write(dir.join("src/lib.rs"), format!("{lib}pub mod mine;\n")).unwrap();
+    std::fs::write(dir.join("src/mine.rs"), "//! The team's own module.\n").unwrap();
+    commit(&dir, "my module");
+
+    let out = common::memop().current_dir(&dir).arg("update").output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "memop update:\n{stdout}\n{stderr}");
+    let lib = read(&dir, "src/lib.rs");
+    assert!(!lib.contains("<<<<<<<"), "{lib}");
+    assert_eq!(lib.matches("pub mod mine;\n").count(), 1, "{lib}");
+    let memops =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/memcached-operator/src/lib.rs"))
+            .unwrap();
+    for line in memops.lines().filter(|line| line.starts_with("pub mod ")) {
+        assert!(lib.lines().any(|l| l == line), "{line:?} is missing:\n{lib}");
+    }
+}

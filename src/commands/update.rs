@@ -582,9 +582,11 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
             _ => {}
         }
         let decision = match &base {
-            Some(base) => merge::decide(current.as_deref(), new, Some(&sum::blob_id(base)), |_| Some(base.clone())),
-            None if old.is_some() => merge::decide(current.as_deref(), new, None, |_| None),
-            None => merge::decide(current.as_deref(), new, record.get(&shown), |id| sum::base(dir, id)),
+            Some(base) => {
+                merge::decide(&shown, current.as_deref(), new, Some(&sum::blob_id(base)), |_| Some(base.clone()))
+            }
+            None if old.is_some() => merge::decide(&shown, current.as_deref(), new, None, |_| None),
+            None => merge::decide(&shown, current.as_deref(), new, record.get(&shown), |id| sum::base(dir, id)),
         };
         updated.memops.plan(plan, record, shown, current.as_deref(), new.to_string(), decision)?;
     }
@@ -650,7 +652,7 @@ pub(crate) fn merge_memop_files(
     let mut merged = Merged::default();
     for (path, new) in files {
         let current = plan.read(Path::new(&path))?;
-        let decision = merge::decide(current.as_deref(), &new, record.get(&path), |id| sum::base(dir, id));
+        let decision = merge::decide(&path, current.as_deref(), &new, record.get(&path), |id| sum::base(dir, id));
         merged.plan(plan, record, path, current.as_deref(), new, decision)?;
     }
     refuse_unresolved(&merged.unresolved)?;

@@ -52,6 +52,7 @@ const THEIRS: &str = ">>>>>>> theirs";
 /// wrote and the user deleted stays deleted; one that still holds a conflict of an earlier merge
 /// is [`Decision::Unresolved`].
 pub fn decide(
+    path: &str,
     current: Option<&str>,
     new: &str,
     recorded: Option<&str>,
@@ -80,9 +81,95 @@ pub fn decide(
     }
     let (text, conflicts) = match diffy::merge(&base, &current, new) {
         Ok(text) => (text, false),
-        Err(text) => (text, true),
+        Err(text) => keep_both_additions(path, &text),
     };
     Decision::Merge { text, conflicts }
+}
+
+/// The lines diffy's conflicts (in diff3 style) are made of.
+const BASE: &str = "||||||| original";
+const SPLIT: &str = "=======";
+
+/// `text`, a merge with conflicts, with each conflict where both sides only added lines at the
+/// same place (nothing of the base in between) resolved by keeping both, the user's first, where
+/// the order of such lines does not matter in a file like `path`: whole items of Rust (`mod`
+/// lines, functions, constants), list items of YAML (a kustomization's resources), whole rules of
+/// a Makefile. Whether conflicts
+/// remain comes with it.
+fn keep_both_additions(path: &str, text: &str) -> (String, bool) {
+    let unordered: fn(&[&str]) -> bool = match path.rsplit('/').next().unwrap_or(path) {
+        // Whole items (a `mod` line, a function, a constant with its doc comment), whose order in
+        // a module or an impl does not matter; statements, fields or match arms do not parse so.
+        name if name.ends_with(".rs") => |lines| {
+            let text = lines.join("\n");
+            let code = text.lines().any(|line| !line.trim().is_empty() && !line.trim_start().starts_with("//"));
+            !code || syn::parse_file(&text).is_ok_and(|file| !file.items.is_empty() && file.attrs.is_empty())
+        },
+        name if name.ends_with(".yaml") || name.ends_with(".yml") => |lines| {
+            let indent = |line: &&str| line.len() - line.trim_start().len();
+            let items: Vec<_> = lines.iter().filter(|line| !line.trim().is_empty()).collect();
+            items.iter().all(|line| line.trim_start().starts_with("- "))
+                && items.windows(2).all(|w| indent(w[0]) == indent(w[1]))
+        },
+        "Makefile" => |lines| {
+            let mut lines = lines.iter().skip_while(|line| line.trim().is_empty());
+            lines.next().is_some_and(|first| !first.starts_with('\t') && !first.starts_with(' '))
+        },
+        _ => return (text.to_string(), true),
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut conflicts = false;
+    let mut lines = text.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
+        if line.trim_end_matches('\n') != OURS {
+            out.push_str(line);
+            continue;
+        }
+        // One conflict: ours, the base, theirs.
+        let mut parts: [Vec<&str>; 3] = Default::default();
+        let mut part = 0;
+        let mut closed = false;
+        for line in lines.by_ref() {
+            match line.trim_end_matches('\n') {
+                BASE if part == 0 => part = 1,
+                SPLIT if part <= 1 => part = 2,
+                THEIRS if part == 2 => {
+                    closed = true;
+                    break;
+                }
+                _ => parts[part].push(line),
+            }
+        }
+        let [ours, base, theirs] = &parts;
+        let bare = |side: &[&'_ str]| unordered(&side.iter().map(|l| l.trim_end_matches('\n')).collect::<Vec<_>>());
+        if closed && base.is_empty() && bare(ours) && bare(theirs) {
+            out.extend(ours.iter().copied());
+            let theirs: Vec<&str> = theirs.iter().filter(|line| !ours.contains(line)).copied().collect();
+            // A Makefile's rules stay apart by a blank line.
+            let blank = |line: Option<&&str>| line.is_none_or(|line| line.trim().is_empty());
+            if path.ends_with("Makefile") && !blank(ours.last()) && !blank(theirs.first()) {
+                out.push('\n');
+            }
+            out.extend(theirs);
+            continue;
+        }
+        conflicts = true;
+        out.push_str(line);
+        out.extend(ours.iter().copied());
+        if part >= 1 {
+            out.push_str(BASE);
+            out.push('\n');
+            out.extend(base.iter().copied());
+        }
+        out.push_str(SPLIT);
+        out.push('\n');
+        out.extend(theirs.iter().copied());
+        if closed {
+            out.push_str(THEIRS);
+            out.push('\n');
+        }
+    }
+    (out, conflicts)
 }
 
 #[cfg(test)]
@@ -96,36 +183,91 @@ mod tests {
     #[test]
     fn unedited_files_are_replaced_and_missing_ones_made_unless_deleted() {
         let never = |_: &str| -> Option<String> { panic!("no base needed") };
-        assert_eq!(decide(Some(OLD), NEW, Some(&blob_id(OLD)), never), Decision::Replace);
-        assert_eq!(decide(Some(NEW), NEW, Some(&blob_id(OLD)), never), Decision::Leave);
-        assert_eq!(decide(None, NEW, None, never), Decision::Replace);
-        assert_eq!(decide(None, NEW, Some(&blob_id(OLD)), never), Decision::Leave, "deleted by the user");
+        assert_eq!(decide("f", Some(OLD), NEW, Some(&blob_id(OLD)), never), Decision::Replace);
+        assert_eq!(decide("f", Some(NEW), NEW, Some(&blob_id(OLD)), never), Decision::Leave);
+        assert_eq!(decide("f", None, NEW, None, never), Decision::Replace);
+        assert_eq!(decide("f", None, NEW, Some(&blob_id(OLD)), never), Decision::Leave, "deleted by the user");
     }
 
     #[test]
     fn edited_files_are_merged_over_the_base_or_kept_without_it() {
         let edited = "a\nb\nc\nd\ne\nmine\n";
         let base = |_: &str| Some(OLD.to_string());
-        let merged = decide(Some(edited), NEW, Some(&blob_id(OLD)), base);
+        let merged = decide("f", Some(edited), NEW, Some(&blob_id(OLD)), base);
         assert_eq!(merged, Decision::Merge { text: "a\nB\nc\nd\ne\nmine\n".into(), conflicts: false });
-        assert_eq!(decide(Some(edited), NEW, Some(&blob_id(OLD)), |_| None), Decision::Keep);
-        assert_eq!(decide(Some(edited), NEW, None, base), Decision::Keep, "never memop's");
-        assert_eq!(decide(Some(edited), OLD, Some(&blob_id(OLD)), base), Decision::Leave, "memop's text is the same");
-        let Decision::Merge { text, conflicts: true } = decide(Some("a\nmine\nc\nd\ne\n"), NEW, Some("x"), base) else {
+        assert_eq!(decide("f", Some(edited), NEW, Some(&blob_id(OLD)), |_| None), Decision::Keep);
+        assert_eq!(decide("f", Some(edited), NEW, None, base), Decision::Keep, "never memop's");
+        assert_eq!(
+            decide("f", Some(edited), OLD, Some(&blob_id(OLD)), base),
+            Decision::Leave,
+            "memop's text is the same"
+        );
+        let Decision::Merge { text, conflicts: true } = decide("f", Some("a\nmine\nc\nd\ne\n"), NEW, Some("x"), base)
+        else {
             panic!("a change of the same line conflicts")
         };
         assert!(text.contains("<<<<<<< ours\nmine\n"), "{text}");
-        assert_eq!(decide(Some(&text), NEW, Some(&blob_id(NEW)), base), Decision::Unresolved, "not resolved yet");
+        assert_eq!(decide("f", Some(&text), NEW, Some(&blob_id(NEW)), base), Decision::Unresolved, "not resolved yet");
+    }
+
+    /// The team's most common edit, a module added at the end of `src/lib.rs`, and memop's own
+    /// there: both kept, as both only added lines where order does not matter; a real conflict
+    /// (a line both changed) stays one, and other files keep git's conflicts.
+    #[test]
+    fn additions_at_the_same_place_are_kept_both_where_order_does_not_matter() {
+        let base = "//! docs\n\npub mod controller;\n";
+        let ours = "//! docs\n\npub mod controller;\npub mod mine;\n";
+        let theirs = "//! docs\n\npub mod controller;\npub mod webhook;\n";
+        let merge = |path: &str, base: &str, ours: &str, theirs: &str| {
+            decide(path, Some(ours), theirs, Some(&blob_id(base)), |_| Some(base.to_string()))
+        };
+        let both = "//! docs\n\npub mod controller;\npub mod mine;\npub mod webhook;\n";
+        assert_eq!(merge("src/lib.rs", base, ours, theirs), Decision::Merge { text: both.into(), conflicts: false });
+        // The same line added by both: once.
+        let same = merge("src/lib.rs", base, theirs, &format!("{theirs}pub mod metrics;\n"));
+        assert_eq!(same, Decision::Merge { text: format!("{theirs}pub mod metrics;\n"), conflicts: false });
+        // Whole items, as memop 0.3 adds a constant where a team added a module.
+        let constant = "\n/// Who this operator is.\npub const OPERATOR: Operator = Operator { name: \"x\" };\n";
+        let item = merge("src/lib.rs", base, ours, &format!("{base}{constant}"));
+        assert_eq!(item, Decision::Merge { text: format!("{ours}{constant}"), conflicts: false });
+        // Code, not items whose order is free: a conflict, as git's.
+        let code = merge("src/main.rs", "fn f() {\n}\n", "fn f() {\n    a();\n}\n", "fn f() {\n    b();\n}\n");
+        assert!(matches!(code, Decision::Merge { conflicts: true, .. }), "{code:?}");
+        let Decision::Merge { text, conflicts: true } = merge("README.md", base, ours, theirs) else {
+            panic!("README")
+        };
+        assert!(
+            text.contains("<<<<<<< ours\npub mod mine;\n||||||| original\n=======\npub mod webhook;\n>>>>>>> theirs\n"),
+            "{text}"
+        );
+        // A kustomization's resources, and a Makefile's rules.
+        let list = "resources:\n- a.yaml\n";
+        let yaml =
+            merge("config/x/kustomization.yaml", list, &format!("{list}- mine.yaml\n"), &format!("{list}- b.yaml\n"));
+        let kept = format!("{list}- mine.yaml\n- b.yaml\n");
+        assert_eq!(yaml, Decision::Merge { text: kept, conflicts: false });
+        let rules = "all:\n\techo\n";
+        let make = merge(
+            "Makefile",
+            rules,
+            &format!("{rules}\nmine:\n\techo mine\n"),
+            &format!("{rules}\nnew:\n\techo new\n"),
+        );
+        let kept = format!("{rules}\nmine:\n\techo mine\n\nnew:\n\techo new\n");
+        assert_eq!(make, Decision::Merge { text: kept, conflicts: false });
+        // A line both changed stays a conflict even in such a file.
+        let changed = merge("src/lib.rs", base, "//! docs\n\npub mod control;\n", "//! docs\n\npub mod controllers;\n");
+        assert!(matches!(changed, Decision::Merge { conflicts: true, .. }), "{changed:?}");
     }
 
     #[test]
     fn windows_line_endings_are_no_edit() {
         let crlf = |text: &str| text.replace('\n', "\r\n");
         let never = |_: &str| -> Option<String> { panic!("no base needed") };
-        assert_eq!(decide(Some(&crlf(OLD)), NEW, Some(&blob_id(OLD)), never), Decision::Replace);
-        assert_eq!(decide(Some(&crlf(NEW)), NEW, Some(&blob_id(OLD)), never), Decision::Leave);
+        assert_eq!(decide("f", Some(&crlf(OLD)), NEW, Some(&blob_id(OLD)), never), Decision::Replace);
+        assert_eq!(decide("f", Some(&crlf(NEW)), NEW, Some(&blob_id(OLD)), never), Decision::Leave);
         let edited = crlf("a\nb\nc\nd\ne\nmine\n");
-        let merged = decide(Some(&edited), NEW, Some(&blob_id(OLD)), |_| Some(OLD.to_string()));
+        let merged = decide("f", Some(&edited), NEW, Some(&blob_id(OLD)), |_| Some(OLD.to_string()));
         assert_eq!(merged, Decision::Merge { text: "a\nB\nc\nd\ne\nmine\n".into(), conflicts: false });
     }
 }
