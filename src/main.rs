@@ -76,6 +76,13 @@ fn main() -> ExitCode {
         memop::warn_line!("error: {what}; pass -C with your project's directory (or run the command inside it)");
         return ExitCode::FAILURE;
     }
+    // The commands that write files date their license headers with it.
+    if (on_a_project || matches!(cli.command, Command::Init(_)))
+        && let Err(err) = commands::source_date_epoch()
+    {
+        memop::warn_line!("error: {err}");
+        return ExitCode::FAILURE;
+    }
     let mut dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));
     // Commands on a project work from any directory inside it, as cargo and git find their root.
     if on_a_project

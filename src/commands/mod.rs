@@ -340,10 +340,25 @@ fn vendored_crate(path: &Path) -> Option<PathBuf> {
 
 /// The year for license headers: `SOURCE_DATE_EPOCH` when set (reproducible output), else now.
 pub fn current_year() -> i64 {
-    let secs = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| s.parse::<i64>().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+    let secs = source_date_epoch().ok().flatten().unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
     });
-    civil_year(secs.div_euclid(86_400))
+    civil_year(i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2))
+}
+
+/// `SOURCE_DATE_EPOCH`, when set: seconds since 1970, as reproducible-builds.org defines it (a
+/// malformed value is refused, as it says, rather than dated -1199 or ignored).
+pub fn source_date_epoch() -> Result<Option<u64>> {
+    let Some(value) = std::env::var_os("SOURCE_DATE_EPOCH") else { return Ok(None) };
+    let value = value.to_string_lossy();
+    match value.parse::<u64>() {
+        // Up to the year 9999: a license header's year has four digits.
+        Ok(secs) if secs < 253_402_300_800 => Ok(Some(secs)),
+        _ => bail!(
+            "SOURCE_DATE_EPOCH={value:?} is not a time memop can date files with: give the seconds since \
+             1970-01-01 (an integer from 0, e.g. `date +%s`), or unset it"
+        ),
+    }
 }
 
 /// The Gregorian year of a day count since 1970-01-01 (Howard Hinnant's `civil_from_days`).

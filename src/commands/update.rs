@@ -705,7 +705,8 @@ fn kept_note(path: &str, recorded: bool, compare: &str) -> String {
     let why = match recorded {
         true => {
             "changed since memop wrote it, and git has no copy of what memop wrote (it was never committed as \
-                 memop left it)"
+                 memop left it, or this clone lacks that history: in a shallow clone, `git fetch --unshallow` and \
+                 run the update again)"
         }
         false => "is not as memop writes it, and memop has no record of writing it (PROJECT.sum does not list it)",
     };
@@ -719,9 +720,9 @@ fn refuse_unresolved(paths: &[String]) -> Result<()> {
         return Ok(());
     }
     bail!(
-        "{} still hold{} the conflict markers of an earlier merge of memop's changes with your edits \
-         (<<<<<<< ours … >>>>>>> theirs): resolve them (keep what you want of both sides and delete the marker \
-         lines), commit, and run the command again",
+        "{} still hold{} the conflict markers of an earlier merge (<<<<<<< … >>>>>>>: of memop's changes with \
+         your edits, or of two branches of yours): resolve them (keep what you want of both sides and delete the \
+         marker lines), commit, and run the command again",
         paths.join(", "),
         if paths.len() == 1 { "s" } else { "" }
     )
@@ -809,9 +810,16 @@ fn refuse_a_dirty_tree(dir: &Path) -> Result<()> {
 /// which the project's code was not written against. A version that is not one (an earlier memop
 /// left none) is no newer.
 fn refuse_a_newer_project(made: &str, version: &str) -> Result<()> {
-    let (Ok(made), Ok(this)) = (semver::Version::parse(made), semver::Version::parse(version)) else {
-        return Ok(());
+    if made.is_empty() {
+        return Ok(()); // a PROJECT from before memop recorded its version
+    }
+    let Ok(made) = semver::Version::parse(made) else {
+        bail!(
+            "PROJECT's cliVersion {made:?} is not a memop version (such as {version}), so memop cannot tell whether \
+             a newer memop made the project; restore PROJECT from version control"
+        );
     };
+    let Ok(this) = semver::Version::parse(version) else { return Ok(()) };
     if made > this {
         bail!(
             "memop {made} last updated this project, and this memop ({this}) is older: an update would move its \

@@ -61,8 +61,11 @@ pub fn decide(
     let Some(current) = current else {
         return if recorded.is_some() { Decision::Leave } else { Decision::Replace };
     };
+    // memop's markers, or git's of a merge the user committed unresolved (`<<<<<<< HEAD`).
+    let marker =
+        |line: &str, sign: &str| line.strip_prefix(sign).is_some_and(|rest| rest.is_empty() || rest.starts_with(' '));
     let mut lines = current.lines();
-    if lines.any(|line| line == OURS) && lines.any(|line| line == THEIRS) {
+    if lines.any(|line| marker(line, "<<<<<<<")) && lines.any(|line| marker(line, ">>>>>>>")) {
         return Decision::Unresolved;
     }
     if unix_endings(current) == new {
@@ -208,6 +211,9 @@ mod tests {
         };
         assert!(text.contains("<<<<<<< ours\nmine\n"), "{text}");
         assert_eq!(decide("f", Some(&text), NEW, Some(&blob_id(NEW)), base), Decision::Unresolved, "not resolved yet");
+        // git's markers of a merge of branches, committed unresolved.
+        let committed = "a\n<<<<<<< HEAD\nb\n=======\nB\n>>>>>>> topic\nc\nd\ne\n";
+        assert_eq!(decide("f", Some(committed), NEW, Some("x"), base), Decision::Unresolved);
     }
 
     /// The team's most common edit, a module added at the end of `src/lib.rs`, and memop's own

@@ -423,3 +423,37 @@ fn a_chart_under_vendor_is_not_named_as_runtime_files_to_delete() {
     assert!(!out.stdout.contains("vendor/dist"), "{}", out.stdout);
     assert!(dir.join("vendor/dist/chart/Chart.yaml").is_file());
 }
+
+/// A `cliVersion` that is no memop version (`v9.9.9`, `"9.1"`) cannot pass for an older one: the
+/// update refuses it by name instead of moving a project that a newer memop may have made back.
+#[test]
+fn a_cli_version_that_is_no_version_is_refused() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    let version = env!("CARGO_PKG_VERSION");
+    for bad in ["v9.9.9", "\"9.1\""] {
+        fs::write(
+            dir.join("PROJECT"),
+            read(&dir, "PROJECT").replace(&format!("cliVersion: {version}"), &format!("cliVersion: {bad}")),
+        )
+        .unwrap();
+        refused(&dir, "update --allow-dirty", &["is not a memop version", "restore PROJECT"]);
+        fs::write(
+            dir.join("PROJECT"),
+            read(&dir, "PROJECT").replace(&format!("cliVersion: {bad}"), &format!("cliVersion: {version}")),
+        )
+        .unwrap();
+    }
+}
+
+/// A malformed `SOURCE_DATE_EPOCH` is refused, as reproducible-builds.org asks, rather than
+/// dating the license headers `Copyright -1199`.
+#[test]
+fn a_malformed_source_date_epoch_is_refused() {
+    let tmp = scratch();
+    for bad in ["-99999999999", "yesterday", "99999999999999"] {
+        let out = memop(tmp.path(), "init --domain example.com").env("SOURCE_DATE_EPOCH", bad).assert().code(1);
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(stderr.contains(&format!("SOURCE_DATE_EPOCH={bad:?} is not a time")), "{stderr}");
+        assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 0, "{bad}: something was written");
+    }
+}
