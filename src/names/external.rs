@@ -89,8 +89,10 @@ impl ExternalCrd {
                  pass the YAML file of the kind's CRD (as its project publishes it)"
             );
         }
-        let matching = crds.iter().find(|c| c["spec"]["group"].as_str() == Some(group));
-        let Some(crd) = matching.filter(|c| c["spec"]["names"]["kind"].as_str() == Some(kind)) else {
+        let matching = crds
+            .iter()
+            .find(|c| c["spec"]["group"].as_str() == Some(group) && c["spec"]["names"]["kind"].as_str() == Some(kind));
+        let Some(crd) = matching else {
             let found: Vec<String> = crds.iter().map(describe).collect();
             let first = &crds[0];
             let (their_group, their_kind) = (
