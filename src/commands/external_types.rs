@@ -40,6 +40,9 @@ pub fn run(global: &Global, _args: Args) -> Result<()> {
             )
         })?;
         let crd = ExternalCrd::find(&text, &path, &api.qualified_group, api.version.as_str(), api.kind.as_str())?;
+        // A CRD copied in as its project publishes it is kept as `create api` keeps one: the
+        // kind's CRD alone, without that project's labels and annotations.
+        plan.write(&path, crd.yaml()?, IfExists::Overwrite)?;
         plan.write(api.external_types_path(), crd.rust_types(api.version.as_str(), &path)?, IfExists::Overwrite)?;
         kinds.push(api.kind.to_string());
     }

@@ -126,10 +126,14 @@ fn a_controller_over_another_projects_kind_gets_kopiums_types_and_its_crd() {
     assert_unchanged(&dir, &before, "create api --force, external-types and update");
 
     // A CRD replaced by a newer one: external-types writes its types.
-    let newer = crd.replace("color:", "shade:\n                type: string\n              color:");
+    // A newer CRD, copied in as its project publishes it: external-types writes its types and
+    // keeps the Widget's CRD alone.
+    let newer = TOYS.replace("color: {type: string", "shade: {type: string}\n              color: {type: string");
     fs::write(dir.join("config/external-crds/toys.example.org_widgets.yaml"), newer).unwrap();
     ok(&dir, "external-types");
     assert!(read(&dir, "src/external/widget.rs").contains("pub shade: Option<String>"));
+    let kept = read(&dir, "config/external-crds/toys.example.org_widgets.yaml");
+    assert!(kept.contains("shade:") && !kept.contains("labels") && !kept.contains("Shelf"), "{kept}");
 }
 
 #[test]
