@@ -57,7 +57,8 @@ struct Ignored {
 
 #[derive(Debug, Subcommand)]
 enum Create {
-    Api(commands::create_api::Args),
+    // Boxed: the largest of the arguments by far, which the others need not carry.
+    Api(Box<commands::create_api::Args>),
     Webhook(commands::create_webhook::Args),
 }
 
@@ -112,7 +113,7 @@ fn main() -> ExitCode {
     let result = match (lock, cli.command) {
         (Err(err), _) => Err(err),
         (Ok(_lock), Command::Init(args)) => commands::init::run(&global, args),
-        (Ok(_lock), Command::Create(Create::Api(args))) => commands::create_api::run(&global, args),
+        (Ok(_lock), Command::Create(Create::Api(args))) => commands::create_api::run(&global, *args),
         (Ok(_lock), Command::Create(Create::Webhook(args))) => commands::create_webhook::run(&global, args),
         (Ok(_lock), Command::Update(args)) => commands::update::run(&global, args),
         (Ok(_lock), Command::ExternalTypes(args)) => commands::external_types::run(&global, args),
