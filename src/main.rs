@@ -36,6 +36,7 @@ enum Command {
     #[command(subcommand, after_help = "Example:\n  memop create api --group cache --kind Memcached")]
     Create(Create),
     Update(commands::update::Args),
+    ExternalTypes(commands::external_types::Args),
     /// Print memop's version, the commit it was built from, and the Kubernetes, kube and runtime
     /// versions of the projects it generates
     Version,
@@ -56,14 +57,16 @@ struct Ignored {
 
 #[derive(Debug, Subcommand)]
 enum Create {
-    Api(commands::create_api::Args),
+    // Boxed: the largest of the arguments by far, which the others need not carry.
+    Api(Box<commands::create_api::Args>),
     Webhook(commands::create_webhook::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     memop::catch_interrupts();
-    let on_a_project = matches!(cli.command, Command::Create(_) | Command::Update(_) | Command::Edit(_));
+    let on_a_project =
+        matches!(cli.command, Command::Create(_) | Command::Update(_) | Command::Edit(_) | Command::ExternalTypes(_));
     // As `git -C` and `make -C`: a -C that names no directory is an error, never a reason to
     // look further up (a typo in a script would change the project around it).
     if let Some(dir) = cli.dir.as_deref().filter(|_| on_a_project)
@@ -106,9 +109,10 @@ fn main() -> ExitCode {
         let _ = std::fs::create_dir_all(&global.dir);
     }
     // Commands that change a project hold its lock while they read, plan and write.
-    let changes_the_project =
-        matches!(cli.command, Command::Init(_) | Command::Create(_) | Command::Update(_) | Command::Edit(_))
-            && !global.dry_run;
+    let changes_the_project = matches!(
+        cli.command,
+        Command::Init(_) | Command::Create(_) | Command::Update(_) | Command::Edit(_) | Command::ExternalTypes(_)
+    ) && !global.dry_run;
     let lock = match changes_the_project {
         true => commands::Lock::take(&global.dir),
         false => Ok(None),
@@ -116,9 +120,10 @@ fn main() -> ExitCode {
     let result = match (lock, cli.command) {
         (Err(err), _) => Err(err),
         (Ok(_lock), Command::Init(args)) => commands::init::run(&global, args),
-        (Ok(_lock), Command::Create(Create::Api(args))) => commands::create_api::run(&global, args),
+        (Ok(_lock), Command::Create(Create::Api(args))) => commands::create_api::run(&global, *args),
         (Ok(_lock), Command::Create(Create::Webhook(args))) => commands::create_webhook::run(&global, args),
         (Ok(_lock), Command::Update(args)) => commands::update::run(&global, args),
+        (Ok(_lock), Command::ExternalTypes(args)) => commands::external_types::run(&global, args),
         (Ok(_), Command::Version) => commands::say(&commands::version::text()),
         (Ok(_lock), Command::Edit(args)) => commands::helm::run(&global, args),
         (Ok(_), Command::Alpha(_)) => Err(anyhow::anyhow!(

@@ -129,10 +129,16 @@ struct Record {
     /// Empty for the core types of groups without a domain (`apps`), as in kubebuilder.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     domain: String,
+    /// A kind of another project's (`create api --external-api-crd`), as kubebuilder records
+    /// external APIs; its `path` is the CRD file the project keeps (kubebuilder's: the Go package).
+    #[serde(default, skip_serializing_if = "is_false")]
+    external: bool,
     group: String,
     kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     operand: Option<Operand>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
     /// Only when it differs from the regular plural of the kind, as in kubebuilder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     plural: Option<String>,
@@ -182,6 +188,12 @@ impl TryFrom<Record> for Resource {
                 }
                 return Ok(Self { names, api: None, controller: record.controller, operand: None, webhooks: None });
             }
+            if record.external {
+                return external_resource(&record);
+            }
+            if record.path.is_some() {
+                bail!("path is recorded only for an external kind (external: true): the CRD file of its types");
+            }
             let names = ApiNames::parse(
                 &record.group,
                 &record.version,
@@ -230,14 +242,39 @@ impl From<Resource> for Record {
             controller: resource.controller,
             core: names.builtin,
             domain: names.domain.to_string(),
+            external: names.external,
+            path: names.external.then(|| names.external_crd_path()),
             group: names.group.to_string(),
             operand: resource.operand,
-            plural: (!names.builtin && !names.plural.is_regular_for(&names.kind)).then(|| names.plural.to_string()),
+            plural: (!names.builtin && !names.external && !names.plural.is_regular_for(&names.kind))
+                .then(|| names.plural.to_string()),
             kind: names.kind.to_string(),
             version: names.version.to_string(),
             webhooks: resource.webhooks,
         }
     }
+}
+
+/// An external kind as PROJECT records it: its names as the CRD has them (the plural is its own,
+/// never kubebuilder's guess: PROJECT keeps it only when irregular, and the CRD file is the
+/// truth), and its CRD where the project keeps it.
+fn external_resource(record: &Record) -> Result<Resource> {
+    use crate::names::{Kind, Plural};
+    if record.api.is_some() || record.operand.is_some() || record.webhooks.is_some() {
+        bail!("external: true, and the project has no types (api), operand nor webhooks of another project's kind");
+    }
+    let kind = Kind::parse(&record.kind)?;
+    let plural = match &record.plural {
+        Some(plural) => Plural::parse(plural)?,
+        None => Plural::for_kind(&kind)?,
+    };
+    let qualified_group = format!("{}.{}", record.group, record.domain);
+    let names = ApiNames::external(&qualified_group, &record.version, kind.as_str(), plural.as_str())?;
+    let expected = names.external_crd_path();
+    if record.path.as_deref() != Some(expected.as_str()) {
+        bail!("external: true, and its path must be the CRD file the project keeps, {expected:?}");
+    }
+    Ok(Resource { names, api: None, controller: record.controller, operand: None, webhooks: None })
 }
 
 impl Resource {
@@ -436,7 +473,7 @@ impl Project {
         let mut seen = std::collections::BTreeSet::new();
         for resource in &project.resources {
             let at = resource.describe();
-            if resource.names.domain != domain && !resource.names.builtin {
+            if resource.names.domain != domain && !resource.names.builtin && !resource.names.external {
                 bail!(
                     "its resource {at}: its domain {:?} is not the project's ({:?}): memop puts every API in the \
                      project's domain",

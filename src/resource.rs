@@ -25,18 +25,41 @@ pub struct ApiNames {
     /// A kind of Kubernetes' own, k8s-openapi's type (`names::builtin`): the project defines no
     /// type nor CRD for it (PROJECT's `core: true`).
     pub builtin: bool,
+    /// A kind of another project's, from its CRD (`names::external`): the project keeps the CRD
+    /// in `config/external-crds/` and kopium's types in `src/external/` (PROJECT's `external: true`).
+    pub external: bool,
 }
 
 impl ApiNames {
     pub fn new(group: Group, version: Version, kind: Kind, plural: Plural, domain: &Domain) -> Self {
         let qualified_group = group.qualified(domain);
-        Self { domain: domain.clone(), group, version, kind, plural, qualified_group, builtin: false }
+        Self { domain: domain.clone(), group, version, kind, plural, qualified_group, builtin: false, external: false }
     }
 
     /// The names of a kind of Kubernetes' own.
     pub fn builtin(kind: &crate::names::builtin::BuiltinKind) -> Self {
         let (domain, group, version, kind_name, plural) = kind.names();
-        Self { domain, group, version, kind: kind_name, plural, qualified_group: kind.api_group(), builtin: true }
+        let qualified_group = kind.api_group();
+        Self { domain, group, version, kind: kind_name, plural, qualified_group, builtin: true, external: false }
+    }
+
+    /// The names of the kind of another project's of the API group `qualified_group`
+    /// (`cert-manager.io`), as its CRD has them (see `names::external::names`).
+    pub fn external(qualified_group: &str, version: &str, kind: &str, plural: &str) -> Result<Self> {
+        let (domain, group, version, kind, plural) =
+            crate::names::external::names(qualified_group, version, kind, plural)?;
+        let qualified_group = qualified_group.to_string();
+        Ok(Self { domain, group, version, kind, plural, qualified_group, builtin: false, external: true })
+    }
+
+    /// Where the project keeps an external kind's CRD: `config/external-crds/<group>_<plural>.yaml`.
+    pub fn external_crd_path(&self) -> String {
+        format!("{}/{}.yaml", crate::names::external::CRD_DIR, self.crd_file())
+    }
+
+    /// An external kind's Rust types, kopium's: `src/external/<kind>.rs`.
+    pub fn external_types_path(&self) -> String {
+        format!("src/external/{}.rs", self.kind.snake())
     }
 
     /// The entry of `names::builtin` of a kind of Kubernetes' own.
@@ -64,6 +87,7 @@ impl ApiNames {
     /// Whether `other` is the same group, version and kind.
     pub fn same_gvk(&self, other: &ApiNames) -> bool {
         self.builtin == other.builtin
+            && self.external == other.external
             && self.group == other.group
             && self.version == other.version
             && self.kind == other.kind
@@ -71,12 +95,17 @@ impl ApiNames {
 
     /// Whether `other` is another version of the same kind of the same group.
     pub fn same_kind(&self, other: &ApiNames) -> bool {
-        self.builtin == other.builtin && self.group == other.group && self.kind == other.kind
+        self.builtin == other.builtin
+            && self.external == other.external
+            && self.group == other.group
+            && self.kind == other.kind
     }
 
     /// `cache/v1alpha1, Kind=Memcached`, as kubebuilder names an API in its messages.
     pub fn gvk(&self) -> String {
-        format!("{}/{}, Kind={}", self.group, self.version, self.kind)
+        // Another project's group is named whole (`cert-manager.io`): it is not `<group>.<domain>`.
+        let group = if self.external { &self.qualified_group } else { self.group.as_str() };
+        format!("{group}/{}, Kind={}", self.version, self.kind)
     }
 
     /// `src/api/<group_module>/`: the group with `-` and `.` as `_`.
@@ -185,9 +214,10 @@ struct Spellings<'a> {
     validating_name: String,
     /// A kind of Kubernetes' own: its Rust type (`k8s_openapi::api::apps::v1::Deployment`).
     rust_path: Option<String>,
-    /// Its `apiVersion`: `apps/v1`, `v1` for core.
+    /// Its `apiVersion`: `apps/v1`, `v1` for core; for an external kind, `<group>/<version>`.
     api_version: Option<String>,
     builtin: bool,
+    external: bool,
 }
 
 impl Serialize for ApiNames {
@@ -213,8 +243,12 @@ impl Serialize for ApiNames {
             mutating_name: self.mutating_name(),
             validating_name: self.validating_name(),
             rust_path: self.builtin_kind().map(|k| k.rust_path()),
-            api_version: self.builtin_kind().map(|k| k.api_version()),
+            api_version: match self.builtin_kind() {
+                Some(kind) => Some(kind.api_version()),
+                None => self.external.then(|| format!("{}/{}", self.qualified_group, self.version)),
+            },
             builtin: self.builtin,
+            external: self.external,
         }
         .serialize(serializer)
     }

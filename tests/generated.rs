@@ -279,3 +279,66 @@ fn a_controller_over_every_kubernetes_kind_memop_knows_builds_and_passes_its_tes
     }
     common::build_lint_and_test(&dir);
 }
+
+/// The cert-manager release whose Certificate CRD the external-kind test scaffolds a controller
+/// over: a CRD no one here wrote, as its project publishes it (a Helm template's comments and
+/// labels included).
+const CERT_MANAGER: &str = "github.com/cert-manager/cert-manager@v1.17.2";
+
+/// cert-manager's Certificate CRD, from its Go module, which `go mod download` puts in Go's module
+/// cache (outside the repository: no third-party file is committed). `None`, with a line saying
+/// why, when Go or its module proxy is missing, unless `ENVTEST_REQUIRED` says the full suite must
+/// run (then it fails).
+fn cert_manager_certificate_crd() -> Option<std::path::PathBuf> {
+    let required = std::env::var("ENVTEST_REQUIRED").is_ok_and(|v| v == "1" || v == "true");
+    let skip = |why: String| {
+        assert!(!required, "ENVTEST_REQUIRED is set, and cert-manager's CRD is not available: {why}");
+        eprintln!("skipped: needs cert-manager's CRD from its Go module ({CERT_MANAGER}): {why}");
+        None
+    };
+    // In a directory of no Go module: the download is of the module alone.
+    let scratch = tempfile::tempdir().unwrap();
+    let output = match std::process::Command::new("go")
+        .args(["mod", "download", "-json", CERT_MANAGER])
+        .current_dir(scratch.path())
+        .env("GOFLAGS", "-mod=mod")
+        .output()
+    {
+        Ok(output) => output,
+        Err(err) => return skip(format!("cannot run go: {err}")),
+    };
+    if !output.status.success() {
+        let why = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+        return skip(format!("go mod download failed: {why}"));
+    }
+    let module: serde_json::Value = serde_json::from_slice(&output.stdout).expect("go mod download -json");
+    let dir = module["Dir"].as_str().expect("the module's directory");
+    Some(Path::new(dir).join("deploy/crds/crd-certificates.yaml"))
+}
+
+/// kubebuilder's external APIs: a controller over cert-manager's Certificates (kopium's types from
+/// its CRD, kept in config/external-crds/), spelled as kubebuilder's documentation spells it,
+/// beside a kind of the project's own. Its tests create a Certificate on both back ends: the
+/// in-memory API server, and the real one with the CRD installed (its schema checks the sample).
+#[test]
+fn a_controller_over_cert_managers_certificates_builds_lints_and_passes_its_tests() {
+    let Some(crd) = cert_manager_certificate_crd() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("certificate-operator");
+    std::fs::create_dir(&dir).unwrap();
+    common::run(&dir, &["init", "--domain", "example.com"]);
+    let certificate =
+        ["--group", "cert-manager", "--external-api-domain", "io", "--version", "v1", "--kind", "Certificate"];
+    let crd = crd.to_str().unwrap();
+    let flags = ["--external-api-crd", crd, "--resource=false", "--controller=true"];
+    common::run(&dir, &[&["create", "api"], &certificate[..], &flags[..]].concat());
+    common::run(&dir, &["create", "api", "--group", "cache", "--kind", "Memcached"]);
+    let types = std::fs::read_to_string(dir.join("src/external/certificate.rs")).unwrap();
+    assert!(types.contains("pub struct CertificateSpec") && types.contains("pub secret_name: String"), "{types}");
+    common::build_lint_and_test(&dir);
+    // Again from the kept CRD: the same types, the same project.
+    let before = common::tree(&dir);
+    common::run(&dir, &["external-types"]);
+    common::run(&dir, &["update"]);
+    assert!(common::tree(&dir) == before, "external-types and update changed the project");
+}

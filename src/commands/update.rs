@@ -408,6 +408,17 @@ fn copyright_year(text: &str) -> Option<&str> {
 /// replayed before it); `plan` sees the project, which says which version of a kind it stores.
 fn create_api_flags(resource: &Resource, replayed: &Project, plan: &Plan) -> Result<Vec<String>> {
     let api = &resource.names;
+    if api.external {
+        // Its types come from the CRD the project keeps, as `make external-types` writes them.
+        return Ok(vec![
+            format!("--group={}", api.qualified_group),
+            format!("--version={}", api.version),
+            format!("--kind={}", api.kind),
+            format!("--external-api-crd={}", api.external_crd_path()),
+            "--resource=false".into(),
+            format!("--controller={}", resource.controller),
+        ]);
+    }
     let mut flags = vec![
         format!("--group={}", api.group),
         format!("--version={}", api.version),

@@ -265,10 +265,9 @@ pub fn find(group: &str, version: &str, kind: &str) -> Result<&'static BuiltinKi
     let theirs: Vec<&str> = KINDS.iter().filter(|k| k.group == group).map(|k| k.kind).collect();
     bail!(
         "{group}/{version} {kind} is not a Kubernetes type memop knows (k8s-openapi's kinds it scaffolds controllers \
-         for in group {group}: {}). If {kind} is another operator's custom resource, memop cannot scaffold a \
-         controller over its CRD yet (`--external-api-crd` is planned): generate its Rust types from the CRD with \
-         kopium (`kopium -f crd.yaml`) into src/, and write the controller on memop_runtime::controller::Builder \
-         as the generated ones are; if it is a type of this project, drop --resource=false to define it here",
+         for in group {group}: {}). If {kind} is another operator's custom resource, pass its CRD: \
+         --group <the CRD's group> --external-api-crd crd.yaml (memop writes its Rust types with kopium); if it is \
+         a type of this project, drop --resource=false to define it here",
         theirs.join(", ")
     )
 }

@@ -15,6 +15,7 @@
 //! - `operand`: what an operand controller deploys (image, port, command, user) and `--owner`.
 
 pub mod builtin;
+pub mod external;
 mod kubernetes;
 mod operand;
 mod plural;

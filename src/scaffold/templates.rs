@@ -554,7 +554,14 @@ mod tests {
     fn names_imported_by_the_templates_are_reserved() {
         let mut sources = Vec::new();
         collect(&TEMPLATES, &mut sources);
-        let per_kind = ["controller-core/", "controller-operand/", "controller-skeleton/", "resource/", "webhook/"];
+        let per_kind = [
+            "controller-core/",
+            "controller-external/",
+            "controller-operand/",
+            "controller-skeleton/",
+            "resource/",
+            "webhook/",
+        ];
         let mut missing = std::collections::BTreeSet::new();
         for (name, text) in sources.iter().filter(|(n, _)| per_kind.iter().any(|p| n.starts_with(p))) {
             if name.contains('@') || text.starts_with(SHARED) {

@@ -12,6 +12,7 @@ mod core_types;
 mod create_api;
 mod dry_run;
 mod envtest;
+mod external_types;
 mod hostile;
 mod info;
 mod init;

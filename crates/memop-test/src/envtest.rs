@@ -569,14 +569,17 @@ async fn config(kubeconfig: &Path) -> Config {
         .expect("a client configuration")
 }
 
-/// Creates every CRD of `project`'s `config/crd/bases` and waits until each is established: a
-/// CRD the real server refuses fails here.
+/// Creates every CRD of `project`'s `config/crd/bases` (its own kinds) and
+/// `config/external-crds` (other projects' kinds its controllers reconcile, which a cluster
+/// gets from their projects) and waits until each is established: a CRD the real server refuses
+/// fails here.
 async fn install_crds(admin: &Client, project: &Path) -> Result<(), String> {
     let api = Api::<CustomResourceDefinition>::all(admin.clone());
-    let dir = project.join("config/crd/bases");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Ok(()); // a project without APIs yet
-    };
+    // A project without APIs yet, or without external ones, has no such directory.
+    let entries = ["config/crd/bases", "config/external-crds"]
+        .iter()
+        .filter_map(|dir| std::fs::read_dir(project.join(dir)).ok())
+        .flatten();
     let mut names = Vec::new();
     for entry in entries.flatten() {
         let text = std::fs::read_to_string(entry.path()).map_err(|e| e.to_string())?;

@@ -5,6 +5,7 @@
 //! flags and PROJECT (every refusal is there), [`scaffold`] plans the files, and [`report`]
 //! says what was made and what to do next.
 
+mod external;
 mod scaffold;
 mod validate;
 
@@ -30,6 +31,8 @@ pub use validate::{Request, validate};
     memop create api --group batch --version v1 --kind CronJob\n\n  \
     # A controller over Kubernetes' Deployments (no types nor CRD of yours):\n  \
     memop create api --group apps --version v1 --kind Deployment \\\n      --resource=false --controller=true\n\n  \
+    # A controller over cert-manager's Certificates (types from its CRD, by kopium):\n  \
+    memop create api --group cert-manager.io --version v1 --kind Certificate \\\n      --external-api-crd certificates.yaml --resource=false --controller=true\n\n  \
     # A second version of Memcached, stored as v1 from now on (then: create webhook --conversion):\n  \
     memop create api --group cache --version v1 --kind Memcached \\\n      --storage-version")]
 pub struct Args {
@@ -86,6 +89,25 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_name = "PLUGINS")]
     plugins: Vec<String>,
 
+    /// The CRD (YAML) of another project's kind to scaffold a controller over, with
+    /// `--resource=false --controller=true` and the CRD's group (`--group cert-manager.io`): memop
+    /// keeps it in config/external-crds/ and writes the kind's Rust types with kopium
+    #[arg(long, value_name = "FILE")]
+    external_api_crd: Option<std::path::PathBuf>,
+
+    /// The domain of an external kind's group, kubebuilder's way of splitting it: `--group
+    /// cert-manager --external-api-domain io` is `--group cert-manager.io`
+    #[arg(long, value_name = "DOMAIN")]
+    external_api_domain: Option<String>,
+
+    /// kubebuilder's Go import path of an external kind's types: refused, with what memop does
+    #[arg(long, hide = true, value_name = "PATH")]
+    external_api_path: Option<String>,
+
+    /// kubebuilder's Go module of an external kind's types: refused, with what memop does
+    #[arg(long, hide = true, value_name = "MODULE")]
+    external_api_module: Option<String>,
+
     /// kubebuilder's `--make`: accepted, and ignored with a note
     #[arg(long, hide = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_parser = clap::value_parser!(bool))]
     make: Option<bool>,
@@ -102,7 +124,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         );
     }
     let mut project = Project::load(&global.dir)?;
-    let request = validate(&args, &project)?;
+    let request = external::request(&args, &project, &global.dir)?;
     let mut plan = Plan::new(&global.dir);
     let mut notes = scaffold::scaffold(&request, &mut project, &mut plan)?;
     notes.splice(0..0, request.notes.iter().cloned());
@@ -133,6 +155,12 @@ fn summary(request: &Request) -> String {
     let recorded = request.existing.as_ref().is_some_and(|r| r.operand.is_some());
     match &request.operand {
         _ if !request.controller => String::new(),
+        _ if request.api.external => format!(
+            "{kind}: a controller over another project's {} (its CRD kept in {}, kopium's types in {}).\n",
+            request.api.gvk(),
+            request.api.external_crd_path(),
+            request.api.external_types_path()
+        ),
         _ if request.api.builtin => format!(
             "{kind}: a controller over Kubernetes' own {} (k8s-openapi's type: no types, CRD nor sample of the \
              project's).\n",
@@ -157,7 +185,7 @@ fn summary(request: &Request) -> String {
 /// `project`: how `memop update` replays the scaffolds PROJECT records.
 pub fn replay(flags: &[String], project: &mut Project, plan: &mut Plan) -> Result<()> {
     let args: Args = super::parse_flags(flags)?;
-    let request = validate(&args, project)?;
+    let request = external::request(&args, project, plan.root())?;
     scaffold::scaffold(&request, project, plan)?;
     Ok(())
 }

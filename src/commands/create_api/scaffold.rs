@@ -32,8 +32,8 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     let existing = request.existing.as_ref();
     project.upsert(Resource {
         names: api.clone(),
-        // A kind of Kubernetes' own has no types nor CRD in the project.
-        api: (!api.builtin).then(|| Api { crd_version: "v1".into(), namespaced: request.namespaced }),
+        // A kind of Kubernetes' own or another project's has no types nor CRD of the project's.
+        api: (!api.builtin && !api.external).then(|| Api { crd_version: "v1".into(), namespaced: request.namespaced }),
         controller: request.controller || existing.is_some_and(|r| r.controller),
         operand: request.operand.clone(),
         webhooks: existing.and_then(|r| r.webhooks.clone()),
@@ -49,6 +49,10 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     let mut notes = Vec::new();
 
     let root = match (&request.operand, api.builtin_kind()) {
+        _ if request.external.is_some() => {
+            plan_external(request, plan, &mut ctx)?;
+            "controller-external"
+        }
         (_, Some(builtin)) => {
             // The object the controller's tests create: k8s-openapi's type, from JSON.
             // (pretty, and indented as the template's `json!` has it: rustfmt leaves macros be)
@@ -84,6 +88,24 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     scaffold::render_root(&templates, "manager-role", &ctx, plan, false)?;
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
     Ok(notes)
+}
+
+/// An external kind's own files: its CRD, kept in `config/external-crds/` (the user's: memop
+/// writes what `--external-api-crd` gave, and `memop update` leaves it), and its Rust types,
+/// kopium's from that CRD (generated: written again at every run, by `make external-types`
+/// too). Puts the sample object and the CRD's path into `ctx` for the controller's templates.
+fn plan_external(request: &Request, plan: &mut Plan, ctx: &mut tera::Context) -> Result<()> {
+    let (api, crd) = (&request.api, request.external.as_ref().expect("an external request has its CRD"));
+    let crd_path = api.external_crd_path();
+    plan.write(&crd_path, crd.yaml()?, IfExists::Overwrite)?;
+    plan.set_owner(Path::new(&crd_path), scaffold::Owner::User);
+    let types = api.external_types_path();
+    plan.write(&types, crd.rust_types(api.version.as_str(), &crd_path)?, IfExists::Overwrite)?;
+    let sample = crd.sample(api.version.as_str(), &format!("{}-sample", api.kind.kebab()))?;
+    // Indented as the template's `json!` has it: rustfmt leaves macros be.
+    ctx.insert("sample", &serde_json::to_string_pretty(&sample)?.replace('\n', "\n        "));
+    ctx.insert("crd_path", &crd_path);
+    Ok(())
 }
 
 /// The version a kind with several versions is stored as: `this` version when `requested`

@@ -35,6 +35,8 @@ pub struct Request {
     pub short_name: Option<String>,
     /// What the user should know, said once the command succeeded.
     pub notes: Vec<String>,
+    /// The CRD of another project's kind (`--external-api-crd`), which the project keeps.
+    pub external: Option<crate::names::external::ExternalCrd>,
 }
 
 /// A kind memop knows how to deploy without being told the image.
@@ -188,6 +190,7 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
         short_name,
         notes,
         api,
+        external: None,
     })
 }
 
@@ -292,6 +295,7 @@ fn validate_builtin(args: &Args, project: &Project, builtin: &'static BuiltinKin
         new_version: false,
         short_name: None,
         notes: Vec::new(),
+        external: None,
     })
 }
 
@@ -362,13 +366,15 @@ fn check_conflicts(
     }
     for resource in project.others(api) {
         let other = &resource.names;
-        // A controller over a kind of Kubernetes' own shares only the controller's module name.
-        if other.builtin {
+        // A controller over a kind of Kubernetes' own or another project's shares only the
+        // controller's module name.
+        if other.builtin || other.external {
             if controller && resource.controller && other.kind.snake() == kind.snake() {
                 bail!(
-                    "a controller for kind {} already exists (Kubernetes' {}), and controller modules are named \
+                    "a controller for kind {} already exists ({} {}), and controller modules are named \
                      after the kind ({}); use another kind name, or pass --controller=false",
                     other.kind,
+                    if other.builtin { "Kubernetes'" } else { "another project's" },
                     other.gvk(),
                     kind.snake()
                 );

@@ -1,0 +1,157 @@
+//! `create api --external-api-crd FILE`: a controller over another project's kind (an operator's
+//! CRD, as cert-manager's `Certificate`), kubebuilder's "external APIs". kubebuilder imports the
+//! kind's Go types from their module (`--external-api-path`); memop has no Rust crate to import,
+//! so it writes the types from the CRD with kopium and keeps the CRD in the project. Every
+//! refusal of such a request is made here, from the flags, PROJECT and the CRD file.
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result, bail};
+
+use super::{Args, Request, validate};
+use crate::names::external::ExternalCrd;
+use crate::project::Project;
+use crate::resource::ApiNames;
+
+/// Decides what `args` ask of `project` (in `dir`, which a relative `--external-api-crd` is
+/// read from, as every path memop is given): an external kind's controller with
+/// `--external-api-crd`, else what [`validate`] decides.
+pub fn request(args: &Args, project: &Project, dir: &Path) -> Result<Request> {
+    for (flag, set) in
+        [("--external-api-path", &args.external_api_path), ("--external-api-module", &args.external_api_module)]
+    {
+        if let Some(value) = set {
+            bail!(
+                "{flag} {value}: kubebuilder imports an external kind's Go types from there; memop writes the kind's \
+                 Rust types from its CRD instead: pass --external-api-crd FILE (the kind's CustomResourceDefinition, as \
+                 its project publishes it) and drop {flag}"
+            );
+        }
+    }
+    let Some(file) = &args.external_api_crd else {
+        if let Some(domain) = &args.external_api_domain {
+            bail!(
+                "--external-api-domain {domain} is the domain of another project's kind, whose CRD memop needs: pass it \
+                 with --external-api-crd FILE (with --resource=false --controller=true)"
+            );
+        }
+        return validate(args, project);
+    };
+    validate_external(args, project, dir, file)
+}
+
+/// A controller over the kind of another project's that the CRD in `file` defines.
+fn validate_external(args: &Args, project: &Project, dir: &Path, file: &Path) -> Result<Request> {
+    let gvk = &args.gvk;
+    let shown = file.display();
+    if args.resource {
+        bail!(
+            "--external-api-crd: {} is another project's kind, whose types and CRD that project defines; pass \
+             --resource=false (with --controller=true) to scaffold a controller over it",
+            gvk.kind
+        );
+    }
+    if args.controller != Some(true) {
+        bail!(
+            "--external-api-crd scaffolds a controller over {}, and nothing else: pass --controller=true (with \
+             --resource=false)",
+            gvk.kind
+        );
+    }
+    let group = match &args.external_api_domain {
+        Some(domain) => format!("{}.{domain}", gvk.group),
+        None => gvk.group.clone(),
+    };
+    let text = std::fs::read_to_string(dir.join(file))
+        .with_context(|| format!("--external-api-crd {shown}: cannot read it; pass the path of the kind's CRD file"))?;
+    let crd = ExternalCrd::find(&text, &shown.to_string(), &group, &gvk.version, &gvk.kind)?;
+    let api = ApiNames::external(&crd.group, &gvk.version, &crd.kind, &crd.plural)?;
+    let (kind, theirs) = (&api.kind, format!("{} is another project's kind ({}/{})", gvk.kind, crd.group, gvk.version));
+    let image_flags = [
+        ("--image", args.image.is_some()),
+        ("--image-container-port", args.image_container_port.is_some()),
+        ("--image-container-command", args.image_container_command.is_some()),
+        ("--run-as-user", args.run_as_user.is_some()),
+        ("--storage-version", args.storage_version),
+    ];
+    if let Some((flag, _)) = image_flags.iter().find(|(_, set)| *set) {
+        bail!(
+            "{flag}: {theirs}, whose project deploys and stores it; drop {flag}, and write what the controller does \
+             in its reconcile"
+        );
+    }
+    if let Some(plural) = args.plural.as_deref().filter(|p| *p != crd.plural) {
+        bail!("--plural {plural}: {theirs}, served as {} (its CRD says so); drop --plural", crd.plural);
+    }
+    if !args.namespaced && crd.namespaced {
+        bail!("--namespaced=false: {theirs}, and its CRD makes it namespaced; drop --namespaced=false");
+    }
+    if project.namespaced && !crd.namespaced {
+        bail!(
+            "{theirs}, and it is cluster-scoped: this project was initialized with --namespaced, and its manager's \
+             Role, bound in one namespace, cannot grant access to cluster-scoped kinds; use a project without \
+             --namespaced"
+        );
+    }
+    // The project's own kind of that group and kind: its types are the ones to control.
+    if let Some(own) = project.resources.iter().find(|r| {
+        let n = &r.names;
+        !n.builtin && !n.external && n.qualified_group == crd.group && n.kind == api.kind
+    }) {
+        bail!(
+            "{kind} of {} is this project's own kind (its types are {}), not another project's; for a controller \
+             over it, drop --external-api-crd: memop create api --group {} --version {} --kind {kind} --resource=false \
+             --controller=true",
+            crd.group,
+            own.names.types_path(),
+            own.names.group,
+            own.names.version
+        );
+    }
+    let existing = project.find(&api).cloned();
+    if existing.is_some() && !args.force {
+        bail!(
+            "a controller for {} already exists; pass --force to regenerate it and the kind's types (your edits to \
+             its controller and tests are lost)",
+            api.gvk()
+        );
+    }
+    for resource in project.others(&api) {
+        let other = &resource.names;
+        if resource.controller && other.kind.snake() == kind.snake() {
+            bail!(
+                "a controller for kind {} already exists ({}), and controller modules are named after the kind ({}); \
+                 memop scaffolds one controller per kind name",
+                other.kind,
+                other.gvk(),
+                kind.snake()
+            );
+        }
+        let webhooks = resource.webhooks.clone().unwrap_or_default();
+        if other
+            .webhook_file_names(webhooks.defaulting || webhooks.validation, webhooks.conversion)
+            .contains(&kind.snake())
+        {
+            bail!(
+                "{kind}'s files would be named {}, as the webhook files of the kind {} already are",
+                kind.snake(),
+                other.kind
+            );
+        }
+    }
+    Ok(Request {
+        api,
+        resource: false,
+        controller: true,
+        force: args.force,
+        storage_version: false,
+        namespaced: crd.namespaced,
+        operand: None,
+        image_flag: false,
+        existing,
+        new_version: false,
+        short_name: None,
+        notes: Vec::new(),
+        external: Some(crd),
+    })
+}
