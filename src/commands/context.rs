@@ -27,6 +27,18 @@ pub struct ProjectContext {
     pub memop_git: String,
     /// The manager role's rules, merged from every controller (see `rules_of`).
     pub rules: Vec<MergedRule>,
+    /// The project's CRDs, `<plural>.<group>`, sorted: the storage migration's role
+    /// (`memop_runtime::migration::role_yaml`) names them.
+    pub crds: Vec<String>,
+    /// The plurals of those CRDs by API group, for that role's rewrite rule.
+    pub crd_groups: Vec<CrdGroup>,
+}
+
+/// The kinds of one API group that have a CRD.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CrdGroup {
+    pub group: String,
+    pub plurals: Vec<String>,
 }
 
 impl ProjectContext {
@@ -36,7 +48,22 @@ impl ProjectContext {
             let api = &resource.names;
             rules.extend(rules_of(&api.qualified_group, api.plural.as_str(), resource.operand.is_some()));
         }
+        // Sorted and deduplicated as `role_yaml` sorts them: one CRD serves every version of a kind.
+        let crds: std::collections::BTreeSet<String> = project
+            .resources
+            .iter()
+            .filter(|r| r.api.is_some())
+            .map(|r| format!("{}.{}", r.names.plural.as_str(), r.names.qualified_group))
+            .collect();
+        let mut groups: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+        for crd in &crds {
+            if let Some((plural, group)) = crd.split_once('.') {
+                groups.entry(group.to_string()).or_default().push(plural.to_string());
+            }
+        }
         Self {
+            crds: crds.into_iter().collect(),
+            crd_groups: groups.into_iter().map(|(group, plurals)| CrdGroup { group, plurals }).collect(),
             project_name: project.project_name.clone(),
             crate_name: project.crate_name.clone(),
             domain: project.domain.clone(),

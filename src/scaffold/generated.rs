@@ -39,8 +39,12 @@ type Editor = fn(path: &str, current: Option<&str>, ctx: &Context, render: Rende
 const ROLE: &str = "config/rbac/role.yaml";
 
 /// The editors, by output path (a path ending in `/`: every file under it).
-const EDITORS: &[(&str, Editor)] =
-    &[(ROLE, role), ("config/crd/bases/", crd_version), ("config/webhook/manifests.yaml", webhooks)];
+const EDITORS: &[(&str, Editor)] = &[
+    (ROLE, role),
+    ("config/rbac/storage_migration_role.yaml", storage_migration_role),
+    ("config/crd/bases/", crd_version),
+    ("config/webhook/manifests.yaml", webhooks),
+];
 
 /// The editor of the generated file at `path`, if it has one.
 pub fn editor(path: &str) -> Option<Editor> {
@@ -64,6 +68,16 @@ fn role(_: &str, current: Option<&str>, ctx: &Context, render: Render) -> Result
     let mut ctx = ctx.clone();
     ctx.insert("rules", &rules_with(text, &ctx)?);
     Ok(Edit::Write(render(&ctx)?))
+}
+
+/// The storage migration's role, which `make manifests` writes from the CRDs of `src/api`:
+/// memop knows them all from PROJECT (the context's `crds`), so it writes the file again, unless
+/// it is not one `make manifests` wrote.
+fn storage_migration_role(_: &str, current: Option<&str>, ctx: &Context, render: Render) -> Result<Edit> {
+    match current {
+        Some(text) if !text.starts_with(ROLE_HEADER) => Ok(Edit::Keep),
+        _ => Ok(Edit::Write(render(ctx)?)),
+    }
 }
 
 /// The manager role's rules as the project has them: every controller's (the context's

@@ -12,7 +12,9 @@
 //!   status writes), status conditions and server-side-apply helpers;
 //! - [`operand`]: the Deployment a controller keeps for each object ([`operand::Operand`]);
 //! - [`rbac`] and [`manifests`]: the manager's role and the CRDs that `make manifests` writes;
-//! - [`webhook`]: the admission and conversion webhook server and its certificates.
+//! - [`webhook`]: the admission and conversion webhook server and its certificates;
+//! - [`migration`]: the migration of stored objects to a kind's storage version, and the pruning
+//!   of its CRD's `storedVersions`, that lets an old version be removed.
 //!
 //! A project's manager binary is a few lines:
 //!
@@ -48,6 +50,7 @@
 pub mod controller;
 pub mod manager;
 pub mod manifests;
+pub mod migration;
 pub mod operand;
 pub mod rbac;
 pub mod webhook;

@@ -1,7 +1,8 @@
 //! A real Kubernetes control plane for tests, as controller-runtime's envtest starts it: etcd
 //! and kube-apiserver from `KUBEBUILDER_ASSETS` (`make setup-envtest`), on free loopback ports,
 //! with RBAC authorization on. When the assets also hold kube-controller-manager, it runs the
-//! garbage collector, so owner references cascade for real. When they hold kube-scheduler and
+//! garbage collector, so owner references cascade for real, and the storage version migrator,
+//! so `StorageVersionMigration`s run. When they hold kube-scheduler and
 //! kwok too (`scripts/envtest/build.sh` builds all of them), Deployments roll out for real:
 //! kube-controller-manager also runs the deployment, replicaset and resource quota controllers,
 //! kube-scheduler binds the pods to one node that kwok simulates, and kwok's stages make them
@@ -229,11 +230,13 @@ impl ControlPlane {
         let garbage_collection = controller_manager.is_some();
         if let Some(binary) = controller_manager {
             // The resource quota controller keeps quotas' usage, so that a test can fill a
-            // namespace's quota to make new pods fail as they would in a cluster.
+            // namespace's quota to make new pods fail as they would in a cluster. The storage
+            // version migrator runs StorageVersionMigrations (GA in 1.37, on by default there;
+            // it needs the garbage collector, whose caches it reads).
             let controllers = if rollouts.is_some() {
-                "garbage-collector-controller,deployment-controller,replicaset-controller,resourcequota-controller"
+                "garbage-collector-controller,storage-version-migrator-controller,deployment-controller,replicaset-controller,resourcequota-controller"
             } else {
-                "garbage-collector-controller"
+                "garbage-collector-controller,storage-version-migrator-controller"
             };
             let child = spawn(
                 &dir,

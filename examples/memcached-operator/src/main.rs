@@ -19,6 +19,7 @@
 
 use clap::Parser;
 use memop_runtime::manager::{self, Manager};
+use memop_runtime::migration::StorageMigration;
 
 /// The manager's command line: kubebuilder's flags, from the runtime.
 #[derive(Parser)]
@@ -42,5 +43,8 @@ async fn main() -> anyhow::Result<()> {
     // +memop:scaffold:webhooks
     memcached_operator::controller::memcached::register(&mut manager);
     // +memop:scaffold:controllers
+    // Once this replica leads: objects still stored in an older version of a kind are migrated
+    // to its storage version, so that the older version can be removed (`memop delete api`).
+    manager.migrate_storage(StorageMigration::new(memcached_operator::api::crd_names()));
     manager.run().await
 }

@@ -13,7 +13,8 @@
 // limitations under the License.
 
 //! The YAML that `make manifests` writes into `config/`, produced from the code: the CRDs from
-//! the types in [`crate::api`], the manager role from each controller's `RULES`.
+//! the types in [`crate::api`], the manager role from each controller's `RULES`, the storage
+//! migration's role from the CRDs.
 //!
 //! `memop create api` adds each controller's rules at the marker below.
 
@@ -32,6 +33,12 @@ pub fn render() -> anyhow::Result<Vec<File>> {
     files.push((
         "config/rbac/role.yaml".into(),
         role_yaml(Scope::Cluster, RULES),
+    ));
+    let crds = crate::api::crd_names();
+    let crds: Vec<&str> = crds.iter().map(String::as_str).collect();
+    files.push((
+        "config/rbac/storage_migration_role.yaml".into(),
+        memop_runtime::migration::role_yaml(&crds),
     ));
     // +memop:scaffold:manifests
     Ok(files)

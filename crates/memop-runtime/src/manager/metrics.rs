@@ -101,6 +101,13 @@ struct WebhookCodeLabels {
     code: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MigrationLabels {
+    crd: String,
+    method: &'static str,
+    result: Outcome,
+}
+
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)] // label values are lowercase, as controller-runtime's
 enum Outcome {
@@ -128,6 +135,7 @@ pub struct Metrics {
     watch_errors: Family<WatchLabels, Counter>,
     watch_activity: Family<WatchLabels, Gauge<f64, AtomicU64>>,
     webhook_requests: Family<WebhookCodeLabels, Counter>,
+    storage_migrations: Family<MigrationLabels, Counter>,
     webhook_in_flight: Family<WebhookLabels, Gauge>,
     webhook_latency: Histograms<WebhookLabels>,
 }
@@ -163,6 +171,7 @@ impl Default for Metrics {
             watch_errors: Family::default(),
             watch_activity: Family::default(),
             webhook_requests: Family::default(),
+            storage_migrations: Family::default(),
             webhook_in_flight: Family::default(),
             webhook_latency: Family::new_with_constructor(webhook_buckets),
         };
@@ -236,6 +245,11 @@ impl Default for Metrics {
             "controller_runtime_webhook_latency_seconds",
             "Histogram of the latency of processing admission requests",
             metrics.webhook_latency.clone(),
+        );
+        registry.register(
+            "memop_storage_migrations",
+            "Total number of migrations of a CRD's stored objects to its storage version, by method (storageversionmigration or rewrite) and result",
+            metrics.storage_migrations.clone(),
         );
         registry.register_collector(Box::new(metrics.in_flight.clone()));
         registry.register_collector(Box::new(Process));
@@ -315,6 +329,16 @@ impl Metrics {
         let errors = self.watch_errors.get_or_create(&labels).clone();
         let activity = self.watch_activity.get_or_create(&labels).clone();
         (errors, activity)
+    }
+
+    /// Records one migration of the stored objects of CRD `crd` ([`crate::migration`]).
+    pub(crate) fn storage_migration(&self, crd: &str, method: &'static str, ok: bool) {
+        let labels = MigrationLabels {
+            crd: crd.to_string(),
+            method,
+            result: if ok { Outcome::success } else { Outcome::error },
+        };
+        self.storage_migrations.get_or_create(&labels).inc();
     }
 
     /// A layer for the manager's API client that counts its requests by status code, method

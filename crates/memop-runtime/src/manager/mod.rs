@@ -279,6 +279,17 @@ impl Manager {
             .push((name, Box::new(move |shared| Box::pin(run(shared)))));
     }
 
+    /// Migrates the objects of `migration`'s CRDs to their storage versions, and prunes their
+    /// `storedVersions`, once this replica leads (see [`crate::migration`]); the controllers do
+    /// not wait for it, and readiness does not depend on it.
+    pub fn migrate_storage(&mut self, migration: crate::migration::StorageMigration) {
+        self.register(crate::migration::NAME, move |shared| async move {
+            shared.readiness.synced(crate::migration::NAME);
+            migration.run(&shared).await;
+            Ok(())
+        });
+    }
+
     /// Runs the controllers until a shutdown signal, or until this replica loses leadership;
     /// then what was deferred at shutdown ([`Shutdown::defer`]); then stops the HTTP servers,
     /// which serve until then.

@@ -26,7 +26,7 @@ use memop_runtime::manifests::merge_versions;
 /// The version each kind served in several versions is stored as, by CRD name: exactly one
 /// per kind, as kubebuilder's `+kubebuilder:storageversion` marks it. The API server writes
 /// every object of the kind in this version. Changing it later is a storage migration: objects
-/// stay stored in the old version until they are written again.
+/// stay stored in the old version until the manager migrates them (`memop_runtime::migration`).
 const STORAGE_VERSIONS: &[(&str, &str)] = &[
     // +memop:scaffold:storage-versions
 ];
@@ -40,4 +40,13 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         ],
         STORAGE_VERSIONS,
     )
+}
+
+/// The names of those CRDs (`<plural>.<group>`): the manager migrates their stored objects to
+/// the storage version, and their `storedVersions` with them.
+pub fn crd_names() -> Vec<String> {
+    crds()
+        .into_iter()
+        .filter_map(|crd| crd.metadata.name)
+        .collect()
 }

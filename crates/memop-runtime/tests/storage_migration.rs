@@ -1,0 +1,389 @@
+//! `memop_runtime::migration`: a kind's stored objects migrated to its new storage version and
+//! its CRD's `storedVersions` pruned, so that the old version can be removed.
+//!
+//! On the real control plane (skipped without `KUBEBUILDER_ASSETS`; kube-controller-manager
+//! runs its storage version migrator there): objects written in `v1alpha1`, the storage moved
+//! to `v1`, the migration run as the operator's ServiceAccount with only the role of
+//! `migration::role_yaml`, `storedVersions` pruned to `[v1]`, `v1alpha1` removed from the CRD,
+//! and every object still read in `v1` with every field. A second run does nothing.
+//!
+//! On the in-memory server, which has no discovery and no versions to convert between (objects
+//! are kept per version path, never converted, and no controller runs migrations): the fallback
+//! that rewrites every object and prunes `storedVersions`, its guard against objects written
+//! meanwhile, and the second run that does nothing. What it skips: that the rewrite stores the
+//! objects in another version, which only the real server shows.
+
+use std::path::Path;
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use memop_runtime::Operator;
+use memop_runtime::manager::Shared;
+use memop_runtime::migration::{self, Method, Outcome, StorageMigration};
+use memop_test::TestEnv;
+use memop_test::requests::Verb;
+use serde_json::{Value, json};
+
+const OPERATOR: Operator = Operator {
+    name: "example-operator",
+    domain: "example.com",
+};
+const GROUP: &str = "migration.example.com";
+const CRD: &str = "gadgets.migration.example.com";
+
+fn fixture() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture_migration")
+}
+
+/// The CRD of `Gadget`, served in `v1alpha1` and `v1` with the same schema (so `None`
+/// conversion loses nothing), stored in `storage`.
+fn crd(storage: &str, versions: &[&str]) -> CustomResourceDefinition {
+    let schema = json!({ "openAPIV3Schema": {
+        "type": "object",
+        "properties": { "spec": { "type": "object", "properties": {
+            "size": { "type": "integer" },
+            "label": { "type": "string" },
+            "tags": { "type": "array", "items": { "type": "string" } },
+        } } },
+    } });
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|version| {
+            json!({
+                "name": version,
+                "served": true,
+                "storage": *version == storage,
+                "schema": schema,
+            })
+        })
+        .collect();
+    serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": { "name": CRD },
+        "spec": {
+            "group": GROUP,
+            "names": { "kind": "Gadget", "plural": "gadgets", "singular": "gadget", "listKind": "GadgetList" },
+            "scope": "Namespaced",
+            "versions": versions,
+        },
+    }))
+    .expect("a CRD")
+}
+
+fn gadgets(version: &str) -> ApiResource {
+    ApiResource {
+        group: GROUP.into(),
+        version: version.into(),
+        api_version: format!("{GROUP}/{version}"),
+        kind: "Gadget".into(),
+        plural: "gadgets".into(),
+    }
+}
+
+fn gadget(version: &str, i: usize) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": format!("{GROUP}/{version}"),
+        "kind": "Gadget",
+        "metadata": { "name": format!("gadget-{i}") },
+        "spec": { "size": i, "label": format!("label {i}"), "tags": ["a", format!("t{i}")] },
+    }))
+    .expect("a Gadget")
+}
+
+fn stored_versions(crd: &CustomResourceDefinition) -> Vec<String> {
+    crd.status
+        .as_ref()
+        .and_then(|status| status.stored_versions.clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_fixture_role_is_what_role_yaml_writes() {
+    let role = std::fs::read_to_string(fixture().join("config/rbac/storage_migration_role.yaml"))
+        .expect("the fixture's role");
+    assert_eq!(role, migration::role_yaml(&[CRD]));
+}
+
+#[tokio::test]
+async fn stored_objects_migrate_and_the_old_version_can_be_removed() {
+    let Some(env) = TestEnv::real_for(&fixture()).await else {
+        return;
+    };
+    let crds = Api::<CustomResourceDefinition>::all(env.admin.clone());
+    crds.create(
+        &PostParams::default(),
+        &crd("v1alpha1", &["v1alpha1", "v1"]),
+    )
+    .await
+    .expect("creating the CRD");
+    wait_for(&crds, |crd| {
+        crd.status.as_ref().is_some_and(|status| {
+            status
+                .conditions
+                .iter()
+                .flatten()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+        })
+    })
+    .await;
+
+    // Three objects written, and stored, in v1alpha1.
+    let old = Api::<DynamicObject>::namespaced_with(
+        env.admin.clone(),
+        &env.namespace,
+        &gadgets("v1alpha1"),
+    );
+    for i in 0..3 {
+        old.create(&PostParams::default(), &gadget("v1alpha1", i))
+            .await
+            .expect("a v1alpha1 Gadget");
+    }
+    // The storage moves to v1: storedVersions lists both from now on.
+    let mut moved = crds.get(CRD).await.unwrap();
+    moved.spec = crd("v1", &["v1alpha1", "v1"]).spec;
+    crds.replace(CRD, &PostParams::default(), &moved)
+        .await
+        .expect("moving the storage to v1");
+    assert_eq!(
+        stored_versions(&crds.get(CRD).await.unwrap()),
+        ["v1alpha1", "v1"]
+    );
+    // The API server refuses to remove a version that objects may still be stored in.
+    let mut removed = crds.get(CRD).await.unwrap();
+    removed.spec = crd("v1", &["v1"]).spec;
+    let refused = crds.replace(CRD, &PostParams::default(), &removed).await;
+    assert!(
+        matches!(&refused, Err(kube::Error::Api(status)) if status.message.contains("storedVersions")),
+        "{refused:?}"
+    );
+
+    // The operator, as its ServiceAccount with only the migration's role, migrates.
+    let shared = Shared::new(&OPERATOR, env.operator.clone(), None);
+    let migration = StorageMigration::new([CRD]).with_poll_interval(Duration::from_millis(300));
+    let outcome = tokio::time::timeout(Duration::from_secs(180), migration.migrate(&shared, CRD))
+        .await
+        .expect("the migration finishes within 3 minutes")
+        .expect("the migration succeeds");
+    let Outcome::Migrated { from, to, method } = &outcome else {
+        panic!("nothing migrated: {outcome:?}")
+    };
+    assert_eq!(
+        (from.as_slice(), to.as_str()),
+        (&["v1alpha1".to_string()][..], "v1")
+    );
+    let Method::StorageVersionMigration { name, api_version } = method else {
+        panic!("migrated without a StorageVersionMigration: {method:?}")
+    };
+    assert_eq!(api_version, "storagemigration.k8s.io/v1");
+    assert_eq!(stored_versions(&crds.get(CRD).await.unwrap()), ["v1"]);
+
+    // Reported: the metric and an Event on the CRD.
+    let metrics = shared.metrics().encode();
+    assert!(
+        metrics.contains(&format!(
+            "memop_storage_migrations_total{{crd=\"{CRD}\",method=\"storageversionmigration\",result=\"success\"}} 1"
+        )),
+        "{metrics}"
+    );
+    let events =
+        Api::<k8s_openapi::api::events::v1::Event>::namespaced(env.admin.clone(), "default");
+    let events = events.list(&ListParams::default()).await.unwrap();
+    let event = events
+        .items
+        .iter()
+        .find(|event| event.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(CRD))
+        .expect("an Event about the CRD");
+    assert_eq!(event.reason.as_deref(), Some("StorageMigrated"));
+    assert!(
+        event
+            .note
+            .as_deref()
+            .unwrap_or_default()
+            .contains(name.as_str()),
+        "{event:?}"
+    );
+
+    // v1alpha1 can go now, and every object still reads in v1, every field kept: were one still
+    // stored in v1alpha1, the API server could not decode it any more.
+    let mut removed = crds.get(CRD).await.unwrap();
+    removed.spec = crd("v1", &["v1"]).spec;
+    crds.replace(CRD, &PostParams::default(), &removed)
+        .await
+        .expect("removing v1alpha1");
+    let new =
+        Api::<DynamicObject>::namespaced_with(env.admin.clone(), &env.namespace, &gadgets("v1"));
+    let mut read = Vec::new();
+    for _ in 0..100 {
+        // The API server serves the new CRD version set within moments.
+        match new.list(&ListParams::default()).await {
+            Ok(list) if list.items.len() == 3 => {
+                read = list.items;
+                break;
+            }
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    assert_eq!(read.len(), 3, "every Gadget reads in v1");
+    for (i, object) in read.iter().enumerate() {
+        assert_eq!(
+            object.data["spec"],
+            gadget("v1", i).data["spec"],
+            "gadget-{i}"
+        );
+        assert_eq!(
+            object.types.as_ref().unwrap().api_version,
+            format!("{GROUP}/v1")
+        );
+    }
+
+    // A second run finds nothing to do, and creates no other migration.
+    let again = migration.migrate(&shared, CRD).await.expect("a second run");
+    assert_eq!(again, Outcome::UpToDate);
+    let migrations = Api::<DynamicObject>::all_with(
+        env.admin.clone(),
+        &ApiResource {
+            group: migration::GROUP.into(),
+            version: "v1".into(),
+            api_version: format!("{}/v1", migration::GROUP),
+            kind: "StorageVersionMigration".into(),
+            plural: "storageversionmigrations".into(),
+        },
+    );
+    let mine: Vec<_> = migrations
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|m| m.data["spec"]["resource"]["group"] == GROUP)
+        .collect();
+    assert_eq!(mine.len(), 1, "{mine:?}");
+}
+
+#[tokio::test]
+async fn without_a_migration_api_the_manager_rewrites_every_object_and_prunes() {
+    let env = TestEnv::in_memory();
+    let crds = Api::<CustomResourceDefinition>::all(env.admin.clone());
+    crds.create(&PostParams::default(), &crd("v1", &["v1alpha1", "v1"]))
+        .await
+        .unwrap();
+    let status = json!({ "status": { "storedVersions": ["v1alpha1", "v1"] } });
+    crds.patch_status(CRD, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    let all =
+        Api::<DynamicObject>::namespaced_with(env.admin.clone(), &env.namespace, &gadgets("v1"));
+    for i in 0..3 {
+        all.create(&PostParams::default(), &gadget("v1", i))
+            .await
+            .unwrap();
+    }
+
+    let shared = Shared::new(&OPERATOR, env.operator.clone(), None);
+    let migration = StorageMigration::new([CRD]);
+    let outcome = migration
+        .migrate(&shared, CRD)
+        .await
+        .expect("the migration");
+    assert_eq!(
+        outcome,
+        Outcome::Migrated {
+            from: vec!["v1alpha1".into()],
+            to: "v1".into(),
+            method: Method::Rewrite { objects: 3 },
+        }
+    );
+    assert_eq!(stored_versions(&crds.get(CRD).await.unwrap()), ["v1"]);
+    // Each object was written once, guarded by the resourceVersion it was listed at, and
+    // nothing in it changed.
+    let patches: Vec<_> = env
+        .requests
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb == Verb::Patch && r.resource == "gadgets")
+        .collect();
+    assert_eq!(patches.len(), 3, "{patches:?}");
+    for (i, object) in all
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(object.data["spec"], gadget("v1", i).data["spec"]);
+    }
+    let metrics = shared.metrics().encode();
+    assert!(
+        metrics.contains(&format!(
+            "memop_storage_migrations_total{{crd=\"{CRD}\",method=\"rewrite\",result=\"success\"}} 1"
+        )),
+        "{metrics}"
+    );
+
+    // Once pruned, a run reads the CRD and writes nothing.
+    env.requests.clear();
+    assert_eq!(
+        migration.migrate(&shared, CRD).await.unwrap(),
+        Outcome::UpToDate
+    );
+    let writes: Vec<_> = env
+        .requests
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb.is_write())
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}");
+}
+
+#[tokio::test]
+async fn an_object_written_during_the_rewrite_is_not_written_again() {
+    // A conflict on the rewrite's guarded write means the object was written since it was
+    // listed, so it is stored in the storage version already: the rewrite goes on.
+    let env = TestEnv::in_memory();
+    let crds = Api::<CustomResourceDefinition>::all(env.admin.clone());
+    crds.create(&PostParams::default(), &crd("v1", &["v1alpha1", "v1"]))
+        .await
+        .unwrap();
+    let status = json!({ "status": { "storedVersions": ["v1alpha1", "v1"] } });
+    crds.patch_status(CRD, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    let all =
+        Api::<DynamicObject>::namespaced_with(env.admin.clone(), &env.namespace, &gadgets("v1"));
+    for i in 0..2 {
+        all.create(&PostParams::default(), &gadget("v1", i))
+            .await
+            .unwrap();
+    }
+    env.requests.fail_next(Verb::Patch, "gadgets", 409, 1);
+    let shared = Shared::new(&OPERATOR, env.operator.clone(), None);
+    let outcome = StorageMigration::new([CRD])
+        .migrate(&shared, CRD)
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        Outcome::Migrated {
+            from: vec!["v1alpha1".into()],
+            to: "v1".into(),
+            method: Method::Rewrite { objects: 1 },
+        }
+    );
+    assert_eq!(stored_versions(&crds.get(CRD).await.unwrap()), ["v1"]);
+}
+
+async fn wait_for(
+    crds: &Api<CustomResourceDefinition>,
+    ready: impl Fn(&CustomResourceDefinition) -> bool,
+) {
+    for _ in 0..100 {
+        if crds.get(CRD).await.is_ok_and(|crd| ready(&crd)) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{CRD} never became ready");
+}
