@@ -67,14 +67,8 @@ fn validate_external(args: &Args, project: &Project, dir: &Path, file: &Path) ->
     let crd = ExternalCrd::find(&text, &shown.to_string(), &group, &gvk.version, &gvk.kind)?;
     let api = ApiNames::external(&crd.group, &gvk.version, &crd.kind, &crd.plural)?;
     let (kind, theirs) = (&api.kind, format!("{} is another project's kind ({}/{})", gvk.kind, crd.group, gvk.version));
-    let image_flags = [
-        ("--image", args.image.is_some()),
-        ("--image-container-port", args.image_container_port.is_some()),
-        ("--image-container-command", args.image_container_command.is_some()),
-        ("--run-as-user", args.run_as_user.is_some()),
-        ("--storage-version", args.storage_version),
-    ];
-    if let Some((flag, _)) = image_flags.iter().find(|(_, set)| *set) {
+    let storage_version = args.storage_version.then_some("--storage-version");
+    if let Some(flag) = args.image_flag(true).or(storage_version) {
         bail!(
             "{flag}: {theirs}, whose project deploys and stores it; drop {flag}, and write what the controller does \
              in its reconcile"

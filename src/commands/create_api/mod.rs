@@ -113,6 +113,21 @@ pub struct Args {
     make: Option<bool>,
 }
 
+impl Args {
+    /// The first flag given that describes the image an operand controller deploys, if any:
+    /// `--image` itself first (`with_image`), or only the flags that need it.
+    fn image_flag(&self, with_image: bool) -> Option<&'static str> {
+        [
+            ("--image", with_image && self.image.is_some()),
+            ("--image-container-port", self.image_container_port.is_some()),
+            ("--image-container-command", self.image_container_command.is_some()),
+            ("--run-as-user", self.run_as_user.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(flag, given)| given.then_some(flag))
+    }
+}
+
 pub fn run(global: &Global, args: Args) -> Result<()> {
     let command = super::plugins::Command::CreateApi { image: args.image.is_some() };
     for note in super::plugins::answer(command, &args.plugins)? {

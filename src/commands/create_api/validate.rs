@@ -230,13 +230,7 @@ fn validate_builtin(args: &Args, project: &Project, builtin: &'static BuiltinKin
     if args.storage_version {
         bail!("--storage-version: {theirs}, and Kubernetes chooses how it stores it; drop --storage-version");
     }
-    let image_flags = [
-        ("--image", args.image.is_some()),
-        ("--image-container-port", args.image_container_port.is_some()),
-        ("--image-container-command", args.image_container_command.is_some()),
-        ("--run-as-user", args.run_as_user.is_some()),
-    ];
-    if let Some((flag, _)) = image_flags.iter().find(|(_, set)| *set) {
+    if let Some(flag) = args.image_flag(true) {
         bail!(
             "{flag}: {theirs}, and an operand controller deploys an image for each object of a kind the project \
              defines (it reads its spec.size); drop {flag}, and write what the controller does in its reconcile"
@@ -303,13 +297,7 @@ fn validate_builtin(args: &Args, project: &Project, builtin: &'static BuiltinKin
 /// versions share one CRD, so one plural and one scope, and one controller deploys its image.
 fn version_refusals(args: &Args, sibling: &Resource) -> Result<()> {
     let (kind, version, group) = (&args.gvk.kind, &sibling.names.version, &args.gvk.group);
-    let image_flags = [
-        ("--image", args.image.is_some()),
-        ("--image-container-port", args.image_container_port.is_some()),
-        ("--image-container-command", args.image_container_command.is_some()),
-        ("--run-as-user", args.run_as_user.is_some()),
-    ];
-    if let Some((flag, _)) = image_flags.iter().find(|(_, set)| *set) {
+    if let Some(flag) = args.image_flag(true) {
         bail!(
             "{flag}: {kind} exists in version {version}, and a new version of a kind gets no controller \
              of its own, so no image; drop {flag} (the image is the controller's: \
@@ -531,12 +519,7 @@ fn operand_for(args: &Args, kind: &Kind, existing: Option<&Resource>) -> Result<
             run_as_user: Some(p.run_as_user),
         },
         (None, None, None) => {
-            let given = [
-                ("--image-container-port", args.image_container_port.is_some()),
-                ("--image-container-command", args.image_container_command.is_some()),
-                ("--run-as-user", args.run_as_user.is_some()),
-            ];
-            if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
+            if let Some(flag) = args.image_flag(false) {
                 bail!(
                     "{flag} describes the image a controller deploys, so it needs --image IMG (e.g. --image nginx:1.27)"
                 );
