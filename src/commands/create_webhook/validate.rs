@@ -269,6 +269,17 @@ mod tests {
             let error = format!("{:#}", request(&project(extra), args).unwrap_err());
             assert!(error.contains(expected), "{args}: {error}");
         }
+        // Kubernetes' own kinds: no API needed, no conversion, their own group and version.
+        let pod = request(&project(""), "--group core --version v1 --kind Pod --defaulting").unwrap();
+        assert!(pod.api.builtin && pod.existing.webhooks.is_none() && !pod.existing.controller);
+        assert_eq!(pod.api.qualified_group, "");
+        for (args, expected) in [
+            ("--group core --version v1 --kind Pod --conversion", "the API server converts between its versions"),
+            ("--group apps --version v1 --kind Pod --defaulting", "pass --group core --version v1"),
+        ] {
+            let error = format!("{:#}", request(&project(""), args).unwrap_err());
+            assert!(error.contains(expected), "{args}: {error}");
+        }
         // With --force, the webhooks it had are kept.
         let req =
             request(&project(admits), "--group cache --kind Memcached --programmatic-validation --force").unwrap();
