@@ -183,10 +183,11 @@ impl TryFrom<Record> for Resource {
                 if record.api.is_some() || record.operand.is_some() || record.plural.is_some() {
                     bail!("core: true, and a kind of Kubernetes' own has no api, operand nor plural of the project's");
                 }
-                if record.webhooks.is_some() {
-                    bail!("core: true, and memop scaffolds no webhooks for a kind of Kubernetes' own yet");
+                if record.webhooks.as_ref().is_some_and(|w| w.conversion || !w.spoke.is_empty()) {
+                    bail!("core: true, and the API server converts a kind of Kubernetes' own itself: no conversion");
                 }
-                return Ok(Self { names, api: None, controller: record.controller, operand: None, webhooks: None });
+                let webhooks = record.webhooks.clone();
+                return Ok(Self { names, api: None, controller: record.controller, operand: None, webhooks });
             }
             if record.external {
                 return external_resource(&record);

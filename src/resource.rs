@@ -168,14 +168,16 @@ impl ApiNames {
         format!("/validate-{}-{}-{}", self.qualified_group.replace('.', "-"), self.version, self.kind.lower())
     }
 
-    /// The defaulting webhook's name in its configuration.
-    pub fn mutating_name(&self) -> String {
-        format!("m{}-{}.{}", self.kind.lower(), self.version, self.qualified_group)
-    }
-
-    /// The validating webhook's name in its configuration.
-    pub fn validating_name(&self) -> String {
-        format!("v{}-{}.{}", self.kind.lower(), self.version, self.qualified_group)
+    /// The defaulting (`mutating`) or validating webhook's name in its configuration:
+    /// `mmemcached-v1alpha1.cache.example.com`. The API server wants a name of at least three
+    /// DNS labels, which a kind of Kubernetes' own spells with kubebuilder's group and the
+    /// project's domain (`mpod-v1.core.example.com`): its API group may be `""` or `apps`.
+    pub fn webhook_name(&self, mutating: bool, project_domain: &str) -> String {
+        let prefix = if mutating { 'm' } else { 'v' };
+        match self.builtin {
+            true => format!("{prefix}{}-{}.{}.{project_domain}", self.kind.lower(), self.version, self.group),
+            false => format!("{prefix}{}-{}.{}", self.kind.lower(), self.version, self.qualified_group),
+        }
     }
 
     /// The names of the files this kind's webhooks add beside other kinds' files:
@@ -210,8 +212,6 @@ struct Spellings<'a> {
     role_prefix: String,
     mutate_path: String,
     validate_path: String,
-    mutating_name: String,
-    validating_name: String,
     /// A kind of Kubernetes' own: its Rust type (`k8s_openapi::api::apps::v1::Deployment`).
     rust_path: Option<String>,
     /// Its `apiVersion`: `apps/v1`, `v1` for core; for an external kind, `<group>/<version>`.
@@ -240,8 +240,6 @@ impl Serialize for ApiNames {
             role_prefix: self.role_prefix(),
             mutate_path: self.mutate_path(),
             validate_path: self.validate_path(),
-            mutating_name: self.mutating_name(),
-            validating_name: self.validating_name(),
             rust_path: self.builtin_kind().map(|k| k.rust_path()),
             api_version: match self.builtin_kind() {
                 Some(kind) => Some(kind.api_version()),
@@ -270,7 +268,13 @@ mod tests {
         assert_eq!(api.sample_file(), "cache_v1alpha1_memcached");
         assert_eq!(api.types_path(), "src/api/cache/v1alpha1/memcached.rs");
         assert_eq!(api.mutate_path(), "/mutate-cache-example-com-v1alpha1-memcached");
-        assert_eq!(api.validating_name(), "vmemcached-v1alpha1.cache.example.com");
+        assert_eq!(api.webhook_name(false, "ignored.com"), "vmemcached-v1alpha1.cache.example.com");
+        let pod = ApiNames::builtin(crate::names::builtin::find("core", "v1", "Pod").unwrap());
+        assert_eq!(pod.mutate_path(), "/mutate--v1-pod", "kubebuilder's path for the core group");
+        assert_eq!(pod.webhook_name(true, "example.com"), "mpod-v1.core.example.com");
+        let ingress = ApiNames::builtin(crate::names::builtin::find("networking", "v1", "Ingress").unwrap());
+        assert_eq!(ingress.validate_path(), "/validate-networking-k8s-io-v1-ingress");
+        assert_eq!(ingress.webhook_name(false, "example.com"), "vingress-v1.networking.example.com");
         assert_eq!(api.gvk(), "cache/v1alpha1, Kind=Memcached");
     }
 

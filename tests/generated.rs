@@ -243,7 +243,8 @@ fn adversarial_but_valid_names_compile() {
 }
 
 /// kubebuilder's "Using external resources": a controller over Deployments, beside a kind of
-/// the project's own (their rules merged in one role), and one over Pods in a namespaced project.
+/// the project's own (their rules merged in one role), with webhooks on Pods and Namespaces; and
+/// a controller over Pods in a namespaced project.
 #[test]
 fn controllers_over_kubernetes_kinds_build_lint_and_pass_their_tests() {
     let scratch = tempfile::tempdir().unwrap();
@@ -253,6 +254,12 @@ fn controllers_over_kubernetes_kinds_build_lint_and_pass_their_tests() {
     let deployment = ["--group", "apps", "--version", "v1", "--kind", "Deployment"];
     common::run(&dir, &[&["create", "api"], &deployment[..], &["--resource=false", "--controller=true"]].concat());
     common::run(&dir, &["create", "api", "--group", "cache", "--kind", "Memcached"]);
+    // Webhooks on Pods (whose real-tier test shows the manager's namespace taking Pods while
+    // the webhook server is down) and on a cluster-scoped kind of Kubernetes' own.
+    let pod = ["--group", "core", "--version", "v1", "--kind", "Pod"];
+    common::run(&dir, &[&["create", "webhook"], &pod[..], &["--defaulting", "--programmatic-validation"]].concat());
+    let namespace = ["--group", "core", "--version", "v1", "--kind", "Namespace"];
+    common::run(&dir, &[&["create", "webhook"], &namespace[..], &["--programmatic-validation"]].concat());
     common::build_lint_and_test(&dir);
     assert!(!dir.join("config/crd/bases/apps_deployments.yaml").exists());
 

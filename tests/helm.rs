@@ -170,7 +170,7 @@ fn the_chart_lints_and_renders_the_objects_of_config_default() {
     assert_renders_what_kustomize_renders(&helm, &fleet);
 
     // Webhooks: defaulting and validation of Memcached v1alpha1, its conversion to v1 (the hub),
-    // and validation of a second kind, added to a project with a chart: their Service,
+    // validation of a second kind and defaulting of Pods, added to a project with a chart: their Service,
     // configurations, cert-manager's certificate and CA, the CRD's conversion; then the manager
     // keeping its own certificate.
     let hooks = project(
@@ -187,6 +187,8 @@ fn the_chart_lints_and_renders_the_objects_of_config_default() {
         &[&["create", "webhook"][..], &memcached_v1, &["--conversion"]].concat(),
         &[&["create", "api"][..], &redis, &["--image", "redis:7.4", "--image-container-port", "6379"]].concat(),
         &[&["create", "webhook"][..], &redis, &["--programmatic-validation"]].concat(),
+        // A kind of Kubernetes' own, whose webhooks skip the manager's namespace.
+        &["create", "webhook", "--group", "core", "--version", "v1", "--kind", "Pod", "--defaulting"],
     ] {
         common::run(&hooks, args);
     }

@@ -462,10 +462,11 @@ fn crd_template(crd: &str, chart: &str, converts: bool) -> String {
 
 /// `config/webhook/manifests.yaml` (as `make manifests` writes it) as a template of chart
 /// `chart`: each configuration named as the chart names its objects, with cert-manager's CA
-/// under `webhook.certificates: certManager`, calling the chart's webhook Service.
+/// under `webhook.certificates: certManager`, calling the chart's webhook Service; a webhook on a
+/// kind of Kubernetes' own skips the release's namespace, where the manager runs.
 fn webhook_manifests_template(manifests: &str, chart: &str) -> String {
     let mut out = Vec::new();
-    let mut after_metadata = false;
+    let (mut after_metadata, mut after_values) = (false, false);
     let body = manifests.lines().skip_while(|l| l.starts_with('#') || l.trim() == "---" || l.trim().is_empty());
     for line in body {
         let indent = &line[..line.len() - line.trim_start().len()];
@@ -480,9 +481,12 @@ fn webhook_manifests_template(manifests: &str, chart: &str) -> String {
             }
             "name: webhook-service" => out.push(format!("{indent}name: {}", resource_name(chart, "webhook-service"))),
             "namespace: system" => out.push(format!("{indent}namespace: {}", namespace(chart))),
+            // The manager's namespace, which a webhook on a kind of Kubernetes' own skips.
+            "- system" if after_values => out.push(format!("{indent}- {}", namespace(chart))),
             _ => out.push(escape(line)),
         }
         after_metadata = line == "metadata:";
+        after_values = line.trim() == "values:";
     }
     out.join("\n")
 }

@@ -122,7 +122,11 @@ fn what_memop_cannot_control_is_refused_with_what_to_do() {
         "create api --group web --kind Pod",
         &["a controller for kind Pod already exists (Kubernetes' core/v1, Kind=Pod)"],
     );
-    refused(&dir, "create webhook --group core --version v1 --kind Pod --defaulting", &["v1 Pod is Kubernetes' own"]);
+    refused(
+        &dir,
+        "create webhook --group core --version v1 --kind Pod --conversion",
+        &["--conversion: v1 Pod is Kubernetes' own", "converts between its versions itself"],
+    );
     let cached = "create api --group cache --version v1 --kind Memcached --resource=false --controller=true";
     refused(&dir, cached, &["has no API in this project"]);
 }
@@ -148,4 +152,111 @@ fn update_replays_a_controller_over_a_kubernetes_kind_as_it_was() {
     let before = snapshot(&dir);
     ok(&dir, "update");
     assert_unchanged(&dir, &before, "memop update");
+}
+
+const POD_WEBHOOKS: &str = "create webhook --group core --version v1 --kind Pod --defaulting --programmatic-validation";
+
+/// The webhook configurations of `rendered` (kustomize's or Helm's output) that name
+/// `namespace` in a namespace selector, by webhook name.
+fn webhooks_skipping(rendered: &str, namespace: &str) -> Vec<String> {
+    let documents = rendered.split("\n---\n").filter(|d| d.contains("WebhookConfiguration"));
+    let mut names = Vec::new();
+    for document in documents {
+        let yaml: serde_yaml::Value = serde_yaml::from_str(document).unwrap();
+        for webhook in yaml["webhooks"].as_sequence().into_iter().flatten() {
+            let expression = &webhook["namespaceSelector"]["matchExpressions"][0];
+            if expression["key"].as_str() == Some("kubernetes.io/metadata.name")
+                && expression["operator"].as_str() == Some("NotIn")
+                && expression["values"][0].as_str() == Some(namespace)
+            {
+                names.push(webhook["name"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    names.sort();
+    names
+}
+
+/// kubebuilder's `create webhook --group core --version v1 --kind Pod`, with its "webhook
+/// bootstrap problem" designed out: the configurations skip the manager's namespace, whatever
+/// kustomize names it.
+#[test]
+fn webhooks_on_kubernetes_kinds_skip_the_managers_namespace() {
+    let (_tmp, dir) = project(&["--group cache --kind Memcached"]);
+    // No `create api` first, as in kubebuilder; a project kind's webhooks beside them.
+    ok(&dir, POD_WEBHOOKS);
+    ok(&dir, "create webhook --group cache --version v1alpha1 --kind Memcached --defaulting");
+    let module = read(&dir, "src/webhook/pod.rs");
+    for line in [
+        "use k8s_openapi::api::core::v1::Pod;",
+        "pub const MUTATE_PATH: &str = \"/mutate--v1-pod\";",
+        "pub const VALIDATE_PATH: &str = \"/validate--v1-pod\";",
+        "name: \"mpod-v1.core.example.com\",",
+        "group: \"\",",
+        "pub fn default(pod: &mut Pod)",
+    ] {
+        assert!(module.contains(line), "{line} in\n{module}");
+    }
+    assert!(read(&dir, "tests/pod_webhook.rs").contains("fn the_managers_namespace_does_not_wait_for_the_webhooks()"));
+    let project = read(&dir, "PROJECT");
+    let pod = "- core: true\n  group: core\n  kind: Pod\n  version: v1\n  webhooks:\n    defaulting: true\n    \
+               validation: true\n    webhookVersion: v1\n";
+    assert!(project.contains(pod), "{project}");
+
+    // make manifests' placeholder, the manager's namespace once kustomized, and still after
+    // the user moves the project to another namespace; the project's own kind keeps no selector.
+    let manifests = read(&dir, "config/webhook/manifests.yaml");
+    assert_eq!(webhooks_skipping(&manifests, "system"), ["mpod-v1.core.example.com", "vpod-v1.core.example.com"]);
+    assert!(manifests.contains("  - apiGroups:\n    - \"\"\n"), "{manifests}");
+    let rendered = common::check(&dir, "kubectl", &["kustomize", "config/default"]);
+    assert_eq!(webhooks_skipping(&rendered, "proj-system"), ["mpod-v1.core.example.com", "vpod-v1.core.example.com"]);
+    let kustomization = read(&dir, "config/default/kustomization.yaml");
+    fs::write(
+        dir.join("config/default/kustomization.yaml"),
+        kustomization.replace("namespace: proj-system", "namespace: operators"),
+    )
+    .unwrap();
+    let rendered = common::check(&dir, "kubectl", &["kustomize", "config/default"]);
+    assert_eq!(webhooks_skipping(&rendered, "operators").len(), 2, "{rendered}");
+    fs::write(dir.join("config/default/kustomization.yaml"), kustomization).unwrap();
+
+    // A controller over Pods joins the webhooks' entry; memop update changes nothing.
+    ok(&dir, &format!("create api {POD}"));
+    assert!(read(&dir, "PROJECT").contains("- controller: true\n  core: true\n  group: core\n  kind: Pod\n"));
+    let before = snapshot(&dir);
+    ok(&dir, "update");
+    assert_unchanged(&dir, &before, "memop update");
+
+    // The chart: the release's namespace.
+    ok(&dir, "edit --plugins=helm/v2-alpha");
+    let chart = read(&dir, "dist/chart/templates/webhook/manifests.yaml");
+    assert_eq!(chart.matches("      values:\n      - {{ include \"proj.namespace\" . }}\n").count(), 2, "{chart}");
+}
+
+#[test]
+fn webhooks_on_kubernetes_kinds_are_refused_with_what_to_do() {
+    let (_tmp, dir) = project(&[]);
+    let cases: &[(&str, &[&str])] = &[
+        ("--group apps --version v1 --kind Pod --defaulting", &["pass --group core --version v1"]),
+        ("--group core --version v1 --kind Pod", &["no webhook to scaffold"]),
+        ("--group core --version v1 --kind Pod --conversion", &["--conversion: v1 Pod is Kubernetes' own"]),
+        ("--group networking.k8s.io --version v1 --kind Ingress --conversion", &["networking.k8s.io/v1 Ingress"]),
+    ];
+    for (args, expected) in cases {
+        refused(&dir, &format!("create webhook {args}"), expected);
+    }
+    ok(&dir, "create webhook --group networking.k8s.io --version v1 --kind Ingress --programmatic-validation");
+    assert!(read(&dir, "src/webhook/ingress.rs").contains("use k8s_openapi::api::networking::v1::Ingress;"));
+    refused(
+        &dir,
+        "create webhook --group networking --version v1 --kind Ingress --programmatic-validation",
+        &["already has webhooks (validation); pass --force"],
+    );
+    // A project kind named like it cannot have webhooks too: webhook modules are named after kinds.
+    ok(&dir, "create api --group web --kind Ingress");
+    refused(
+        &dir,
+        "create webhook --group web --kind Ingress --defaulting",
+        &["Ingress in group networking already has webhooks in src/webhook/ingress.rs"],
+    );
 }

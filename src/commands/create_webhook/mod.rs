@@ -22,6 +22,8 @@ pub use validate::{Request, validate};
 #[command(after_help = "Examples:\n  \
     # Defaulting and validating webhooks for the Memcached API:\n  \
     memop create webhook --group cache --version v1alpha1 --kind Memcached \\\n      --defaulting --programmatic-validation\n\n  \
+    # A defaulting webhook on Kubernetes' Pods (not called in the manager's own namespace):\n  \
+    memop create webhook --group core --version v1 --kind Pod --defaulting\n\n  \
     # Conversion between the versions of Memcached, through the hub v1:\n  \
     memop create webhook --group cache --version v1 --kind Memcached \\\n      --conversion --spoke v1alpha1")]
 pub struct Args {

@@ -26,6 +26,9 @@ struct WebhookContext<'a> {
     spokes: Vec<String>,
     /// Every webhook of the project, for `config/webhook/manifests.yaml`.
     webhook_configurations: Vec<Configuration>,
+    /// The names of the kind's defaulting and validating webhooks.
+    mutating_name: String,
+    validating_name: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -39,9 +42,13 @@ struct Configuration {
 struct WebhookEntry {
     name: String,
     path: String,
+    /// The API group as YAML spells it: the core group `""` quoted.
     group: String,
     version: String,
     resource: String,
+    /// Not called for objects in the manager's namespace: a kind of Kubernetes' own
+    /// (`memop_runtime::webhook::Webhook::skips_manager_namespace`).
+    skips_manager_namespace: bool,
 }
 
 /// Plans `request`'s files and records the webhooks in `project` (written with the plan).
@@ -54,18 +61,37 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     let mut ctx = tera::Context::from_serialize(WebhookContext {
         project: ProjectContext::new(project),
         api,
-        api_namespaced: request.existing.api.as_ref().is_some_and(|a| a.namespaced),
+        api_namespaced: match api.builtin_kind() {
+            Some(builtin) => builtin.namespaced,
+            None => request.existing.api.as_ref().is_some_and(|a| a.namespaced),
+        },
         defaulting: request.webhooks.defaulting,
         validation: request.webhooks.validation,
         operand: request.existing.operand.is_some(),
         spokes: request.webhooks.spoke.clone(),
         webhook_configurations: configurations(project),
+        mutating_name: api.webhook_name(true, &project.domain),
+        validating_name: api.webhook_name(false, &project.domain),
     })?;
+    if let Some(builtin) = api.builtin_kind() {
+        // The object the webhook tests create: k8s-openapi's type, from JSON (indented as the
+        // template's `json!` has it: rustfmt leaves macros be).
+        let sample = serde_json::to_string_pretty(&serde_json::from_str::<serde_json::Value>(builtin.sample)?)?;
+        ctx.insert("sample", &sample.replace('\n', "\n        "));
+    }
 
     let mut roots = vec!["webhook", "webhook-manifests"];
     if request.admission {
         roots.push("webhook-admission");
     }
+    // The kustomize replacements that keep a kind of Kubernetes' own's webhooks out of the
+    // manager's namespace, once per webhook configuration.
+    let core_roots: Vec<&str> = [(request.webhooks.defaulting, "webhook-core-defaulting"), (request.webhooks.validation, "webhook-core-validation")]
+        .into_iter()
+        .filter(|(on, _)| api.builtin && *on)
+        .map(|(_, root)| root)
+        .collect();
+    roots.extend(&core_roots);
     if request.conversion {
         roots.extend(["webhook-conversion", "webhook-conversion-spoke", "conversion-test"]);
     }
@@ -80,6 +106,9 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     scaffold::render_root(&templates, "webhook", &ctx, plan, request.force)?;
     if request.admission {
         scaffold::render_root(&templates, "webhook-admission", &ctx, plan, request.force)?;
+    }
+    for root in core_roots {
+        scaffold::render_root(&templates, root, &ctx, plan, request.force)?;
     }
     if request.conversion {
         scaffold::render_root(&templates, "webhook-conversion", &ctx, plan, request.force)?;
@@ -101,18 +130,22 @@ fn configurations(project: &Project) -> Vec<Configuration> {
     let (mut mutating, mut validating) = (Vec::new(), Vec::new());
     for resource in &project.resources {
         let (api, Some(webhooks)) = (&resource.names, &resource.webhooks) else { continue };
-        let entry = |name: String, path: String| WebhookEntry {
-            name,
+        let entry = |mutating: bool, path: String| WebhookEntry {
+            name: api.webhook_name(mutating, &project.domain),
             path,
-            group: api.qualified_group.clone(),
+            group: match api.qualified_group.as_str() {
+                "" => "\"\"".into(),
+                group => group.into(),
+            },
             version: api.version.to_string(),
             resource: api.plural.to_string(),
+            skips_manager_namespace: api.builtin,
         };
         if webhooks.defaulting {
-            mutating.push(entry(api.mutating_name(), api.mutate_path()));
+            mutating.push(entry(true, api.mutate_path()));
         }
         if webhooks.validation {
-            validating.push(entry(api.validating_name(), api.validate_path()));
+            validating.push(entry(false, api.validate_path()));
         }
     }
     let mut configurations = Vec::new();

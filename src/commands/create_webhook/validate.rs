@@ -4,6 +4,7 @@ use anyhow::{Result, bail};
 
 use super::Args;
 use crate::names::Version;
+use crate::names::builtin::{self, BuiltinKind};
 use crate::project::{Project, Resource, Webhooks};
 use crate::resource::ApiNames;
 
@@ -28,41 +29,16 @@ pub struct Request {
 
 /// Decides what `args` ask of `project`, or refuses with what to do instead.
 pub fn validate(args: &Args, project: &Project) -> Result<Request> {
-    let gvk = &args.gvk;
-    let own = project.resources.iter().any(|r| {
-        let n = &r.names;
-        !n.builtin && n.group.as_str() == gvk.group && n.version.as_str() == gvk.version && n.kind.as_str() == gvk.kind
-    });
-    if let (Some(group), false) = (crate::names::builtin::group(&gvk.group), own)
-        && let Ok(builtin) = crate::names::builtin::find(group, &gvk.version, &gvk.kind)
-    {
-        bail!(
-            "{} {} is Kubernetes' own, and memop does not scaffold webhooks for Kubernetes' kinds yet (kubebuilder's \
-             `create webhook --group core --version v1 --kind Pod`); webhooks are for the project's own kinds",
-            builtin.api_version(),
-            builtin.kind
-        );
-    }
-    let named = args.gvk.names(project, None)?;
-    let (gvk, kind) = (named.gvk(), &named.kind);
     let admission = args.defaulting || args.programmatic_validation;
     if !admission && !args.conversion {
         bail!("no webhook to scaffold: pass --defaulting, --programmatic-validation, --conversion, or several");
     }
-    let Some(existing) = project.find(&named).cloned() else {
-        bail!(
-            "{gvk} has no API in this project; create it first: memop create api --group {} --version {} --kind {kind}",
-            named.group,
-            named.version
-        );
+    let existing = match builtin_kind(args, project)? {
+        Some(builtin) => builtin_resource(args, project, builtin)?,
+        None => own_resource(args, project)?,
     };
-    if existing.api.is_none() {
-        bail!(
-            "{gvk} has a controller but no types in this project (create api --resource=false); webhooks need its types"
-        );
-    }
     let api = existing.names.clone();
-    crate::names::check_file_names(&api.domain, &api.group, &api.version, &api.kind, &api.plural)?;
+    let (gvk, kind) = (api.gvk(), &api.kind);
     let recorded = existing.webhooks.clone().unwrap_or_default();
     if admission && existing.admits() && !args.force {
         let what = [(recorded.defaulting, "defaulting"), (recorded.validation, "validation")]
@@ -125,6 +101,66 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
         webhook_version: "v1".into(),
     };
     Ok(Request { api, existing, admission, conversion: args.conversion, webhooks, spokes, force: args.force })
+}
+
+/// PROJECT's entry of the project's own kind `args` name, which must have types.
+fn own_resource(args: &Args, project: &Project) -> Result<Resource> {
+    let named = args.gvk.names(project, None)?;
+    let (gvk, kind) = (named.gvk(), &named.kind);
+    let Some(existing) = project.find(&named).cloned() else {
+        bail!(
+            "{gvk} has no API in this project; create it first: memop create api --group {} --version {} --kind {kind}",
+            named.group,
+            named.version
+        );
+    };
+    if existing.api.is_none() {
+        bail!(
+            "{gvk} has a controller but no types in this project (create api --resource=false); webhooks need its types"
+        );
+    }
+    let api = &existing.names;
+    crate::names::check_file_names(&api.domain, &api.group, &api.version, &api.kind, &api.plural)?;
+    Ok(existing)
+}
+
+/// The kind of Kubernetes' own that `args` name (kubebuilder's spelling of its group, or the
+/// full API group), unless the project has a kind of that group, version and kind (`--group
+/// apps` is also `apps.<domain>`). `Err` for a kind of Kubernetes' own named with another
+/// group or version, with the right flags.
+fn builtin_kind(args: &Args, project: &Project) -> Result<Option<&'static BuiltinKind>> {
+    let gvk = &args.gvk;
+    let Some(group) = builtin::group(&gvk.group) else { return Ok(None) };
+    let own = project.resources.iter().any(|r| {
+        let n = &r.names;
+        !n.builtin && n.group.as_str() == gvk.group && n.version.as_str() == gvk.version && n.kind.as_str() == gvk.kind
+    });
+    if own || !builtin::KINDS.iter().any(|k| k.kind == gvk.kind) {
+        return Ok(None);
+    }
+    builtin::find(group, &gvk.version, &gvk.kind).map(Some)
+}
+
+/// PROJECT's entry of a kind of Kubernetes' own, with or without a controller over it (as
+/// kubebuilder, which needs no `create api` before a webhook on a core type), and what its
+/// webhooks cannot be.
+fn builtin_resource(args: &Args, project: &Project, builtin: &'static BuiltinKind) -> Result<Resource> {
+    let api = ApiNames::builtin(builtin);
+    if args.conversion {
+        bail!(
+            "--conversion: {} {} is Kubernetes' own, and the API server converts between its versions itself; \
+             drop --conversion",
+            builtin.api_version(),
+            builtin.kind
+        );
+    }
+    Ok(project.find(&api).cloned().unwrap_or(Resource {
+        names: api,
+        api: None,
+        controller: false,
+        operand: None,
+        webhooks: None,
+    }))
 }
 
 /// The spoke versions of the conversion webhook whose hub is `--version`: `--spoke`, or every
@@ -231,6 +267,17 @@ mod tests {
         ];
         for (extra, args, expected) in cases {
             let error = format!("{:#}", request(&project(extra), args).unwrap_err());
+            assert!(error.contains(expected), "{args}: {error}");
+        }
+        // Kubernetes' own kinds: no API needed, no conversion, their own group and version.
+        let pod = request(&project(""), "--group core --version v1 --kind Pod --defaulting").unwrap();
+        assert!(pod.api.builtin && pod.existing.webhooks.is_none() && !pod.existing.controller);
+        assert_eq!(pod.api.qualified_group, "");
+        for (args, expected) in [
+            ("--group core --version v1 --kind Pod --conversion", "the API server converts between its versions"),
+            ("--group apps --version v1 --kind Pod --defaulting", "pass --group core --version v1"),
+        ] {
+            let error = format!("{:#}", request(&project(""), args).unwrap_err());
             assert!(error.contains(expected), "{args}: {error}");
         }
         // With --force, the webhooks it had are kept.

@@ -6,6 +6,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     MatchCondition, MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations,
     ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube::api::ObjectMeta;
 use serde_json::Value;
 
@@ -26,6 +27,38 @@ pub struct Webhook {
     pub resource: &'static str,
     /// The operations it is called for: CREATE, UPDATE, DELETE.
     pub operations: &'static [&'static str],
+}
+
+impl Webhook {
+    /// Whether the API server must skip this webhook for objects in the manager's own
+    /// namespace ([`manager_namespace_selector`]): a webhook on a kind of Kubernetes' own (the
+    /// core group `""`, a group without a dot such as `apps`, or one under `k8s.io`), since
+    /// the manager's namespace holds such objects the manager needs to start: its Pod, its
+    /// ReplicaSet, its Secrets. With `failurePolicy: Fail`, a webhook on Pods that the API
+    /// server asked about the manager's own Pod while no manager was up would refuse that Pod,
+    /// and the manager could never start again (kubebuilder's "webhook bootstrap problem").
+    /// A custom resource's group always has a dot, and the manager needs none of its objects.
+    pub fn skips_manager_namespace(&self) -> bool {
+        !self.group.contains('.') || self.group.ends_with(".k8s.io")
+    }
+}
+
+/// The label the API server gives every namespace, whose value is the namespace's name (and
+/// which no one can set otherwise).
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// The namespace selector of a webhook that [skips the manager's
+/// namespace](Webhook::skips_manager_namespace): every namespace but `namespace`, by its
+/// [`NAMESPACE_NAME_LABEL`].
+pub fn manager_namespace_selector(namespace: &str) -> LabelSelector {
+    LabelSelector {
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: NAMESPACE_NAME_LABEL.into(),
+            operator: "NotIn".into(),
+            values: Some(vec![namespace.into()]),
+        }]),
+        match_labels: None,
+    }
 }
 
 /// The name of the match condition ([`METADATA_ONLY_UPDATE`]) of every webhook called for
@@ -56,6 +89,12 @@ pub(super) fn match_conditions(webhook: &Webhook) -> Option<Vec<MatchCondition>>
 /// the settings of `config/webhook/manifests.yaml`: fail when it cannot be called, no side
 /// effects, not called for updates that only change metadata ([`METADATA_ONLY_UPDATE`]). A
 /// configuration without webhooks has an empty list.
+///
+/// No webhook gets a namespace selector here: the caller knows which namespaces it serves. The
+/// deployed configurations (`config/webhook/manifests.yaml`) keep the webhooks that
+/// [skip the manager's namespace](Webhook::skips_manager_namespace) out of it; a manager run
+/// on a developer's machine (`make run`) is in no namespace, and nothing it needs goes through
+/// its webhooks.
 pub fn configurations(
     webhooks: &[Webhook],
     names: [&str; 2],
@@ -117,7 +156,10 @@ pub fn configurations(
 }
 
 /// `config/webhook/manifests.yaml`: the webhook configurations of `webhooks`, calling the
-/// `webhook-service` Service of config/webhook, in order of name.
+/// `webhook-service` Service of config/webhook, in order of name. A webhook that [skips the
+/// manager's namespace](Webhook::skips_manager_namespace) has the [selector of every other
+/// namespace](manager_namespace_selector), naming kustomize's placeholder `system`, which
+/// `config/default` replaces with the manager's namespace, as it does the Service's.
 pub fn manifests_yaml(webhooks: &[Webhook]) -> String {
     let mut webhooks = webhooks.to_vec();
     // By name, so that the file does not depend on the order kinds were added in.
@@ -164,11 +206,19 @@ pub fn manifests_yaml(webhooks: &[Webhook]) -> String {
             } else {
                 format!("  matchConditions:\n{match_conditions}")
             };
+            let namespace_selector = if webhook.skips_manager_namespace() {
+                format!(
+                    "  namespaceSelector:\n    matchExpressions:\n    - key: {NAMESPACE_NAME_LABEL}\n      operator: NotIn\n      values:\n      - system\n"
+                )
+            } else {
+                String::new()
+            };
             yaml.push_str(&format!(
-                "- admissionReviewVersions:\n  - v1\n  clientConfig:\n    service:\n      name: webhook-service\n      namespace: system\n      path: {path}\n  failurePolicy: Fail\n{match_conditions}  name: {name}\n  rules:\n  - apiGroups:\n    - {group}\n    apiVersions:\n    - {version}\n    operations:\n{operations}    resources:\n    - {resource}\n  sideEffects: None\n",
+                "- admissionReviewVersions:\n  - v1\n  clientConfig:\n    service:\n      name: webhook-service\n      namespace: system\n      path: {path}\n  failurePolicy: Fail\n{match_conditions}  name: {name}\n{namespace_selector}  rules:\n  - apiGroups:\n    - {group}\n    apiVersions:\n    - {version}\n    operations:\n{operations}    resources:\n    - {resource}\n  sideEffects: None\n",
                 path = webhook.path,
                 name = webhook.name,
-                group = webhook.group,
+                // The core group is `""`, which YAML must quote.
+                group = if webhook.group.is_empty() { "\"\"" } else { webhook.group },
                 version = webhook.version,
                 resource = webhook.resource,
             ));

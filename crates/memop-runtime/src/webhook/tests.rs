@@ -706,3 +706,49 @@ fn webhooks_called_for_updates_skip_those_that_only_change_metadata() {
         "{yaml}"
     );
 }
+
+#[test]
+fn webhooks_on_kubernetes_kinds_skip_the_managers_namespace() {
+    let hook = |name: &'static str, group: &'static str| Webhook {
+        mutating: true,
+        name,
+        path: "/mutate",
+        group,
+        version: "v1",
+        resource: "things",
+        operations: &["CREATE"],
+    };
+    let hooks = [
+        hook("mpod-v1.core.example.com", ""),
+        hook("mdeployment-v1.apps.example.com", "apps"),
+        hook("mingress-v1.networking.example.com", "networking.k8s.io"),
+        hook("mthing-v1.cache.example.com", "cache.example.com"),
+    ];
+    let skips: Vec<bool> = hooks.iter().map(Webhook::skips_manager_namespace).collect();
+    assert_eq!(skips, [true, true, true, false]);
+
+    let yaml = manifests_yaml(&hooks);
+    let documents: Vec<Value> = yaml
+        .split("---\n")
+        .skip(1)
+        .map(|document| serde_saphyr::from_str(document).unwrap())
+        .collect();
+    let selector = json!({ "matchExpressions": [
+        { "key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["system"] }
+    ]});
+    for webhook in documents[0]["webhooks"].as_array().unwrap() {
+        let name = webhook["name"].as_str().unwrap();
+        if name.starts_with("mthing") {
+            assert!(webhook.get("namespaceSelector").is_none(), "{yaml}");
+        } else {
+            assert_eq!(webhook["namespaceSelector"], selector, "{name}: {yaml}");
+        }
+        if name.starts_with("mpod") {
+            assert_eq!(webhook["rules"][0]["apiGroups"], json!([""]), "{yaml}");
+        }
+    }
+    assert_eq!(
+        serde_json::to_value(manager_namespace_selector("system")).unwrap(),
+        selector
+    );
+}
