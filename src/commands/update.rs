@@ -364,6 +364,10 @@ pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
         scaffold::render_root(&templates, super::autoupdate::TEMPLATES, &ctx, &mut scratch, true)?;
     }
     for resource in &project.resources {
+        // Webhooks on a kind of Kubernetes' own, with no controller: `create webhook` alone made it.
+        if resource.api.is_none() && !resource.controller {
+            continue;
+        }
         let flags = create_api_flags(resource, &replayed, plan)?;
         super::create_api::replay(&flags, &mut replayed, &mut scratch)
             .with_context(|| format!("replaying `memop create api {}`", flags.join(" ")))?;

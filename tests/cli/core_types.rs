@@ -154,6 +154,18 @@ fn update_replays_a_controller_over_a_kubernetes_kind_as_it_was() {
     assert_unchanged(&dir, &before, "memop update");
 }
 
+/// Webhooks on a kind of Kubernetes' own without a controller for it: `create webhook` alone
+/// made them, and the update replays only that (it replayed a `create api` with neither a
+/// resource nor a controller, and refused).
+#[test]
+fn update_replays_webhooks_on_a_kubernetes_kind_without_a_controller() {
+    let (_tmp, dir) = project(&["--group cache --kind Memcached"]);
+    ok(&dir, POD_WEBHOOKS);
+    let before = snapshot(&dir);
+    ok(&dir, "update");
+    assert_unchanged(&dir, &before, "memop update");
+}
+
 const POD_WEBHOOKS: &str = "create webhook --group core --version v1 --kind Pod --defaulting --programmatic-validation";
 
 /// The webhook configurations of `rendered` (kustomize's or Helm's output) that name

@@ -402,7 +402,10 @@ async fn a_manager_whose_caches_cannot_sync_fails_visibly_and_stops_on_sigterm()
         )),
         "not ready before its caches sync"
     );
+    // The reason is logged as a probe fails: probed until it names the controller (a probe
+    // before the controllers start gives another reason).
     eventually("why, in the log", WAIT, || async {
+        manager.probe("/readyz");
         manager.log().contains("readyz check failed") && manager.log().contains(&waiting)
     })
     .await;
