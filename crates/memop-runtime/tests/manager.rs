@@ -230,6 +230,75 @@ async fn only_one_replica_leads_and_a_standby_takes_over_soon_after_a_release() 
     standby.stop().await;
 }
 
+/// A standby is warm (controller-runtime's warmup): while it waits for the Lease it lists what
+/// its controller watches and follows the changes, and once it leads it reconciles from that
+/// cache, objects changed while nobody led included, without listing again.
+#[tokio::test]
+async fn a_standby_keeps_its_cache_synced_and_takes_over_without_listing_again() {
+    let Some(env) = real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    const LISTED: &str = "listed; the cache is synced controller=\"configmaps\"";
+    let mut leader = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
+    eventually("the Lease held", WAIT, || async {
+        holder(&env).await.as_deref() == Some(IDENTITY)
+    })
+    .await;
+    let mut standby = Manager::start_as(&env, &kubeconfig(&env), STANDBY, &["--leader-elect"]);
+    eventually(
+        "the standby's cache synced while it waits",
+        WAIT,
+        || async {
+            standby.log().contains("waiting to become the leader") && standby.log().contains(LISTED)
+        },
+    )
+    .await;
+
+    // A ConfigMap created while the standby waits: the leader reconciles it.
+    let (selector, value) = configmaps::SELECTOR.split_once('=').unwrap();
+    let sample = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": { "name": "warm", "namespace": env.namespace, "labels": { selector: value } },
+        "data": { "a": "1", "b": "2" },
+    });
+    apply(&env.admin, &sample).await;
+    let maps = Api::<ConfigMap>::namespaced(env.admin.clone(), &env.namespace);
+    let keys = |count: &'static str| {
+        let maps = maps.clone();
+        move || {
+            let maps = maps.clone();
+            async move {
+                let map = maps.get("warm").await.unwrap();
+                map.annotations().get(configmaps::KEYS).map(String::as_str) == Some(count)
+            }
+        }
+    };
+    eventually("the leader's reconcile", WAIT, keys("2")).await;
+    assert!(
+        !standby.log().contains("became the leader"),
+        "{}",
+        standby.log()
+    );
+
+    // The leader goes; the ConfigMap changes; the standby leads and reconciles the change.
+    leader.stop().await;
+    let change = json!({ "data": { "c": "3" } });
+    maps.patch("warm", &PatchParams::default(), &Patch::Merge(&change))
+        .await
+        .unwrap();
+    eventually("the standby's reconcile", WAIT, keys("3")).await;
+    let log = standby.log();
+    assert!(log.contains("became the leader"), "{log}");
+    assert_eq!(
+        log.matches(LISTED).count(),
+        1,
+        "the standby listed again:\n{log}"
+    );
+    standby.stop().await;
+}
+
 #[tokio::test]
 async fn a_lease_renewed_by_a_clock_far_behind_is_not_taken_over() {
     let Some(env) = real().await else {

@@ -200,7 +200,16 @@ impl<K: Kind> Builder<K> {
         let field_manager = self
             .field_manager
             .unwrap_or_else(|| self.shared.reporter.controller.clone());
+        // Built while this replica waits to lead: its cache starts now (a warm standby).
+        let warm = (!self.shared.is_leading()).then(|| {
+            let objects = <<K as Resource>::Scope as WatchScope>::api(
+                self.shared.client.clone(),
+                self.shared.watch_namespace.as_deref(),
+            );
+            super::Warm::start(self.name, &self.shared, objects, self.watch.clone())
+        });
         Controller {
+            warm,
             instruments: Instruments::new(self.name, &self.shared),
             recorder: Recorder::new(self.shared.client.clone(), self.shared.reporter.clone()),
             name: self.name,
@@ -218,6 +227,7 @@ impl<K: Kind> Builder<K> {
 /// A kind's controller: its [`Reconciler`] with everything around it (see the module).
 pub struct Controller<R: Reconciler> {
     name: &'static str,
+    warm: Option<super::Warm<R::Object>>,
     shared: Shared,
     watch: watcher::Config,
     finalizer: Option<&'static str>,
@@ -237,12 +247,17 @@ impl<R: Reconciler> Controller<R> {
 
     /// Runs the controller until the manager shuts down: what the manager runs once this
     /// replica leads.
-    pub async fn run(self) -> anyhow::Result<()> {
-        let objects = <<R::Object as Resource>::Scope as WatchScope>::api(
-            self.shared.client.clone(),
-            self.shared.watch_namespace.as_deref(),
-        );
-        let mut controller = super::new(self.name, &self.shared, objects, self.watch.clone());
+    pub async fn run(mut self) -> anyhow::Result<()> {
+        let mut controller = match self.warm.take() {
+            Some(warm) => warm.controller(),
+            None => {
+                let objects = <<R::Object as Resource>::Scope as WatchScope>::api(
+                    self.shared.client.clone(),
+                    self.shared.watch_namespace.as_deref(),
+                );
+                super::new(self.name, &self.shared, objects, self.watch.clone())
+            }
+        };
         for operand in &self.owns {
             controller = operand.cache().owned_by(controller);
         }

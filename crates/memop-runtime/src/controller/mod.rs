@@ -150,6 +150,83 @@ where
     KubeController::for_stream(objects, reader)
 }
 
+/// The cache of a controller built while its replica waits to lead (see
+/// [`Manager::register`](crate::manager::Manager::register)): its watch lists and follows the
+/// API server from the start, as the leader's does, so that the replica takes over with its cache
+/// synced instead of listing every object again. What changes before it leads is only cached;
+/// once it leads, [`Warm::controller`] reconciles every cached object once, then each change.
+pub(crate) struct Warm<K: Resource<DynamicType = ()> + Clone + 'static> {
+    reader: reflector::Store<K>,
+    changes: tokio::sync::mpsc::UnboundedReceiver<K>,
+}
+
+impl<K> Warm<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::Scope: WatchScope,
+{
+    /// Starts watching `api` as [`new`] would, in a task of its own that ends with the manager.
+    pub(crate) fn start(
+        name: &'static str,
+        shared: &Shared,
+        api: Api<K>,
+        config: watcher::Config,
+    ) -> Self {
+        let (api, pulse) = shared.watched(name, api);
+        let config = watcher::Config {
+            bookmarks: true,
+            ..config
+        };
+        let (reader, writer) = reflector::store();
+        let (sender, changes) = tokio::sync::mpsc::unbounded_channel();
+        let objects = watcher(api, config)
+            .inspect(move |event| match event {
+                Ok(watcher::Event::InitDone) => {
+                    tracing::info!(controller = name, "listed; the cache is synced");
+                }
+                Ok(_) => {}
+                Err(_) => pulse.failed(),
+            })
+            .modify(|object| object.managed_fields_mut().clear())
+            .reflect(writer)
+            .applied_objects();
+        let (leading, shutdown) = (shared.leading.subscribe(), shared.shutdown.clone());
+        tokio::spawn(async move {
+            let forward = objects.for_each(|object| {
+                match object {
+                    // Before this replica leads, the cache is all: its controller reconciles
+                    // everything it holds when it starts.
+                    Ok(object) if *leading.borrow() => {
+                        let _ = sender.send(object);
+                    }
+                    Ok(_) => {}
+                    Err(err) => tracing::warn!(controller = name, error = %err, "cannot list or watch; retrying"),
+                }
+                std::future::ready(())
+            });
+            tokio::select! {
+                () = forward => {}
+                () = shutdown.wait() => {}
+            }
+        });
+        Self { reader, changes }
+    }
+
+    /// kube's controller over this cache: every object it holds once it has synced, then each
+    /// change.
+    pub(crate) fn controller(self) -> KubeController<K> {
+        let reader = self.reader.clone();
+        let synced = futures::stream::once(async move {
+            let _ = reader.wait_until_ready().await;
+        });
+        let changes = futures::stream::unfold(self.changes, |mut changes| async move {
+            let object = changes.recv().await?;
+            Some((Ok::<_, watcher::Error>(object), changes))
+        });
+        KubeController::for_stream(changes, self.reader).reconcile_all_on(synced)
+    }
+}
+
 /// The scope of a kind a controller watches, namespaced or cluster-wide: how to make its `Api`
 /// in the same namespace on another client (the watchdog's). Implemented for
 /// k8s-openapi's scopes (sealed).

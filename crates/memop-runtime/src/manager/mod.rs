@@ -60,6 +60,9 @@ pub struct Shared {
     /// How long one reconcile may take, its API calls included: a call that hangs (on a
     /// half-open connection, say) fails the reconcile instead of blocking its object for ever.
     pub(crate) reconcile_timeout: Duration,
+    /// Whether this replica leads (always, without leader election): a controller built
+    /// before it does fills its caches while it waits, and reconciles once it leads.
+    pub(crate) leading: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl Shared {
@@ -78,7 +81,20 @@ impl Shared {
             max_concurrent_reconciles: 10,
             max_concurrent_rollouts: 10,
             reconcile_timeout: Duration::from_secs(60),
+            leading: Arc::new(tokio::sync::watch::Sender::new(true)),
         }
+    }
+
+    /// Whether this replica leads now (always, without leader election).
+    pub fn is_leading(&self) -> bool {
+        *self.leading.borrow()
+    }
+
+    /// Resolves once this replica leads (at once without leader election): a task that writes
+    /// waits for it.
+    pub async fn leading(&self) {
+        // The sender lives as long as `self`.
+        let _ = self.leading.subscribe().wait_for(|leading| *leading).await;
     }
 
     /// The client every controller and the webhook server use.
@@ -269,7 +285,10 @@ impl Manager {
         &self.shared
     }
 
-    /// Registers a controller; it starts when [`Manager::run`] does.
+    /// Registers a controller: [`Manager::run`] calls `run` as it starts, and runs the future
+    /// it returns once this replica leads. With leader election, `run` is called on every
+    /// replica before it leads, so that the [`Controller`](crate::controller::Controller) it
+    /// builds fills its caches while waiting (a warm standby); keep writes in the future.
     pub fn register<F, Fut>(&mut self, name: &'static str, run: F)
     where
         F: FnOnce(Shared) -> Fut + Send + 'static,
@@ -302,6 +321,18 @@ impl Manager {
     }
 
     async fn run_controllers(&mut self) -> anyhow::Result<()> {
+        // With leader election, the controllers are built while this replica waits to lead: a
+        // warm standby, whose caches list and follow the API server as the leader's do, so that
+        // it takes over without listing everything again (controller-runtime's warmup). They
+        // reconcile once it leads.
+        if self.leader_election.is_some() {
+            self.shared.leading.send_replace(false);
+        }
+        let controllers: Vec<_> = self
+            .controllers
+            .drain(..)
+            .map(|(name, run)| (name, run(self.shared.clone())))
+            .collect();
         let mut lease = match &self.leader_election {
             Some(config) => {
                 self.shared.readiness.set_standby(true);
@@ -313,6 +344,7 @@ impl Manager {
                 match lease {
                     Some(lease) => {
                         self.shared.metrics.leading(config.lease_name(), true);
+                        self.shared.leading.send_replace(true);
                         Some(lease)
                     }
                     // Shut down while waiting to lead: nothing ran, nothing to stop.
@@ -322,10 +354,9 @@ impl Manager {
             None => None,
         };
         let mut running = JoinSet::new();
-        for (name, run) in self.controllers.drain(..) {
+        for (name, run) in controllers {
             self.shared.readiness.expect(name);
-            let shared = self.shared.clone();
-            running.spawn(async move { (name, run(shared).await) });
+            running.spawn(async move { (name, run.await) });
         }
         self.shared.readiness.set_started();
         tracing::info!(controllers = running.len(), "started controllers");
