@@ -76,8 +76,10 @@ enum Delete {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     memop::catch_interrupts();
-    let on_a_project =
-        matches!(cli.command, Command::Create(_) | Command::Delete(_) | Command::Update(_) | Command::Edit(_) | Command::ExternalTypes(_));
+    let on_a_project = matches!(
+        cli.command,
+        Command::Create(_) | Command::Delete(_) | Command::Update(_) | Command::Edit(_) | Command::ExternalTypes(_)
+    );
     // As `git -C` and `make -C`: a -C that names no directory is an error, never a reason to
     // look further up (a typo in a script would change the project around it).
     if let Some(dir) = cli.dir.as_deref().filter(|_| on_a_project)
@@ -122,7 +124,12 @@ fn main() -> ExitCode {
     // Commands that change a project hold its lock while they read, plan and write.
     let changes_the_project = matches!(
         cli.command,
-        Command::Init(_) | Command::Create(_) | Command::Delete(_) | Command::Update(_) | Command::Edit(_) | Command::ExternalTypes(_)
+        Command::Init(_)
+            | Command::Create(_)
+            | Command::Delete(_)
+            | Command::Update(_)
+            | Command::Edit(_)
+            | Command::ExternalTypes(_)
     ) && !global.dry_run;
     let lock = match changes_the_project {
         true => commands::Lock::take(&global.dir),

@@ -16,7 +16,7 @@ use anyhow::{Context as _, Result, bail};
 
 use super::gvk::GvkArgs;
 use super::update;
-use super::{Global, finish};
+use super::{Global, finish_then};
 use crate::project::{self, Project};
 use crate::resource::ApiNames;
 use crate::scaffold::merge::{self, Decision};
@@ -49,7 +49,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut notes = remove_version(&mut project, &api, &target);
     let fresh = update::replay(&project, &plan)?;
 
-    notes.extend(plan_difference(&old, &fresh, &mut plan, &record, args.force)?);
+    let (changes, bases) = plan_difference(&old, &fresh, &mut plan, &record, args.force)?;
+    notes.extend(changes);
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
     refuse_code_naming(&plan, &api, &target)?;
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
@@ -58,7 +59,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if global.dry_run {
         super::say(&format!("Would delete {gvk}; {} is served and stored as {}.\n", api.kind, target.storage))?;
     }
-    let written = finish(global, plan)?;
+    let written = finish_then(global, plan, || sum::keep_bases(&global.dir, &bases))?;
     for note in &notes {
         crate::warn_line!("note: {note}");
     }
@@ -84,12 +85,8 @@ struct Target {
 fn validate(project: &Project, api: &ApiNames, plan: &Plan) -> Result<Target> {
     let (group, version, kind) = (&api.group, &api.version, &api.kind);
     let Some(resource) = project.find(api) else {
-        let versions: Vec<String> = project
-            .resources
-            .iter()
-            .filter(|r| r.names.same_kind(api))
-            .map(|r| r.names.version.to_string())
-            .collect();
+        let versions: Vec<String> =
+            project.resources.iter().filter(|r| r.names.same_kind(api)).map(|r| r.names.version.to_string()).collect();
         match versions.is_empty() {
             true => bail!(
                 "PROJECT has no API {group}/{version} {kind}: check --group and --kind (`grep -A3 kind: PROJECT` \
@@ -187,8 +184,15 @@ fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec
 /// Plans what changes from `old` (memop's text of the project now) to `fresh` (without the
 /// version): files only `old` has are removed (refused where edited, unless `force`); files that
 /// change are replaced where unedited and merged over `old`'s text where edited; a generated file
-/// (the CRD) that was edited is left to `make manifests`, noted. Returns the notes.
-fn plan_difference(old: &Plan, fresh: &Plan, plan: &mut Plan, record: &Sum, force: bool) -> Result<Vec<String>> {
+/// (the CRD) that was edited is left to `make manifests`, noted. Returns the notes, and memop's
+/// text of each merged file, to keep in git as the base of the next merge.
+fn plan_difference(
+    old: &Plan,
+    fresh: &Plan,
+    plan: &mut Plan,
+    record: &Sum,
+    force: bool,
+) -> Result<(Vec<String>, Vec<(String, String)>)> {
     let text_of = |scratch: &Plan, path: &Path| scratch.planned().find(|(p, _)| *p == path).map(|(_, t)| t.to_string());
     let skip = |path: &Path| path == Path::new(project::FILE) || path == Path::new(sum::FILE);
     let mut edited = Vec::new();
@@ -215,6 +219,7 @@ fn plan_difference(old: &Plan, fresh: &Plan, plan: &mut Plan, record: &Sum, forc
     }
     let mut notes = Vec::new();
     let mut conflicts = Vec::new();
+    let mut bases = Vec::new();
     for (path, new) in fresh.planned().filter(|(path, _)| !skip(path)) {
         let base = text_of(old, path);
         if base.as_deref() == Some(new) {
@@ -224,9 +229,8 @@ fn plan_difference(old: &Plan, fresh: &Plan, plan: &mut Plan, record: &Sum, forc
         let current = plan.read(path)?;
         if fresh.owner(path) == Some(Owner::Generated) {
             match current.as_deref() {
-                Some(text) if base.as_deref() != Some(merge::unix_endings(text).as_ref()) => {
-                    notes.push(format!("{shown} differs from memop's text (your types changed it): run `make manifests`"))
-                }
+                Some(text) if base.as_deref() != Some(merge::unix_endings(text).as_ref()) => notes
+                    .push(format!("{shown} differs from memop's text (your types changed it): run `make manifests`")),
                 _ => plan.write_formatted(path, new.to_string(), IfExists::Overwrite)?,
             }
             continue;
@@ -235,9 +239,16 @@ fn plan_difference(old: &Plan, fresh: &Plan, plan: &mut Plan, record: &Sum, forc
         match merge::decide(&shown, current.as_deref(), new, recorded.as_deref(), |_| base.clone()) {
             Decision::Leave => {}
             Decision::Replace => plan.write_formatted(path, new.to_string(), IfExists::Overwrite)?,
-            Decision::Merge { text, conflicts: false } => plan.write_formatted(path, text, IfExists::Overwrite)?,
+            // PROJECT.sum records memop's text, the base of the next merge, which git keeps.
+            Decision::Merge { text, conflicts: false } => {
+                plan.write_formatted(path, text, IfExists::Overwrite)?;
+                plan.set_base(path, new.to_string());
+                bases.push((shown, new.to_string()));
+            }
             Decision::Merge { conflicts: true, .. } => conflicts.push(shown),
-            Decision::Keep => notes.push(format!("{shown} was kept as it is: change it as the version's deletion needs")),
+            Decision::Keep => {
+                notes.push(format!("{shown} was kept as it is: change it as the version's deletion needs"))
+            }
             Decision::Unresolved => bail!(
                 "{shown} still holds the conflict markers of an earlier merge: resolve them, commit, and run this \
                  command again"
@@ -251,7 +262,7 @@ fn plan_difference(old: &Plan, fresh: &Plan, plan: &mut Plan, record: &Sum, forc
             conflicts.join(", ")
         );
     }
-    Ok(notes)
+    Ok((notes, bases))
 }
 
 /// Refuses when Rust code of the project, as the plan leaves it, still names the deleted version
