@@ -35,6 +35,12 @@ enum Command {
     /// Scaffold a new part of the project (`create api`, `create webhook`)
     #[command(subcommand, after_help = "Example:\n  memop create api --group cache --kind Memcached")]
     Create(Create),
+    /// Delete a part of the project (`delete api`: one version of a kind)
+    #[command(
+        subcommand,
+        after_help = "Example:\n  memop delete api --group cache --version v1alpha1 --kind Memcached"
+    )]
+    Delete(Delete),
     Update(commands::update::Args),
     ExternalTypes(commands::external_types::Args),
     /// Print memop's version, the commit it was built from, and the Kubernetes, kube and runtime
@@ -62,11 +68,18 @@ enum Create {
     Webhook(commands::create_webhook::Args),
 }
 
+#[derive(Debug, Subcommand)]
+enum Delete {
+    Api(commands::delete_api::Args),
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     memop::catch_interrupts();
-    let on_a_project =
-        matches!(cli.command, Command::Create(_) | Command::Update(_) | Command::Edit(_) | Command::ExternalTypes(_));
+    let on_a_project = matches!(
+        cli.command,
+        Command::Create(_) | Command::Delete(_) | Command::Update(_) | Command::Edit(_) | Command::ExternalTypes(_)
+    );
     // As `git -C` and `make -C`: a -C that names no directory is an error, never a reason to
     // look further up (a typo in a script would change the project around it).
     if let Some(dir) = cli.dir.as_deref().filter(|_| on_a_project)
@@ -111,7 +124,12 @@ fn main() -> ExitCode {
     // Commands that change a project hold its lock while they read, plan and write.
     let changes_the_project = matches!(
         cli.command,
-        Command::Init(_) | Command::Create(_) | Command::Update(_) | Command::Edit(_) | Command::ExternalTypes(_)
+        Command::Init(_)
+            | Command::Create(_)
+            | Command::Delete(_)
+            | Command::Update(_)
+            | Command::Edit(_)
+            | Command::ExternalTypes(_)
     ) && !global.dry_run;
     let lock = match changes_the_project {
         true => commands::Lock::take(&global.dir),
@@ -122,6 +140,7 @@ fn main() -> ExitCode {
         (Ok(_lock), Command::Init(args)) => commands::init::run(&global, args),
         (Ok(_lock), Command::Create(Create::Api(args))) => commands::create_api::run(&global, *args),
         (Ok(_lock), Command::Create(Create::Webhook(args))) => commands::create_webhook::run(&global, args),
+        (Ok(_lock), Command::Delete(Delete::Api(args))) => commands::delete_api::run(&global, args),
         (Ok(_lock), Command::Update(args)) => commands::update::run(&global, args),
         (Ok(_lock), Command::ExternalTypes(args)) => commands::external_types::run(&global, args),
         (Ok(_), Command::Version) => commands::say(&commands::version::text()),

@@ -143,6 +143,31 @@ fn a_project_with_several_groups_and_kinds_builds_lints_and_passes_its_tests() {
 }
 
 #[test]
+fn a_project_that_deleted_its_first_version_builds_lints_and_passes_its_tests() {
+    // v1alpha1, then v1 stored (the hub of a conversion webhook), then v1alpha1 deleted: the
+    // controller moves to v1, the conversion goes with its only spoke, and the CRD serves v1.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("versions-operator");
+    std::fs::create_dir(&dir).unwrap();
+    common::run(&dir, &["init", "--domain", "example.com"]);
+    common::run(&dir, &["create", "api", "--group", "cache", "--kind", "Memcached"]);
+    let v1 = ["--group", "cache", "--version", "v1", "--kind", "Memcached"];
+    common::run(&dir, &[&["create", "api"][..], &v1, &["--storage-version"]].concat());
+    common::run(&dir, &[&["create", "webhook"][..], &v1, &["--conversion", "--spoke", "v1alpha1"]].concat());
+    common::run(&dir, &["delete", "api", "--group", "cache", "--version", "v1alpha1", "--kind", "Memcached"]);
+    // Its own tests include tests/manifests.rs: `make manifests` would change nothing.
+    common::build_lint_and_test(&dir);
+    let crd: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(dir.join("config/crd/bases/cache.example.com_memcacheds.yaml")).unwrap(),
+    )
+    .unwrap();
+    let versions = crd["spec"]["versions"].as_sequence().unwrap();
+    assert_eq!(versions.len(), 1, "{versions:?}");
+    assert_eq!((&versions[0]["name"], &versions[0]["storage"]), (&Value::from("v1"), &Value::from(true)));
+    assert!(!dir.join("src/api/cache/v1alpha1").exists());
+}
+
+#[test]
 fn an_init_only_namespaced_project_builds_lints_and_passes_its_tests() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path().join("empty-operator");

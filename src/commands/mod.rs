@@ -6,6 +6,7 @@ pub mod completion;
 pub mod context;
 pub mod create_api;
 pub mod create_webhook;
+pub mod delete_api;
 pub mod external_types;
 mod gvk;
 pub mod helm;

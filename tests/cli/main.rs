@@ -10,6 +10,7 @@ mod autoupdate;
 mod chart;
 mod core_types;
 mod create_api;
+mod delete_api;
 mod dry_run;
 mod envtest;
 mod external_types;

@@ -1,0 +1,322 @@
+//! `memop delete api`: removes one version of a kind that is served in several, as kubebuilder's
+//! `delete api` does: its types, conversion and sample, its entries in PROJECT and in the files
+//! that register it, and its place in the CRD.
+//!
+//! memop knows what every file of the project is from PROJECT (see [`update::replay`]): the
+//! command replays the project as it is and as it will be without the version, and the
+//! difference is what it plans. A file only the version had goes, unless you edited it (then
+//! `--force`); a file both have and that changes (the kind's module list, `src/main.rs`,
+//! the webhook server, the kind's controller and tests when they move to the storage version) is
+//! replaced where unedited and merged three ways over memop's text where you edited it; the CRD
+//! loses the version. What it cannot do is refused before anything is written.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+
+use super::gvk::GvkArgs;
+use super::update;
+use super::{Global, finish_then};
+use crate::project::{self, Project};
+use crate::resource::ApiNames;
+use crate::scaffold::merge::{self, Decision};
+use crate::scaffold::{IfExists, Owner, Plan};
+use crate::sum::{self, Sum};
+
+/// Delete one version of a kind served in several: its types, conversion, sample, its entries in
+/// PROJECT and in the files that register it, and its place in the CRD
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  \
+    # Memcached is stored as v1, and the manager migrated the stored objects (storedVersions [\"v1\"]):\n  \
+    memop delete api --group cache --version v1alpha1 --kind Memcached")]
+pub struct Args {
+    #[command(flatten)]
+    gvk: GvkArgs,
+
+    /// Delete the version's files even where you edited them (the edits are lost)
+    #[arg(long)]
+    force: bool,
+}
+
+pub fn run(global: &Global, args: Args) -> Result<()> {
+    let mut project = Project::load(&global.dir)?;
+    let api = args.gvk.names(&project, None)?;
+    let mut plan = Plan::new(&global.dir);
+    let target = validate(&project, &api, &plan)?;
+    let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
+
+    let old = update::replay(&project, &plan)?;
+    let mut notes = remove_version(&mut project, &api, &target);
+    let fresh = update::replay(&project, &plan)?;
+
+    let (changes, bases) = plan_difference(&old, &fresh, &mut plan, &record, args.force)?;
+    notes.extend(changes);
+    plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+    refuse_code_naming(&plan, &api, &target)?;
+    let chart = super::helm::plan_chart_of(&project, &mut plan)?;
+
+    let gvk = format!("{}/{} {}", api.group, api.version, api.kind);
+    if global.dry_run {
+        super::say(&format!("Would delete {gvk}; {} is served and stored as {}.\n", api.kind, target.storage))?;
+    }
+    let written = finish_then(global, plan, || sum::keep_bases(&global.dir, &bases))?;
+    for note in &notes {
+        crate::warn_line!("note: {note}");
+    }
+    if written {
+        super::report(&format!(
+            "Deleted {gvk}; {} is served and stored as {}. Next:\n  \
+             $ make manifests   # config/crd from the code, which no longer has {}\n  \
+             $ make test\n",
+            api.kind, target.storage, api.version
+        ))?;
+    }
+    chart.finish(global, written, super::helm::FRESH_CHART)
+}
+
+/// What the deletion leaves: the version the kind is stored as, which takes the controller
+/// when the deleted version had it.
+struct Target {
+    storage: String,
+    controller: bool,
+}
+
+/// Every refusal, before anything is planned.
+fn validate(project: &Project, api: &ApiNames, plan: &Plan) -> Result<Target> {
+    let (group, version, kind) = (&api.group, &api.version, &api.kind);
+    let Some(resource) = project.find(api) else {
+        let versions: Vec<String> =
+            project.resources.iter().filter(|r| r.names.same_kind(api)).map(|r| r.names.version.to_string()).collect();
+        match versions.is_empty() {
+            true => bail!(
+                "PROJECT has no API {group}/{version} {kind}: check --group and --kind (`grep -A3 kind: PROJECT` \
+                 lists the project's APIs)"
+            ),
+            false => bail!(
+                "PROJECT has no version {version} of {group} {kind}: it has {}; pass one of them as --version",
+                versions.join(", ")
+            ),
+        }
+    };
+    if resource.api.is_none() {
+        bail!(
+            "{group}/{version} {kind} has no types of the project's (a controller over a kind that is not \
+             yours): memop deletes versions of the project's own kinds only; remove the controller by hand"
+        );
+    }
+    let others: Vec<String> = project.other_versions(api).map(|r| r.names.version.to_string()).collect();
+    if others.is_empty() {
+        bail!(
+            "{version} is the only version of {kind}: deleting it deletes the API, which memop does not do yet. \
+             By hand: delete the kind's objects from every cluster, then its CRD (`kubectl delete crd {}`), and \
+             remove its types, controller, tests, sample, roles and its entries in PROJECT and the files that \
+             register them (docs/cli.md, `memop delete api`, says which)",
+            api.crd_name()
+        );
+    }
+    let storage = super::create_api::stored_version(plan, api)?.with_context(|| {
+        format!(
+            "src/api/mod.rs has no entry for {} in STORAGE_VERSIONS, so memop cannot tell which version of {kind} \
+             is stored; add (\"{0}\", \"<version>\") there and run this command again",
+            api.crd_name()
+        )
+    })?;
+    if storage == version.to_string() {
+        let other = &others[0];
+        bail!(
+            "{version} is the storage version of {kind}: the API server keeps objects in it, and cannot let it go. \
+             Make another version the storage version first: in src/api/mod.rs, change {kind}'s entry of \
+             STORAGE_VERSIONS to (\"{}\", \"{other}\"), run `make manifests`, deploy the manager and let it migrate \
+             the stored objects in every cluster (`kubectl get crd {0} -o jsonpath='{{.status.storedVersions}}'` \
+             says [\"{other}\"]), then run this command again",
+            api.crd_name()
+        );
+    }
+    if let Some(webhooks) = resource.webhooks.as_ref().filter(|w| w.conversion && !w.spoke.is_empty()) {
+        bail!(
+            "{version} is the hub of {kind}'s conversion: {} convert{} through it. Delete those spokes first \
+             (`memop delete api --version <spoke>`), or keep {version}",
+            webhooks.spoke.join(", "),
+            if webhooks.spoke.len() == 1 { "s" } else { "" }
+        );
+    }
+    if resource.admits() {
+        bail!(
+            "{group}/{version} {kind} has admission webhooks (src/webhook/{}.rs is written against {version}); \
+             memop does not move them to another version yet: move them by hand, or keep {version}",
+            kind.snake()
+        );
+    }
+    Ok(Target { storage, controller: resource.controller })
+}
+
+/// `project` without `api`'s version: its entry gone, the hub's spokes without it (and the
+/// conversion webhook gone with the last spoke when one version is left: it would have nothing to
+/// convert), and its controller (with its operand) moved to the storage version. Returns the
+/// notes to print.
+fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec<String> {
+    project.resources.retain(|r| !r.names.same_gvk(api));
+    let version = api.version.to_string();
+    let single = project.other_versions(api).count() == 1;
+    let mut notes = Vec::new();
+    for resource in project.resources.iter_mut().filter(|r| r.names.same_kind(api)) {
+        if let Some(webhooks) = resource.webhooks.as_mut() {
+            webhooks.spoke.retain(|spoke| *spoke != version);
+            if single && webhooks.conversion && webhooks.spoke.is_empty() {
+                webhooks.conversion = false;
+                notes.push(format!(
+                    "{} is served in one version now, so its conversion webhook went with {version}; `memop create \
+                     webhook --conversion` makes it again for a new version",
+                    api.kind
+                ));
+            }
+        }
+        if resource.webhooks.as_ref().is_some_and(|w| !w.conversion && !w.defaulting && !w.validation) {
+            resource.webhooks = None;
+        }
+        if target.controller && resource.names.version.to_string() == target.storage {
+            resource.controller = true;
+        }
+    }
+    notes
+}
+
+/// Plans what changes from `old` (memop's text of the project now) to `fresh` (without the
+/// version): files only `old` has are removed (refused where edited, unless `force`); files that
+/// change are replaced where unedited and merged over `old`'s text where edited; a generated file
+/// (the CRD) that was edited is left to `make manifests`, noted. Returns the notes, and memop's
+/// text of each merged file, to keep in git as the base of the next merge.
+fn plan_difference(
+    old: &Plan,
+    fresh: &Plan,
+    plan: &mut Plan,
+    record: &Sum,
+    force: bool,
+) -> Result<(Vec<String>, Vec<(String, String)>)> {
+    let text_of = |scratch: &Plan, path: &Path| scratch.planned().find(|(p, _)| *p == path).map(|(_, t)| t.to_string());
+    let skip = |path: &Path| path == Path::new(project::FILE) || path == Path::new(sum::FILE);
+    let mut edited = Vec::new();
+    for (path, text) in old.planned().filter(|(path, _)| !skip(path)) {
+        if text_of(fresh, path).is_some() {
+            continue;
+        }
+        match plan.read(path)? {
+            None => {}
+            Some(current) if merge::unix_endings(&current) == text => plan.remove(path)?,
+            Some(current) if merge::as_recorded(&current, record.get(&path.to_string_lossy())) => plan.remove(path)?,
+            Some(_) if force => plan.remove(path)?,
+            Some(_) => edited.push(path.display().to_string()),
+        }
+    }
+    if !edited.is_empty() {
+        bail!(
+            "you edited {}, which delete{} with the version: commit or copy what you want to keep, then pass --force \
+             to delete {}",
+            edited.join(", "),
+            if edited.len() == 1 { "s" } else { "" },
+            if edited.len() == 1 { "it" } else { "them" }
+        );
+    }
+    let mut notes = Vec::new();
+    let mut conflicts = Vec::new();
+    let mut bases = Vec::new();
+    for (path, new) in fresh.planned().filter(|(path, _)| !skip(path)) {
+        let base = text_of(old, path);
+        if base.as_deref() == Some(new) {
+            continue;
+        }
+        let shown = path.display().to_string();
+        let current = plan.read(path)?;
+        if fresh.owner(path) == Some(Owner::Generated) {
+            match current.as_deref() {
+                Some(text) if base.as_deref() != Some(merge::unix_endings(text).as_ref()) => notes
+                    .push(format!("{shown} differs from memop's text (your types changed it): run `make manifests`")),
+                _ => plan.write_formatted(path, new.to_string(), IfExists::Overwrite)?,
+            }
+            continue;
+        }
+        let recorded = base.as_deref().map(sum::blob_id);
+        match merge::decide(&shown, current.as_deref(), new, recorded.as_deref(), |_| base.clone()) {
+            Decision::Leave => {}
+            Decision::Replace => plan.write_formatted(path, new.to_string(), IfExists::Overwrite)?,
+            // PROJECT.sum records memop's text, the base of the next merge, which git keeps.
+            Decision::Merge { text, conflicts: false } => {
+                plan.write_formatted(path, text, IfExists::Overwrite)?;
+                plan.set_base(path, new.to_string());
+                bases.push((shown, new.to_string()));
+            }
+            Decision::Merge { conflicts: true, .. } => conflicts.push(shown),
+            Decision::Keep => {
+                notes.push(format!("{shown} was kept as it is: change it as the version's deletion needs"))
+            }
+            Decision::Unresolved => bail!(
+                "{shown} still holds the conflict markers of an earlier merge: resolve them, commit, and run this \
+                 command again"
+            ),
+        }
+    }
+    if !conflicts.is_empty() {
+        bail!(
+            "your edits of {} touch the lines that name the deleted version: change them to the version that stays \
+             (or restore memop's text with `git checkout`), then run this command again",
+            conflicts.join(", ")
+        );
+    }
+    Ok((notes, bases))
+}
+
+/// Refuses when Rust code of the project, as the plan leaves it, still names the deleted version
+/// (`api::<group>::<version>`): the user's code, or an edited file the plan kept or merged. Names
+/// the files, and the version to move them to.
+fn refuse_code_naming(plan: &Plan, api: &ApiNames, target: &Target) -> Result<()> {
+    let needle = format!("{}::{}", api.group_module(), api.version.module_name());
+    let names = |text: &str| {
+        text.match_indices(&needle).any(|(at, _)| {
+            let after = text[at + needle.len()..].chars().next();
+            let before = text[..at].chars().next_back();
+            !after.is_some_and(|c| c.is_alphanumeric() || c == '_') && !before.is_some_and(|c| c.is_alphanumeric())
+        })
+    };
+    let removed: Vec<&Path> = plan.removed().collect();
+    let mut using = Vec::new();
+    for root in ["src", "tests", "benches", "examples"] {
+        for path in rust_files(&plan.root().join(root), plan.root())? {
+            if removed.contains(&path.as_path()) {
+                continue;
+            }
+            if plan.read(&path)?.as_deref().is_some_and(names) {
+                using.push(path.display().to_string());
+            }
+        }
+    }
+    if !using.is_empty() {
+        bail!(
+            "{} still use{} {} {} ({needle}): change them to {}, the version that stays (`{}::{}`), then run this \
+             command again",
+            using.join(", "),
+            if using.len() == 1 { "s" } else { "" },
+            api.kind,
+            api.version,
+            target.storage,
+            api.group_module(),
+            target.storage
+        );
+    }
+    Ok(())
+}
+
+/// The `.rs` files under `dir`, relative to `root` (none when `dir` is missing).
+fn rust_files(dir: &Path, root: &Path) -> Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(found) };
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
+        let kind = entry.file_type().with_context(|| format!("reading {}", entry.path().display()))?;
+        if kind.is_dir() {
+            found.extend(rust_files(&entry.path(), root)?);
+        } else if kind.is_file() && entry.path().extension().is_some_and(|e| e == "rs") {
+            found.push(entry.path().strip_prefix(root).unwrap_or(&entry.path()).to_path_buf());
+        }
+    }
+    Ok(found)
+}
