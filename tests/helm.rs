@@ -724,6 +724,44 @@ fn an_operand_image_in_any_yaml_spelling_is_not_added_twice() {
     }
 }
 
+/// A chart file memop wrote and no longer renders (the webhooks' once `delete api` took the
+/// last conversion webhook away) goes while unedited, so that the chart renders what
+/// config/default does; one the user edited is kept, named.
+#[test]
+fn chart_files_memop_no_longer_renders_go_unless_edited() {
+    let Some(helm) = helm() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(
+        scratch.path(),
+        "versions-operator",
+        &[
+            &["init", "--domain", "example.com"],
+            MEMCACHED,
+            &["create", "api", "--group", "cache", "--version", "v1", "--kind", "Memcached", "--storage-version"],
+            &["create", "webhook", "--group", "cache", "--version", "v1", "--kind", "Memcached", "--conversion"],
+            &["edit", "--plugins=helm/v2-alpha"],
+        ],
+    );
+    let webhook = dir.join("dist/chart/templates/webhook");
+    assert!(webhook.join("service.yaml").is_file());
+    let edited = webhook.join("cert_manager.yaml");
+    std::fs::write(&edited, format!("{}# mine\n", std::fs::read_to_string(&edited).unwrap())).unwrap();
+    commit(&dir, "my edit");
+    let output = common::memop()
+        .current_dir(&dir)
+        .args(["delete", "api", "--group", "cache", "--version", "v1alpha1", "--kind", "Memcached"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
+    assert!(!webhook.join("service.yaml").exists() && !webhook.join("manifests.yaml").exists());
+    assert!(edited.is_file(), "an edited file was removed");
+    assert!(stderr.contains("dist/chart/templates/webhook/cert_manager.yaml"), "{stderr}");
+    let sum = std::fs::read_to_string(dir.join("PROJECT.sum")).unwrap();
+    assert!(!sum.contains("dist/chart/templates/webhook/service.yaml"), "{sum}");
+    std::fs::remove_file(&edited).unwrap();
+    assert_renders_what_kustomize_renders(&helm, &dir);
+}
+
 /// `--output-dir` elsewhere moves the chart: the old one, which may hold the user's edits, is left
 /// as it is, and named.
 #[test]

@@ -261,6 +261,7 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
             }
         }
     }
+    remove_what_memop_no_longer_renders(plan, record, &chart, memops.iter().chain(&yours))?;
     if force {
         for (path, text) in memops.into_iter().chain(yours) {
             plan.write(path, text, IfExists::Overwrite)?;
@@ -293,6 +294,36 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
     }
     let dir = plan.root().to_path_buf();
     merge_memop_files(plan, record, &dir, memops)
+}
+
+/// Plans removing each template of `chart` that memop wrote (`record`) and renders no more (the
+/// webhooks' once the project has none, say): while it is as memop wrote it; one the user edited
+/// is kept, with a note.
+fn remove_what_memop_no_longer_renders<'a>(
+    plan: &mut Plan,
+    record: &Sum,
+    chart: &str,
+    rendered: impl Iterator<Item = &'a (String, String)>,
+) -> Result<()> {
+    let rendered: std::collections::BTreeSet<&str> = rendered.map(|(path, _)| path.as_str()).collect();
+    let templates = format!("{chart}/templates/");
+    let gone: Vec<String> = record
+        .paths()
+        .filter(|path| path.starts_with(&templates) && !rendered.contains(path))
+        .map(str::to_string)
+        .collect();
+    for path in gone {
+        let Some(current) = plan.read(Path::new(&path))? else { continue };
+        if scaffold::merge::as_recorded(&current, record.get(&path)) {
+            plan.remove(&path)?;
+        } else {
+            plan.note(format!(
+                "memop no longer writes {path} (the project no longer has what it deployed), and kept it as you \
+                 edited it; delete it unless the chart needs it"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An operand's image, as the manager's environment has it.
