@@ -181,6 +181,9 @@ fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec
     notes
 }
 
+/// Each merged file's path with memop's text of it, kept in git as the base of the next merge.
+type Bases = Vec<(String, String)>;
+
 /// Plans what changes from `old` (memop's text of the project now) to `fresh` (without the
 /// version): files only `old` has are removed (refused where edited, unless `force`); files that
 /// change are replaced where unedited and merged over `old`'s text where edited; a generated file
@@ -192,7 +195,7 @@ fn plan_difference(
     plan: &mut Plan,
     record: &Sum,
     force: bool,
-) -> Result<(Vec<String>, Vec<(String, String)>)> {
+) -> Result<(Vec<String>, Bases)> {
     let text_of = |scratch: &Plan, path: &Path| scratch.planned().find(|(p, _)| *p == path).map(|(_, t)| t.to_string());
     let skip = |path: &Path| path == Path::new(project::FILE) || path == Path::new(sum::FILE);
     let mut edited = Vec::new();
