@@ -154,7 +154,30 @@ fn a_project_that_deleted_its_first_version_builds_lints_and_passes_its_tests() 
     let v1 = ["--group", "cache", "--version", "v1", "--kind", "Memcached"];
     common::run(&dir, &[&["create", "api"][..], &v1, &["--storage-version"]].concat());
     common::run(&dir, &[&["create", "webhook"][..], &v1, &["--conversion", "--spoke", "v1alpha1"]].concat());
-    common::run(&dir, &["delete", "api", "--group", "cache", "--version", "v1alpha1", "--kind", "Memcached"]);
+    // v1alpha1 deprecated first, as kubebuilder's marker does it: an attribute of its type, which
+    // `make manifests` carries into the CRD.
+    let types = dir.join("src/api/cache/v1alpha1/memcached.rs");
+    let warning = "cache.example.com/v1alpha1 Memcached is deprecated; use cache.example.com/v1";
+    let text = std::fs::read_to_string(&types).unwrap();
+    assert!(text.contains("\n#[kube(\n"), "{text}");
+    std::fs::write(
+        &types,
+        text.replacen("\n#[kube(\n", &format!("\n#[kube(deprecated = \"{warning}\")]\n#[kube(\n"), 1),
+    )
+    .unwrap();
+    common::check(&dir, "cargo", &["run", "--locked", "--bin", "manifests"]);
+    let crd = dir.join("config/crd/bases/cache.example.com_memcacheds.yaml");
+    let versions: Value = serde_yaml::from_str(&std::fs::read_to_string(&crd).unwrap()).unwrap();
+    let versions = versions["spec"]["versions"].as_sequence().unwrap().clone();
+    let old = versions.iter().find(|v| v["name"] == Value::from("v1alpha1")).unwrap();
+    assert_eq!((&old["deprecated"], &old["deprecationWarning"]), (&Value::from(true), &Value::from(warning)));
+    assert!(versions.iter().all(|v| v["name"] == Value::from("v1alpha1") || v["deprecated"] != Value::from(true)));
+    // The deprecation is an edit of the version's types: deleting them takes --force.
+    let delete = ["delete", "api", "--group", "cache", "--version", "v1alpha1", "--kind", "Memcached"];
+    let refused = common::memop().current_dir(&dir).args(delete).assert().failure();
+    let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(stderr.contains("src/api/cache/v1alpha1/memcached.rs") && stderr.contains("--force"), "{stderr}");
+    common::run(&dir, &[&delete[..], &["--force"]].concat());
     // Its own tests include tests/manifests.rs: `make manifests` would change nothing.
     common::build_lint_and_test(&dir);
     let crd: Value = serde_yaml::from_str(
