@@ -924,6 +924,7 @@ mod tests {
             controller: false,
             operand: None,
             webhooks,
+            controllers: Vec::new(),
         };
         let resources = [
             resource("cache", "v1alpha1", "Memcached", Some(Webhooks { defaulting: true, ..Webhooks::default() })),
