@@ -200,7 +200,14 @@ impl TryFrom<Record> for Resource {
                 }
                 let webhooks = record.webhooks.clone();
                 let controllers = named_controllers(&record)?;
-                return Ok(Self { names, api: None, controller: record.controller, operand: None, webhooks, controllers });
+                return Ok(Self {
+                    names,
+                    api: None,
+                    controller: record.controller,
+                    operand: None,
+                    webhooks,
+                    controllers,
+                });
             }
             if record.external {
                 return external_resource(&record);
@@ -293,7 +300,14 @@ fn external_resource(record: &Record) -> Result<Resource> {
     if record.path.as_deref() != Some(expected.as_str()) {
         bail!("external: true, and its path must be the CRD file the project keeps, {expected:?}");
     }
-    Ok(Resource { names, api: None, controller: record.controller, operand: None, webhooks: None, controllers: Vec::new() })
+    Ok(Resource {
+        names,
+        api: None,
+        controller: record.controller,
+        operand: None,
+        webhooks: None,
+        controllers: Vec::new(),
+    })
 }
 
 /// The named controllers of `record`, each name held to `--controller-name`'s rule.

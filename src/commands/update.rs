@@ -371,7 +371,8 @@ pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
     for (at, resource) in project.resources.iter().enumerate() {
         // The named controllers made before this kind's controller (src/controller/mod.rs lists
         // the modules in the order they were made), once their own kind is replayed.
-        let before = resource.controller.then(|| controller_position(plan, &resource.names.kind.snake())).transpose()?;
+        let before =
+            resource.controller.then(|| controller_position(plan, &resource.names.kind.snake())).transpose()?;
         while let Some(next) = named.next_if(|n| n.kind_at < at && before.is_some_and(|b| n.position < b)) {
             create_api(next.flags, &mut replayed, &mut scratch)?;
         }

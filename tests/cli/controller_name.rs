@@ -53,13 +53,19 @@ fn a_named_controller_gets_its_own_module_test_name_and_project_entry() {
     // PROJECT records them as kubebuilder does, beside the kind's first controller.
     let project = read(&dir, "PROJECT");
     assert!(project.contains("  controller: true\n  controllers:\n  - name: memcached-audit\n  domain: example.com\n"));
-    assert!(project.contains("- controller: true\n  controllers:\n  - name: deploy-watch\n  core: true\n"), "{project}");
+    assert!(
+        project.contains("- controller: true\n  controllers:\n  - name: deploy-watch\n  core: true\n"),
+        "{project}"
+    );
 
     // `memop update` replays them, and has nothing to do right after.
     assert!(ok(&dir, "update --allow-dirty").stdout.starts_with("Nothing to do"));
     // Also when a kind came after a named controller (the order src/controller/mod.rs keeps).
     ok(&dir, "create api --group cache --version v1 --kind Redis");
-    ok(&dir, "create api --group cache --version v1 --kind Redis --resource=false --controller=true --controller-name redis-audit");
+    ok(
+        &dir,
+        "create api --group cache --version v1 --kind Redis --resource=false --controller=true --controller-name redis-audit",
+    );
     ok(&dir, &format!("create api {MEMCACHED} --controller-name memcached-second"));
     assert!(ok(&dir, "update --allow-dirty").stdout.starts_with("Nothing to do"));
 }

@@ -40,14 +40,15 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
         project.upsert(resource);
     } else {
         project.upsert(Resource {
-        names: api.clone(),
-        // A kind of Kubernetes' own or another project's has no types nor CRD of the project's.
-        api: (!api.builtin && !api.external).then(|| Api { crd_version: "v1".into(), namespaced: request.namespaced }),
-        controller: request.controller || existing.is_some_and(|r| r.controller),
-        operand: request.operand.clone(),
-        webhooks: existing.and_then(|r| r.webhooks.clone()),
-        controllers: existing.map(|r| r.controllers.clone()).unwrap_or_default(),
-    });
+            names: api.clone(),
+            // A kind of Kubernetes' own or another project's has no types nor CRD of the project's.
+            api: (!api.builtin && !api.external)
+                .then(|| Api { crd_version: "v1".into(), namespaced: request.namespaced }),
+            controller: request.controller || existing.is_some_and(|r| r.controller),
+            operand: request.operand.clone(),
+            webhooks: existing.and_then(|r| r.webhooks.clone()),
+            controllers: existing.map(|r| r.controllers.clone()).unwrap_or_default(),
+        });
     }
 
     let mut ctx = tera::Context::from_serialize(ApiContext {

@@ -394,8 +394,7 @@ fn validate_named(args: &Args, project: &Project, name: &str) -> Result<Request>
             );
         }
         let webhooks = resource.webhooks.clone().unwrap_or_default();
-        if other.webhook_file_names(webhooks.defaulting || webhooks.validation, webhooks.conversion).contains(&module)
-        {
+        if other.webhook_file_names(webhooks.defaulting || webhooks.validation, webhooks.conversion).contains(&module) {
             bail!(
                 "invalid --controller-name \"{name}\": its files would be named {module}, as the webhook files of \
                  the kind {} already are; choose another --controller-name",

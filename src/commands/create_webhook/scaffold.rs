@@ -86,11 +86,14 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     }
     // The kustomize replacements that keep a kind of Kubernetes' own's webhooks out of the
     // manager's namespace, once per webhook configuration.
-    let core_roots: Vec<&str> = [(request.webhooks.defaulting, "webhook-core-defaulting"), (request.webhooks.validation, "webhook-core-validation")]
-        .into_iter()
-        .filter(|(on, _)| api.builtin && *on)
-        .map(|(_, root)| root)
-        .collect();
+    let core_roots: Vec<&str> = [
+        (request.webhooks.defaulting, "webhook-core-defaulting"),
+        (request.webhooks.validation, "webhook-core-validation"),
+    ]
+    .into_iter()
+    .filter(|(on, _)| api.builtin && *on)
+    .map(|(_, root)| root)
+    .collect();
     roots.extend(&core_roots);
     if request.conversion {
         roots.extend(["webhook-conversion", "webhook-conversion-spoke", "conversion-test"]);
