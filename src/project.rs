@@ -113,6 +113,16 @@ pub struct Resource {
     pub operand: Option<Operand>,
     /// The kind's webhooks, when `create webhook` scaffolded some.
     pub webhooks: Option<Webhooks>,
+    /// The kind's other controllers (`create api --controller-name NAME`), by name, in the order
+    /// they were made: each its own module, `src/controller/<name, snake_cased>.rs`.
+    pub controllers: Vec<String>,
+}
+
+/// A named controller as PROJECT records it, kubebuilder's `controllers: [{name: ...}]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NamedController {
+    name: String,
 }
 
 /// A resource as PROJECT records it.
@@ -123,6 +133,8 @@ struct Record {
     api: Option<Api>,
     #[serde(default, skip_serializing_if = "is_false")]
     controller: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    controllers: Vec<NamedController>,
     /// A kind of Kubernetes' own (k8s-openapi's type), as kubebuilder records core types.
     #[serde(default, skip_serializing_if = "is_false")]
     core: bool,
@@ -187,7 +199,15 @@ impl TryFrom<Record> for Resource {
                     bail!("core: true, and the API server converts a kind of Kubernetes' own itself: no conversion");
                 }
                 let webhooks = record.webhooks.clone();
-                return Ok(Self { names, api: None, controller: record.controller, operand: None, webhooks });
+                let controllers = named_controllers(&record)?;
+                return Ok(Self {
+                    names,
+                    api: None,
+                    controller: record.controller,
+                    operand: None,
+                    webhooks,
+                    controllers,
+                });
             }
             if record.external {
                 return external_resource(&record);
@@ -228,6 +248,7 @@ impl TryFrom<Record> for Resource {
                 controller: record.controller,
                 operand: record.operand.clone(),
                 webhooks: record.webhooks.clone(),
+                controllers: named_controllers(&record)?,
             })
         };
         // serde shows only the innermost message: say which resource, and why.
@@ -241,6 +262,7 @@ impl From<Resource> for Record {
         Self {
             api: resource.api,
             controller: resource.controller,
+            controllers: resource.controllers.into_iter().map(|name| NamedController { name }).collect(),
             core: names.builtin,
             domain: names.domain.to_string(),
             external: names.external,
@@ -264,6 +286,9 @@ fn external_resource(record: &Record) -> Result<Resource> {
     if record.api.is_some() || record.operand.is_some() || record.webhooks.is_some() {
         bail!("external: true, and the project has no types (api), operand nor webhooks of another project's kind");
     }
+    if !record.controllers.is_empty() {
+        bail!("external: true, and memop scaffolds no named controllers (controllers) over another project's kind");
+    }
     let kind = Kind::parse(&record.kind)?;
     let plural = match &record.plural {
         Some(plural) => Plural::parse(plural)?,
@@ -275,7 +300,27 @@ fn external_resource(record: &Record) -> Result<Resource> {
     if record.path.as_deref() != Some(expected.as_str()) {
         bail!("external: true, and its path must be the CRD file the project keeps, {expected:?}");
     }
-    Ok(Resource { names, api: None, controller: record.controller, operand: None, webhooks: None })
+    Ok(Resource {
+        names,
+        api: None,
+        controller: record.controller,
+        operand: None,
+        webhooks: None,
+        controllers: Vec::new(),
+    })
+}
+
+/// The named controllers of `record`, each name held to `--controller-name`'s rule.
+fn named_controllers(record: &Record) -> Result<Vec<String>> {
+    let mut names: Vec<String> = Vec::new();
+    for NamedController { name } in &record.controllers {
+        crate::names::ControllerName::parse(name)?;
+        if names.contains(name) {
+            bail!("its controllers name {name:?} twice");
+        }
+        names.push(name.clone());
+    }
+    Ok(names)
 }
 
 impl Resource {
@@ -537,6 +582,7 @@ mod tests {
             project_name: "memcached-operator".into(),
             repo: String::new(),
             resources: vec![Resource {
+                controllers: Vec::new(),
                 names: ApiNames::parse("cache", "v1alpha1", "Memcached", None, "example.com").unwrap(),
                 api: Some(Api { crd_version: "v1".into(), namespaced: true }),
                 controller: true,

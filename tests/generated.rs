@@ -308,8 +308,18 @@ fn controllers_over_kubernetes_kinds_build_lint_and_pass_their_tests() {
     common::run(&dir, &[&["create", "webhook"], &pod[..], &["--defaulting", "--programmatic-validation"]].concat());
     let namespace = ["--group", "core", "--version", "v1", "--kind", "Namespace"];
     common::run(&dir, &[&["create", "webhook"], &namespace[..], &["--programmatic-validation"]].concat());
+    // A second controller of each kind (`--controller-name`), beside the first: each its own
+    // module and test, named so in the metrics its test reads, its rules merged in the role.
+    let named = ["--resource=false", "--controller=true", "--controller-name"];
+    common::run(&dir, &[&["create", "api"], &deployment[..], &named[..], &["deployment-audit"]].concat());
+    let memcached = ["--group", "cache", "--version", "v1alpha1", "--kind", "Memcached"];
+    common::run(&dir, &[&["create", "api"], &memcached[..], &named[..], &["memcached-audit"]].concat());
     common::build_lint_and_test(&dir);
     assert!(!dir.join("config/crd/bases/apps_deployments.yaml").exists());
+    for module in ["deployment_audit", "memcached_audit"] {
+        assert!(dir.join(format!("src/controller/{module}.rs")).is_file());
+        assert!(dir.join(format!("tests/{module}.rs")).is_file());
+    }
 
     let dir = scratch.path().join("pod-operator");
     std::fs::create_dir(&dir).unwrap();

@@ -48,6 +48,11 @@ impl ProjectContext {
             let api = &resource.names;
             rules.extend(rules_of(&api.qualified_group, api.plural.as_str(), resource.operand.is_some()));
         }
+        // A named controller (`create api --controller-name`) is a skeleton: a kind's list and watch.
+        for resource in project.resources.iter().filter(|r| !r.controllers.is_empty()) {
+            let api = &resource.names;
+            rules.extend(rules_of(&api.qualified_group, api.plural.as_str(), false));
+        }
         // Sorted and deduplicated as `role_yaml` sorts them: one CRD serves every version of a kind.
         let crds: std::collections::BTreeSet<String> = project
             .resources

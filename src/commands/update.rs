@@ -363,14 +363,27 @@ pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
     if project.plugins.autoupdate.is_some() {
         scaffold::render_root(&templates, super::autoupdate::TEMPLATES, &ctx, &mut scratch, true)?;
     }
-    for resource in &project.resources {
+    let mut named = named_controllers(&project.resources, plan)?.into_iter().peekable();
+    let create_api = |flags: Vec<String>, replayed: &mut Project, scratch: &mut Plan| {
+        super::create_api::replay(&flags, replayed, scratch)
+            .with_context(|| format!("replaying `memop create api {}`", flags.join(" ")))
+    };
+    for (at, resource) in project.resources.iter().enumerate() {
+        // The named controllers made before this kind's controller (src/controller/mod.rs lists
+        // the modules in the order they were made), once their own kind is replayed.
+        let before =
+            resource.controller.then(|| controller_position(plan, &resource.names.kind.snake())).transpose()?;
+        while let Some(next) = named.next_if(|n| n.kind_at < at && before.is_some_and(|b| n.position < b)) {
+            create_api(next.flags, &mut replayed, &mut scratch)?;
+        }
         // Webhooks on a kind of Kubernetes' own, with no controller: `create webhook` alone made it.
         if resource.api.is_none() && !resource.controller {
             continue;
         }
-        let flags = create_api_flags(resource, &replayed, plan)?;
-        super::create_api::replay(&flags, &mut replayed, &mut scratch)
-            .with_context(|| format!("replaying `memop create api {}`", flags.join(" ")))?;
+        create_api(create_api_flags(resource, &replayed, plan)?, &mut replayed, &mut scratch)?;
+    }
+    for next in named {
+        create_api(next.flags, &mut replayed, &mut scratch)?;
     }
     for flags in create_webhook_flags(&project.resources, &server) {
         super::create_webhook::replay(&flags, &mut replayed, &mut scratch)
@@ -451,6 +464,45 @@ fn create_api_flags(resource: &Resource, replayed: &Project, plan: &Plan) -> Res
         flags.push("--storage-version".into());
     }
     Ok(flags)
+}
+
+/// A named controller to replay (`create api --controller-name`): its flags, the index of its
+/// kind in PROJECT, and the position of its module in src/controller/mod.rs.
+struct Named {
+    flags: Vec<String>,
+    kind_at: usize,
+    position: usize,
+}
+
+/// The file that lists the controllers' modules, in the order they were made.
+const CONTROLLER_MODULES: &str = "src/controller/mod.rs";
+
+/// Where `module` is declared in [`CONTROLLER_MODULES`] (at the end when it is not).
+fn controller_position(plan: &Plan, module: &str) -> Result<usize> {
+    let text = plan.read(Path::new(CONTROLLER_MODULES))?.unwrap_or_default();
+    Ok(text.find(&format!("pub mod {module};")).unwrap_or(usize::MAX))
+}
+
+/// Every named controller of `resources`, in the order their modules were made.
+fn named_controllers(resources: &[Resource], plan: &Plan) -> Result<Vec<Named>> {
+    let mut named = Vec::new();
+    for (kind_at, resource) in resources.iter().enumerate() {
+        let api = &resource.names;
+        for name in &resource.controllers {
+            let flags = vec![
+                format!("--group={}", api.group),
+                format!("--version={}", api.version),
+                format!("--kind={}", api.kind),
+                "--resource=false".into(),
+                "--controller=true".into(),
+                format!("--controller-name={name}"),
+            ];
+            let position = controller_position(plan, &name.replace('-', "_"))?;
+            named.push(Named { flags, kind_at, position });
+        }
+    }
+    named.sort_by_key(|n| n.position);
+    Ok(named)
 }
 
 /// The file whose routes and conversions list the kinds' webhooks in the order they were made.
@@ -928,6 +980,7 @@ mod tests {
             controller: false,
             operand: None,
             webhooks,
+            controllers: Vec::new(),
         };
         let resources = [
             resource("cache", "v1alpha1", "Memcached", Some(Webhooks { defaulting: true, ..Webhooks::default() })),

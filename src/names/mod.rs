@@ -353,6 +353,41 @@ fn subdomain_problem(s: &str, subject: &str) -> Option<String> {
     }
 }
 
+/// `--controller-name`: another controller of a kind (kubebuilder's flag, and its rule: an RFC
+/// 1035 label), named so in logs and metrics, in its module `src/controller/<module>.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerName(String);
+
+impl ControllerName {
+    pub fn parse(s: &str) -> Result<Self> {
+        let example = "\"memcached-audit\"";
+        if !is_label(s, true) {
+            return Err(invalid(
+                "--controller-name",
+                s,
+                "a controller name must be a lowercase RFC 1035 label: a-z, 0-9 and '-', starting with a letter \
+                 and ending with a letter or digit",
+                example,
+            ));
+        }
+        if s.len() > LABEL_MAX {
+            let rule = format!("a controller name must be at most {LABEL_MAX} characters (it has {})", s.len());
+            return Err(invalid("--controller-name", s, rule, example));
+        }
+        let module = s.replace('-', "_");
+        if RUST_KEYWORDS.contains(&module.as_str()) || RESERVED_CRATES.contains(&module.as_str()) {
+            let rule = format!("its module {module} would be a Rust keyword or a crate's name");
+            return Err(invalid("--controller-name", s, rule, example));
+        }
+        Ok(Self(s.to_string()))
+    }
+
+    /// Its module and file name: `memcached_audit` (`src/controller/memcached_audit.rs`).
+    pub fn module(&self) -> String {
+        self.0.replace('-', "_")
+    }
+}
+
 /// Implements `as_str`, `Display`, `AsRef<str>` for newtypes over a `String`.
 macro_rules! string_name {
     ($($t:ident),*) => {$(
@@ -374,7 +409,7 @@ macro_rules! string_name {
         }
     )*};
 }
-string_name!(Domain, ProjectName, Group, Version, Kind, Plural, Image);
+string_name!(Domain, ProjectName, Group, Version, Kind, Plural, Image, ControllerName);
 
 /// Implements `FromStr` (for clap's `value_parser!`) through each type's `parse`.
 macro_rules! from_str_via_parse {

@@ -8,6 +8,7 @@
 
 mod autoupdate;
 mod chart;
+mod controller_name;
 mod core_types;
 mod create_api;
 mod delete_api;

@@ -28,7 +28,8 @@ pub fn request(args: &Args, project: &Project, dir: &Path) -> Result<Request> {
             );
         }
     }
-    let Some(file) = &args.external_api_crd else {
+    // A named controller is over a kind the project has: `validate` refuses --external-api-crd.
+    let (Some(file), None) = (&args.external_api_crd, &args.controller_name) else {
         if let Some(domain) = &args.external_api_domain {
             bail!(
                 "--external-api-domain {domain} is the domain of another project's kind, whose CRD memop needs: pass it \
@@ -147,5 +148,6 @@ fn validate_external(args: &Args, project: &Project, dir: &Path, file: &Path) ->
         short_name: None,
         notes: Vec::new(),
         external: Some(crd),
+        controller_name: None,
     })
 }

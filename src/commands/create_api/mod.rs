@@ -58,6 +58,12 @@ pub struct Args {
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "true|false")]
     controller: Option<bool>,
 
+    /// Add another controller, named NAME (in logs and metrics; its module is NAME snake_cased),
+    /// to a kind the project has: its own kind or Kubernetes' (with `--resource=false
+    /// --controller=true`)
+    #[arg(long, value_name = "NAME")]
+    controller_name: Option<String>,
+
     /// Store the kind in this version (kubebuilder's `+kubebuilder:storageversion`), for a kind
     /// served in several versions. Without it, a new version of a kind is served, and the kind
     /// stays stored as before
@@ -168,6 +174,12 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
 fn summary(request: &Request) -> String {
     let kind = &request.api.kind;
     let recorded = request.existing.as_ref().is_some_and(|r| r.operand.is_some());
+    if let Some(name) = &request.controller_name {
+        return format!(
+            "{kind}: another controller, {name} (src/controller/{}.rs), a skeleton beside the kind's others.\n",
+            name.module()
+        );
+    }
     match &request.operand {
         _ if !request.controller => String::new(),
         _ if request.api.external => format!(
@@ -208,7 +220,10 @@ pub fn replay(flags: &[String], project: &mut Project, plan: &mut Plan) -> Resul
 /// What to do once the files are written.
 fn next(request: &Request) -> String {
     let api = &request.api;
-    let (types, controller) = (api.types_path(), api.controller_path());
+    let (types, controller) = match &request.controller_name {
+        Some(name) => (api.types_path(), format!("src/controller/{}.rs", name.module())),
+        None => (api.types_path(), api.controller_path()),
+    };
     let next = match (request.resource, request.controller) {
         (true, true) => format!("implement your API in {types} and its controller in {controller}"),
         (true, false) => format!("implement your API in {types}"),

@@ -30,14 +30,26 @@ struct ApiContext<'a> {
 pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Result<Vec<String>> {
     let api = &request.api;
     let existing = request.existing.as_ref();
-    project.upsert(Resource {
-        names: api.clone(),
-        // A kind of Kubernetes' own or another project's has no types nor CRD of the project's.
-        api: (!api.builtin && !api.external).then(|| Api { crd_version: "v1".into(), namespaced: request.namespaced }),
-        controller: request.controller || existing.is_some_and(|r| r.controller),
-        operand: request.operand.clone(),
-        webhooks: existing.and_then(|r| r.webhooks.clone()),
-    });
+    if let Some(name) = &request.controller_name {
+        // Another controller of a kind the project has: its entry gains the name, and only the
+        // controller's root is rendered, with its module and name for the kind's.
+        let mut resource = existing.expect("a named controller's kind is in PROJECT").clone();
+        if !resource.controllers.iter().any(|n| n == name.as_str()) {
+            resource.controllers.push(name.to_string());
+        }
+        project.upsert(resource);
+    } else {
+        project.upsert(Resource {
+            names: api.clone(),
+            // A kind of Kubernetes' own or another project's has no types nor CRD of the project's.
+            api: (!api.builtin && !api.external)
+                .then(|| Api { crd_version: "v1".into(), namespaced: request.namespaced }),
+            controller: request.controller || existing.is_some_and(|r| r.controller),
+            operand: request.operand.clone(),
+            webhooks: existing.and_then(|r| r.webhooks.clone()),
+            controllers: existing.map(|r| r.controllers.clone()).unwrap_or_default(),
+        });
+    }
 
     let mut ctx = tera::Context::from_serialize(ApiContext {
         project: ProjectContext::new(project),
@@ -47,6 +59,12 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
         operand: request.operand.as_ref(),
     })?;
     let mut notes = Vec::new();
+    if let Some(name) = &request.controller_name {
+        ctx.insert("kind_snake", &name.module());
+        ctx.insert("controller_name", name.as_str());
+        // The kind's types, whose fields the skeleton's log line and test sample use.
+        ctx.insert("operand", &existing.and_then(|r| r.operand.as_ref()));
+    }
 
     let root = match (&request.operand, api.builtin_kind()) {
         _ if request.external.is_some() => {

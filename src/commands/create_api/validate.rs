@@ -5,7 +5,7 @@ use anyhow::{Result, bail};
 
 use super::Args;
 use crate::names::builtin::BuiltinKind;
-use crate::names::{ContainerCommand, ContainerPort, Image, Kind, RunAsUser};
+use crate::names::{ContainerCommand, ContainerPort, ControllerName, Image, Kind, RunAsUser};
 use crate::project::{Operand, Project, Resource};
 use crate::resource::ApiNames;
 
@@ -37,6 +37,8 @@ pub struct Request {
     pub notes: Vec<String>,
     /// The CRD of another project's kind (`--external-api-crd`), which the project keeps.
     pub external: Option<crate::names::external::ExternalCrd>,
+    /// Another controller of a kind the project has (`--controller-name`).
+    pub controller_name: Option<ControllerName>,
 }
 
 /// A kind memop knows how to deploy without being told the image.
@@ -59,6 +61,9 @@ const PRESETS: &[Preset] = &[Preset {
 
 /// Decides what `args` ask of `project`, or refuses with what to do instead.
 pub fn validate(args: &Args, project: &Project) -> Result<Request> {
+    if let Some(name) = &args.controller_name {
+        return validate_named(args, project, name);
+    }
     if let Some(builtin) = builtin_kind(args, project)? {
         return validate_builtin(args, project, builtin);
     }
@@ -131,6 +136,9 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
         );
     }
     check_conflicts(project, args, &api, controller, existing.as_ref())?;
+    if controller {
+        refuse_named_module(project, kind)?;
+    }
     let operand = match siblings.first() {
         Some(sibling) if existing.is_none() => {
             version_refusals(args, sibling)?;
@@ -191,6 +199,7 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
         notes,
         api,
         external: None,
+        controller_name: None,
     })
 }
 
@@ -249,6 +258,7 @@ fn validate_builtin(args: &Args, project: &Project, builtin: &'static BuiltinKin
              --namespaced"
         );
     }
+    refuse_named_module(project, kind)?;
     let existing = project.find(&api).cloned();
     if existing.as_ref().is_some_and(|r| r.controller) && !args.force {
         bail!("a controller for {gvk} already exists; pass --force to regenerate it (your edits to it are lost)");
@@ -290,6 +300,137 @@ fn validate_builtin(args: &Args, project: &Project, builtin: &'static BuiltinKin
         short_name: None,
         notes: Vec::new(),
         external: None,
+        controller_name: None,
+    })
+}
+
+/// A kind's controller module, `src/controller/<kind>.rs`, must not be a named controller's.
+fn refuse_named_module(project: &Project, kind: &Kind) -> Result<()> {
+    for resource in &project.resources {
+        for name in &resource.controllers {
+            let module = name.replace('-', "_");
+            if module == kind.snake() {
+                bail!(
+                    "invalid --kind \"{kind}\": its controller's module {module} is the controller {name}'s (of {}); \
+                     choose another kind name",
+                    resource.names.gvk()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Another controller of a kind the project has (`--controller-name`): a skeleton (over the
+/// project's kind) or a controller over Kubernetes' kind, in its own module, named `name`.
+fn validate_named(args: &Args, project: &Project, name: &str) -> Result<Request> {
+    let name = ControllerName::parse(name)?;
+    let (g, v, k) = (&args.gvk.group, &args.gvk.version, &args.gvk.kind);
+    let retry = format!(
+        "memop create api --group {g} --version {v} --kind {k} --resource=false --controller=true --controller-name {name}"
+    );
+    if args.resource || args.controller == Some(false) {
+        bail!(
+            "--controller-name adds a controller to a kind the project has, and scaffolds no types: pass \
+             --resource=false --controller=true ({retry})"
+        );
+    }
+    if let Some(flag) = args.image_flag(true) {
+        bail!(
+            "{flag}: a controller added with --controller-name is a skeleton, it deploys no image (the kind's \
+             operand controller does); drop {flag}"
+        );
+    }
+    for (flag, given) in [
+        ("--storage-version", args.storage_version),
+        ("--external-api-crd", args.external_api_crd.is_some()),
+        ("--external-api-domain", args.external_api_domain.is_some()),
+        ("--plural", args.plural.is_some()),
+    ] {
+        if given {
+            bail!("{flag}: --controller-name adds a controller to a kind the project has, as it is; drop {flag}");
+        }
+    }
+    let api = match builtin_kind(args, project)? {
+        Some(builtin) => ApiNames::builtin(builtin),
+        None => args.gvk.names(project, None)?,
+    };
+    let gvk = api.gvk();
+    let Some(existing) = project.find(&api).filter(|r| !r.names.external) else {
+        bail!(
+            "--controller-name {name}: {gvk} is not a kind of this project's; create it first (memop create api \
+             --group {g} --version {v} --kind {k}{}), then add controllers to it",
+            if api.builtin { " --resource=false --controller=true" } else { "" }
+        );
+    };
+    let module = name.module();
+    for resource in &project.resources {
+        let other = &resource.names;
+        if resource.controllers.iter().any(|n| n == name.as_str()) {
+            if resource.names.same_gvk(&api) && args.force {
+                continue;
+            }
+            bail!(
+                "a controller named \"{name}\" already exists (of {}); choose another --controller-name{}",
+                other.gvk(),
+                if resource.names.same_gvk(&api) { " (or pass --force to regenerate it)" } else { "" }
+            );
+        }
+        if resource.controller && (other.kind.lower() == name.as_str() || other.kind.snake() == module) {
+            bail!(
+                "invalid --controller-name \"{name}\": the controller of {} is named {} (module {}); choose another \
+                 --controller-name (e.g. \"{}-audit\")",
+                other.gvk(),
+                other.kind.lower(),
+                other.kind.snake(),
+                other.kind.kebab()
+            );
+        }
+        if let Some(clash) = resource.controllers.iter().find(|n| n.replace('-', "_") == module) {
+            bail!(
+                "invalid --controller-name \"{name}\": its module {module} is the controller {clash}'s (of {}); \
+                 choose another --controller-name",
+                other.gvk()
+            );
+        }
+        let webhooks = resource.webhooks.clone().unwrap_or_default();
+        if other.webhook_file_names(webhooks.defaulting || webhooks.validation, webhooks.conversion).contains(&module) {
+            bail!(
+                "invalid --controller-name \"{name}\": its files would be named {module}, as the webhook files of \
+                 the kind {} already are; choose another --controller-name",
+                other.kind
+            );
+        }
+    }
+    let file = format!("{module}.rs");
+    if let Some(path) =
+        crate::scaffold::reserved_kind_files().iter().find(|p| p.rsplit('/').next() == Some(file.as_str()))
+    {
+        bail!(
+            "invalid --controller-name \"{name}\": its file name {file} would clash with a file every project has \
+             ({path}); choose another --controller-name"
+        );
+    }
+    let namespaced = match (&existing.api, api.builtin_kind()) {
+        (Some(found), _) => found.namespaced,
+        (None, Some(builtin)) => builtin.namespaced,
+        (None, None) => args.namespaced,
+    };
+    Ok(Request {
+        resource: false,
+        controller: true,
+        force: args.force,
+        storage_version: false,
+        namespaced,
+        operand: None,
+        image_flag: false,
+        existing: Some(existing.clone()),
+        new_version: false,
+        short_name: None,
+        notes: Vec::new(),
+        api,
+        external: None,
+        controller_name: Some(name),
     })
 }
 

@@ -160,6 +160,7 @@ fn builtin_resource(args: &Args, project: &Project, builtin: &'static BuiltinKin
         controller: false,
         operand: None,
         webhooks: None,
+        controllers: Vec::new(),
     }))
 }
 
