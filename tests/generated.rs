@@ -169,9 +169,9 @@ fn a_project_that_deleted_its_first_version_builds_lints_and_passes_its_tests() 
     let crd = dir.join("config/crd/bases/cache.example.com_memcacheds.yaml");
     let versions: Value = serde_yaml::from_str(&std::fs::read_to_string(&crd).unwrap()).unwrap();
     let versions = versions["spec"]["versions"].as_sequence().unwrap().clone();
-    let old = versions.iter().find(|v| v["name"] == Value::from("v1alpha1")).unwrap();
+    let old = versions.iter().find(|v| v["name"] == "v1alpha1").unwrap();
     assert_eq!((&old["deprecated"], &old["deprecationWarning"]), (&Value::from(true), &Value::from(warning)));
-    assert!(versions.iter().all(|v| v["name"] == Value::from("v1alpha1") || v["deprecated"] != Value::from(true)));
+    assert!(versions.iter().all(|v| v["name"] == "v1alpha1" || v["deprecated"] != true));
     // The deprecation is an edit of the version's types: deleting them takes --force.
     let delete = ["delete", "api", "--group", "cache", "--version", "v1alpha1", "--kind", "Memcached"];
     let refused = common::memop().current_dir(&dir).args(delete).assert().failure();
@@ -385,8 +385,8 @@ fn cert_manager_certificate_crd() -> Option<std::path::PathBuf> {
 /// a controller over Deployments (Kubernetes' own), a defaulting webhook on Pods (whose real-tier
 /// test shows the manager's namespace taking Pods while the webhook server is down), a controller
 /// over cert-manager's Certificates (kopium's types from its CRD, kept in config/external-crds/,
-/// spelled as kubebuilder's documentation spells it) beside a kind of the project's own, and the
-/// Helm chart of it all. Its tests run on both back ends (the real one with the CRD installed,
+/// spelled as kubebuilder's documentation spells it) beside a kind of the project's own with a
+/// second, named controller, and the Helm chart of it all. Its tests run on both back ends (the real one with the CRD installed,
 /// whose schema checks the sample); `helm lint` passes; `external-types` and `update` change
 /// nothing.
 #[test]
@@ -404,6 +404,8 @@ fn a_project_over_types_it_does_not_define_builds_lints_and_passes_its_tests() {
     let flags = ["--external-api-crd", crd, "--resource=false", "--controller=true"];
     common::run(&dir, &[&["create", "api"], &certificate[..], &flags[..]].concat());
     common::run(&dir, &["create", "api", "--group", "cache", "--kind", "Memcached"]);
+    let second = ["--resource=false", "--controller=true", "--controller-name", "memcached-audit"];
+    common::run(&dir, &[&["create", "api", "--group", "cache", "--kind", "Memcached"][..], &second].concat());
     common::run(&dir, &["create", "webhook", "--group", "core", "--version", "v1", "--kind", "Pod", "--defaulting"]);
     common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
     let types = std::fs::read_to_string(dir.join("src/external/certificate.rs")).unwrap();
