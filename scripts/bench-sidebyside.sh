@@ -27,6 +27,15 @@
 # writes of the Memcached status while the replicas come up (a write per pod would show there).
 # Use a smaller N (100 to 1,000): every object has pods now.
 #
+# FAILOVER=1 runs each manager with leader election (its Lease in `default`), starts a second
+# replica of it once the first has converged, and after the resize kills the leader (SIGKILL: no
+# release, so the standby waits out the 15 s lease, as after a crashed node), resizes all N again
+# (to RESIZE_TO + 1) and times until every Deployment has it: the column "failover" is that time,
+# and the requests of that phase show whether the new leader listed everything again (memop's
+# standbys are warm; kubebuilder's manager, controller-runtime's default, starts its caches once
+# it leads). kubebuilder's cmd/main.go takes no Lease namespace outside a cluster: a copy of it,
+# cmd/failover/main.go, sets LeaderElectionNamespace from POD_NAMESPACE.
+#
 # What it builds, in $CACHE (default ~/.cache/memop-bench; nothing in the repository):
 #   - memop, from `git archive` of MEMOP_REF (default HEAD: commit first what you want measured),
 #     then the README's two commands, then `cargo build --release --locked` of that project
@@ -48,6 +57,7 @@ ORDER=${ORDER:-memop kubebuilder kubebuilder memop}
 NAMESPACES=${NAMESPACES:-10}
 QUIET=${QUIET:-60}
 PODS=${PODS:-0}
+FAILOVER=${FAILOVER:-0}
 RESIZE_TO=${RESIZE_TO:-$([ "$PODS" = 1 ] && echo 3 || echo 2)}
 SETTLE=${SETTLE:-30}
 IMAGE=memcached:1.6.26-alpine3.19
@@ -133,10 +143,11 @@ build_memop() {
 kb_dir="$CACHE/kubebuilder-$KB_VERSION"
 kb_project="$kb_dir/memcached-operator"
 kb_manager="$kb_project/bin/manager"
+kb_manager_le="$kb_project/bin/manager-failover"
 kubebuilder="$CACHE/bin/kubebuilder-$KB_VERSION"
 kb_crds="$kb_project/config/crd/bases"
 build_kubebuilder() {
-    [ ! -x "$kb_manager" ] || return 0
+    [ ! -x "$kb_manager" ] || [ ! -x "$kb_manager_le" ] || return 0
     if [ ! -x "$kubebuilder" ]; then
         log "kubebuilder $KB_VERSION: go install from the Go module proxy"
         GOBIN="$CACHE/bin/tmp" timeout "$BUILD_TIMEOUT" nice -n 10 go install "sigs.k8s.io/kubebuilder/v4@$KB_VERSION"
@@ -164,6 +175,12 @@ build_kubebuilder() {
         timeout "$BUILD_TIMEOUT" nice -n 10 make generate manifests
         timeout "$BUILD_TIMEOUT" nice -n 10 go build -o bin/manager.tmp cmd/main.go
         mv bin/manager.tmp bin/manager
+        # FAILOVER=1: the same manager, with the Lease's namespace from POD_NAMESPACE.
+        mkdir -p cmd/failover
+        sed 's|^\(\s*\)LeaderElectionID:\(.*\)$|\1LeaderElectionID:\2\n\1LeaderElectionNamespace: os.Getenv("POD_NAMESPACE"),|' \
+            cmd/main.go > cmd/failover/main.go
+        grep -q 'LeaderElectionNamespace: os.Getenv' cmd/failover/main.go
+        timeout "$BUILD_TIMEOUT" nice -n 10 go build -o bin/manager-failover ./cmd/failover
     ) > "$kb_dir/build.log" 2>&1 || die "building kubebuilder's manager failed: see $kb_dir/build.log"
     log "kubebuilder $KB_VERSION: manager built in $(echo "$(now) - $t0" | bc | cut -d. -f1) s"
 }
@@ -311,6 +328,11 @@ EOF
         memop) user=memop-manager crds=$memop_crds manager=$memop_manager ;;
         kubebuilder) user=kubebuilder-manager crds=$kb_crds manager=$kb_manager ;;
     esac
+    local elect=false
+    if [ "$FAILOVER" = 1 ]; then
+        elect=true
+        [ "$op" = kubebuilder ] && manager=$kb_manager_le
+    fi
     write_kubeconfig "$dir" admin "$port"
     write_kubeconfig "$dir" "$user" "$port"
     local kubectl=(timeout 120 kubectl --kubeconfig "$dir/admin.kubeconfig")
@@ -326,8 +348,8 @@ EOF
     # The manager, as its own user; nothing listens but the API server.
     local t_start pid
     t_start=$(now)
-    KUBECONFIG="$dir/$user.kubeconfig" MEMCACHED_IMAGE=$IMAGE RUST_LOG=info \
-        "$manager" --leader-elect=false --metrics-bind-address=0 \
+    KUBECONFIG="$dir/$user.kubeconfig" MEMCACHED_IMAGE=$IMAGE RUST_LOG=info POD_NAME=replica-a \
+        POD_NAMESPACE=default "$manager" --leader-elect=$elect --metrics-bind-address=0 \
         --health-probe-bind-address=0 > "$dir/manager.log" 2>&1 &
     pid=$!
     PIDS+=($pid)
@@ -345,6 +367,15 @@ EOF
     t_conv=$(now)
     cpu_conv=$(cpu_seconds "$pid") || die "the $op manager exited: $(tail -3 "$dir/manager.log")"
     log "  converged: $converge"
+    local standby=""
+    if [ "$FAILOVER" = 1 ]; then
+        # The second replica, waiting for the Lease through the quiet minute and the resize.
+        KUBECONFIG="$dir/$user.kubeconfig" MEMCACHED_IMAGE=$IMAGE RUST_LOG=info POD_NAME=replica-b \
+            POD_NAMESPACE=default "$manager" --leader-elect=true --metrics-bind-address=0 \
+            --health-probe-bind-address=0 > "$dir/manager-standby.log" 2>&1 &
+        standby=$!
+        PIDS+=($standby)
+    fi
 
     sleep "$QUIET"
     local t_quiet
@@ -370,6 +401,21 @@ EOF
     local hwm cpu
     hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status") || die "the $op manager exited"
     cpu=$(cpu_seconds "$pid") || die "the $op manager exited"
+    local failover="null" t_kill="$t_end" standby_hwm=0
+    if [ "$FAILOVER" = 1 ]; then
+        kill -0 "$standby" 2>/dev/null || die "the $op standby exited: $(tail -3 "$dir/manager-standby.log")"
+        t_kill=$(now)
+        kill -9 "$pid"
+        wait "$pid" 2>/dev/null || true
+        log "  killed the leader; resizing to $((RESIZE_TO + 1))"
+        timeout $((300 + n / 10)) python3 "$here/kube.py" resize "${admin[@]}" --size $((RESIZE_TO + 1)) > /dev/null
+        failover=$(python3 "$here/kube.py" wait "${admin[@]}" --until resized --n "$n" --size $((RESIZE_TO + 1)) \
+            --start "$t_kill" --timeout $((300 + n / 5))) || {
+            log "  failover: $failover"; tail -5 "$dir/manager-standby.log" >&2; die "N=$n $op: the standby did not take over"; }
+        log "  failover: $failover"
+        standby_hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$standby/status") || die "the $op standby exited"
+        t_end=$(now)
+    fi
     load_end=$(loadavg)
     stop_pid "$pid" 15
     local i
@@ -379,8 +425,8 @@ EOF
     local audit
     audit=$(python3 "$here/kube.py" audit --log "$dir/audit.log" --user "$user" \
         --phase "converge=$t_start:$t_conv" --phase "quiet=$t_conv:$t_quiet" \
-        --phase "resize=$t_resize:$t_end" --phase "all=$t_start:$t_end")
-    PODS=$PODS RESIZE_TO=$RESIZE_TO READY=${ready:-} python3 - "$dir/result.json" "$op" "$n" "$index" "$converge" "$created" "$resized" "$resize" \
+        --phase "resize=$t_resize:$t_kill" --phase "failover=$t_kill:$t_end" --phase "all=$t_start:$t_end")
+    PODS=$PODS RESIZE_TO=$RESIZE_TO READY=${ready:-} FAILOVER_RESULT=$failover STANDBY_HWM=$standby_hwm python3 - "$dir/result.json" "$op" "$n" "$index" "$converge" "$created" "$resized" "$resize" \
         "$audit" "$hwm" "$cpu_conv" "$cpu" "$QUIET" "$load_start" "$load_end" \
         "$t_start" "$t_conv" "$t_quiet" "$t_resize" "$t_end" <<'EOF'
 import json, os, sys
@@ -395,6 +441,7 @@ result = {
     "rss_kib": int(hwm), "cpu_converge": float(cpu_conv), "cpu_total": float(cpu),
     "quiet_seconds": int(quiet), "pods": PODS, "resize_to": RESIZE_TO, "resize_ready": READY, "load_start": load_start, "load_end": load_end,
     "t": dict(zip(["start", "converged", "quiet_end", "resize", "end"], map(float, times))),
+    "failover": json.loads(os.environ["FAILOVER_RESULT"]), "standby_rss_kib": int(os.environ["STANDBY_HWM"]),
 }
 json.dump(result, open(out, "w"), indent=1)
 EOF

@@ -38,6 +38,19 @@ def main(paths):
             f"| {r['cpu_converge']:.1f} / {r['cpu_total']:.1f} "
             f"| {r['load_start']} / {r['load_end']} |"
         )
+    failovers = [r for r in runs if r.get("failover")]
+    if failovers:
+        print()
+        print("| N | run | operator | failover: leader killed → all N resized again | requests per object in "
+              "failover (reads + writes) | lists in failover | standby's peak RSS |")
+        print("|---|---|---|---|---|---|---|")
+        for r in failovers:
+            n, f = r["n"], r["audit"]["failover"]
+            print(
+                f"| {n} | {r['run']} | {r['operator']} | {r['failover']['seconds']:.1f} s "
+                f"| {f['requests'] / n:.2f} ({f['reads'] / n:.2f} + {f['writes'] / n:.2f}) "
+                f"| {f['by_verb'].get('list', 0)} | {r['standby_rss_kib'] / 1024:.0f} MiB |"
+            )
     print()
     print("Writes of each run by verb and resource (converging; resizing), and the requests the API server "
           "refused (whole run, with the status code):")
