@@ -31,9 +31,9 @@
 # replica of it once the first has converged, and after the resize kills the leader (SIGKILL: no
 # release, so the standby waits out the 15 s lease, as after a crashed node), resizes all N again
 # (to RESIZE_TO + 1) and times until every Deployment has it: the column "failover" is that time,
-# and the requests of that phase show whether the new leader listed everything again (memop's
-# standbys are warm; kubebuilder's manager, controller-runtime's default, starts its caches once
-# it leads). kubebuilder's cmd/main.go takes no Lease namespace outside a cluster: a copy of it,
+# and the requests of that phase show whether the new leader listed everything again (both keep
+# their caches synced while they wait: memop's warm standbys, controller-runtime's informers on
+# every replica). kubebuilder's cmd/main.go takes no Lease namespace outside a cluster: a copy of it,
 # cmd/failover/main.go, sets LeaderElectionNamespace from POD_NAMESPACE.
 #
 # What it builds, in $CACHE (default ~/.cache/memop-bench; nothing in the repository):

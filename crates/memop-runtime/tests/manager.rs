@@ -230,7 +230,7 @@ async fn only_one_replica_leads_and_a_standby_takes_over_soon_after_a_release() 
     standby.stop().await;
 }
 
-/// A standby is warm (controller-runtime's warmup): while it waits for the Lease it lists what
+/// A standby is warm (as controller-runtime's, whose informers run on every replica): while it waits for the Lease it lists what
 /// its controller watches and follows the changes, and once it leads it reconciles from that
 /// cache, objects changed while nobody led included, without listing again.
 #[tokio::test]

@@ -323,7 +323,8 @@ impl Manager {
     async fn run_controllers(&mut self) -> anyhow::Result<()> {
         // With leader election, the controllers are built while this replica waits to lead: a
         // warm standby, whose caches list and follow the API server as the leader's do, so that
-        // it takes over without listing everything again (controller-runtime's warmup). They
+        // it takes over without listing everything again (controller-runtime's informers, too, run on every
+        // replica). They
         // reconcile once it leads.
         if self.leader_election.is_some() {
             self.shared.leading.send_replace(false);
