@@ -111,29 +111,7 @@ fn validate_external(args: &Args, project: &Project, dir: &Path, file: &Path) ->
             api.gvk()
         );
     }
-    for resource in project.others(&api) {
-        let other = &resource.names;
-        if resource.controller && other.kind.snake() == kind.snake() {
-            bail!(
-                "a controller for kind {} already exists ({}), and controller modules are named after the kind ({}); \
-                 memop scaffolds one controller per kind name",
-                other.kind,
-                other.gvk(),
-                kind.snake()
-            );
-        }
-        let webhooks = resource.webhooks.clone().unwrap_or_default();
-        if other
-            .webhook_file_names(webhooks.defaulting || webhooks.validation, webhooks.conversion)
-            .contains(&kind.snake())
-        {
-            bail!(
-                "{kind}'s files would be named {}, as the webhook files of the kind {} already are",
-                kind.snake(),
-                other.kind
-            );
-        }
-    }
+    super::validate::refuse_module_clashes(project, &api)?;
     Ok(Request {
         api,
         resource: false,

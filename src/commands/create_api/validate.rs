@@ -263,7 +263,31 @@ fn validate_builtin(args: &Args, project: &Project, builtin: &'static BuiltinKin
     if existing.as_ref().is_some_and(|r| r.controller) && !args.force {
         bail!("a controller for {gvk} already exists; pass --force to regenerate it (your edits to it are lost)");
     }
-    for resource in project.others(&api) {
+    refuse_module_clashes(project, &api)?;
+    Ok(Request {
+        api,
+        resource: false,
+        controller: true,
+        force: args.force,
+        storage_version: false,
+        namespaced: builtin.namespaced,
+        operand: None,
+        image_flag: false,
+        existing,
+        new_version: false,
+        short_name: None,
+        notes: Vec::new(),
+        external: None,
+        controller_name: None,
+    })
+}
+
+/// A kind's controller module, `src/controller/<kind>.rs`, must not be a named controller's.
+/// Refuses a controller over a kind the project does not define (Kubernetes' own, or another
+/// project's) whose module, named after the kind, another kind's controller or webhook files have.
+pub(super) fn refuse_module_clashes(project: &Project, api: &ApiNames) -> Result<()> {
+    let kind = &api.kind;
+    for resource in project.others(api) {
         let other = &resource.names;
         if resource.controller && other.kind.snake() == kind.snake() {
             bail!(
@@ -286,25 +310,9 @@ fn validate_builtin(args: &Args, project: &Project, builtin: &'static BuiltinKin
             );
         }
     }
-    Ok(Request {
-        api,
-        resource: false,
-        controller: true,
-        force: args.force,
-        storage_version: false,
-        namespaced: builtin.namespaced,
-        operand: None,
-        image_flag: false,
-        existing,
-        new_version: false,
-        short_name: None,
-        notes: Vec::new(),
-        external: None,
-        controller_name: None,
-    })
+    Ok(())
 }
 
-/// A kind's controller module, `src/controller/<kind>.rs`, must not be a named controller's.
 fn refuse_named_module(project: &Project, kind: &Kind) -> Result<()> {
     for resource in &project.resources {
         for name in &resource.controllers {
