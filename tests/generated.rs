@@ -144,16 +144,29 @@ fn a_project_with_several_groups_and_kinds_builds_lints_and_passes_its_tests() {
 
 #[test]
 fn a_project_that_deleted_its_first_version_builds_lints_and_passes_its_tests() {
-    // v1alpha1, then v1 stored (the hub of a conversion webhook), then v1alpha1 deleted: the
-    // controller moves to v1, the conversion goes with its only spoke, and the CRD serves v1.
+    // v1alpha1 (with admission webhooks), then v1 stored (the hub of a conversion webhook), the
+    // objects stored in v1alpha1 migrated by the operator, then v1alpha1 deleted: the controller
+    // and the admission webhooks move to v1, the conversion goes with its only spoke, and the CRD
+    // serves v1.
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("versions-operator");
     std::fs::create_dir(&dir).unwrap();
     common::run(&dir, &["init", "--domain", "example.com"]);
     common::run(&dir, &["create", "api", "--group", "cache", "--kind", "Memcached"]);
+    let v1alpha1 = ["--group", "cache", "--version", "v1alpha1", "--kind", "Memcached"];
+    common::run(
+        &dir,
+        &[&["create", "webhook"][..], &v1alpha1, &["--defaulting", "--programmatic-validation"]].concat(),
+    );
     let v1 = ["--group", "cache", "--version", "v1", "--kind", "Memcached"];
     common::run(&dir, &[&["create", "api"][..], &v1, &["--storage-version"]].concat());
     common::run(&dir, &[&["create", "webhook"][..], &v1, &["--conversion", "--spoke", "v1alpha1"]].concat());
+    // The operator's own storage migration, on the real control plane: objects stored in
+    // v1alpha1 migrated to v1 and `storedVersions` pruned, after which v1alpha1 can go.
+    if std::env::var_os("KUBEBUILDER_ASSETS").is_some_and(|v| !v.is_empty()) {
+        let tests = common::check(&dir, "cargo", &["test", "--locked", "--test", "memcached_conversion"]);
+        assert!(tests.contains("test the_operator_migrates_objects_stored_in_an_older_version ... ok"), "{tests}");
+    }
     // v1alpha1 deprecated first, as kubebuilder's marker does it: an attribute of its type, which
     // `make manifests` carries into the CRD.
     let types = dir.join("src/api/cache/v1alpha1/memcached.rs");
@@ -190,6 +203,8 @@ fn a_project_that_deleted_its_first_version_builds_lints_and_passes_its_tests() 
     assert_eq!(versions.len(), 1, "{versions:?}");
     assert_eq!((&versions[0]["name"], &versions[0]["storage"]), (&Value::from("v1"), &Value::from(true)));
     assert!(!dir.join("src/api/cache/v1alpha1").exists());
+    let webhook = std::fs::read_to_string(dir.join("src/webhook/memcached.rs")).unwrap();
+    assert!(webhook.contains("use crate::api::cache::v1::Memcached;"), "{webhook}");
 }
 
 #[test]

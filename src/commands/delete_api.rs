@@ -17,7 +17,7 @@ use anyhow::{Context as _, Result, bail};
 use super::gvk::GvkArgs;
 use super::update;
 use super::{Global, finish_then};
-use crate::project::{self, Project};
+use crate::project::{self, Project, Webhooks};
 use crate::resource::ApiNames;
 use crate::scaffold::merge::{self, Decision};
 use crate::scaffold::{IfExists, Owner, Plan};
@@ -74,11 +74,13 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     chart.finish(global, written, super::helm::FRESH_CHART)
 }
 
-/// What the deletion leaves: the version the kind is stored as, which takes the controller
-/// when the deleted version had it.
+/// What the deletion leaves: the version the kind is stored as, which takes the controller and
+/// the admission webhooks when the deleted version had them.
 struct Target {
     storage: String,
     controller: bool,
+    /// The deleted version's webhooks, when they admit (default or validate).
+    admission: Option<Webhooks>,
 }
 
 /// Every refusal, before anything is planned.
@@ -140,20 +142,17 @@ fn validate(project: &Project, api: &ApiNames, plan: &Plan) -> Result<Target> {
             if webhooks.spoke.len() == 1 { "s" } else { "" }
         );
     }
-    if resource.admits() {
-        bail!(
-            "{group}/{version} {kind} has admission webhooks (src/webhook/{}.rs is written against {version}); \
-             memop does not move them to another version yet: move them by hand, or keep {version}",
-            kind.snake()
-        );
-    }
-    Ok(Target { storage, controller: resource.controller })
+    Ok(Target {
+        storage,
+        controller: resource.controller,
+        admission: resource.webhooks.clone().filter(|_| resource.admits()),
+    })
 }
 
 /// `project` without `api`'s version: its entry gone, the hub's spokes without it (and the
 /// conversion webhook gone with the last spoke when one version is left: it would have nothing to
-/// convert), and its controller (with its operand) moved to the storage version. Returns the
-/// notes to print.
+/// convert), and its controller (with its operand) and admission webhooks moved to the storage
+/// version. Returns the notes to print.
 fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec<String> {
     project.resources.retain(|r| !r.names.same_gvk(api));
     let version = api.version.to_string();
@@ -170,6 +169,25 @@ fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec
                     api.kind
                 ));
             }
+        }
+        if let Some(moved) = target.admission.as_ref().filter(|_| resource.names.version.to_string() == target.storage)
+        {
+            let webhooks = resource.webhooks.get_or_insert_with(|| Webhooks {
+                conversion: false,
+                defaulting: false,
+                spoke: Vec::new(),
+                validation: false,
+                webhook_version: moved.webhook_version.clone(),
+            });
+            webhooks.defaulting |= moved.defaulting;
+            webhooks.validation |= moved.validation;
+            notes.push(format!(
+                "{}'s admission webhooks moved to {}: src/webhook/{}.rs takes its types now, and the webhooks' paths \
+                 name {1} (clients that called the {version} paths directly must call the new ones)",
+                api.kind,
+                target.storage,
+                api.kind.snake()
+            ));
         }
         if resource.webhooks.as_ref().is_some_and(|w| !w.conversion && !w.defaulting && !w.validation) {
             resource.webhooks = None;

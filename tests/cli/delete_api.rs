@@ -124,3 +124,29 @@ fn the_hub_of_a_conversion_cannot_go_before_its_spokes() {
         &["hub of Memcached's conversion", "v1alpha1"],
     );
 }
+
+#[test]
+fn admission_webhooks_move_to_the_storage_version_with_your_edits() {
+    let (_tmp, dir) = two_versions();
+    ok(&dir, "create webhook --group cache --version v1alpha1 --kind Memcached --defaulting --programmatic-validation");
+    let webhook = "src/webhook/memcached.rs";
+    let edited = read(&dir, webhook).replace(
+        "    tracing::debug!(name = %memcached.name_any(), \"defaulting Memcached\");\n",
+        "    tracing::debug!(name = %memcached.name_any(), \"defaulting Memcached\");\n    // Mine: defaults.\n",
+    );
+    fs::write(dir.join(webhook), &edited).unwrap();
+
+    let out = ok(&dir, DELETE);
+    assert!(out.stderr.contains("Memcached's admission webhooks moved to v1"), "{}", out.stderr);
+    // The module takes v1's types, with the edit kept; the paths, configurations and tests follow.
+    once(&dir, webhook, "use crate::api::cache::v1::Memcached;");
+    once(&dir, webhook, "    // Mine: defaults.\n");
+    once(&dir, webhook, "\"/mutate-cache-example-com-v1-memcached\"");
+    once(&dir, "config/webhook/manifests.yaml", "path: /validate-cache-example-com-v1-memcached");
+    assert!(dir.join("tests/memcached_webhook.rs").exists());
+    assert_eq!(naming(&dir, "v1alpha1"), Vec::<PathBuf>::new());
+    let project = read(&dir, "PROJECT");
+    assert_eq!(count(&project, "defaulting: true"), 1, "{project}");
+    assert_eq!(count(&project, "validation: true"), 1, "{project}");
+    assert!(ok(&dir, "update --allow-dirty").stdout.starts_with("Nothing to do"));
+}

@@ -236,3 +236,18 @@ fn a_namespaced_project_refuses_a_cluster_scoped_external_kind() {
         &["it is cluster-scoped", "--namespaced"],
     );
 }
+
+#[test]
+fn an_external_kind_whose_module_is_a_named_controllers_is_refused() {
+    // The named controller `widget` of Memcached has the module src/controller/widget.rs, which
+    // a controller over Widget would have too.
+    let (_tmp, dir) = toys_project(&[MEMCACHED]);
+    ok(
+        &dir,
+        "create api --group cache --version v1alpha1 --kind Memcached --resource=false --controller=true \
+         --controller-name widget",
+    );
+    let before = snapshot(&dir);
+    refused(&dir, WIDGET, &["invalid --kind \"Widget\"", "is the controller widget's"]);
+    assert_eq!(snapshot(&dir), before, "a refusal writes nothing");
+}

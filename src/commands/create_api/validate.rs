@@ -258,7 +258,6 @@ fn validate_builtin(args: &Args, project: &Project, builtin: &'static BuiltinKin
              --namespaced"
         );
     }
-    refuse_named_module(project, kind)?;
     let existing = project.find(&api).cloned();
     if existing.as_ref().is_some_and(|r| r.controller) && !args.force {
         bail!("a controller for {gvk} already exists; pass --force to regenerate it (your edits to it are lost)");
@@ -282,11 +281,12 @@ fn validate_builtin(args: &Args, project: &Project, builtin: &'static BuiltinKin
     })
 }
 
-/// A kind's controller module, `src/controller/<kind>.rs`, must not be a named controller's.
 /// Refuses a controller over a kind the project does not define (Kubernetes' own, or another
-/// project's) whose module, named after the kind, another kind's controller or webhook files have.
+/// project's) whose module, named after the kind, a named controller or another kind's
+/// controller or webhook files have.
 pub(super) fn refuse_module_clashes(project: &Project, api: &ApiNames) -> Result<()> {
     let kind = &api.kind;
+    refuse_named_module(project, kind)?;
     for resource in project.others(api) {
         let other = &resource.names;
         if resource.controller && other.kind.snake() == kind.snake() {
@@ -313,6 +313,7 @@ pub(super) fn refuse_module_clashes(project: &Project, api: &ApiNames) -> Result
     Ok(())
 }
 
+/// A kind's controller module, `src/controller/<kind>.rs`, must not be a named controller's.
 fn refuse_named_module(project: &Project, kind: &Kind) -> Result<()> {
     for resource in &project.resources {
         for name in &resource.controllers {
