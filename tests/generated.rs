@@ -161,6 +161,7 @@ fn a_project_that_deleted_its_first_version_builds_lints_and_passes_its_tests() 
     let v1 = ["--group", "cache", "--version", "v1", "--kind", "Memcached"];
     common::run(&dir, &[&["create", "api"][..], &v1, &["--storage-version"]].concat());
     common::run(&dir, &[&["create", "webhook"][..], &v1, &["--conversion", "--spoke", "v1alpha1"]].concat());
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
     // The operator's own storage migration, on the real control plane: objects stored in
     // v1alpha1 migrated to v1 and `storedVersions` pruned, after which v1alpha1 can go.
     if std::env::var_os("KUBEBUILDER_ASSETS").is_some_and(|v| !v.is_empty()) {
@@ -205,6 +206,10 @@ fn a_project_that_deleted_its_first_version_builds_lints_and_passes_its_tests() 
     assert!(!dir.join("src/api/cache/v1alpha1").exists());
     let webhook = std::fs::read_to_string(dir.join("src/webhook/memcached.rs")).unwrap();
     assert!(webhook.contains("use crate::api::cache::v1::Memcached;"), "{webhook}");
+    // The chart followed: its CRD serves v1 alone, and it lints.
+    let chart_crd = std::fs::read_to_string(dir.join("dist/chart/templates/crd/cache.example.com_memcacheds.yaml")).unwrap();
+    assert!(!chart_crd.contains("v1alpha1"), "{chart_crd}");
+    common::helm_lint(&dir);
 }
 
 #[test]
@@ -428,23 +433,7 @@ fn a_project_over_types_it_does_not_define_builds_lints_and_passes_its_tests() {
     let types = std::fs::read_to_string(dir.join("src/external/certificate.rs")).unwrap();
     assert!(types.contains("pub struct CertificateSpec") && types.contains("pub secret_name: String"), "{types}");
     common::build_lint_and_test(&dir);
-    match std::env::var_os("HELM") {
-        Some(helm) => {
-            let lint =
-                std::process::Command::new(helm).current_dir(&dir).args(["lint", "--strict", "dist/chart"]).output();
-            let lint = lint.expect("running helm");
-            assert!(
-                lint.status.success(),
-                "helm lint: {}{}",
-                String::from_utf8_lossy(&lint.stdout),
-                String::from_utf8_lossy(&lint.stderr)
-            );
-        }
-        None if std::env::var("ENVTEST_REQUIRED").is_ok_and(|v| v == "1") => {
-            panic!("HELM is not set, and ENVTEST_REQUIRED=1: run HELM=\"$(scripts/helm/build.sh)\" cargo test")
-        }
-        None => eprintln!("skipped: helm lint needs HELM (HELM=\"$(scripts/helm/build.sh)\")"),
-    }
+    common::helm_lint(&dir);
     // Again from the kept CRD: the same types, the same project.
     let before = common::tree(&dir);
     common::run(&dir, &["external-types"]);

@@ -131,3 +131,24 @@ pub fn assert_real_tier_notice(tests: &str, real: bool) {
         assert!(!tests.contains("test real_control_plane::"), "real-control-plane tests ran without it:\n{tests}");
     }
 }
+
+/// `helm lint --strict` of the project's chart in `dist/chart`, with the `helm` of `HELM`
+/// (`scripts/helm/build.sh` builds it); skipped without it, unless `ENVTEST_REQUIRED=1`.
+pub fn helm_lint(dir: &Path) {
+    match std::env::var_os("HELM") {
+        Some(helm) => {
+            let lint = Command::new(helm).current_dir(dir).args(["lint", "--strict", "dist/chart"]).output();
+            let lint = lint.expect("running helm");
+            assert!(
+                lint.status.success(),
+                "helm lint: {}{}",
+                String::from_utf8_lossy(&lint.stdout),
+                String::from_utf8_lossy(&lint.stderr)
+            );
+        }
+        None if std::env::var("ENVTEST_REQUIRED").is_ok_and(|v| v == "1") => {
+            panic!("HELM is not set, and ENVTEST_REQUIRED=1: run HELM=\"$(scripts/helm/build.sh)\" cargo test")
+        }
+        None => eprintln!("skipped: helm lint needs HELM (HELM=\"$(scripts/helm/build.sh)\")"),
+    }
+}

@@ -12,24 +12,33 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-//! How the Memcached controller scales: `cargo bench --bench memcached` creates many
-//! Memcacheds, runs the real controller until every one has its Deployment and
-//! `Available=True`, and prints the wall time, the API requests per object the controller sent,
-//! and the writes of a steady-state pass (reconciling everything again once it is in sync; the
-//! target is zero). Set `OBJECTS` to change the count (default 1000).
+//! How the Memcached controller scales: `cargo bench --bench memcached` (`make bench`)
+//! creates many Memcacheds, runs the real controller until every one has its Deployment and
+//! `Available=True`, and prints the project's scale envelope: the wall time; the API requests per
+//! object the controller sent, and its writes against the floor (each object's Deployment and
+//! one status write); the writes of a steady-state pass (reconciling everything again once it is
+//! in sync; the target is zero); the 99th percentile of the reconcile time (the bucket of
+//! `controller_runtime_reconcile_time_seconds` it falls in); and, on the real control plane, the
+//! memory each object costs the controller and how many objects one replica holds within the
+//! memory limit of `config/manager/manager.yaml`. Set `OBJECTS` to change the count (default
+//! 1000).
 //!
 //! It runs on the in-memory API server of `memop-test`, or with `BACKEND=real` on the real
 //! control plane of `KUBEBUILDER_ASSETS` (`make setup-envtest`), as the operator's
 //! ServiceAccount. On the in-memory server `Workloads` plays the deployment controller,
 //! reporting each Deployment's pods up as soon as its spec is written; on a real control plane
 //! that rolls out for real (memop's `scripts/envtest/build.sh` assets: kube-controller-manager,
-//! kube-scheduler, kwok) the pods come up as they would in a cluster, which takes longer.
+//! kube-scheduler, kwok) the pods come up as they would in a cluster, which takes longer. The
+//! memory is measured only there: the in-memory server keeps its objects in this process.
 //!
 //! A benchmark, not a test: it asserts nothing about time, so it cannot flake on a slow
 //! machine. For the peak memory, run the binary under `/usr/bin/time -v`: with `BACKEND=real`
 //! that is the controller's alone, as the control plane runs in processes of its own.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -40,6 +49,45 @@ use memop_test::workloads::Workloads;
 use memcached_operator::api::cache::v1alpha1::{Memcached, MemcachedSpec};
 use memcached_operator::controller::memcached::{Context, controller};
 use memop_runtime::manager::Shared;
+
+/// The system allocator, counting the bytes allocated and not yet freed: what the controller's
+/// caches hold once the benchmark's own lists are dropped (the resident size would also count
+/// memory the allocator keeps after they are freed).
+struct Counting;
+
+/// The bytes allocated and not yet freed.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call goes to the system allocator unchanged; a counter is kept beside it.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size, Ordering::Relaxed);
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
 
 /// The operand image, as `config/manager/manager.yaml` sets it.
 const IMAGE: &str = "memcached:1.6.26-alpine3.19";
@@ -72,6 +120,7 @@ async fn main() {
             .expect("create");
     }
     env.requests.clear();
+    let (live_before, resident_before) = (LIVE.load(Ordering::Relaxed), resident_bytes());
 
     let started = Instant::now();
     let ctx = Context::with_image(&shared, Some(IMAGE.into()));
@@ -106,8 +155,21 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let took = started.elapsed();
-    let calls = env.requests.requests().len();
+    let requests = env.requests.requests();
+    let calls = requests.len();
     let writes = env.requests.writes("*");
+    let mut writes_by_resource = std::collections::BTreeMap::<String, usize>::new();
+    for request in requests.iter().filter(|r| r.verb.is_write() && !r.dry_run) {
+        *writes_by_resource
+            .entry(request.resource.clone())
+            .or_default() += 1;
+    }
+    // What the controller's caches (every Memcached and every Deployment) hold, with the
+    // control plane in processes of its own; the request log of the calls counted above goes
+    // first.
+    env.requests.clear();
+    let per_object = LIVE.load(Ordering::Relaxed).saturating_sub(live_before) / count;
+    let p99 = reconcile_time_p99(&shared.metrics().encode());
 
     // Stop the controller first: what it still has queued (reconciles of its own last writes)
     // would otherwise count as writes of the pass below.
@@ -146,5 +208,96 @@ async fn main() {
         calls as f64 / count as f64,
         writes
     );
+    // The floor: no convergence writes less than each object's Deployment and one status.
+    let by_resource: Vec<String> = writes_by_resource
+        .iter()
+        .map(|(resource, n)| format!("{resource} {:.2}", *n as f64 / count as f64))
+        .collect();
+    println!(
+        "writes per object:               {:.2}, the floor being 2 ({})",
+        writes as f64 / count as f64,
+        by_resource.join(", ")
+    );
     println!("writes in a steady-state pass:   {steady_writes}");
+    match p99 {
+        Some(seconds) => println!("reconcile time, 99th percentile: <= {seconds} s"),
+        None => println!("reconcile time, 99th percentile: no reconcile measured"),
+    }
+    let (limit, quantity) = memory_limit();
+    match resident_before {
+        Some(base) if env.is_real() && per_object > 0 => {
+            // A relist (a watch that expired, a restart of the API server) fills a second copy
+            // of a cache before it replaces the first: room for two of each object.
+            let room = limit.saturating_sub(base) / (2 * per_object as u64);
+            println!(
+                "memory per object:               {per_object} bytes (the controller's caches)"
+            );
+            println!(
+                "objects per replica at {quantity}:    {room} (with room for a relist's second copy)"
+            );
+        }
+        _ => println!("memory per object:               measured with BACKEND=real only"),
+    }
+}
+
+/// This process's resident memory, in bytes (Linux; `None` elsewhere).
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The upper bound of the bucket of `controller_runtime_reconcile_time_seconds` that holds
+/// the 99th percentile, from the metrics' text.
+fn reconcile_time_p99(metrics: &str) -> Option<f64> {
+    let buckets: Vec<(f64, u64)> = metrics
+        .lines()
+        .filter(|line| line.starts_with("controller_runtime_reconcile_time_seconds_bucket{"))
+        .filter_map(|line| {
+            let bound = line.split("le=\"").nth(1)?.split('"').next()?;
+            let bound = if bound == "+Inf" {
+                f64::INFINITY
+            } else {
+                bound.parse().ok()?
+            };
+            Some((bound, line.rsplit(' ').next()?.parse().ok()?))
+        })
+        .collect();
+    let total = buckets.last()?.1;
+    let wanted = total.checked_mul(99)?.div_ceil(100).max(1);
+    buckets
+        .iter()
+        .find(|(_, count)| *count >= wanted)
+        .map(|(bound, _)| *bound)
+}
+
+/// The manager's memory limit in `config/manager/manager.yaml`, in bytes and as written.
+fn memory_limit() -> (u64, String) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/manager/manager.yaml");
+    let text = std::fs::read_to_string(&path).expect("config/manager/manager.yaml");
+    let documents: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(&text).expect("config/manager/manager.yaml is YAML");
+    let quantity = documents
+        .iter()
+        .find(|document| document["kind"] == "Deployment")
+        .and_then(|manager| {
+            manager.pointer("/spec/template/spec/containers/0/resources/limits/memory")
+        })
+        .and_then(|limit| limit.as_str())
+        .expect("a memory limit on the manager's container")
+        .to_string();
+    let (number, unit) = quantity.split_at(quantity.trim_end_matches(char::is_alphabetic).len());
+    let scale: u64 = match unit {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        other => panic!("memory limit {quantity}: unit {other} not understood"),
+    };
+    let number: u64 = number.parse().expect("a whole number in the memory limit");
+    (number * scale, quantity)
 }
