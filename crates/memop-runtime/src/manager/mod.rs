@@ -9,6 +9,7 @@ mod health;
 pub mod http;
 mod leader;
 mod metrics;
+pub mod sharding;
 mod shutdown;
 pub mod telemetry;
 pub mod tls;
@@ -63,6 +64,9 @@ pub struct Shared {
     /// Whether this replica leads (always, without leader election): a controller built
     /// before it does fills its caches while it waits, and reconciles once it leads.
     pub(crate) leading: Arc<tokio::sync::watch::Sender<bool>>,
+    /// This replica's share of the objects, with `--sharding`: controllers reconcile only the
+    /// objects of its active buckets.
+    pub(crate) shard: Option<sharding::Shard>,
 }
 
 impl Shared {
@@ -82,7 +86,20 @@ impl Shared {
             max_concurrent_rollouts: 10,
             reconcile_timeout: Duration::from_secs(60),
             leading: Arc::new(tokio::sync::watch::Sender::new(true)),
+            shard: None,
         }
+    }
+
+    /// These settings with `shard` as this replica's share: the controllers built on them
+    /// reconcile only the objects of its active buckets (see [`sharding`]).
+    pub fn with_shard(mut self, shard: sharding::Shard) -> Self {
+        self.shard = Some(shard);
+        self
+    }
+
+    /// This replica's share of the objects, with `--sharding`.
+    pub fn shard(&self) -> Option<&sharding::Shard> {
+        self.shard.as_ref()
     }
 
     /// Whether this replica leads now (always, without leader election).
