@@ -215,6 +215,7 @@ type ControllerFn = Box<dyn FnOnce(Shared) -> BoxFuture<'static, anyhow::Result<
 pub struct Manager {
     shared: Shared,
     leader_election: Option<leader::Config>,
+    sharding: Option<sharding::Config>,
     controllers: Vec<(&'static str, ControllerFn)>,
     cache_sync_timeout: Duration,
     graceful_shutdown_timeout: Duration,
@@ -287,9 +288,13 @@ impl Manager {
         let leader_election = flags
             .leader_elect
             .then(|| leader::Config::from_flags(operator, flags));
+        let sharding = flags
+            .sharding
+            .then(|| sharding::Config::from_flags(operator, flags));
         Ok(Self {
             shared,
             leader_election,
+            sharding,
             controllers: Vec::new(),
             cache_sync_timeout: flags.cache_sync_timeout,
             graceful_shutdown_timeout: flags.graceful_shutdown_timeout,
@@ -346,6 +351,13 @@ impl Manager {
         if self.leader_election.is_some() {
             self.shared.leading.send_replace(false);
         }
+        // Sharded, every replica runs its controllers at once, each reconcile gated by the
+        // replica's share, which grows as the ring takes it in.
+        let shard = self.sharding.clone().map(|config| {
+            let shard = sharding::Shard::start(self.shared.client.clone(), config);
+            self.shared.shard = Some(shard.clone());
+            shard
+        });
         let controllers: Vec<_> = self
             .controllers
             .drain(..)
@@ -380,9 +392,14 @@ impl Manager {
         tracing::info!(controllers = running.len(), "started controllers");
         let shutdown = self.shared.shutdown.clone();
         let mut lost_leadership = false;
+        let mut lost_shard = false;
         let outcome = tokio::select! {
             () = lost(&lease) => {
                 lost_leadership = true;
+                Ok(())
+            }
+            () = shard_lost(&shard) => {
+                lost_shard = true;
                 Ok(())
             }
             () = shutdown.wait() => Ok(()),
@@ -400,6 +417,12 @@ impl Manager {
             running.abort_all();
             self.abandon(lease);
             anyhow::bail!("lost leadership; exiting so that another replica takes over");
+        }
+        if lost_shard {
+            // The others take this replica's objects once its Lease has expired: stop at once,
+            // and restart as a new member.
+            running.abort_all();
+            anyhow::bail!("lost the shard lease; exiting so that the other replicas take over");
         }
         // Whatever ended the run, stop everything else and give it a bounded time to finish.
         self.shared.shutdown.trigger();
@@ -432,6 +455,10 @@ impl Manager {
             lease.release().await;
             self.shared.metrics.leading(config.lease_name(), false);
         }
+        // The controllers have finished (or were stopped): nothing is in flight to drain.
+        if let Some(shard) = shard {
+            shard.release(Duration::ZERO).await;
+        }
         outcome.and(rest)
     }
 
@@ -441,6 +468,14 @@ impl Manager {
             lease.abandon();
             self.shared.metrics.leading(config.lease_name(), false);
         }
+    }
+}
+
+/// Resolves when this replica has lost its shard Lease; never without sharding.
+async fn shard_lost(shard: &Option<sharding::Shard>) {
+    match shard {
+        Some(shard) => shard.lost().await,
+        None => std::future::pending().await,
     }
 }
 

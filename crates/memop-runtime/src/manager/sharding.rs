@@ -31,7 +31,7 @@ use tokio::time::Instant;
 use super::leader::{
     Attempt, Elector, LEASE_DURATION, RELEASE_TIMEOUT, RENEW_DEADLINE, RETRY_PERIOD,
 };
-use super::{Flags, Shutdown};
+use super::Flags;
 use crate::Operator;
 
 /// How many buckets the objects are spread over: a fixed number, so that an object's bucket
@@ -380,9 +380,10 @@ impl Drop for Turn {
 
 impl Shard {
     /// Joins the ring of `config` with `client`: creates or takes this replica's Lease, and
-    /// from then on renews it and follows the ring every retry period, in a task that stops on
-    /// `shutdown` (releasing nothing: call [`Shard::release`] first) or when the Lease is lost.
-    pub fn start(client: Client, config: Config, shutdown: &Shutdown) -> Self {
+    /// from then on renews it and follows the ring every retry period, in a task that runs
+    /// until [`Shard::release`] or [`Shard::abandon`], or until the Lease is lost. (Not on the
+    /// manager's shutdown signal: the Lease is renewed while the controllers finish.)
+    pub fn start(client: Client, config: Config) -> Self {
         let namespace = config
             .namespace
             .clone()
@@ -411,7 +412,7 @@ impl Shard {
             config,
             others: HashMap::new(),
         };
-        let task = tokio::spawn(round.run(stopped, shutdown.clone()));
+        let task = tokio::spawn(round.run(stopped));
         *shard
             .inner
             .task
@@ -546,7 +547,7 @@ struct Rounds {
 }
 
 impl Rounds {
-    async fn run(mut self, mut stop: oneshot::Receiver<()>, shutdown: Shutdown) -> Elector {
+    async fn run(mut self, mut stop: oneshot::Receiver<()>) -> Elector {
         let timings = self.config.timings;
         // Before the first renewal that succeeds, nothing is claimed: no deadline to keep.
         let mut renewed: Option<Instant> = None;
@@ -558,7 +559,6 @@ impl Rounds {
             tokio::select! {
                 () = tokio::time::sleep_until(wake) => {}
                 _ = &mut stop => return self.elector,
-                () = shutdown.wait() => return self.elector,
             }
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 self.lose("the shard lease was not renewed within the renew deadline");
