@@ -71,11 +71,31 @@ struct Write {
 }
 
 /// The controller of a replica: stamps [`SEEN`] and [`BY`] on each ConfigMap whose data's
-/// version it has not seen.
+/// version it has not seen, after [`Stamp::pause`] (a reconcile that takes its time, so that
+/// reconciles are in flight when buckets move).
 struct Stamp {
     client: Client,
     identity: String,
+    pause: Arc<Mutex<Duration>>,
     writes: Arc<Mutex<Vec<Write>>>,
+    reconciles: Arc<Mutex<Vec<Write>>>,
+}
+
+/// Records a reconcile's span when it ends, or is dropped midway.
+struct Span<'a> {
+    object: String,
+    start: Instant,
+    into: &'a Mutex<Vec<Write>>,
+}
+
+impl Drop for Span<'_> {
+    fn drop(&mut self) {
+        self.into.lock().unwrap().push(Write {
+            object: std::mem::take(&mut self.object),
+            sent: self.start,
+            done: Instant::now(),
+        });
+    }
 }
 
 impl Reconciler for Stamp {
@@ -86,10 +106,17 @@ impl Reconciler for Stamp {
     }
 
     async fn apply(&self, object: &ConfigMap, _: &mut Report) -> Result<Action> {
+        let _span = Span {
+            object: object.name_any(),
+            start: Instant::now(),
+            into: &self.reconciles,
+        };
         let version = version(object);
         if object.annotations().get(SEEN) == Some(&version) {
             return Ok(Action::await_change());
         }
+        let pause = *self.pause.lock().unwrap();
+        tokio::time::sleep(pause).await;
         let api: Api<ConfigMap> =
             Api::namespaced(self.client.clone(), &object.namespace().unwrap());
         let patch = json!({ "metadata": { "annotations": { SEEN: version, BY: self.identity } } });
@@ -120,6 +147,9 @@ struct Replica {
     shard: Shard,
     log: RequestLog,
     writes: Arc<Mutex<Vec<Write>>>,
+    /// The span of every reconcile its shard let through.
+    reconciles: Arc<Mutex<Vec<Write>>>,
+    pause: Arc<Mutex<Duration>>,
     controller: JoinHandle<anyhow::Result<()>>,
 }
 
@@ -132,11 +162,13 @@ impl Replica {
         let shard = Shard::start(client.clone(), config);
         let shared = Shared::new(&OPERATOR, client.clone(), Some(env.namespace.clone()))
             .with_shard(shard.clone());
-        let writes = Arc::default();
+        let (writes, reconciles, pause) = (Arc::default(), Arc::default(), Arc::default());
         let stamp = Stamp {
             client,
             identity: identity.to_string(),
+            pause: Arc::clone(&pause),
             writes: Arc::clone(&writes),
+            reconciles: Arc::clone(&reconciles),
         };
         let controller = Builder::new("configmaps", &shared)
             .watching(watcher::Config::default().labels(SELECTOR))
@@ -146,6 +178,8 @@ impl Replica {
             shard,
             log,
             writes,
+            reconciles,
+            pause,
             controller: tokio::spawn(controller.run()),
         }
     }
@@ -157,6 +191,11 @@ impl Replica {
             .filter(|r| r.injected_failure.is_none())
             .filter_map(|r| r.name)
             .collect()
+    }
+
+    /// Makes each of its writes wait `pause` first.
+    fn pause(&self, pause: Duration) {
+        *self.pause.lock().unwrap() = pause;
     }
 
     /// Stops it as a killed process would stop: its Lease is left as it was.
@@ -285,6 +324,34 @@ impl Overlaps {
     }
 }
 
+/// Checks that no object was reconciled by two replicas at overlapping times: that a bucket's
+/// new owner started only after the old one's reconciles there had ended (the drain).
+fn no_overlapping_reconciles(replicas: &[&Replica]) {
+    let mut spans: BTreeMap<String, Vec<(Instant, Instant, &str)>> = BTreeMap::new();
+    for replica in replicas {
+        for span in replica.reconciles.lock().unwrap().iter() {
+            let entry = spans.entry(span.object.clone()).or_default();
+            entry.push((span.sent, span.done, replica.identity.as_str()));
+        }
+    }
+    let mut handovers = 0;
+    for (object, mut spans) in spans {
+        spans.sort();
+        for pair in spans.windows(2) {
+            let ((_, end, first), (start, _, second)) = (pair[0], pair[1]);
+            if first != second {
+                handovers += 1;
+                assert!(
+                    end <= start,
+                    "{object} reconciled by {first} until {:?} after {second} started",
+                    end - start
+                );
+            }
+        }
+    }
+    println!("{handovers} handovers of an object between replicas, none overlapping");
+}
+
 /// Who each object belongs to among `members`, by its UID.
 async fn owners(env: &TestEnv, members: &[&str]) -> BTreeMap<String, String> {
     let objects = objects(env).await;
@@ -309,6 +376,9 @@ async fn three_shards_converge_with_no_object_written_by_two() {
     let a = Replica::start(&env, "shard-a").await;
     let b = Replica::start(&env, "shard-b").await;
     let c = Replica::start(&env, "shard-c").await;
+    for replica in [&a, &b, &c] {
+        replica.pause(Duration::from_millis(300));
+    }
     let overlaps = Overlaps::watch(vec![a.shard.clone(), b.shard.clone(), c.shard.clone()]);
     settled(&[&a, &b, &c]).await;
     converged(&env, 1).await;
@@ -341,6 +411,7 @@ async fn three_shards_converge_with_no_object_written_by_two() {
             Some(&owners[&object.name_any()])
         );
     }
+    no_overlapping_reconciles(&[&a, &b, &c]);
     overlaps.check().await;
 }
 
@@ -420,8 +491,20 @@ async fn adding_a_shard_moves_about_one_in_n_objects_and_nothing_else() {
     let masks: Vec<u64> = [&a, &b, &c].iter().map(|r| r.shard.active()).collect();
 
     let overlaps = Overlaps::watch(vec![a.shard.clone(), b.shard.clone(), c.shard.clone()]);
+    // Reconciles are in flight as the fourth replica joins: every object changes, and each
+    // reconcile takes a second.
+    for replica in [&a, &b, &c] {
+        replica.pause(Duration::from_secs(1));
+    }
+    touch(&env, &(0..OBJECTS).map(name).collect::<Vec<_>>(), 2).await;
     let d = Replica::start(&env, "shard-d").await;
+    d.pause(Duration::from_secs(1));
     settled(&[&a, &b, &c, &d]).await;
+    converged(&env, 2).await;
+    no_overlapping_reconciles(&[&a, &b, &c, &d]);
+    for replica in [&a, &b, &c, &d] {
+        replica.pause(Duration::ZERO);
+    }
     // The old members only gave buckets up, and only to the new one.
     let taken = d.shard.active();
     for (replica, mask) in [&a, &b, &c].iter().zip(masks) {
@@ -435,8 +518,8 @@ async fn adding_a_shard_moves_about_one_in_n_objects_and_nothing_else() {
         replica.log.clear();
     }
     let all: Vec<String> = (0..OBJECTS).map(name).collect();
-    touch(&env, &all, 2).await;
-    converged(&env, 2).await;
+    touch(&env, &all, 3).await;
+    converged(&env, 3).await;
     let after = owners(&env, &["shard-a", "shard-b", "shard-c", "shard-d"]).await;
     let moved: Vec<&String> = (after.keys()).filter(|o| after[*o] != before[*o]).collect();
     println!("{} of {OBJECTS} objects moved", moved.len());
