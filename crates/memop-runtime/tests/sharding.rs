@@ -157,8 +157,8 @@ impl Replica {
     async fn start(env: &TestEnv, identity: &str) -> Self {
         let log = RequestLog::default();
         let client = client(env, &log).await;
-        let config = Config::new(&OPERATOR, RING, Some(&env.namespace), identity)
-            .with_timings(TIMINGS);
+        let config =
+            Config::new(&OPERATOR, RING, Some(&env.namespace), identity).with_timings(TIMINGS);
         let shard = Shard::start(client.clone(), config);
         let shared = Shared::new(&OPERATOR, client.clone(), Some(env.namespace.clone()))
             .with_shard(shard.clone());
@@ -268,10 +268,17 @@ async fn objects(env: &TestEnv) -> Vec<ConfigMap> {
 /// Waits until every object says it was seen at version `v`.
 async fn converged(env: &TestEnv, v: u32) {
     let v = v.to_string();
-    eventually(&format!("every object seen at version {v}"), WAIT, || async {
-        let objects = objects(env).await;
-        objects.len() == OBJECTS && objects.iter().all(|o| o.annotations().get(SEEN) == Some(&v))
-    })
+    eventually(
+        &format!("every object seen at version {v}"),
+        WAIT,
+        || async {
+            let objects = objects(env).await;
+            objects.len() == OBJECTS
+                && objects
+                    .iter()
+                    .all(|o| o.annotations().get(SEEN) == Some(&v))
+        },
+    )
     .await;
 }
 
@@ -451,7 +458,10 @@ async fn a_killed_shards_objects_are_taken_over_within_the_lease_duration_and_a_
     })
     .await;
     let took = killed.elapsed();
-    println!("took over {} objects {took:?} after the kill", orphans.len());
+    println!(
+        "took over {} objects {took:?} after the kill",
+        orphans.len()
+    );
     // Its Lease expires for the others at most a round after it was last renewed plus the lease
     // duration; they claim at their next round, and act once that claim is written and listed.
     let bound = TIMINGS.lease_duration + 3 * TIMINGS.retry_period + Duration::from_secs(2);
@@ -464,7 +474,10 @@ async fn a_killed_shards_objects_are_taken_over_within_the_lease_duration_and_a_
     let after = owners(&env, &["shard-a", "shard-c"]).await;
     for replica in [&a, &c] {
         for object in replica.written() {
-            assert!(orphans.contains(&object), "{object} was not the killed one's");
+            assert!(
+                orphans.contains(&object),
+                "{object} was not the killed one's"
+            );
             assert_eq!(after[&object], replica.identity);
         }
     }
@@ -508,11 +521,19 @@ async fn adding_a_shard_moves_about_one_in_n_objects_and_nothing_else() {
     // The old members only gave buckets up, and only to the new one.
     let taken = d.shard.active();
     for (replica, mask) in [&a, &b, &c].iter().zip(masks) {
-        assert_eq!(replica.shard.active(), mask & !taken, "{}", replica.identity);
+        assert_eq!(
+            replica.shard.active(),
+            mask & !taken,
+            "{}",
+            replica.identity
+        );
     }
     let share = taken.count_ones();
     println!("the fourth replica took {share} of {BUCKETS} buckets");
-    assert!((8..=26).contains(&share), "{share} buckets, about 16 expected");
+    assert!(
+        (8..=26).contains(&share),
+        "{share} buckets, about 16 expected"
+    );
 
     for replica in [&a, &b, &c, &d] {
         replica.log.clear();
@@ -525,7 +546,10 @@ async fn adding_a_shard_moves_about_one_in_n_objects_and_nothing_else() {
     println!("{} of {OBJECTS} objects moved", moved.len());
     assert!(moved.iter().all(|o| after[*o] == "shard-d"), "{moved:?}");
     let fraction = moved.len() as f64 / OBJECTS as f64;
-    assert!((0.08..=0.45).contains(&fraction), "{fraction}, about 1/4 expected");
+    assert!(
+        (0.08..=0.45).contains(&fraction),
+        "{fraction}, about 1/4 expected"
+    );
     // Every object was written by its owner in the ring of four, once.
     let mut written = BTreeSet::new();
     for replica in [&a, &b, &c, &d] {
@@ -580,17 +604,13 @@ async fn a_partitioned_shard_stops_before_its_objects_are_taken() {
             }
         })
     };
-    eventually("the partitioned replica stops", WAIT, || async {
-        b.shard.is_lost()
-    })
-    .await;
-    let stopped = Instant::now();
-    assert_eq!(b.shard.active(), 0);
-    assert!(
-        stopped - partitioned <= TIMINGS.renew_deadline + Duration::from_secs(1),
-        "stopped {:?} after the partition",
-        stopped - partitioned
-    );
+    let stopping = {
+        let shard = b.shard.clone();
+        tokio::spawn(async move {
+            shard.lost().await;
+            Instant::now()
+        })
+    };
     let taken_by = |replica: &Replica| {
         let writes = replica.writes.lock().unwrap().clone();
         writes
@@ -612,14 +632,31 @@ async fn a_partitioned_shard_stops_before_its_objects_are_taken() {
         .map(|w| w.done)
         .max()
         .unwrap();
+    // B's audit log: its object writes all went through (only its Lease requests failed).
+    assert!(
+        (b.log.requests().iter())
+            .filter(|r| r.resource == "configmaps" && r.verb.is_write())
+            .all(|r| r.injected_failure.is_none())
+    );
+    assert!(last_of_b < taken, "B wrote after its objects were taken");
+    assert!(stopping.is_finished(), "B still acts");
+    let stopped = stopping.await.unwrap();
+    assert_eq!(b.shard.active(), 0);
+    assert!(
+        stopped - partitioned <= TIMINGS.renew_deadline + Duration::from_secs(1),
+        "stopped {:?} after the partition",
+        stopped - partitioned
+    );
     println!(
         "partitioned at 0; B's last write done at {:?}, B stopped at {:?}, first takeover write sent at {:?}",
         last_of_b - partitioned,
         stopped - partitioned,
         taken - partitioned
     );
-    assert!(last_of_b < taken, "B wrote after its objects were taken");
-    assert!(stopped < taken, "B stopped only after its objects were taken");
+    assert!(
+        stopped < taken,
+        "B stopped only after its objects were taken"
+    );
     assert!(
         taken - partitioned >= TIMINGS.lease_duration - TIMINGS.retry_period,
         "taken over before B's Lease could have expired"

@@ -28,10 +28,10 @@ use serde_json::json;
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
+use super::Flags;
 use super::leader::{
     Attempt, Elector, LEASE_DURATION, RELEASE_TIMEOUT, RENEW_DEADLINE, RETRY_PERIOD,
 };
-use super::Flags;
 use crate::Operator;
 
 /// How many buckets the objects are spread over: a fixed number, so that an object's bucket
