@@ -353,6 +353,8 @@ pub struct Shard {
 
 struct Inner {
     identity: String,
+    /// The annotation of the claims (written empty on release).
+    claims_annotation: String,
     table: Mutex<Table>,
     /// How many times buckets became active: controllers reconcile their objects again on each.
     activations: watch::Sender<u64>,
@@ -396,6 +398,7 @@ impl Shard {
         let shard = Self {
             inner: Arc::new(Inner {
                 identity: config.identity.clone(),
+                claims_annotation: config.claims_annotation.clone(),
                 table: Mutex::default(),
                 activations: watch::Sender::new(0),
                 lost: watch::Sender::new(false),
@@ -524,7 +527,9 @@ impl Shard {
         let _ = stop.send(());
         let release = async {
             let mut elector = task.await?;
-            elector.set_metadata("annotations", json!({}));
+            let none = format!("{:016x}", 0);
+            let annotations = json!({ &self.inner.claims_annotation: none });
+            elector.set_metadata("annotations", annotations);
             anyhow::Ok(elector.release().await?)
         };
         match tokio::time::timeout(RELEASE_TIMEOUT, release).await {
