@@ -285,8 +285,11 @@ impl Manager {
         if let Some(addr) = flags::parse_bind_address(&flags.metrics_bind_address)? {
             serve_metrics(flags, addr, &shared).await?;
         }
-        let leader_election = flags
-            .leader_elect
+        // Sharded, every replica reconciles: there is no leader to elect.
+        if flags.sharding && flags.leader_elect {
+            tracing::info!("sharding: --leader-elect does not apply");
+        }
+        let leader_election = (flags.leader_elect && !flags.sharding)
             .then(|| leader::Config::from_flags(operator, flags));
         let sharding = flags
             .sharding
