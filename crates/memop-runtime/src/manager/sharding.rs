@@ -215,6 +215,8 @@ pub(crate) enum Phase {
 pub(crate) struct Table {
     phases: [Phase; BUCKETS as usize],
     in_flight: [u32; BUCKETS as usize],
+    /// Whether this replica is leaving the ring: it wants no bucket any more.
+    leaving: bool,
     /// Whether this replica has stopped acting for good (its Lease is lost).
     lost: bool,
 }
@@ -224,6 +226,7 @@ impl Default for Table {
         Self {
             phases: [Phase::Free; BUCKETS as usize],
             in_flight: [0; BUCKETS as usize],
+            leaving: false,
             lost: false,
         }
     }
@@ -236,6 +239,7 @@ impl Table {
         if self.lost {
             return 0;
         }
+        let wanted = if self.leaving { 0 } else { wanted };
         for b in 0..BUCKETS as usize {
             let want = wanted & (1 << b) != 0;
             self.phases[b] = match (self.phases[b], want) {
@@ -303,8 +307,10 @@ impl Table {
         self.phases = [Phase::Free; BUCKETS as usize];
     }
 
-    /// Stops starting reconciles anywhere, ahead of a release: every claimed bucket drains.
-    pub(crate) fn drain_all(&mut self) {
+    /// Stops starting reconciles anywhere, ahead of a release, for good: every claimed bucket
+    /// drains, and no round claims one again.
+    pub(crate) fn leave(&mut self) {
+        self.leaving = true;
         for (phase, &in_flight) in self.phases.iter_mut().zip(&self.in_flight) {
             *phase = match *phase {
                 Phase::Active | Phase::Draining if in_flight > 0 => Phase::Draining,
@@ -470,13 +476,14 @@ impl Shard {
         self.inner.activations.subscribe()
     }
 
-    /// Whether this replica lost its Lease (and acts on nothing any more).
+    /// Whether this replica lost its Lease, or left (and acts on nothing any more).
     pub fn is_lost(&self) -> bool {
         *self.inner.lost.borrow()
     }
 
-    /// Resolves when this replica has lost its Lease: it has not renewed it within the renew
-    /// deadline, or another holder is in it. It acts on nothing from then on.
+    /// Resolves when this replica has lost its Lease (it has not renewed it within the renew
+    /// deadline, or another holder is in it), or left ([`Shard::release`],
+    /// [`Shard::abandon`]). It acts on nothing from then on: reconciles in flight are dropped.
     pub async fn lost(&self) {
         let _ = self.inner.lost.subscribe().wait_for(|&lost| lost).await;
     }
@@ -485,6 +492,7 @@ impl Shard {
     /// its buckets once its Lease has expired. It acts on nothing from then on.
     pub fn abandon(&self) {
         self.table().lose();
+        self.inner.lost.send_replace(true);
         if let Some(task) = self
             .inner
             .task
@@ -497,18 +505,21 @@ impl Shard {
     }
 
     /// Leaves the ring: drains every bucket (waiting at most `drain` for the reconciles in
-    /// flight), then releases the Lease (no holder, no claims), so that the others take its
+    /// flight, then dropping those left), then releases the Lease (no holder, no claims), so that the others take its
     /// buckets at their next round instead of a lease duration later. Bounded by `drain` plus
     /// a second.
     pub async fn release(&self, drain: Duration) {
-        self.table().drain_all();
+        self.table().leave();
         let _ = tokio::time::timeout(drain, async {
             while self.table().in_flight() > 0 {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
         .await;
+        // What is still in flight is dropped (see `Controller::reconcile`) before the Lease,
+        // and its claims, go.
         self.table().lose();
+        self.inner.lost.send_replace(true);
         let stop = self
             .inner
             .stop
@@ -887,12 +898,15 @@ mod tests {
     }
 
     #[test]
-    fn a_lost_lease_stops_every_bucket_and_a_drain_all_every_new_reconcile() {
+    fn a_lost_lease_stops_every_bucket_and_leaving_every_new_reconcile() {
         let mut table = Table::default();
         let claims = table.plan(u64::MAX);
         table.confirm(claims, 0);
         assert!(table.begin(5));
-        table.drain_all();
+        table.leave();
+        assert!(!table.begin(6));
+        // No round claims anything again; the bucket in flight stays claimed until it ends.
+        assert_eq!(table.plan(u64::MAX), 1 << 5);
         assert!(!table.begin(6));
         assert_eq!(table.in_flight(), 1);
         assert_eq!(
