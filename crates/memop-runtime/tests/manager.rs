@@ -23,8 +23,8 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::Role;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
-use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::{Resource, ResourceExt};
 use memop_runtime::rbac::{Scope, role_yaml};
 use memop_test::envtest::{apply, free_port, http_get};
 use memop_test::https::{Trust, https_get, write_serving_certificate};
@@ -771,6 +771,127 @@ fn role_yaml_is_generated_from_the_rules() {
         "{} is stale; write it again from examples/manager/configmaps.rs's RULES:\n{generated}",
         path.display()
     );
+}
+
+/// `--sharding` (docs/sharding.md; its invariants are proven in tests/sharding.rs): two
+/// replicas each hold a Lease of their own, claim disjoint halves of the buckets between them,
+/// and each reconciles the objects of its own (its name is on their Events); one that stops on
+/// SIGTERM releases its Lease, and the other takes its share at its next round, long before a
+/// lease duration.
+#[tokio::test]
+async fn sharded_managers_split_the_objects_and_a_stopped_one_hands_its_share_over() {
+    use memop_runtime::manager::sharding::{bucket_of, owner_of};
+    let Some(env) = real().await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    const ONE: &str = "shard-one";
+    const TWO: &str = "shard-two";
+    let mut one = Manager::start_as(&env, &kubeconfig(&env), ONE, &["--sharding"]);
+    let mut two = Manager::start_as(&env, &kubeconfig(&env), TWO, &["--sharding"]);
+    let leases = Api::<Lease>::namespaced(env.admin.clone(), &env.namespace);
+    let claims = |identity: &'static str| {
+        let leases = leases.clone();
+        async move {
+            let name = format!("{LEASE}-shard-{identity}");
+            let lease = leases.get_opt(&name).await.unwrap()?;
+            assert_eq!(
+                lease
+                    .labels()
+                    .get("example.com/shard-ring")
+                    .map(String::as_str),
+                Some(LEASE)
+            );
+            let holder = lease.spec.as_ref()?.holder_identity.clone();
+            let claims = lease.annotations().get("example.com/shard-buckets")?;
+            Some((holder, u64::from_str_radix(claims, 16).unwrap()))
+        }
+    };
+    eventually("the buckets split between the two", WAIT, || async {
+        match (claims(ONE).await, claims(TWO).await) {
+            (Some((Some(h1), c1)), Some((Some(h2), c2))) => {
+                h1 == ONE && h2 == TWO && c1 & c2 == 0 && c1 | c2 == u64::MAX && c1 != 0 && c2 != 0
+            }
+            _ => false,
+        }
+    })
+    .await;
+
+    // Each object is reconciled by the replica its bucket belongs to, as its Event says.
+    let (selector, value) = configmaps::SELECTOR.split_once('=').unwrap();
+    let names: Vec<String> = (0..12).map(|i| format!("sharded-{i}")).collect();
+    for name in &names {
+        let object = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": { "name": name, "namespace": env.namespace, "labels": { selector: value } },
+            "data": { "a": "1" },
+        });
+        apply(&env.admin, &object).await;
+    }
+    let maps = Api::<ConfigMap>::namespaced(env.admin.clone(), &env.namespace);
+    let events = Api::<Event>::namespaced(env.admin.clone(), &env.namespace);
+    let reporters = || async {
+        let list = events.list(&ListParams::default()).await.unwrap();
+        let mut reporters = std::collections::BTreeMap::new();
+        for event in list.items {
+            if let (Some(name), Some(instance)) = (
+                event.regarding.and_then(|r| r.name),
+                event.reporting_instance,
+            ) {
+                reporters
+                    .entry(name)
+                    .or_insert_with(Vec::new)
+                    .push(instance);
+            }
+        }
+        reporters
+    };
+    eventually("every object reconciled", WAIT, || async {
+        reporters().await.len() == names.len()
+    })
+    .await;
+    let reporters = reporters().await;
+    let mut by = [0, 0];
+    for name in &names {
+        let object = maps.get(name).await.unwrap();
+        let owner = owner_of(bucket_of(object.meta()), [ONE, TWO]).unwrap();
+        assert_eq!(reporters[name], [owner], "{name}");
+        by[usize::from(owner == TWO)] += 1;
+    }
+    println!("{} objects reconciled by {ONE}, {} by {TWO}", by[0], by[1]);
+
+    // The second stops: it releases its Lease, and the first claims everything at its next
+    // round (every 2 s), not a lease duration (15 s) later.
+    two.stop().await;
+    let stopped = Instant::now();
+    let (holder, released) = claims(TWO).await.unwrap();
+    assert_eq!((holder, released), (None, 0), "released, with no claims");
+    eventually("the first replica holds every bucket", WAIT, || async {
+        claims(ONE).await.map(|(_, c)| c) == Some(u64::MAX)
+    })
+    .await;
+    let took = stopped.elapsed();
+    println!("took the stopped replica's share {took:?} after it stopped");
+    assert!(took < Duration::from_secs(8), "{took:?}");
+    // And reconciles what was the second's.
+    let theirs = names.iter().find(|n| reporters[*n] == [TWO]);
+    if let Some(name) = theirs {
+        let patch = Patch::Merge(json!({ "data": { "b": "2" } }));
+        maps.patch(name, &PatchParams::default(), &patch)
+            .await
+            .unwrap();
+        eventually("the first replica reconciles it", WAIT, || async {
+            let object = maps.get(name).await.unwrap();
+            object
+                .annotations()
+                .get(configmaps::KEYS)
+                .map(String::as_str)
+                == Some("2")
+        })
+        .await;
+    }
+    one.stop().await;
 }
 
 /// The project the tests install: a memop project's `config/` for the example manager.

@@ -261,6 +261,16 @@ impl<R: Reconciler> Controller<R> {
         for operand in &self.owns {
             controller = operand.cache().owned_by(controller);
         }
+        // Sharded: the objects of buckets that become this replica's were skipped until then,
+        // and may have changed meanwhile; every cached object is looked at again (those of
+        // other buckets are skipped at once).
+        if let Some(shard) = &self.shared.shard {
+            let activations = futures::stream::unfold(shard.activations(), |mut rx| async {
+                rx.changed().await.ok()?;
+                Some(((), rx))
+            });
+            controller = controller.reconcile_all_on(activations);
+        }
         let (name, shared) = (self.name, self.shared.clone());
         super::run(
             name,
@@ -275,9 +285,24 @@ impl<R: Reconciler> Controller<R> {
 
     /// Reconciles `object` once, as the running controller would: what [`Self::run`] calls
     /// for each change (and tests call directly).
+    ///
+    /// Sharded ([`Shared::with_shard`]), an object outside this replica's active buckets is
+    /// left alone (`await_change`: it comes back when its bucket becomes this replica's), and
+    /// a reconcile under way is dropped the moment the replica loses its Lease, as a leader's
+    /// are when it loses leadership.
     pub async fn reconcile(&self, object: Arc<R::Object>) -> Result<Action> {
+        let Some(shard) = &self.shared.shard else {
+            let work = self.dispatch(object.clone());
+            return self.instruments.reconcile(object.as_ref(), work).await;
+        };
+        let Some(_turn) = shard.enter(object.meta()) else {
+            return Ok(Action::await_change());
+        };
         let work = self.dispatch(object.clone());
-        self.instruments.reconcile(object.as_ref(), work).await
+        tokio::select! {
+            result = self.instruments.reconcile(object.as_ref(), work) => result,
+            () = shard.lost() => Ok(Action::await_change()),
+        }
     }
 
     /// When to retry a failed reconcile of `object`: after its backoff, as controller-runtime's

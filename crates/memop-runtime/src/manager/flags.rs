@@ -55,6 +55,13 @@ pub struct Flags {
     #[arg(long)]
     pub leader_election_id: Option<String>,
 
+    /// Run every replica, each reconciling its share of the objects, instead of one leader:
+    /// each holds a Lease of its own (`<leader-election-id>-shard-<pod name>`, in the leader
+    /// election namespace), and the objects are split over the live ones (docs/sharding.md).
+    /// Overrides --leader-elect, so that a manifest turns it on by adding this flag alone
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
+    pub sharding: bool,
+
     /// Namespace of the leader election Lease [default: the pod's namespace]
     #[arg(long, env = "POD_NAMESPACE")]
     pub leader_election_namespace: Option<String>,

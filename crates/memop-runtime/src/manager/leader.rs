@@ -38,14 +38,14 @@ use crate::Operator;
 
 /// How long a standby waits, from when it last saw the Lease change, before it takes it over
 /// (client-go's LeaseDuration, the default of controller-runtime and kube-controller-manager).
-const LEASE_DURATION: Duration = Duration::from_secs(15);
+pub(super) const LEASE_DURATION: Duration = Duration::from_secs(15);
 /// How long the leader keeps leading after it sent its last successful renewal (RenewDeadline).
-const RENEW_DEADLINE: Duration = Duration::from_secs(10);
+pub(super) const RENEW_DEADLINE: Duration = Duration::from_secs(10);
 /// How often the leader renews, and a standby tries to acquire (RetryPeriod).
-const RETRY_PERIOD: Duration = Duration::from_secs(2);
+pub(super) const RETRY_PERIOD: Duration = Duration::from_secs(2);
 /// How long the release of the Lease at shutdown may take: after a graceful drain, inside the
 /// pod's grace period. A release that does not make it leaves the Lease to expire.
-const RELEASE_TIMEOUT: Duration = Duration::from_secs(1);
+pub(super) const RELEASE_TIMEOUT: Duration = Duration::from_secs(1);
 
 pub struct Config {
     lease_name: String,
@@ -57,6 +57,11 @@ impl Config {
     /// The Lease's name (`--leader-election-id`).
     pub fn lease_name(&self) -> &str {
         &self.lease_name
+    }
+
+    /// This replica's identity: the pod's name.
+    pub fn identity(&self) -> &str {
+        &self.identity
     }
 
     /// The Lease of `operator`, as `flags` name it.
@@ -152,7 +157,7 @@ impl Lease {
 
 /// What one attempt to acquire or renew the Lease found.
 #[derive(Debug, PartialEq)]
-enum Attempt {
+pub(super) enum Attempt {
     /// This replica holds it.
     Held,
     /// Another replica holds it, and it has not expired by this replica's observation.
@@ -162,30 +167,35 @@ enum Attempt {
 }
 
 /// One replica's view of the Lease, and its conditional writes to it.
-struct Elector {
+pub(super) struct Elector {
     leases: Api<LeaseObject>,
     name: String,
     identity: String,
     /// The Lease as this replica last read or wrote it.
     observed: Option<Observed>,
+    /// The `leaseDurationSeconds` this replica writes ([`LEASE_DURATION`] but in tests).
+    lease_duration: Duration,
+    /// Labels and annotations every write of this replica carries (a shard's ring and
+    /// claims: see `sharding.rs`), as a JSON object of `metadata`; empty for leader election.
+    metadata: serde_json::Map<String, Value>,
 }
 
-struct Observed {
-    spec: LeaseSpec,
+pub(super) struct Observed {
+    pub(super) spec: LeaseSpec,
     version: String,
     /// When this replica first saw `spec`, by its own clock.
-    seen: Instant,
+    pub(super) seen: Instant,
 }
 
 impl Observed {
     /// Whether the lease, as seen, has expired at `now`: `leaseDurationSeconds` after it was
     /// first seen, whatever its wall-clock times say.
-    fn expired(&self, now: Instant) -> bool {
+    pub(super) fn expired(&self, now: Instant) -> bool {
         let duration = self.spec.lease_duration_seconds.unwrap_or(0);
         now >= self.seen + Duration::from_secs(u64::try_from(duration).unwrap_or(0))
     }
 
-    fn holder(&self) -> Option<&str> {
+    pub(super) fn holder(&self) -> Option<&str> {
         self.spec
             .holder_identity
             .as_deref()
@@ -194,13 +204,27 @@ impl Observed {
 }
 
 impl Elector {
-    fn new(leases: Api<LeaseObject>, name: &str, identity: &str) -> Self {
+    pub(super) fn new(leases: Api<LeaseObject>, name: &str, identity: &str) -> Self {
         Self {
             leases,
             name: name.to_string(),
             identity: identity.to_string(),
             observed: None,
+            lease_duration: LEASE_DURATION,
+            metadata: serde_json::Map::new(),
         }
+    }
+
+    /// Writes `duration` as the Lease's `leaseDurationSeconds` (whole seconds, as the API has it).
+    pub(super) fn with_lease_duration(mut self, duration: Duration) -> Self {
+        self.lease_duration = duration;
+        self
+    }
+
+    /// Sets the `metadata` field `field` (`"labels"` or `"annotations"`) that every write
+    /// from now on carries: a merge patch, so keys not named stay as they are.
+    pub(super) fn set_metadata(&mut self, field: &str, value: Value) {
+        self.metadata.insert(field.to_string(), value);
     }
 
     /// Tries to acquire the Lease every [`RETRY_PERIOD`] until this replica holds it; returns
@@ -259,7 +283,7 @@ impl Elector {
 
     /// client-go's `tryAcquireOrRenew`: renews the Lease if this replica holds it, or takes it
     /// if it is free or has expired by this replica's observation.
-    async fn try_acquire_or_renew(&mut self) -> Attempt {
+    pub(super) async fn try_acquire_or_renew(&mut self) -> Attempt {
         // The leader's fast path: renew from the Lease as it last wrote it, without reading it.
         if self.is_leader() && !self.expired() {
             match self.write(self.claim()).await {
@@ -296,7 +320,7 @@ impl Elector {
 
     /// Gives the Lease up if this replica holds it, as client-go does: no holder, and a
     /// one-second duration. Returns whether it did.
-    async fn release(&mut self) -> kube::Result<bool> {
+    pub(super) async fn release(&mut self) -> kube::Result<bool> {
         if !self.is_leader() {
             return Ok(false);
         }
@@ -354,7 +378,7 @@ impl Elector {
         };
         LeaseSpec {
             holder_identity: Some(self.identity.clone()),
-            lease_duration_seconds: Some(LEASE_DURATION.as_secs() as i32),
+            lease_duration_seconds: Some(self.lease_duration.as_secs() as i32),
             acquire_time: acquired.or_else(|| Some(now.clone())),
             renew_time: Some(now),
             lease_transitions: transitions,
@@ -374,11 +398,11 @@ impl Elector {
     }
 
     async fn create(&mut self) -> Attempt {
+        let mut metadata: ObjectMeta = serde_json::from_value(Value::Object(self.metadata.clone()))
+            .expect("labels and annotations of strings");
+        metadata.name = Some(self.name.clone());
         let lease = LeaseObject {
-            metadata: ObjectMeta {
-                name: Some(self.name.clone()),
-                ..ObjectMeta::default()
-            },
+            metadata,
             spec: Some(self.claim()),
         };
         let params = PostParams {
@@ -408,7 +432,9 @@ impl Elector {
             let status = Status::failure("no resourceVersion of the lease is known", "Conflict");
             return Err(kube::Error::Api(status.with_code(409).boxed()));
         };
-        let patch = json!({ "metadata": { "resourceVersion": version }, "spec": spec });
+        let mut metadata = self.metadata.clone();
+        metadata.insert("resourceVersion".into(), version.into());
+        let patch = json!({ "metadata": metadata, "spec": spec });
         let params = PatchParams {
             field_manager: Some(self.field_manager()),
             ..PatchParams::default()

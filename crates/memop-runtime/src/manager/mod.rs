@@ -9,6 +9,7 @@ mod health;
 pub mod http;
 mod leader;
 mod metrics;
+pub mod sharding;
 mod shutdown;
 pub mod telemetry;
 pub mod tls;
@@ -63,6 +64,9 @@ pub struct Shared {
     /// Whether this replica leads (always, without leader election): a controller built
     /// before it does fills its caches while it waits, and reconciles once it leads.
     pub(crate) leading: Arc<tokio::sync::watch::Sender<bool>>,
+    /// This replica's share of the objects, with `--sharding`: controllers reconcile only the
+    /// objects of its active buckets.
+    pub(crate) shard: Option<sharding::Shard>,
 }
 
 impl Shared {
@@ -82,7 +86,20 @@ impl Shared {
             max_concurrent_rollouts: 10,
             reconcile_timeout: Duration::from_secs(60),
             leading: Arc::new(tokio::sync::watch::Sender::new(true)),
+            shard: None,
         }
+    }
+
+    /// These settings with `shard` as this replica's share: the controllers built on them
+    /// reconcile only the objects of its active buckets (see [`sharding`]).
+    pub fn with_shard(mut self, shard: sharding::Shard) -> Self {
+        self.shard = Some(shard);
+        self
+    }
+
+    /// This replica's share of the objects, with `--sharding`.
+    pub fn shard(&self) -> Option<&sharding::Shard> {
+        self.shard.as_ref()
     }
 
     /// Whether this replica leads now (always, without leader election).
@@ -198,6 +215,7 @@ type ControllerFn = Box<dyn FnOnce(Shared) -> BoxFuture<'static, anyhow::Result<
 pub struct Manager {
     shared: Shared,
     leader_election: Option<leader::Config>,
+    sharding: Option<sharding::Config>,
     controllers: Vec<(&'static str, ControllerFn)>,
     cache_sync_timeout: Duration,
     graceful_shutdown_timeout: Duration,
@@ -267,12 +285,19 @@ impl Manager {
         if let Some(addr) = flags::parse_bind_address(&flags.metrics_bind_address)? {
             serve_metrics(flags, addr, &shared).await?;
         }
-        let leader_election = flags
-            .leader_elect
+        // Sharded, every replica reconciles: there is no leader to elect.
+        if flags.sharding && flags.leader_elect {
+            tracing::info!("sharding: --leader-elect does not apply");
+        }
+        let leader_election = (flags.leader_elect && !flags.sharding)
             .then(|| leader::Config::from_flags(operator, flags));
+        let sharding = flags
+            .sharding
+            .then(|| sharding::Config::from_flags(operator, flags));
         Ok(Self {
             shared,
             leader_election,
+            sharding,
             controllers: Vec::new(),
             cache_sync_timeout: flags.cache_sync_timeout,
             graceful_shutdown_timeout: flags.graceful_shutdown_timeout,
@@ -329,6 +354,13 @@ impl Manager {
         if self.leader_election.is_some() {
             self.shared.leading.send_replace(false);
         }
+        // Sharded, every replica runs its controllers at once, each reconcile gated by the
+        // replica's share, which grows as the ring takes it in.
+        let shard = self.sharding.clone().map(|config| {
+            let shard = sharding::Shard::start(self.shared.client.clone(), config);
+            self.shared.shard = Some(shard.clone());
+            shard
+        });
         let controllers: Vec<_> = self
             .controllers
             .drain(..)
@@ -363,9 +395,14 @@ impl Manager {
         tracing::info!(controllers = running.len(), "started controllers");
         let shutdown = self.shared.shutdown.clone();
         let mut lost_leadership = false;
+        let mut lost_shard = false;
         let outcome = tokio::select! {
             () = lost(&lease) => {
                 lost_leadership = true;
+                Ok(())
+            }
+            () = shard_lost(&shard) => {
+                lost_shard = true;
                 Ok(())
             }
             () = shutdown.wait() => Ok(()),
@@ -383,6 +420,12 @@ impl Manager {
             running.abort_all();
             self.abandon(lease);
             anyhow::bail!("lost leadership; exiting so that another replica takes over");
+        }
+        if lost_shard {
+            // The others take this replica's objects once its Lease has expired: stop at once,
+            // and restart as a new member.
+            running.abort_all();
+            anyhow::bail!("lost the shard lease; exiting so that the other replicas take over");
         }
         // Whatever ended the run, stop everything else and give it a bounded time to finish.
         self.shared.shutdown.trigger();
@@ -415,6 +458,10 @@ impl Manager {
             lease.release().await;
             self.shared.metrics.leading(config.lease_name(), false);
         }
+        // The controllers have finished (or were stopped): nothing is in flight to drain.
+        if let Some(shard) = shard {
+            shard.release(Duration::ZERO).await;
+        }
         outcome.and(rest)
     }
 
@@ -424,6 +471,14 @@ impl Manager {
             lease.abandon();
             self.shared.metrics.leading(config.lease_name(), false);
         }
+    }
+}
+
+/// Resolves when this replica has lost its shard Lease; never without sharding.
+async fn shard_lost(shard: &Option<sharding::Shard>) {
+    match shard {
+        Some(shard) => shard.lost().await,
+        None => std::future::pending().await,
     }
 }
 

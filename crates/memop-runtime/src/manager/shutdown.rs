@@ -285,6 +285,7 @@ mod tests {
         let mut manager = Manager {
             shared: shared.clone(),
             leader_election: None,
+            sharding: None,
             controllers: Vec::new(),
             cache_sync_timeout: Duration::from_secs(60),
             graceful_shutdown_timeout: Duration::from_secs(30),

@@ -1,0 +1,924 @@
+//! Sharding (`--sharding`): every replica is active, and reconciles the objects of its share.
+//! The design, and why it is safe, is `docs/sharding.md`; in short:
+//!
+//! - every object falls in one of [`BUCKETS`] buckets by the FNV-1a hash of its UID
+//!   ([`bucket_of`]);
+//! - every replica holds a Lease of its own, labelled with its ring: the members are the Leases
+//!   of the ring that have a holder and changed within their duration, by the observer's
+//!   monotonic clock (as [`leader`](super::leader) judges expiry);
+//! - a bucket belongs to the member that scores highest for it (rendezvous hashing,
+//!   [`owner_of`]);
+//! - a replica *claims* its buckets in its Lease's annotation, and acts on one only once a list
+//!   made after its claim was written shows no other live member claiming it; it gives one up by
+//!   draining it (no new reconcile, the ones in flight finish) and then writing its claims
+//!   without it, which is what the new owner waits for;
+//! - a replica that has not renewed its Lease for the renew deadline stops acting at once, as a
+//!   leader does: the others judge its Lease expired only a lease duration after they saw it
+//!   renewed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease as LeaseObject, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::ListParams;
+use kube::{Api, Client};
+use serde_json::json;
+use tokio::sync::{oneshot, watch};
+use tokio::time::Instant;
+
+use super::Flags;
+use super::leader::{
+    Attempt, Elector, LEASE_DURATION, RELEASE_TIMEOUT, RENEW_DEADLINE, RETRY_PERIOD,
+};
+use crate::Operator;
+
+/// How many buckets the objects are spread over: a fixed number, so that an object's bucket
+/// never changes, and enough that 3 to 10 replicas get shares within a few percent of equal.
+pub const BUCKETS: u16 = 64;
+
+/// The 64-bit FNV-1a hash of `bytes`, with the standard offset basis and prime: the same on
+/// every platform and in every process (unlike the randomly seeded `DefaultHasher`), and the
+/// hash Kubernetes' server-side sharded list and watch (KEP-5866) computes.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The bucket of the object of `metadata`: the top bits of the FNV-1a hash of its UID, so that
+/// bucket `b` is the hash range `[b * 2^58, (b + 1) * 2^58)`. An object without a UID (never
+/// one read from the API server) falls back to its namespace and name.
+pub fn bucket_of(metadata: &ObjectMeta) -> u16 {
+    let key = match &metadata.uid {
+        Some(uid) => uid.clone(),
+        None => format!(
+            "{}/{}",
+            metadata.namespace.as_deref().unwrap_or_default(),
+            metadata.name.as_deref().unwrap_or_default()
+        ),
+    };
+    bucket_of_key(&key)
+}
+
+fn bucket_of_key(key: &str) -> u16 {
+    // BUCKETS is 2^6: the top 6 bits.
+    (fnv1a64(key.as_bytes()) >> (64 - BUCKETS.trailing_zeros())) as u16
+}
+
+/// The member that owns `bucket`: the one with the highest score for it (rendezvous hashing).
+/// Adding a member moves to it exactly the buckets it scores highest for, about 1/N of them,
+/// and moves nothing between the others. `None` without members.
+pub fn owner_of<'a>(bucket: u16, members: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    members
+        .into_iter()
+        .max_by_key(|member| (score(member, bucket), *member))
+}
+
+/// How much `member` wants `bucket`: FNV-1a of the member, mixed with the bucket through a
+/// finalizer (MurmurHash3's fmix64), so that members' preferences are independent across
+/// buckets (FNV-1a alone barely mixes what differs in its last bytes).
+fn score(member: &str, bucket: u16) -> u64 {
+    fmix64(fnv1a64(member.as_bytes()) ^ fmix64(u64::from(bucket) + 1))
+}
+
+fn fmix64(mut k: u64) -> u64 {
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^ (k >> 33)
+}
+
+/// The buckets `identity` owns among `members` (which should include it), as a mask.
+pub fn assigned<'a>(identity: &str, members: impl IntoIterator<Item = &'a str> + Clone) -> u64 {
+    (0..BUCKETS)
+        .filter(|&b| owner_of(b, members.clone()) == Some(identity))
+        .fold(0, |mask, b| mask | (1 << b))
+}
+
+/// The buckets of `mask`, in order.
+pub fn buckets(mask: u64) -> impl Iterator<Item = u16> {
+    (0..BUCKETS).filter(move |b| mask & (1 << b) != 0)
+}
+
+/// How long a shard waits for its own writes and reads, and for the others'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timings {
+    /// How long another replica waits, from when it last saw a Lease change, before it judges
+    /// it expired (whole seconds: the Lease has `leaseDurationSeconds`).
+    pub lease_duration: Duration,
+    /// How long a replica keeps acting after it sent its last successful renewal; shorter than
+    /// `lease_duration`, by at least the time a request may take.
+    pub renew_deadline: Duration,
+    /// How often a replica renews its Lease and looks at the others'.
+    pub retry_period: Duration,
+}
+
+impl Default for Timings {
+    /// client-go's, as for leader election: 15 s, 10 s, 2 s.
+    fn default() -> Self {
+        Self {
+            lease_duration: LEASE_DURATION,
+            renew_deadline: RENEW_DEADLINE,
+            retry_period: RETRY_PERIOD,
+        }
+    }
+}
+
+/// Which ring a replica joins, as whom, and where its Lease is.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The ring's name: `--leader-election-id`.
+    ring: String,
+    /// The namespace of the Leases, or the client's default namespace.
+    namespace: Option<String>,
+    /// This replica's identity (the pod's name): unique among the live replicas.
+    identity: String,
+    /// The label key that marks the ring's Leases: `<domain>/shard-ring`.
+    ring_label: String,
+    /// The annotation that holds a Lease holder's claims: `<domain>/shard-buckets`.
+    claims_annotation: String,
+    timings: Timings,
+}
+
+impl Config {
+    /// Replica `identity` of ring `ring` (`--leader-election-id`) of `operator`, with its Lease
+    /// in `namespace` (or the client's default namespace), with client-go's timings.
+    pub fn new(operator: &Operator, ring: &str, namespace: Option<&str>, identity: &str) -> Self {
+        Self {
+            ring: ring.to_string(),
+            namespace: namespace.filter(|ns| !ns.is_empty()).map(str::to_string),
+            identity: identity.to_string(),
+            ring_label: format!("{}/shard-ring", operator.domain),
+            claims_annotation: format!("{}/shard-buckets", operator.domain),
+            timings: Timings::default(),
+        }
+    }
+
+    /// The ring of `flags` (`--leader-election-id`, `--leader-election-namespace`), as this pod.
+    pub fn from_flags(operator: &Operator, flags: &Flags) -> Self {
+        let leader = super::leader::Config::from_flags(operator, flags);
+        Self::new(
+            operator,
+            leader.lease_name(),
+            flags.leader_election_namespace.as_deref(),
+            leader.identity(),
+        )
+    }
+
+    /// These settings with other timings: shorter ones for tests. The renew deadline must be
+    /// shorter than the lease duration, which is whole seconds.
+    pub fn with_timings(mut self, timings: Timings) -> Self {
+        assert!(
+            timings.renew_deadline < timings.lease_duration
+                && timings.lease_duration.subsec_nanos() == 0,
+            "the renew deadline must be shorter than the lease duration, in whole seconds"
+        );
+        self.timings = timings;
+        self
+    }
+
+    /// The name of this replica's Lease: `<ring>-shard-<identity>`.
+    pub fn lease_name(&self) -> String {
+        format!("{}-shard-{}", self.ring, self.identity)
+    }
+
+    /// The value of the ring label: the ring's name, or its hash when that is too long for a
+    /// label value (63 characters).
+    fn ring_value(&self) -> String {
+        if self.ring.len() <= 63 {
+            self.ring.clone()
+        } else {
+            format!("{:016x}", fnv1a64(self.ring.as_bytes()))
+        }
+    }
+}
+
+/// Where a replica stands with one bucket (the table of `docs/sharding.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Not claimed, not acted on.
+    Free,
+    /// Claimed (or about to be, by the next write), not acted on until no one else claims it.
+    Claiming,
+    /// Acted on: its reconciles run.
+    Active,
+    /// Given up: no new reconcile starts; claimed until the ones in flight have finished.
+    Draining,
+}
+
+/// The phases of every bucket, and the reconciles in flight in each: the state machine of a
+/// replica's share, apart from any I/O.
+#[derive(Debug)]
+pub(crate) struct Table {
+    phases: [Phase; BUCKETS as usize],
+    in_flight: [u32; BUCKETS as usize],
+    /// Whether this replica is leaving the ring: it wants no bucket any more.
+    leaving: bool,
+    /// Whether this replica has stopped acting for good (its Lease is lost).
+    lost: bool,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Self {
+            phases: [Phase::Free; BUCKETS as usize],
+            in_flight: [0; BUCKETS as usize],
+            leaving: false,
+            lost: false,
+        }
+    }
+}
+
+impl Table {
+    /// Moves every bucket on before a renewal, `wanted` being the buckets the replica is
+    /// assigned by the membership it last saw; returns the claims that renewal writes.
+    pub(crate) fn plan(&mut self, wanted: u64) -> u64 {
+        if self.lost {
+            return 0;
+        }
+        let wanted = if self.leaving { 0 } else { wanted };
+        for b in 0..BUCKETS as usize {
+            let want = wanted & (1 << b) != 0;
+            self.phases[b] = match (self.phases[b], want) {
+                (Phase::Free, true) => Phase::Claiming,
+                (Phase::Claiming, false) => Phase::Free,
+                (Phase::Active, false) => Phase::Draining,
+                // Still claimed all along: no one else can have acted on it meanwhile.
+                (Phase::Draining, true) => Phase::Active,
+                (Phase::Draining, false) if self.in_flight[b] == 0 => Phase::Free,
+                (phase, _) => phase,
+            };
+        }
+        self.claims()
+    }
+
+    /// The buckets claimed: all but the free ones.
+    pub(crate) fn claims(&self) -> u64 {
+        self.mask(|phase| phase != Phase::Free)
+    }
+
+    /// The buckets acted on.
+    pub(crate) fn active(&self) -> u64 {
+        self.mask(|phase| phase == Phase::Active)
+    }
+
+    fn mask(&self, which: impl Fn(Phase) -> bool) -> u64 {
+        (0..BUCKETS as usize)
+            .filter(|&b| which(self.phases[b]))
+            .fold(0, |mask, b| mask | (1 << b))
+    }
+
+    /// After a renewal that wrote `written` as the claims succeeded, and a list made after it
+    /// found `others` claimed by other live members: the claimed buckets nobody else claims
+    /// become active. Returns those.
+    pub(crate) fn confirm(&mut self, written: u64, others: u64) -> u64 {
+        let mut activated = 0;
+        for b in buckets(written & !others) {
+            if self.phases[b as usize] == Phase::Claiming {
+                self.phases[b as usize] = Phase::Active;
+                activated |= 1 << b;
+            }
+        }
+        activated
+    }
+
+    /// Starts a reconcile in `bucket` if it is active; the caller ends it with [`Self::end`].
+    pub(crate) fn begin(&mut self, bucket: u16) -> bool {
+        let b = usize::from(bucket);
+        let admitted = !self.lost && self.phases[b] == Phase::Active;
+        if admitted {
+            self.in_flight[b] += 1;
+        }
+        admitted
+    }
+
+    /// Ends a reconcile [`Self::begin`] started.
+    pub(crate) fn end(&mut self, bucket: u16) {
+        let b = usize::from(bucket);
+        self.in_flight[b] = self.in_flight[b].saturating_sub(1);
+    }
+
+    /// Stops acting on every bucket, for good.
+    pub(crate) fn lose(&mut self) {
+        self.lost = true;
+        self.phases = [Phase::Free; BUCKETS as usize];
+    }
+
+    /// Stops starting reconciles anywhere, ahead of a release, for good: every claimed bucket
+    /// drains, and no round claims one again.
+    pub(crate) fn leave(&mut self) {
+        self.leaving = true;
+        for (phase, &in_flight) in self.phases.iter_mut().zip(&self.in_flight) {
+            *phase = match *phase {
+                Phase::Active | Phase::Draining if in_flight > 0 => Phase::Draining,
+                _ => Phase::Free,
+            };
+        }
+    }
+
+    /// How many reconciles are in flight, in all buckets.
+    pub(crate) fn in_flight(&self) -> u32 {
+        self.in_flight.iter().sum()
+    }
+}
+
+/// Another member's Lease, as this replica saw it.
+struct Member {
+    spec: LeaseSpec,
+    claims: u64,
+    /// When this replica first saw this spec and these claims, by its own clock.
+    seen: Instant,
+}
+
+impl Member {
+    /// Whether it is a live member at `now`: held, and changed within its duration of when it
+    /// was seen (client-go's expiry, by the observer's monotonic clock).
+    fn live(&self, now: Instant) -> bool {
+        let held = self
+            .spec
+            .holder_identity
+            .as_deref()
+            .is_some_and(|h| !h.is_empty());
+        let duration = self.spec.lease_duration_seconds.unwrap_or(0);
+        let duration = Duration::from_secs(u64::try_from(duration).unwrap_or(0));
+        held && now < self.seen + duration
+    }
+}
+
+/// A replica's share of a ring, kept by a task that renews its Lease and follows the others'.
+/// Clones share it. Controllers built on a [`Shared`](super::Shared) that carries one
+/// ([`Shared::with_shard`](super::Shared::with_shard)) reconcile only the objects of its
+/// active buckets.
+#[derive(Clone)]
+pub struct Shard {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    identity: String,
+    /// The annotation of the claims (written empty on release).
+    claims_annotation: String,
+    table: Mutex<Table>,
+    /// How many times buckets became active: controllers reconcile their objects again on each.
+    activations: watch::Sender<u64>,
+    /// Whether the Lease is lost.
+    lost: watch::Sender<bool>,
+    /// The members seen live at the last round (this replica included).
+    members: Mutex<Vec<String>>,
+    /// Stops the task, which then hands back its elector (to release the Lease).
+    stop: Mutex<Option<oneshot::Sender<()>>>,
+    task: Mutex<Option<tokio::task::JoinHandle<Elector>>>,
+}
+
+/// A reconcile under way in an active bucket: while it lives, the bucket does not finish
+/// draining.
+pub struct Turn {
+    shard: Shard,
+    bucket: u16,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        self.shard.table().end(self.bucket);
+    }
+}
+
+impl Shard {
+    /// Joins the ring of `config` with `client`: creates or takes this replica's Lease, and
+    /// from then on renews it and follows the ring every retry period, in a task that runs
+    /// until [`Shard::release`] or [`Shard::abandon`], or until the Lease is lost. (Not on the
+    /// manager's shutdown signal: the Lease is renewed while the controllers finish.)
+    pub fn start(client: Client, config: Config) -> Self {
+        let namespace = config
+            .namespace
+            .clone()
+            .unwrap_or_else(|| client.default_namespace().to_string());
+        let leases: Api<LeaseObject> = Api::namespaced(client, &namespace);
+        let mut elector = Elector::new(leases.clone(), &config.lease_name(), &config.identity)
+            .with_lease_duration(config.timings.lease_duration);
+        elector.set_metadata("labels", json!({ &config.ring_label: config.ring_value() }));
+        let (stop, stopped) = oneshot::channel();
+        let shard = Self {
+            inner: Arc::new(Inner {
+                identity: config.identity.clone(),
+                claims_annotation: config.claims_annotation.clone(),
+                table: Mutex::default(),
+                activations: watch::Sender::new(0),
+                lost: watch::Sender::new(false),
+                members: Mutex::default(),
+                stop: Mutex::new(Some(stop)),
+                task: Mutex::default(),
+            }),
+        };
+        tracing::info!(lease = %config.lease_name(), %namespace, identity = %config.identity, "joining the shard ring");
+        let round = Rounds {
+            shard: shard.clone(),
+            elector,
+            leases,
+            config,
+            others: HashMap::new(),
+        };
+        let task = tokio::spawn(round.run(stopped));
+        *shard
+            .inner
+            .task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(task);
+        shard
+    }
+
+    fn table(&self) -> MutexGuard<'_, Table> {
+        self.inner
+            .table
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// This replica's identity.
+    pub fn identity(&self) -> &str {
+        &self.inner.identity
+    }
+
+    /// The buckets this replica acts on now, as a mask (bit `b` for bucket `b`).
+    pub fn active(&self) -> u64 {
+        self.table().active()
+    }
+
+    /// The live members it saw at its last round, itself included, in order.
+    pub fn members(&self) -> Vec<String> {
+        self.inner
+            .members
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether the object of `metadata` is in an active bucket of this replica now.
+    pub fn owns(&self, metadata: &ObjectMeta) -> bool {
+        self.active() & (1 << bucket_of(metadata)) != 0
+    }
+
+    /// Starts a reconcile of the object of `metadata` if its bucket is active here: keep the
+    /// turn until the reconcile ends. `None`: not this replica's to reconcile now.
+    pub fn enter(&self, metadata: &ObjectMeta) -> Option<Turn> {
+        let bucket = bucket_of(metadata);
+        self.table().begin(bucket).then(|| Turn {
+            shard: self.clone(),
+            bucket,
+        })
+    }
+
+    /// A receiver that changes each time buckets become active here.
+    pub fn activations(&self) -> watch::Receiver<u64> {
+        self.inner.activations.subscribe()
+    }
+
+    /// Whether this replica lost its Lease, or left (and acts on nothing any more).
+    pub fn is_lost(&self) -> bool {
+        *self.inner.lost.borrow()
+    }
+
+    /// Resolves when this replica has lost its Lease (it has not renewed it within the renew
+    /// deadline, or another holder is in it), or left ([`Shard::release`],
+    /// [`Shard::abandon`]). It acts on nothing from then on: reconciles in flight are dropped.
+    pub async fn lost(&self) {
+        let _ = self.inner.lost.subscribe().wait_for(|&lost| lost).await;
+    }
+
+    /// Stops taking part without touching the Lease, as a killed process would: the others take
+    /// its buckets once its Lease has expired. It acts on nothing from then on.
+    pub fn abandon(&self) {
+        self.table().lose();
+        self.inner.lost.send_replace(true);
+        if let Some(task) = self
+            .inner
+            .task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            task.abort();
+        }
+    }
+
+    /// Leaves the ring: drains every bucket (waiting at most `drain` for the reconciles in
+    /// flight, then dropping those left), then releases the Lease (no holder, no claims), so that the others take its
+    /// buckets at their next round instead of a lease duration later. Bounded by `drain` plus
+    /// a second.
+    pub async fn release(&self, drain: Duration) {
+        self.table().leave();
+        let _ = tokio::time::timeout(drain, async {
+            while self.table().in_flight() > 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        // What is still in flight is dropped (see `Controller::reconcile`) before the Lease,
+        // and its claims, go.
+        self.table().lose();
+        self.inner.lost.send_replace(true);
+        let stop = self
+            .inner
+            .stop
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let task = self
+            .inner
+            .task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let (Some(stop), Some(task)) = (stop, task) else {
+            return;
+        };
+        let _ = stop.send(());
+        let release = async {
+            let mut elector = task.await?;
+            let none = format!("{:016x}", 0);
+            let annotations = json!({ &self.inner.claims_annotation: none });
+            elector.set_metadata("annotations", annotations);
+            anyhow::Ok(elector.release().await?)
+        };
+        match tokio::time::timeout(RELEASE_TIMEOUT, release).await {
+            Ok(Ok(true)) => tracing::info!("released the shard lease"),
+            Ok(Ok(false)) => tracing::info!("the shard lease is no longer ours"),
+            Ok(Err(err)) => tracing::warn!(error = %err, "could not release the shard lease"),
+            Err(_) => tracing::warn!("releasing the shard lease timed out"),
+        }
+    }
+}
+
+/// The task of a [`Shard`]: a round every retry period.
+struct Rounds {
+    shard: Shard,
+    elector: Elector,
+    leases: Api<LeaseObject>,
+    config: Config,
+    /// The other Leases of the ring, by name, as last seen.
+    others: HashMap<String, Member>,
+}
+
+impl Rounds {
+    async fn run(mut self, mut stop: oneshot::Receiver<()>) -> Elector {
+        let timings = self.config.timings;
+        // Before the first renewal that succeeds, nothing is claimed: no deadline to keep.
+        let mut renewed: Option<Instant> = None;
+        let mut wanted = 0;
+        let mut next = Instant::now();
+        loop {
+            let deadline = renewed.map(|at| at + timings.renew_deadline);
+            let wake = deadline.map_or(next, |deadline| next.min(deadline));
+            tokio::select! {
+                () = tokio::time::sleep_until(wake) => {}
+                _ = &mut stop => return self.elector,
+            }
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                self.lose("the shard lease was not renewed within the renew deadline");
+                return self.elector;
+            }
+            let sent = Instant::now();
+            next = sent + timings.retry_period;
+            let claims = self.shard.table().plan(wanted);
+            let value = format!("{claims:016x}");
+            let annotations = json!({ &self.config.claims_annotation: value });
+            self.elector.set_metadata("annotations", annotations);
+            let attempt = self.elector.try_acquire_or_renew();
+            let attempt = match deadline {
+                Some(deadline) => tokio::time::timeout_at(deadline, attempt).await.ok(),
+                None => Some(attempt.await),
+            };
+            match attempt {
+                Some(Attempt::Held) => renewed = Some(sent),
+                Some(Attempt::HeldBy(holder)) if renewed.is_some() => {
+                    self.lose(&format!("{holder} holds this replica's shard lease"));
+                    return self.elector;
+                }
+                // Not joined yet (its Lease is held by a replica of the same name that went
+                // away, say): wait, as a leader election candidate does.
+                Some(Attempt::HeldBy(holder)) => {
+                    tracing::debug!(%holder, "this replica's shard lease is held");
+                    continue;
+                }
+                Some(Attempt::Failed) | None => continue,
+            }
+            // Only what was listed after this renewal counts: a claim of another member that
+            // was written before it is in the list, and one written after sees ours.
+            let listed = tokio::time::timeout(timings.retry_period, self.list()).await;
+            let others = match listed {
+                Ok(Ok(others)) => others,
+                Ok(Err(err)) => {
+                    tracing::warn!(error = %err, "listing the shard leases failed");
+                    continue;
+                }
+                Err(_) => {
+                    tracing::warn!("listing the shard leases timed out");
+                    continue;
+                }
+            };
+            let activated = self.shard.table().confirm(claims, others);
+            let members = self.members();
+            wanted = assigned(&self.config.identity, members.iter().map(String::as_str));
+            *self
+                .shard
+                .inner
+                .members
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = members;
+            if activated != 0 {
+                tracing::info!(
+                    buckets = activated.count_ones(),
+                    active = self.shard.active().count_ones(),
+                    "buckets became active"
+                );
+                self.shard.inner.activations.send_modify(|n| *n += 1);
+            }
+        }
+    }
+
+    fn lose(&self, why: &str) {
+        tracing::warn!("{why}; acting on no bucket any more");
+        self.shard.table().lose();
+        self.shard.inner.lost.send_replace(true);
+    }
+
+    /// Reads the ring's Leases, and returns the buckets claimed by its other live members.
+    async fn list(&mut self) -> kube::Result<u64> {
+        let selector = format!("{}={}", self.config.ring_label, self.config.ring_value());
+        let list = self
+            .leases
+            .list(&ListParams::default().labels(&selector))
+            .await?;
+        let now = Instant::now();
+        let own = self.config.lease_name();
+        let mut seen = HashMap::new();
+        for lease in list.items {
+            let Some(name) = lease.metadata.name.clone() else {
+                continue;
+            };
+            if name == own {
+                continue;
+            }
+            let claims = (lease.metadata.annotations.as_ref())
+                .and_then(|a| a.get(&self.config.claims_annotation))
+                .and_then(|value| u64::from_str_radix(value, 16).ok())
+                .unwrap_or(0);
+            let spec = lease.spec.unwrap_or_default();
+            let since = match self.others.remove(&name) {
+                Some(member) if member.spec == spec && member.claims == claims => member.seen,
+                _ => now,
+            };
+            seen.insert(
+                name,
+                Member {
+                    spec,
+                    claims,
+                    seen: since,
+                },
+            );
+        }
+        self.others = seen;
+        let claimed = (self.others.values())
+            .filter(|member| member.live(now))
+            .fold(0, |mask, member| mask | member.claims);
+        Ok(claimed)
+    }
+
+    /// The live members: this replica, and the holders of the live Leases of the others.
+    fn members(&self) -> Vec<String> {
+        let now = Instant::now();
+        let mut members: BTreeMap<String, ()> = BTreeMap::new();
+        members.insert(self.config.identity.clone(), ());
+        for member in self.others.values().filter(|m| m.live(now)) {
+            if let Some(holder) = &member.spec.holder_identity {
+                members.insert(holder.clone(), ());
+            }
+        }
+        members.into_keys().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| format!("manager-7d9f8c6b5-{i:05}"))
+            .collect()
+    }
+
+    fn owners(members: &[String]) -> Vec<String> {
+        (0..BUCKETS)
+            .map(|b| {
+                owner_of(b, members.iter().map(String::as_str))
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fnv1a64_is_the_standard_one() {
+        // The published test vectors of FNV-1a 64.
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn an_object_is_bucketed_by_its_uid_into_a_hash_range() {
+        let uid = "3f2a8c1e-5b7d-4e9a-9c0f-1d2e3f4a5b6c";
+        let object = ObjectMeta {
+            name: Some("a".into()),
+            namespace: Some("default".into()),
+            uid: Some(uid.into()),
+            ..ObjectMeta::default()
+        };
+        let bucket = bucket_of(&object);
+        assert_eq!(u64::from(bucket), fnv1a64(uid.as_bytes()) >> 58);
+        // The same in every process, whatever else the object says.
+        let renamed = ObjectMeta {
+            name: Some("b".into()),
+            ..object.clone()
+        };
+        assert_eq!(bucket_of(&renamed), bucket);
+        // Without a UID: its namespace and name.
+        let new = ObjectMeta {
+            uid: None,
+            ..object
+        };
+        assert_eq!(bucket_of(&new), bucket_of_key("default/a"));
+    }
+
+    #[test]
+    fn buckets_spread_uids_evenly() {
+        // UIDs are random (version 4) UUIDs: FNV-1a's top bits spread those evenly (not
+        // sequential keys, which is one reason the bucket is the UID's and not the name's).
+        let uuid = |i: u64| {
+            let (a, b) = (fmix64(i), fmix64(!i));
+            format!(
+                "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+                a >> 32,
+                (a >> 16) & 0xffff,
+                a & 0xfff,
+                0x8000 | (b >> 48) & 0x3fff,
+                b & 0xffff_ffff_ffff
+            )
+        };
+        let mut counts = [0u32; BUCKETS as usize];
+        for i in 0..64_000 {
+            counts[usize::from(bucket_of_key(&uuid(i)))] += 1;
+        }
+        // 1,000 expected per bucket.
+        assert!(
+            counts.iter().all(|&c| (850..1150).contains(&c)),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn every_bucket_has_one_owner_and_shares_are_near_equal() {
+        for n in [1, 2, 3, 5, 10] {
+            let members = members(n);
+            let owners = owners(&members);
+            let mut masks = 0u64;
+            for member in &members {
+                let mask = assigned(member, members.iter().map(String::as_str));
+                assert_eq!(masks & mask, 0, "a bucket with two owners");
+                masks |= mask;
+                let share = mask.count_ones();
+                let expected = f64::from(BUCKETS) / n as f64;
+                assert!(
+                    (f64::from(share) - expected).abs() <= expected * 0.6 + 2.0,
+                    "{member} owns {share} of {BUCKETS} among {n}"
+                );
+                assert_eq!(owners.iter().filter(|o| *o == member).count() as u32, share);
+            }
+            assert_eq!(masks, u64::MAX, "every bucket owned");
+        }
+        assert_eq!(owner_of(0, std::iter::empty()), None);
+    }
+
+    #[test]
+    fn the_assignment_does_not_depend_on_the_order_members_are_seen_in() {
+        let members = members(5);
+        let mut reversed = members.clone();
+        reversed.reverse();
+        assert_eq!(owners(&members), owners(&reversed));
+    }
+
+    #[test]
+    fn adding_a_member_moves_about_one_in_n_buckets_and_only_to_it() {
+        let mut moved_total = 0;
+        for n in 1..=9 {
+            let before = members(n);
+            let mut after = before.clone();
+            let new = format!("manager-new-{n}");
+            after.push(new.clone());
+            let (old, new_owners) = (owners(&before), owners(&after));
+            let moved: Vec<_> = (0..BUCKETS as usize)
+                .filter(|&b| old[b] != new_owners[b])
+                .collect();
+            // Every bucket that moved went to the new member; none moved between the others.
+            assert!(
+                moved.iter().all(|&b| new_owners[b] == new),
+                "{n}: {moved:?}"
+            );
+            let expected = f64::from(BUCKETS) / (n + 1) as f64;
+            assert!(
+                (moved.len() as f64 - expected).abs() <= expected * 0.6 + 2.0,
+                "{} moved to the {}th member, about {expected} expected",
+                moved.len(),
+                n + 1
+            );
+            // And removing it again moves them back: nothing else.
+            assert_eq!(owners(&before), old);
+            moved_total += moved.len();
+        }
+        // Over all nine additions, 64 * (1/2 + ... + 1/10) ≈ 120 buckets.
+        assert!((90..150).contains(&moved_total), "{moved_total}");
+    }
+
+    #[test]
+    fn a_bucket_is_acted_on_only_once_no_one_else_claims_it() {
+        let mut table = Table::default();
+        let wanted = 0b1011;
+        // The first round claims them; they are not acted on yet.
+        let claims = table.plan(wanted);
+        assert_eq!(claims, wanted);
+        assert_eq!(table.active(), 0);
+        assert!(!table.begin(0));
+        // The list after the write shows bucket 1 claimed by another live member.
+        assert_eq!(table.confirm(claims, 0b0010), 0b1001);
+        assert_eq!(table.active(), 0b1001);
+        assert!(table.begin(0));
+        table.end(0);
+        assert!(!table.begin(1), "still the other member's");
+        // The other member drained it and no longer claims it.
+        let claims = table.plan(wanted);
+        assert_eq!(claims, wanted);
+        assert_eq!(table.confirm(claims, 0), 0b0010);
+        assert_eq!(table.active(), wanted);
+        // A claim that was never confirmed is dropped at once when no longer wanted.
+        let mut table = Table::default();
+        let claims = table.plan(0b1);
+        table.confirm(claims, 0b1);
+        assert_eq!(table.plan(0), 0);
+    }
+
+    #[test]
+    fn a_bucket_given_up_stays_claimed_until_its_reconciles_end() {
+        let mut table = Table::default();
+        let claims = table.plan(0b11);
+        table.confirm(claims, 0);
+        assert!(table.begin(1));
+        assert!(table.begin(1));
+        // Bucket 1 is assigned elsewhere now: it drains, and admits nothing new.
+        assert_eq!(table.plan(0b01), 0b11, "claimed while reconciles run");
+        assert!(!table.begin(1));
+        assert_eq!(table.active(), 0b01);
+        table.end(1);
+        assert_eq!(table.plan(0b01), 0b11);
+        table.end(1);
+        // The renewal without it is the acknowledgement the new owner waits for.
+        assert_eq!(table.plan(0b01), 0b01);
+        assert!(!table.begin(1));
+        // Assigned back while draining: active again (it was claimed throughout).
+        let mut table = Table::default();
+        let claims = table.plan(0b1);
+        table.confirm(claims, 0);
+        assert!(table.begin(0));
+        table.plan(0);
+        assert_eq!(table.plan(0b1), 0b1);
+        assert!(table.begin(0));
+    }
+
+    #[test]
+    fn a_lost_lease_stops_every_bucket_and_leaving_every_new_reconcile() {
+        let mut table = Table::default();
+        let claims = table.plan(u64::MAX);
+        table.confirm(claims, 0);
+        assert!(table.begin(5));
+        table.leave();
+        assert!(!table.begin(6));
+        // No round claims anything again; the bucket in flight stays claimed until it ends.
+        assert_eq!(table.plan(u64::MAX), 1 << 5);
+        assert!(!table.begin(6));
+        assert_eq!(table.in_flight(), 1);
+        assert_eq!(
+            table.claims(),
+            1 << 5,
+            "only the bucket with a reconcile in flight"
+        );
+        table.lose();
+        assert_eq!((table.claims(), table.active()), (0, 0));
+        // Nothing is ever admitted again, whatever a round would plan.
+        let claims = table.plan(u64::MAX);
+        table.confirm(claims, 0);
+        assert!(!table.begin(5));
+    }
+}

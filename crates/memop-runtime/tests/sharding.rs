@@ -1,0 +1,679 @@
+//! Sharded replicas (`--sharding`, `manager::sharding`, docs/sharding.md) on the real control
+//! plane (skipped without `KUBEBUILDER_ASSETS`, a failure with `ENVTEST_REQUIRED=1`). Each
+//! replica runs in this process with a client of its own, authenticated as the operator's
+//! ServiceAccount (the RBAC of `tests/fixture/config/rbac`), whose every request its
+//! [`RequestLog`] records: the audit log of that replica. Their controller stamps each labelled
+//! ConfigMap with the version of its data it saw and who saw it, and records when it wrote.
+//!
+//! The invariants of docs/sharding.md, each checked here on those logs and records:
+//! no object written by two replicas in one window; a killed replica's objects taken over within
+//! the lease duration plus a round and a reconcile; a new replica taking about 1/N of the
+//! objects and nothing moving between the others; a replica whose Lease requests fail stopping
+//! before its objects are taken over.
+//!
+//! The Leases last 4 s here (renew deadline 3 s, a round every 500 ms) instead of client-go's
+//! 15 s, 10 s and 2 s, which remain the manager's.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::controller::Action;
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
+use memop_runtime::Operator;
+use memop_runtime::controller::{Builder, Reconciler, Report, Result};
+use memop_runtime::manager::Shared;
+use memop_runtime::manager::sharding::{
+    BUCKETS, Config, Shard, Timings, assigned, bucket_of, owner_of,
+};
+use memop_test::{Backend, RequestLog, TestEnv, Verb, eventually};
+use serde_json::json;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+const OPERATOR: Operator = Operator {
+    name: "test-operator",
+    domain: "example.com",
+};
+/// The ring: `--leader-election-id` (each test has a namespace of its own for its Leases).
+const RING: &str = "test-operator.example.com";
+/// The label of the ConfigMaps the replicas reconcile.
+const SELECTOR: &str = "example.com/sharded=true";
+/// The version of its data a ConfigMap holds (`data.v`), and what the controller stamps:
+/// the version it saw, and which replica saw it.
+const SEEN: &str = "example.com/seen";
+const BY: &str = "example.com/by";
+/// How many ConfigMaps each test makes.
+const OBJECTS: usize = 48;
+const TIMINGS: Timings = Timings {
+    lease_duration: Duration::from_secs(4),
+    renew_deadline: Duration::from_secs(3),
+    retry_period: Duration::from_millis(500),
+};
+/// How long a test waits for what the replicas do in the background.
+const WAIT: Duration = Duration::from_secs(60);
+/// One test at a time: each runs three or four replicas with short deadlines on a shared
+/// machine.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A write of the controller: which object, at which version, and when it was sent and answered.
+#[derive(Clone, Debug)]
+struct Write {
+    object: String,
+    sent: Instant,
+    done: Instant,
+}
+
+/// The controller of a replica: stamps [`SEEN`] and [`BY`] on each ConfigMap whose data's
+/// version it has not seen, after [`Stamp::pause`] (a reconcile that takes its time, so that
+/// reconciles are in flight when buckets move).
+struct Stamp {
+    client: Client,
+    identity: String,
+    pause: Arc<Mutex<Duration>>,
+    writes: Arc<Mutex<Vec<Write>>>,
+    reconciles: Arc<Mutex<Vec<Write>>>,
+}
+
+/// Records a reconcile's span when it ends, or is dropped midway.
+struct Span<'a> {
+    object: String,
+    start: Instant,
+    into: &'a Mutex<Vec<Write>>,
+}
+
+impl Drop for Span<'_> {
+    fn drop(&mut self) {
+        self.into.lock().unwrap().push(Write {
+            object: std::mem::take(&mut self.object),
+            sent: self.start,
+            done: Instant::now(),
+        });
+    }
+}
+
+impl Reconciler for Stamp {
+    type Object = ConfigMap;
+
+    fn conditions(_: &ConfigMap) -> &[Condition] {
+        &[]
+    }
+
+    async fn apply(&self, object: &ConfigMap, _: &mut Report) -> Result<Action> {
+        let _span = Span {
+            object: object.name_any(),
+            start: Instant::now(),
+            into: &self.reconciles,
+        };
+        let version = version(object);
+        if object.annotations().get(SEEN) == Some(&version) {
+            return Ok(Action::await_change());
+        }
+        let pause = *self.pause.lock().unwrap();
+        tokio::time::sleep(pause).await;
+        let api: Api<ConfigMap> =
+            Api::namespaced(self.client.clone(), &object.namespace().unwrap());
+        let patch = json!({ "metadata": { "annotations": { SEEN: version, BY: self.identity } } });
+        let sent = Instant::now();
+        api.patch(
+            &object.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await?;
+        self.writes.lock().unwrap().push(Write {
+            object: object.name_any(),
+            sent,
+            done: Instant::now(),
+        });
+        Ok(Action::await_change())
+    }
+}
+
+fn version(object: &ConfigMap) -> String {
+    let data = object.data.as_ref();
+    data.and_then(|d| d.get("v")).cloned().unwrap_or_default()
+}
+
+/// A replica: its share, its controller, its audit log and its controller's writes.
+struct Replica {
+    identity: String,
+    shard: Shard,
+    log: RequestLog,
+    writes: Arc<Mutex<Vec<Write>>>,
+    /// The span of every reconcile its shard let through.
+    reconciles: Arc<Mutex<Vec<Write>>>,
+    pause: Arc<Mutex<Duration>>,
+    controller: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Replica {
+    async fn start(env: &TestEnv, identity: &str) -> Self {
+        let log = RequestLog::default();
+        let client = client(env, &log).await;
+        let config =
+            Config::new(&OPERATOR, RING, Some(&env.namespace), identity).with_timings(TIMINGS);
+        let shard = Shard::start(client.clone(), config);
+        let shared = Shared::new(&OPERATOR, client.clone(), Some(env.namespace.clone()))
+            .with_shard(shard.clone());
+        let (writes, reconciles, pause) = (Arc::default(), Arc::default(), Arc::default());
+        let stamp = Stamp {
+            client,
+            identity: identity.to_string(),
+            pause: Arc::clone(&pause),
+            writes: Arc::clone(&writes),
+            reconciles: Arc::clone(&reconciles),
+        };
+        let controller = Builder::new("configmaps", &shared)
+            .watching(watcher::Config::default().labels(SELECTOR))
+            .build(stamp);
+        Self {
+            identity: identity.to_string(),
+            shard,
+            log,
+            writes,
+            reconciles,
+            pause,
+            controller: tokio::spawn(controller.run()),
+        }
+    }
+
+    /// The ConfigMaps this replica wrote since its log was last cleared (its audit log).
+    fn written(&self) -> BTreeSet<String> {
+        (self.log.requests().into_iter())
+            .filter(|r| r.verb.is_write() && r.resource == "configmaps")
+            .filter(|r| r.injected_failure.is_none())
+            .filter_map(|r| r.name)
+            .collect()
+    }
+
+    /// Makes each of its writes wait `pause` first.
+    fn pause(&self, pause: Duration) {
+        *self.pause.lock().unwrap() = pause;
+    }
+
+    /// Stops it as a killed process would stop: its Lease is left as it was.
+    fn kill(&self) {
+        self.shard.abandon();
+        self.controller.abort();
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A client of the operator's ServiceAccount whose requests `log` records.
+async fn client(env: &TestEnv, log: &RequestLog) -> Client {
+    let Backend::Real { kubeconfig, .. } = &env.backend else {
+        unreachable!("TestEnv::real_for is the real control plane")
+    };
+    let kubeconfig = Kubeconfig::read_from(kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    kube::client::ClientBuilder::try_from(config)
+        .unwrap()
+        .with_layer(log)
+        .build()
+}
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture")
+}
+
+fn name(i: usize) -> String {
+    format!("object-{i:02}")
+}
+
+/// Makes the [`OBJECTS`] ConfigMaps, at version `v`.
+async fn create_objects(env: &TestEnv, v: u32) {
+    let api = Api::<ConfigMap>::namespaced(env.admin.clone(), &env.namespace);
+    let (key, value) = SELECTOR.split_once('=').unwrap();
+    for i in 0..OBJECTS {
+        let object = json!({
+            "metadata": { "name": name(i), "labels": { key: value } },
+            "data": { "v": v.to_string() },
+        });
+        let object = serde_json::from_value(object).unwrap();
+        api.create(&PostParams::default(), &object).await.unwrap();
+    }
+}
+
+/// Sets the data of the named ConfigMaps to version `v`.
+async fn touch(env: &TestEnv, names: impl IntoIterator<Item = &String>, v: u32) {
+    let api = Api::<ConfigMap>::namespaced(env.admin.clone(), &env.namespace);
+    let patch = Patch::Merge(json!({ "data": { "v": v.to_string() } }));
+    for name in names {
+        api.patch(name, &PatchParams::default(), &patch)
+            .await
+            .unwrap();
+    }
+}
+
+async fn objects(env: &TestEnv) -> Vec<ConfigMap> {
+    let api = Api::<ConfigMap>::namespaced(env.admin.clone(), &env.namespace);
+    let list = api.list(&ListParams::default().labels(SELECTOR)).await;
+    list.unwrap().items
+}
+
+/// Waits until every object says it was seen at version `v`.
+async fn converged(env: &TestEnv, v: u32) {
+    let v = v.to_string();
+    eventually(
+        &format!("every object seen at version {v}"),
+        WAIT,
+        || async {
+            let objects = objects(env).await;
+            objects.len() == OBJECTS
+                && objects
+                    .iter()
+                    .all(|o| o.annotations().get(SEEN) == Some(&v))
+        },
+    )
+    .await;
+}
+
+/// Waits until the replicas all see each other and every bucket is active on the one the ring
+/// assigns it to.
+async fn settled(replicas: &[&Replica]) {
+    let identities: Vec<&str> = replicas.iter().map(|r| r.identity.as_str()).collect();
+    eventually("the ring settled", WAIT, || async {
+        replicas.iter().all(|r| {
+            let members = r.shard.members();
+            members.len() == identities.len()
+                && r.shard.active() == assigned(&r.identity, identities.iter().copied())
+        })
+    })
+    .await;
+}
+
+/// Checks, every few milliseconds until it is dropped, that no bucket is active on two
+/// replicas at once (with the API server's round trips between one replica's drain and
+/// another's start, two reads microseconds apart cannot catch a handover midway).
+struct Overlaps(JoinHandle<()>);
+
+impl Overlaps {
+    fn watch(shards: Vec<Shard>) -> Self {
+        Self(tokio::spawn(async move {
+            loop {
+                let mut seen = 0u64;
+                for shard in &shards {
+                    let active = shard.active();
+                    assert_eq!(
+                        seen & active,
+                        0,
+                        "buckets active on two replicas at once, {} among them",
+                        shard.identity()
+                    );
+                    seen |= active;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }))
+    }
+
+    /// Fails the test if an overlap was seen.
+    async fn check(self) {
+        self.0.abort();
+        match self.0.await {
+            Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+            _ => {}
+        }
+    }
+}
+
+/// Checks that no object was reconciled by two replicas at overlapping times: that a bucket's
+/// new owner started only after the old one's reconciles there had ended (the drain).
+fn no_overlapping_reconciles(replicas: &[&Replica]) {
+    let mut spans: BTreeMap<String, Vec<(Instant, Instant, &str)>> = BTreeMap::new();
+    for replica in replicas {
+        for span in replica.reconciles.lock().unwrap().iter() {
+            let entry = spans.entry(span.object.clone()).or_default();
+            entry.push((span.sent, span.done, replica.identity.as_str()));
+        }
+    }
+    let mut handovers = 0;
+    for (object, mut spans) in spans {
+        spans.sort();
+        for pair in spans.windows(2) {
+            let ((_, end, first), (start, _, second)) = (pair[0], pair[1]);
+            if first != second {
+                handovers += 1;
+                assert!(
+                    end <= start,
+                    "{object} reconciled by {first} until {:?} after {second} started",
+                    end - start
+                );
+            }
+        }
+    }
+    println!("{handovers} handovers of an object between replicas, none overlapping");
+}
+
+/// Who each object belongs to among `members`, by its UID.
+async fn owners(env: &TestEnv, members: &[&str]) -> BTreeMap<String, String> {
+    let objects = objects(env).await;
+    objects
+        .iter()
+        .map(|o| {
+            let owner = owner_of(bucket_of(o.meta()), members.iter().copied()).unwrap();
+            (o.name_any(), owner.to_string())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn three_shards_converge_with_no_object_written_by_two() {
+    let Some(env) = TestEnv::real_for(&fixture()).await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    // The objects are there before the replicas: the first to join takes every bucket, and
+    // hands most over as the others join.
+    create_objects(&env, 1).await;
+    let a = Replica::start(&env, "shard-a").await;
+    let b = Replica::start(&env, "shard-b").await;
+    let c = Replica::start(&env, "shard-c").await;
+    for replica in [&a, &b, &c] {
+        replica.pause(Duration::from_millis(300));
+    }
+    let overlaps = Overlaps::watch(vec![a.shard.clone(), b.shard.clone(), c.shard.clone()]);
+    settled(&[&a, &b, &c]).await;
+    converged(&env, 1).await;
+
+    // A window in which every object changes: each is written by its owner, and only by it.
+    for replica in [&a, &b, &c] {
+        replica.log.clear();
+    }
+    let all: Vec<String> = (0..OBJECTS).map(name).collect();
+    touch(&env, &all, 2).await;
+    converged(&env, 2).await;
+    let owners = owners(&env, &["shard-a", "shard-b", "shard-c"]).await;
+    let mut written = BTreeSet::new();
+    for replica in [&a, &b, &c] {
+        let mine = replica.written();
+        println!("{} wrote {} objects", replica.identity, mine.len());
+        assert!(!mine.is_empty(), "{} wrote nothing", replica.identity);
+        for object in &mine {
+            assert!(
+                written.insert(object.clone()),
+                "{object} written by two replicas"
+            );
+            assert_eq!(owners[object], replica.identity, "{object}");
+        }
+    }
+    assert_eq!(written.len(), OBJECTS, "every object written once");
+    for object in objects(&env).await {
+        assert_eq!(
+            object.annotations().get(BY),
+            Some(&owners[&object.name_any()])
+        );
+    }
+    no_overlapping_reconciles(&[&a, &b, &c]);
+    overlaps.check().await;
+}
+
+#[tokio::test]
+async fn a_killed_shards_objects_are_taken_over_within_the_lease_duration_and_a_reconcile() {
+    let Some(env) = TestEnv::real_for(&fixture()).await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    create_objects(&env, 1).await;
+    let a = Replica::start(&env, "shard-a").await;
+    let b = Replica::start(&env, "shard-b").await;
+    let c = Replica::start(&env, "shard-c").await;
+    settled(&[&a, &b, &c]).await;
+    converged(&env, 1).await;
+    let before = owners(&env, &["shard-a", "shard-b", "shard-c"]).await;
+    let orphans: Vec<String> = (before.iter())
+        .filter(|(_, owner)| *owner == "shard-b")
+        .map(|(object, _)| object.clone())
+        .collect();
+    assert!(!orphans.is_empty());
+
+    b.kill();
+    let killed = Instant::now();
+    for replica in [&a, &c] {
+        replica.log.clear();
+    }
+    // Its objects change right away: nobody acts on them until its Lease has expired.
+    touch(&env, &orphans, 2).await;
+    eventually("the killed replica's objects taken over", WAIT, || async {
+        let objects = objects(&env).await;
+        let taken = |o: &&ConfigMap| orphans.contains(&o.name_any());
+        objects
+            .iter()
+            .filter(taken)
+            .all(|o| o.annotations().get(SEEN).map(String::as_str) == Some("2"))
+    })
+    .await;
+    let took = killed.elapsed();
+    println!(
+        "took over {} objects {took:?} after the kill",
+        orphans.len()
+    );
+    // Its Lease expires for the others at most a round after it was last renewed plus the lease
+    // duration; they claim at their next round, and act once that claim is written and listed.
+    let bound = TIMINGS.lease_duration + 3 * TIMINGS.retry_period + Duration::from_secs(2);
+    assert!(took <= bound, "took {took:?}, more than {bound:?}");
+    assert!(
+        took >= TIMINGS.lease_duration - TIMINGS.retry_period,
+        "taken over before the Lease expired: {took:?}"
+    );
+    // Each went to its owner among the survivors; the survivors' own objects did not move.
+    let after = owners(&env, &["shard-a", "shard-c"]).await;
+    for replica in [&a, &c] {
+        for object in replica.written() {
+            assert!(
+                orphans.contains(&object),
+                "{object} was not the killed one's"
+            );
+            assert_eq!(after[&object], replica.identity);
+        }
+    }
+    for (object, owner) in &before {
+        if owner != "shard-b" {
+            assert_eq!(&after[object], owner, "{object} moved");
+        }
+    }
+}
+
+#[tokio::test]
+async fn adding_a_shard_moves_about_one_in_n_objects_and_nothing_else() {
+    let Some(env) = TestEnv::real_for(&fixture()).await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    create_objects(&env, 1).await;
+    let a = Replica::start(&env, "shard-a").await;
+    let b = Replica::start(&env, "shard-b").await;
+    let c = Replica::start(&env, "shard-c").await;
+    settled(&[&a, &b, &c]).await;
+    converged(&env, 1).await;
+    let before = owners(&env, &["shard-a", "shard-b", "shard-c"]).await;
+    let masks: Vec<u64> = [&a, &b, &c].iter().map(|r| r.shard.active()).collect();
+
+    let overlaps = Overlaps::watch(vec![a.shard.clone(), b.shard.clone(), c.shard.clone()]);
+    // Reconciles are in flight as the fourth replica joins: every object changes, and each
+    // reconcile takes a second.
+    for replica in [&a, &b, &c] {
+        replica.pause(Duration::from_secs(1));
+    }
+    touch(&env, &(0..OBJECTS).map(name).collect::<Vec<_>>(), 2).await;
+    let d = Replica::start(&env, "shard-d").await;
+    d.pause(Duration::from_secs(1));
+    settled(&[&a, &b, &c, &d]).await;
+    converged(&env, 2).await;
+    no_overlapping_reconciles(&[&a, &b, &c, &d]);
+    for replica in [&a, &b, &c, &d] {
+        replica.pause(Duration::ZERO);
+    }
+    // The old members only gave buckets up, and only to the new one.
+    let taken = d.shard.active();
+    for (replica, mask) in [&a, &b, &c].iter().zip(masks) {
+        assert_eq!(
+            replica.shard.active(),
+            mask & !taken,
+            "{}",
+            replica.identity
+        );
+    }
+    let share = taken.count_ones();
+    println!("the fourth replica took {share} of {BUCKETS} buckets");
+    assert!(
+        (8..=26).contains(&share),
+        "{share} buckets, about 16 expected"
+    );
+
+    for replica in [&a, &b, &c, &d] {
+        replica.log.clear();
+    }
+    let all: Vec<String> = (0..OBJECTS).map(name).collect();
+    touch(&env, &all, 3).await;
+    converged(&env, 3).await;
+    let after = owners(&env, &["shard-a", "shard-b", "shard-c", "shard-d"]).await;
+    let moved: Vec<&String> = (after.keys()).filter(|o| after[*o] != before[*o]).collect();
+    println!("{} of {OBJECTS} objects moved", moved.len());
+    assert!(moved.iter().all(|o| after[*o] == "shard-d"), "{moved:?}");
+    let fraction = moved.len() as f64 / OBJECTS as f64;
+    assert!(
+        (0.08..=0.45).contains(&fraction),
+        "{fraction}, about 1/4 expected"
+    );
+    // Every object was written by its owner in the ring of four, once.
+    let mut written = BTreeSet::new();
+    for replica in [&a, &b, &c, &d] {
+        for object in replica.written() {
+            assert!(written.insert(object.clone()), "{object} written by two");
+            assert_eq!(after[&object], replica.identity, "{object}");
+        }
+    }
+    assert_eq!(written.len(), OBJECTS);
+    overlaps.check().await;
+}
+
+#[tokio::test]
+async fn a_partitioned_shard_stops_before_its_objects_are_taken() {
+    let Some(env) = TestEnv::real_for(&fixture()).await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    create_objects(&env, 1).await;
+    let a = Replica::start(&env, "shard-a").await;
+    let b = Replica::start(&env, "shard-b").await;
+    let c = Replica::start(&env, "shard-c").await;
+    settled(&[&a, &b, &c]).await;
+    converged(&env, 1).await;
+    let before = owners(&env, &["shard-a", "shard-b", "shard-c"]).await;
+    let cut_off: Vec<String> = (before.iter())
+        .filter(|(_, owner)| *owner == "shard-b")
+        .map(|(object, _)| object.clone())
+        .collect();
+    assert!(!cut_off.is_empty());
+
+    // B can no longer reach its Lease, nor the others' (as behind a partition), but its object
+    // writes still go through: if it went on acting, it would write.
+    for verb in [Verb::Get, Verb::List, Verb::Create, Verb::Patch] {
+        b.log.fail_next(verb, "leases", 503, usize::MAX);
+    }
+    let partitioned = Instant::now();
+    // Its objects change all along, so that whoever acts on them writes.
+    let changing = {
+        let (admin, namespace, cut_off) =
+            (env.admin.clone(), env.namespace.clone(), cut_off.clone());
+        tokio::spawn(async move {
+            let api = Api::<ConfigMap>::namespaced(admin, &namespace);
+            for v in 2.. {
+                let patch = Patch::Merge(json!({ "data": { "v": v.to_string() } }));
+                for name in &cut_off {
+                    api.patch(name, &PatchParams::default(), &patch)
+                        .await
+                        .unwrap();
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
+    let stopping = {
+        let shard = b.shard.clone();
+        tokio::spawn(async move {
+            shard.lost().await;
+            Instant::now()
+        })
+    };
+    let taken_by = |replica: &Replica| {
+        let writes = replica.writes.lock().unwrap().clone();
+        writes
+            .into_iter()
+            .filter(|w| cut_off.contains(&w.object))
+            .map(|w| w.sent)
+            .min()
+    };
+    eventually("its objects taken over", WAIT, || async {
+        taken_by(&a).is_some() || taken_by(&c).is_some()
+    })
+    .await;
+    // Let the others write its objects a while.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    changing.abort();
+    let taken = [taken_by(&a), taken_by(&c)].into_iter().flatten().min();
+    let taken = taken.unwrap();
+    let last_of_b = (b.writes.lock().unwrap().iter())
+        .map(|w| w.done)
+        .max()
+        .unwrap();
+    // B's audit log: its object writes all went through (only its Lease requests failed).
+    assert!(
+        (b.log.requests().iter())
+            .filter(|r| r.resource == "configmaps" && r.verb.is_write())
+            .all(|r| r.injected_failure.is_none())
+    );
+    assert!(last_of_b < taken, "B wrote after its objects were taken");
+    assert!(stopping.is_finished(), "B still acts");
+    let stopped = stopping.await.unwrap();
+    assert_eq!(b.shard.active(), 0);
+    assert!(
+        stopped - partitioned <= TIMINGS.renew_deadline + Duration::from_secs(1),
+        "stopped {:?} after the partition",
+        stopped - partitioned
+    );
+    println!(
+        "partitioned at 0; B's last write done at {:?}, B stopped at {:?}, first takeover write sent at {:?}",
+        last_of_b - partitioned,
+        stopped - partitioned,
+        taken - partitioned
+    );
+    assert!(
+        stopped < taken,
+        "B stopped only after its objects were taken"
+    );
+    assert!(
+        taken - partitioned >= TIMINGS.lease_duration - TIMINGS.retry_period,
+        "taken over before B's Lease could have expired"
+    );
+    // Nothing written by B after it stopped, in its audit log.
+    let b_writes_after: Vec<_> = (b.writes.lock().unwrap().iter())
+        .filter(|w| w.done > stopped)
+        .cloned()
+        .collect();
+    assert!(b_writes_after.is_empty(), "{b_writes_after:?}");
+    // And the others took exactly B's objects.
+    let after = owners(&env, &["shard-a", "shard-c"]).await;
+    for replica in [&a, &c] {
+        let writes = replica.writes.lock().unwrap().clone();
+        for write in writes.iter().filter(|w| w.sent > partitioned) {
+            assert!(cut_off.contains(&write.object), "{}", write.object);
+            assert_eq!(after[&write.object], replica.identity);
+        }
+    }
+}
