@@ -864,7 +864,7 @@ fn refuse_a_dirty_tree(dir: &Path) -> Result<()> {
     }
     let text = String::from_utf8_lossy(&status.stdout);
     // memop's own lock is held by this very command (the generated .gitignore lists it).
-    let dirty: Vec<&str> = text.lines().filter(|l| !l.ends_with(super::LOCK_FILE)).collect();
+    let dirty: Vec<&str> = text.lines().filter(|l| !l.ends_with(crate::lock::LOCK_FILE)).collect();
     if let Some(first) = dirty.first() {
         bail!(
             "the git work tree has uncommitted changes ({}{}); commit or stash them first, so that the \

@@ -503,7 +503,7 @@ impl Plan {
             bail!("memop tried to write a scratch plan, which sees no disk; please report it");
         }
         // From here on a signal no longer stops memop at once: it would leave the files half-written.
-        let Some(_writing) = crate::Writing::begin() else {
+        let Some(_writing) = crate::lock::Writing::begin() else {
             bail!("interrupted; nothing was written");
         };
         // Each file written from its temporary sibling, or removed (no sibling).
