@@ -71,7 +71,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             api.kind, target.storage, api.version
         ))?;
     }
-    chart.finish(global, written, super::helm::FRESH_CHART)
+    super::finish_merged(global, &chart, written, super::helm::FRESH_CHART)
 }
 
 /// What the deletion leaves: the version the kind is stored as, which takes the controller

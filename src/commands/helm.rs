@@ -19,9 +19,9 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::context::ProjectContext;
-use super::update::{Merged, merge_memop_files};
 use super::{Global, finish};
 use crate::project::{self, AutoUpdatePlugin, HelmPlugin, Project};
+use crate::scaffold::merge::{Merged, merge_memop_files};
 use crate::scaffold::{self, Entry, IfExists, Owner, Plan, Templates};
 use crate::sum::{self, Sum};
 
@@ -147,8 +147,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if written && autoupdate {
         super::report(AUTOUPDATE_NEXT)?;
     }
-    workflow.finish(global, written, FRESH_WORKFLOW)?;
-    merged.finish(global, written, FRESH_CHART)
+    super::finish_merged(global, &workflow, written, FRESH_WORKFLOW)?;
+    super::finish_merged(global, &merged, written, FRESH_CHART)
 }
 
 /// Refuses to write the chart into `<output>/chart` when a chart is there already that memop did
@@ -198,7 +198,7 @@ fn edit_autoupdate(global: &Global, args: &Args, mut project: Project) -> Result
     if written {
         super::report(AUTOUPDATE_NEXT)?;
     }
-    merged.finish(global, written, FRESH_WORKFLOW)
+    super::finish_merged(global, &merged, written, FRESH_WORKFLOW)
 }
 
 /// Records the autoupdate plugin in `project`, with the repository memop is installed from, and

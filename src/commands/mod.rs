@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 
 use crate::scaffold::Plan;
+use crate::scaffold::merge::{Merged, kept_note};
+use crate::sum;
 
 /// Options every command takes.
 #[derive(Debug)]
@@ -230,9 +232,112 @@ pub fn parse_flags<A: clap::Args>(flags: &[String]) -> Result<A> {
     Ok(<Replay<A> as clap::Parser>::try_parse_from(flags)?.args)
 }
 
+/// Once the plan is written: keeps `merged`'s memop's text of the merged files for the next merge, and
+/// says which files were merged or kept (`what`: the files, as the user knows them). Fails,
+/// naming the files, when there are conflicts to resolve.
+pub(crate) fn finish_merged(global: &Global, merged: &Merged, written: bool, what: &str) -> Result<()> {
+    if written {
+        sum::keep_bases(&global.dir, &merged.bases);
+        if !merged.merged.is_empty() {
+            report(&format!("Merged memop's changes with your edits in: {}\n", merged.merged.join(", ")))?;
+        }
+    }
+    for (path, recorded) in &merged.kept {
+        crate::warn_line!("{}", kept_note(path, *recorded, what));
+    }
+    if !merged.conflicts.is_empty() {
+        let paths: Vec<&str> = merged.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
+        bail!(
+            "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
+             <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest {}), then \
+             run `make test` and commit",
+            paths.join(", "),
+            written_or_would(global)
+        );
+    }
+    Ok(())
+}
+
+/// What became of the rest of a command's files when some conflict: written, or in a dry run
+/// what the real run does with them.
+fn written_or_would(global: &Global) -> &'static str {
+    match global.dry_run {
+        true => "would be written, as shown above; this dry run wrote nothing",
+        false => "is written",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::civil_year;
+
+    /// The modules of `src/commands/` that each one uses (`super::x`, `super::super::x`,
+    /// `crate::commands::x`), outside its tests.
+    fn command_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/commands");
+        let modules: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter_map(|path| Some(path.file_stem()?.to_str()?.to_string()))
+            .filter(|name| name != "mod")
+            .collect();
+        let mut imports = std::collections::BTreeMap::new();
+        for module in &modules {
+            let (file, nested) = match root.join(module).is_dir() {
+                true => (root.join(module), true),
+                false => (root.join(format!("{module}.rs")), false),
+            };
+            let files: Vec<std::path::PathBuf> = match nested {
+                true => std::fs::read_dir(&file).unwrap().map(|e| e.unwrap().path()).collect(),
+                false => vec![file],
+            };
+            let used: &mut std::collections::BTreeSet<String> = imports.entry(module.clone()).or_default();
+            for file in files {
+                let text = std::fs::read_to_string(&file).unwrap();
+                let code = text.split("#[cfg(test)]").next().unwrap();
+                // From a module's own file, `super` is `commands`; from a file of its directory
+                // (not its mod.rs), `super::super` is.
+                let parent = match nested && file.file_name().is_some_and(|n| n != "mod.rs") {
+                    true => "super::super::",
+                    false => "super::",
+                };
+                for prefix in [parent, "crate::commands::"] {
+                    for (at, _) in code.match_indices(prefix) {
+                        let rest = &code[at + prefix.len()..];
+                        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                        if modules.contains(&name) && name != *module {
+                            used.insert(name);
+                        }
+                    }
+                }
+            }
+        }
+        imports
+    }
+
+    /// No command reaches itself through the commands it uses (it did: `create_api → helm →
+    /// update → create_api`, the merge engine in a command): what commands share lives below
+    /// them, in `scaffold`.
+    #[test]
+    fn the_commands_import_no_circle() {
+        let imports = command_imports();
+        assert!(imports["helm"].contains("autoupdate") && imports["update"].contains("create_api"), "{imports:?}");
+        fn reach(
+            from: &str,
+            imports: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+            path: &mut Vec<String>,
+        ) {
+            for next in &imports[from] {
+                assert!(!path.contains(next), "an import circle: {} → {next}", path.join(" → "));
+                path.push(next.clone());
+                reach(next, imports, path);
+                path.pop();
+            }
+        }
+        for module in imports.keys() {
+            reach(module, &imports, &mut vec![module.clone()]);
+        }
+    }
 
     #[test]
     fn civil_year_matches_known_dates() {

@@ -30,9 +30,9 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 
-use super::{Global, finish, finish_then};
+use super::{Global, finish, finish_then, written_or_would};
 use crate::project::{self, Project, Resource, Webhooks};
-use crate::scaffold::merge::{self, Decision};
+use crate::scaffold::merge::{self, Conflict, Merged, kept_note, refuse_unresolved};
 use crate::scaffold::{self, IfExists, Layout, Owner, Plan, RUNTIME_CRATES, Templates};
 use crate::sum::{self, Sum};
 
@@ -339,7 +339,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
             dropped.join(" ")
         ));
     }
-    chart.finish(global, written, super::helm::FRESH_CHART)
+    super::finish_merged(global, &chart, written, super::helm::FRESH_CHART)
 }
 
 /// memop's text of every file of the project, from PROJECT alone: init's scaffold, then `create
@@ -566,9 +566,6 @@ fn position(server: &str, path: &str) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// A file merged with conflicts: its path, the text with markers, and memop's text.
-type Conflict = (String, String, String);
-
 /// What [`update_files`] did.
 #[derive(Debug, Default)]
 struct Updated {
@@ -665,140 +662,6 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
     Ok(updated)
 }
 
-/// What [`merge_memop_files`] did with memop's files, for the commands that plan memop's files
-/// of their own (the Helm chart's) beside theirs.
-#[derive(Debug, Default)]
-pub(crate) struct Merged {
-    /// Edited files whose edits and memop's changes were merged.
-    merged: Vec<String>,
-    /// Merged files with conflicts.
-    conflicts: Vec<Conflict>,
-    /// Edited files kept as they are, no base to merge with, and whether PROJECT.sum records that
-    /// memop wrote them.
-    kept: Vec<(String, bool)>,
-    /// memop's text of each merged file, by path, to keep for the next merge.
-    bases: Vec<(String, String)>,
-    /// Files that still hold the conflict markers of an earlier merge.
-    unresolved: Vec<String>,
-}
-
-impl Merged {
-    /// Once the plan is written: keeps memop's text of the merged files for the next merge, and
-    /// says which files were merged or kept (`what`: the files, as the user knows them). Fails,
-    /// naming the files, when there are conflicts to resolve.
-    pub fn finish(&self, global: &Global, written: bool, what: &str) -> Result<()> {
-        if written {
-            sum::keep_bases(&global.dir, &self.bases);
-            if !self.merged.is_empty() {
-                super::report(&format!("Merged memop's changes with your edits in: {}\n", self.merged.join(", ")))?;
-            }
-        }
-        for (path, recorded) in &self.kept {
-            crate::warn_line!("{}", kept_note(path, *recorded, what));
-        }
-        if !self.conflicts.is_empty() {
-            let paths: Vec<&str> = self.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
-            bail!(
-                "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
-                 <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest {}), then \
-                 run `make test` and commit",
-                paths.join(", "),
-                written_or_would(global)
-            );
-        }
-        Ok(())
-    }
-}
-
-/// Plans each of `files` (path, memop's text now) over the project's file by [`merge::decide`]:
-/// created when missing unless PROJECT.sum says memop wrote it before (then the user deleted it,
-/// and it stays deleted), replaced when unedited since memop wrote it (`record`), else merged
-/// three ways with what memop wrote then (read from git) as the base.
-pub(crate) fn merge_memop_files(
-    plan: &mut Plan,
-    record: &Sum,
-    dir: &Path,
-    files: Vec<(String, String)>,
-) -> Result<Merged> {
-    let mut merged = Merged::default();
-    for (path, new) in files {
-        let current = plan.read(Path::new(&path))?;
-        let decision = merge::decide(&path, current.as_deref(), &new, record.get(&path), |id| sum::base(dir, id));
-        merged.plan(plan, record, path, current.as_deref(), new, decision)?;
-    }
-    refuse_unresolved(&merged.unresolved)?;
-    Ok(merged)
-}
-
-impl Merged {
-    /// Plans what `decision` says of memop's file at `path`, which is `current` now and which
-    /// memop's templates render as `new` (formatted: a merge keeps the user's formatting), and
-    /// notes what became of it.
-    fn plan(
-        &mut self,
-        plan: &mut Plan,
-        record: &Sum,
-        path: String,
-        current: Option<&str>,
-        new: String,
-        decision: Decision,
-    ) -> Result<()> {
-        match decision {
-            // Already memop's text: recorded as such, so that the next update knows it unedited.
-            Decision::Leave => {
-                if current.is_some_and(|text| merge::unix_endings(text) == new)
-                    && record.get(&path) != Some(sum::blob_id(&new).as_str())
-                {
-                    plan.set_unchanged(&path, new);
-                }
-            }
-            Decision::Keep => self.kept.push((path.clone(), record.get(&path).is_some())),
-            Decision::Unresolved => self.unresolved.push(path),
-            Decision::Replace => plan.write_formatted(&path, new, IfExists::Overwrite)?,
-            Decision::Merge { text, conflicts } => {
-                plan.write_formatted(&path, text.clone(), IfExists::Overwrite)?;
-                plan.set_base(&path, new.clone());
-                self.bases.push((path.clone(), new.clone()));
-                match conflicts {
-                    true => self.conflicts.push((path, text, new)),
-                    false => self.merged.push(path),
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The note on a file kept as it is ([`Decision::Keep`]): edited since memop wrote it
-/// (`recorded` in PROJECT.sum) while git lacks that text, or never written by memop (a file memop
-/// writes now, or one of a project that lost its record); `compare`: how to see memop's text.
-fn kept_note(path: &str, recorded: bool, compare: &str) -> String {
-    let why = match recorded {
-        true => {
-            "changed since memop wrote it, and git has no copy of what memop wrote (it was never committed as \
-                 memop left it, or this clone lacks that history: in a shallow clone, `git fetch --unshallow` and \
-                 run the update again)"
-        }
-        false => "is not as memop writes it, and memop has no record of writing it (PROJECT.sum does not list it)",
-    };
-    format!("note: {path} {why}, so it was kept as it is; compare it with {compare}")
-}
-
-/// Refuses to go on while `paths` still hold the conflict markers of an earlier merge: merged
-/// again, their conflicts would stay buried in a project the command calls up to date.
-fn refuse_unresolved(paths: &[String]) -> Result<()> {
-    if paths.is_empty() {
-        return Ok(());
-    }
-    bail!(
-        "{} still hold{} the conflict markers of an earlier merge (<<<<<<< … >>>>>>>: of memop's changes with \
-         your edits, or of two branches of yours): resolve them (keep what you want of both sides and delete the \
-         marker lines), commit, and run the command again",
-        paths.join(", "),
-        if paths.len() == 1 { "s" } else { "" }
-    )
-}
-
 /// Writes only the files in conflict, with their markers, and their records (memop's new
 /// text, so that the next update finds your resolution merged already), then fails saying what
 /// to do. A dry run shows that and fails the same way: its exit code tells a script the update
@@ -830,15 +693,6 @@ fn write_conflicts(global: &Global, conflicts: &[&Conflict]) -> Result<()> {
          for the rest of the update (nothing else was changed)",
         paths.join(", ")
     )
-}
-
-/// What became of the rest of a command's files when some conflict: written, or in a dry run
-/// what the real run does with them.
-fn written_or_would(global: &Global) -> &'static str {
-    match global.dry_run {
-        true => "would be written, as shown above; this dry run wrote nothing",
-        false => "is written",
-    }
 }
 
 /// Refuses to update a git work tree with uncommitted changes, as `cargo publish` does, so that

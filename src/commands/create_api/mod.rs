@@ -167,7 +167,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if written {
         super::report(&next(&request))?;
     }
-    chart.finish(global, written, super::helm::FRESH_CHART)
+    super::finish_merged(global, &chart, written, super::helm::FRESH_CHART)
 }
 
 /// The line that says which controller the kind got.

@@ -62,7 +62,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if written {
         super::report(&next(&request))?;
     }
-    chart.finish(global, written, super::helm::FRESH_CHART)
+    super::finish_merged(global, &chart, written, super::helm::FRESH_CHART)
 }
 
 /// Plans into `plan` what `memop create webhook` with `flags` plans for `project`, and records the result in
