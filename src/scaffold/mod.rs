@@ -109,11 +109,10 @@ mod tests {
         let (plain, mut version) = (Context::new(), Context::new());
         version.insert("storage_version", "v1");
         let (kinds, projects) = (false, true);
-        assert_eq!(policy(Owner::Command, kinds, &plain, false), IfExists::Error);
+        assert_eq!(policy(Owner::Memop, kinds, &plain, false), IfExists::Error);
         assert_eq!(policy(Owner::User, kinds, &plain, true), IfExists::Overwrite);
-        assert_eq!(policy(Owner::Command, projects, &plain, false), IfExists::Keep);
         assert_eq!(policy(Owner::Memop, projects, &plain, false), IfExists::Keep);
-        assert_eq!(policy(Owner::Command, projects, &plain, true), IfExists::Overwrite);
+        assert_eq!(policy(Owner::Memop, projects, &plain, true), IfExists::Overwrite);
         assert_eq!(policy(Owner::Shared, projects, &plain, true), IfExists::Skip);
         // A kind's RBAC helper roles: a new version of the kind leaves them, even with --force.
         assert_eq!(policy(Owner::Kind, kinds, &version, true), IfExists::Skip);
