@@ -11,6 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::{commit, git};
 use serde_yaml::Value;
 
 /// The helm binary, or `None` (with a notice) when the test is to be skipped.
@@ -46,21 +47,6 @@ fn project(scratch: &Path, name: &str, commands: &[&[&str]]) -> PathBuf {
     git(&dir, &["init", "-q"]);
     commit(&dir, "scaffold");
     dir
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .current_dir(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
-}
-
-fn commit(dir: &Path, message: &str) {
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-qm", message]);
 }
 
 const MEMCACHED: &[&str] = &["create", "api", "--group", "cache", "--kind", "Memcached"];

@@ -80,7 +80,7 @@ fn a_path_recorded_twice_by_a_merge_is_refused_with_the_fix() {
     let (_tmp, dir) = project(&[MEMCACHED]);
     let sum = read(&dir, "PROJECT.sum");
     let line = sum.lines().find(|l| l.starts_with("src/api/mod.rs ")).unwrap().to_string();
-    let theirs = format!("src/api/mod.rs {}", super::update::blob_id("pub mod web;\n"));
+    let theirs = format!("src/api/mod.rs {}", common::blob_id("pub mod web;\n"));
     fs::write(dir.join("PROJECT.sum"), sum.replace(&line, &format!("{line}\n{theirs}"))).unwrap();
     let fix = ["PROJECT.sum lists src/api/mod.rs twice", "`git hash-object src/api/mod.rs`", "keep one line for it"];
     refused(&dir, &format!("create api {NGINX}"), &fix);
