@@ -350,7 +350,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
 /// every API, as a kind's spokes are then all there. The two facts of a project PROJECT does not
 /// hold are read from its files, as `plan` sees them: which version of a kind is stored (see
 /// [`super::create_api::stored_version`]), and the order the webhooks were made in, from its
-/// [`WEBHOOK_SERVER`] (see [`create_webhook_flags`]).
+/// [`WEBHOOK_SERVER`] (see [`webhook_commands`]).
 pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
     let mut scratch = Plan::scratch(plan.root());
     let server = plan.read(Path::new(WEBHOOK_SERVER))?.unwrap_or_default();
@@ -385,9 +385,12 @@ pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
     for next in named {
         create_api(next.flags, &mut replayed, &mut scratch)?;
     }
-    for flags in create_webhook_flags(&project.resources, &server) {
-        super::create_webhook::replay(&flags, &mut replayed, &mut scratch)
-            .with_context(|| format!("replaying `memop create webhook {}`", flags.join(" ")))?;
+    for (resource, conversion) in webhook_commands(&project.resources, &server) {
+        let request = super::create_webhook::Request::replay(resource, conversion, &replayed)?;
+        super::create_webhook::replay(&request, &mut replayed, &mut scratch).with_context(|| {
+            let which = if conversion { "conversion webhook" } else { "admission webhooks" };
+            format!("replaying the {which} of {}", resource.describe())
+        })?;
     }
     scratch.format_rust_required()?;
     keep_years(&mut scratch, plan)?;
@@ -508,10 +511,10 @@ fn named_controllers(resources: &[Resource], plan: &Plan) -> Result<Vec<Named>> 
 /// The file whose routes and conversions list the kinds' webhooks in the order they were made.
 const WEBHOOK_SERVER: &str = "src/webhook/mod.rs";
 
-/// The flags of the `create webhook` commands that gave `resources` their webhooks, in the
-/// order the project's [`WEBHOOK_SERVER`] (`server`) says they ran: the kinds' admission webhooks
-/// in the order of their routes there, then their conversion webhooks in the order of their
-/// conversions.
+/// The `create webhook` commands that gave `resources` their webhooks, each a resource and
+/// whether it made its conversion webhook (else its admission webhooks), in the order the
+/// project's [`WEBHOOK_SERVER`] (`server`) says they ran: the kinds' admission webhooks in the
+/// order of their routes there, then their conversion webhooks in the order of their conversions.
 ///
 /// Each command adds its kind's lines at the server's markers, so a replay in PROJECT's order
 /// (the APIs') would list them otherwise than memop wrote them when the webhooks were made in
@@ -520,40 +523,17 @@ const WEBHOOK_SERVER: &str = "src/webhook/mod.rs";
 /// webhooks add lines at markers of their own, so a kind that has both is replayed as two
 /// commands with the text of one. A kind the server does not name (an edited server) comes
 /// after those it names, in PROJECT's order.
-fn create_webhook_flags(resources: &[Resource], server: &str) -> Vec<Vec<String>> {
-    let gvk = |api: &crate::resource::ApiNames| {
-        vec![format!("--group={}", api.group), format!("--version={}", api.version), format!("--kind={}", api.kind)]
-    };
-    let mut admission: Vec<(&Resource, &Webhooks)> = resources
-        .iter()
-        .filter_map(|r| r.webhooks.as_ref().filter(|w| w.defaulting || w.validation).map(|w| (r, w)))
-        .collect();
-    admission.sort_by_key(|(r, _)| position(server, &format!("{}::routes()", r.names.kind.snake())));
-    let mut conversion: Vec<(&Resource, &Webhooks)> =
-        resources.iter().filter_map(|r| r.webhooks.as_ref().filter(|w| w.conversion).map(|w| (r, w))).collect();
+fn webhook_commands<'a>(resources: &'a [Resource], server: &str) -> Vec<(&'a Resource, bool)> {
+    let has = |r: &&Resource, which: fn(&Webhooks) -> bool| r.webhooks.as_ref().is_some_and(which);
+    let mut admission: Vec<&Resource> = resources.iter().filter(|r| has(r, |w| w.defaulting || w.validation)).collect();
+    admission.sort_by_key(|r| position(server, &format!("{}::routes()", r.names.kind.snake())));
+    let mut conversion: Vec<&Resource> = resources.iter().filter(|r| has(r, |w| w.conversion)).collect();
     // The hub's type is the first of its conversions' (`Conversion::between::<Hub, Spoke>`).
-    conversion.sort_by_key(|(r, _)| {
+    conversion.sort_by_key(|r| {
         let api = &r.names;
         position(server, &format!("crate::api::{}::{}::{},", api.group_module(), api.version, api.kind))
     });
-    let admission = admission.into_iter().map(|(resource, webhooks)| {
-        let mut flags = gvk(&resource.names);
-        for (set, flag) in [(webhooks.defaulting, "--defaulting"), (webhooks.validation, "--programmatic-validation")] {
-            if set {
-                flags.push(flag.into());
-            }
-        }
-        flags
-    });
-    let conversion = conversion.into_iter().map(|(resource, webhooks)| {
-        let mut flags = gvk(&resource.names);
-        flags.push("--conversion".into());
-        if !webhooks.spoke.is_empty() {
-            flags.push(format!("--spoke={}", webhooks.spoke.join(",")));
-        }
-        flags
-    });
-    admission.chain(conversion).collect()
+    admission.into_iter().map(|r| (r, false)).chain(conversion.into_iter().map(|r| (r, true))).collect()
 }
 
 /// Where `server` first names `path` (not as the tail of a longer path), or after every place
@@ -854,19 +834,18 @@ mod tests {
                       let router = router.merge(cron_job::routes());\n\
                       let router = router.merge(memcached::routes());\n\
                       Conversion::between::<crate::api::batch::v1::CronJob, crate::api::batch::v2::CronJob>(),\n";
-        let replays = create_webhook_flags(&resources, server);
-        let joined: Vec<String> = replays.iter().map(|flags| flags.join(" ")).collect();
+        let shown = |replays: Vec<(&Resource, bool)>| -> Vec<String> {
+            replays.iter().map(|(r, conversion)| format!("{} {conversion}", r.describe())).collect()
+        };
         assert_eq!(
-            joined,
-            [
-                "--group=batch --version=v1 --kind=CronJob --programmatic-validation",
-                "--group=cache --version=v1alpha1 --kind=Memcached --defaulting",
-                "--group=batch --version=v1 --kind=CronJob --conversion --spoke=v2",
-            ]
+            shown(webhook_commands(&resources, server)),
+            ["batch/v1 CronJob false", "cache/v1alpha1 Memcached false", "batch/v1 CronJob true"]
         );
         // A server that names none of them: PROJECT's order.
-        let replays = create_webhook_flags(&resources, "");
-        assert!(replays[0].join(" ").contains("Memcached") && replays[1].join(" ").contains("CronJob"), "{replays:?}");
+        assert_eq!(
+            shown(webhook_commands(&resources, "")),
+            ["cache/v1alpha1 Memcached false", "batch/v1 CronJob false", "batch/v1 CronJob true"]
+        );
         // `job::routes()` is not the tail of `cron_job::routes()`.
         assert_eq!(position(server, "job::routes()"), usize::MAX);
     }

@@ -65,13 +65,10 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     super::finish_merged(global, &chart, written, super::helm::FRESH_CHART)
 }
 
-/// Plans into `plan` what `memop create webhook` with `flags` plans for `project`, and records the result in
-/// `project`: how `memop update` replays the scaffolds PROJECT records.
-pub fn replay(flags: &[String], project: &mut Project, plan: &mut Plan) -> Result<()> {
-    let args: Args = super::parse_flags(flags)?;
-    let request = validate(&args, project)?;
-    scaffold::scaffold(&request, project, plan)?;
-    Ok(())
+/// Plans into `plan` what `memop create webhook` planned for `request` (see [`Request::replay`]),
+/// and records the result in `project`: how `memop update` replays the scaffolds PROJECT records.
+pub fn replay(request: &Request, project: &mut Project, plan: &mut Plan) -> Result<()> {
+    scaffold::scaffold(request, project, plan)
 }
 
 /// What to do once the files are written.
