@@ -56,10 +56,11 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
 
     let gvk = format!("{}/{} {}", api.group, api.version, api.kind);
-    if global.dry_run {
-        super::say(&format!("Would delete {gvk}; {} is served and stored as {}.\n", api.kind, target.storage))?;
-    }
     let written = finish_then(global, plan, || sum::keep_bases(&global.dir, &bases))?;
+    // After the files, as the real run says what it did.
+    if global.dry_run {
+        super::report(&format!("Would delete {gvk}; {} is served and stored as {}.\n", api.kind, target.storage))?;
+    }
     for note in &notes {
         crate::warn_line!("note: {note}");
     }

@@ -151,16 +151,10 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     notes.splice(0..0, request.notes.iter().cloned());
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
 
-    // Said once the plan went through, so that no success line comes before a failure.
-    let summary = summary(&request);
-    // A dry run ends with its own summary line.
-    if global.dry_run {
-        super::say(&summary)?;
-    }
     let written = finish(global, plan)?;
-    if !global.dry_run {
-        super::report(&summary)?;
-    }
+    // Said once the plan went through (so that no success line comes before a failure), after
+    // the files, in a dry run as in a real one.
+    super::report(&summary(&request))?;
     for note in &notes {
         crate::warn_line!("note: {note}");
     }
