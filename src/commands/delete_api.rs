@@ -56,6 +56,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
 
     let gvk = format!("{}/{} {}", api.group, api.version, api.kind);
+    let bases: Vec<(String, String)> = bases.into_iter().chain(chart.bases.iter().cloned()).collect();
     let written = finish_then(global, plan, || sum::keep_bases(&global.dir, &bases))?;
     // After the files, as the real run says what it did.
     if global.dry_run {

@@ -18,8 +18,8 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
+use super::Global;
 use super::context::ProjectContext;
-use super::{Global, finish};
 use crate::project::{self, AutoUpdatePlugin, HelmPlugin, Project};
 use crate::scaffold::merge::{Merged, merge_memop_files};
 use crate::scaffold::{self, Entry, IfExists, Owner, Plan, Templates};
@@ -135,7 +135,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         false => Merged::default(),
     };
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
-    let written = finish(global, plan)?;
+    let written = super::finish_keeping(global, plan, &[&merged, &workflow])?;
     if written {
         super::report(&format!(
             "\nThe Helm chart of {name} is in {output}/{CHART}. Next:\n  $ helm lint {output}/{CHART}\n  \
@@ -194,7 +194,7 @@ fn edit_autoupdate(global: &Global, args: &Args, mut project: Project) -> Result
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
     let merged = add_autoupdate(args, &mut project, &mut plan, &record)?;
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
-    let written = finish(global, plan)?;
+    let written = super::finish_keeping(global, plan, &[&merged])?;
     if written {
         super::report(AUTOUPDATE_NEXT)?;
     }

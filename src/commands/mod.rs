@@ -232,15 +232,20 @@ pub fn parse_flags<A: clap::Args>(flags: &[String]) -> Result<A> {
     Ok(<Replay<A> as clap::Parser>::try_parse_from(flags)?.args)
 }
 
-/// Once the plan is written: keeps `merged`'s memop's text of the merged files for the next merge, and
-/// says which files were merged or kept (`what`: the files, as the user knows them). Fails,
-/// naming the files, when there are conflicts to resolve.
+/// [`finish`] of a plan that holds `merged`'s files: memop's text of each merged file, the base
+/// of its next merge, is kept as soon as the files are written, before anything is reported (a
+/// report that cannot be written loses no base).
+pub(crate) fn finish_keeping(global: &Global, plan: Plan, merged: &[&Merged]) -> Result<bool> {
+    let bases: Vec<(String, String)> = merged.iter().flat_map(|m| m.bases.iter().cloned()).collect();
+    finish_then(global, plan, || sum::keep_bases(&global.dir, &bases))
+}
+
+/// Once the plan is written (by [`finish_keeping`]): says which files were merged or kept
+/// (`what`: the files, as the user knows them). Fails, naming the files, when there are
+/// conflicts to resolve.
 pub(crate) fn finish_merged(global: &Global, merged: &Merged, written: bool, what: &str) -> Result<()> {
-    if written {
-        sum::keep_bases(&global.dir, &merged.bases);
-        if !merged.merged.is_empty() {
-            report(&format!("Merged memop's changes with your edits in: {}\n", merged.merged.join(", ")))?;
-        }
+    if written && !merged.merged.is_empty() {
+        report(&format!("Merged memop's changes with your edits in: {}\n", merged.merged.join(", ")))?;
     }
     for (path, recorded) in &merged.kept {
         crate::warn_line!("{}", kept_note(path, *recorded, what));

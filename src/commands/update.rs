@@ -257,7 +257,8 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     // The text memop's templates give now, which PROJECT.sum records as the base of the next
     // merge: kept where git can read it back, as the text of every file committed is; right
     // after the files, so that a report that cannot be written loses no base.
-    let written = finish_then(global, plan, || sum::keep_bases(dir, &updated.memops.bases))?;
+    let bases: Vec<(String, String)> = updated.memops.bases.iter().chain(&chart.bases).cloned().collect();
+    let written = finish_then(global, plan, || sum::keep_bases(dir, &bases))?;
     if written {
         let from = match (from.is_empty(), v1) {
             (_, true) => "memop 0.1 (its framework in src/manager and tests/support)".to_string(),

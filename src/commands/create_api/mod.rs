@@ -12,8 +12,8 @@ mod validate;
 use anyhow::Result;
 use clap::ArgAction;
 
+use super::Global;
 use super::gvk::GvkArgs;
-use super::{Global, finish};
 use crate::project::Project;
 use crate::scaffold::Plan;
 
@@ -151,7 +151,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     notes.splice(0..0, request.notes.iter().cloned());
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
 
-    let written = finish(global, plan)?;
+    let written = super::finish_keeping(global, plan, &[&chart])?;
     // Said once the plan went through (so that no success line comes before a failure), after
     // the files, in a dry run as in a real one.
     super::report(&summary(&request))?;

@@ -10,8 +10,8 @@ mod validate;
 
 use anyhow::Result;
 
+use super::Global;
 use super::gvk::GvkArgs;
-use super::{Global, finish};
 use crate::project::Project;
 use crate::scaffold::Plan;
 
@@ -58,7 +58,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut plan = Plan::new(&global.dir);
     scaffold::scaffold(&request, &mut project, &mut plan)?;
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
-    let written = finish(global, plan)?;
+    let written = super::finish_keeping(global, plan, &[&chart])?;
     if written {
         super::report(&next(&request))?;
     }
