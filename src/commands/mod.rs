@@ -11,7 +11,6 @@ pub mod external_types;
 mod gvk;
 pub mod helm;
 pub mod init;
-pub mod lockfile;
 pub mod plugins;
 pub mod update;
 pub mod version;

@@ -240,7 +240,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     }
     if v1 {
         // The lock of the runtime crates' dependencies, as `init` writes it (cargo adds yours).
-        plan.write("Cargo.lock", super::lockfile::for_project(&project.project_name), IfExists::Overwrite)?;
+        plan.write("Cargo.lock", crate::scaffold::lockfile::for_project(&project.project_name), IfExists::Overwrite)?;
     }
     let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
     // Both read in `\n` line endings, and written back in the file's own.

@@ -6,6 +6,7 @@
 mod format;
 pub mod generated;
 pub mod image_env;
+pub mod lockfile;
 pub mod merge;
 mod plan;
 mod templates;

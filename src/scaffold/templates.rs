@@ -340,7 +340,7 @@ fn scan_locked_packages() -> Vec<String> {
     lock.lines()
         .filter_map(|line| line.strip_prefix("name = \""))
         .filter_map(|rest| rest.strip_suffix('"'))
-        .filter(|name| *name != crate::commands::lockfile::EXAMPLE)
+        .filter(|name| *name != super::lockfile::EXAMPLE)
         .map(String::from)
         .collect()
 }
