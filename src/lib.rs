@@ -4,6 +4,7 @@
 //! - [`scaffold`]: the engine: embedded templates, the in-memory plan, dry runs and writes.
 //! - [`names`]: every validation rule and derived spelling of user-supplied names.
 //! - [`project`]: the `PROJECT` file.
+//! - [`fs`]: how memop reads a project's files: regular files inside it, never through a link.
 //! - [`lock`]: one command at a time per project, and what Ctrl-C does.
 
 /// `eprintln!` that never panics: a closed standard error (`memop … 2>&1 | head`) must not turn
@@ -17,6 +18,7 @@ macro_rules! warn_line {
 }
 
 pub mod commands;
+pub mod fs;
 pub mod lock;
 pub mod names;
 pub mod project;
@@ -25,18 +27,3 @@ pub mod scaffold;
 pub mod sum;
 
 pub use lock::{catch_interrupts, interrupted};
-
-/// What a file type is, for messages: "a FIFO", "a character device", "a directory", ...
-pub(crate) fn file_kind(kind: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt as _;
-    match kind {
-        k if k.is_file() => "a regular file",
-        k if k.is_dir() => "a directory",
-        k if k.is_symlink() => "a symbolic link",
-        k if k.is_fifo() => "a FIFO",
-        k if k.is_socket() => "a socket",
-        k if k.is_char_device() => "a character device",
-        k if k.is_block_device() => "a block device",
-        _ => "a special file",
-    }
-}

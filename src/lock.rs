@@ -108,7 +108,7 @@ fn open_existing_lock(path: &Path) -> Result<std::fs::File> {
                 "{} is {}, not a regular file: memop keeps its lock in a regular file; remove it and run the \
                  command again",
                 path.display(),
-                crate::file_kind(kind)
+                crate::fs::file_kind(kind)
             ),
         }
     };
