@@ -4,6 +4,7 @@
 //! - [`scaffold`]: the engine: embedded templates, the in-memory plan, dry runs and writes.
 //! - [`names`]: every validation rule and derived spelling of user-supplied names.
 //! - [`project`]: the `PROJECT` file.
+//! - [`embedded`]: the templates memop ships, and the names they reserve.
 //! - [`fs`]: how memop reads a project's files: regular files inside it, never through a link.
 //! - [`lock`]: one command at a time per project, and what Ctrl-C does.
 
@@ -18,6 +19,7 @@ macro_rules! warn_line {
 }
 
 pub mod commands;
+pub mod embedded;
 pub mod fs;
 pub mod lock;
 pub mod names;

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::project::Project;
-use crate::scaffold::merge::{Merged, merge_memop_files};
+use crate::scaffold::reconcile::{Merged, merge_memop_files};
 use crate::scaffold::{Entry, IfExists, Plan, Templates};
 use crate::sum::Sum;
 

@@ -21,7 +21,7 @@ use serde::Serialize;
 use super::Global;
 use super::context::ProjectContext;
 use crate::project::{self, AutoUpdatePlugin, HelmPlugin, Project};
-use crate::scaffold::merge::{Merged, merge_memop_files};
+use crate::scaffold::reconcile::{Merged, merge_memop_files};
 use crate::scaffold::{self, Entry, IfExists, Owner, Plan, Templates};
 use crate::sum::{self, Sum};
 

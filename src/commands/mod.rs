@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 
 use crate::scaffold::Plan;
-use crate::scaffold::merge::{Merged, kept_note};
+use crate::scaffold::reconcile::{Merged, kept_note};
 use crate::sum;
 
 /// Options every command takes.
@@ -275,37 +275,51 @@ fn written_or_would(global: &Global) -> &'static str {
 mod tests {
     use super::civil_year;
 
-    /// The modules of `src/commands/` that each one uses (`super::x`, `super::super::x`,
-    /// `crate::commands::x`), outside its tests.
-    fn command_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/commands");
+    type Imports = std::collections::BTreeMap<String, std::collections::BTreeSet<String>>;
+
+    /// The modules of `src/<parent>/` (of the crate, for `""`) that each one uses outside its
+    /// tests and comments: `crate::<parent>::x`, and from its own files `super::x` (from a file
+    /// of its directory, `super::super::x`).
+    fn imports(parent: &str) -> Imports {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(parent);
         let modules: Vec<String> = std::fs::read_dir(&root)
             .unwrap()
             .map(|entry| entry.unwrap().path())
+            .filter(|path| path.is_dir() || path.extension().is_some_and(|e| e == "rs"))
             .filter_map(|path| Some(path.file_stem()?.to_str()?.to_string()))
-            .filter(|name| name != "mod")
+            .filter(|name| !matches!(name.as_str(), "mod" | "lib" | "main"))
             .collect();
-        let mut imports = std::collections::BTreeMap::new();
+        let absolute = match parent {
+            "" => "crate::".to_string(),
+            parent => format!("crate::{parent}::"),
+        };
+        let mut imports = Imports::new();
         for module in &modules {
-            let (file, nested) = match root.join(module).is_dir() {
-                true => (root.join(module), true),
-                false => (root.join(format!("{module}.rs")), false),
+            let files: Vec<(std::path::PathBuf, &str)> = match root.join(module).is_dir() {
+                true => std::fs::read_dir(root.join(module))
+                    .unwrap()
+                    .map(|e| e.unwrap().path())
+                    .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+                    .map(|path| {
+                        let parent = if path.ends_with("mod.rs") { "super::" } else { "super::super::" };
+                        (path, parent)
+                    })
+                    .collect(),
+                false => vec![(root.join(format!("{module}.rs")), "super::")],
             };
-            let files: Vec<std::path::PathBuf> = match nested {
-                true => std::fs::read_dir(&file).unwrap().map(|e| e.unwrap().path()).collect(),
-                false => vec![file],
-            };
-            let used: &mut std::collections::BTreeSet<String> = imports.entry(module.clone()).or_default();
-            for file in files {
+            let used = imports.entry(module.clone()).or_default();
+            for (file, relative) in files {
                 let text = std::fs::read_to_string(&file).unwrap();
-                let code = text.split("#[cfg(test)]").next().unwrap();
-                // From a module's own file, `super` is `commands`; from a file of its directory
-                // (not its mod.rs), `super::super` is.
-                let parent = match nested && file.file_name().is_some_and(|n| n != "mod.rs") {
-                    true => "super::super::",
-                    false => "super::",
-                };
-                for prefix in [parent, "crate::commands::"] {
+                let code: String = text
+                    .split("#[cfg(test)]")
+                    .next()
+                    .unwrap()
+                    .lines()
+                    .filter(|line| !line.trim_start().starts_with("//"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let prefixes = if parent.is_empty() { vec![absolute.as_str()] } else { vec![&absolute, relative] };
+                for prefix in prefixes {
                     for (at, _) in code.match_indices(prefix) {
                         let rest = &code[at + prefix.len()..];
                         let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
@@ -319,18 +333,9 @@ mod tests {
         imports
     }
 
-    /// No command reaches itself through the commands it uses (it did: `create_api → helm →
-    /// update → create_api`, the merge engine in a command): what commands share lives below
-    /// them, in `scaffold`.
-    #[test]
-    fn the_commands_import_no_circle() {
-        let imports = command_imports();
-        assert!(imports["helm"].contains("autoupdate") && imports["update"].contains("create_api"), "{imports:?}");
-        fn reach(
-            from: &str,
-            imports: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
-            path: &mut Vec<String>,
-        ) {
+    /// Panics naming the first circle of `imports`.
+    fn assert_no_circle(imports: &Imports) {
+        fn reach(from: &str, imports: &Imports, path: &mut Vec<String>) {
             for next in &imports[from] {
                 assert!(!path.contains(next), "an import circle: {} → {next}", path.join(" → "));
                 path.push(next.clone());
@@ -339,8 +344,25 @@ mod tests {
             }
         }
         for module in imports.keys() {
-            reach(module, &imports, &mut vec![module.clone()]);
+            reach(module, imports, &mut vec![module.clone()]);
         }
+    }
+
+    /// No module of `src/`, `src/commands/` or `src/scaffold/` reaches itself through the
+    /// modules it uses. There were two circles: `create_api → helm → update → create_api` (the
+    /// merge engine lived in a command) and `names → scaffold → plan → merge/sum → project →
+    /// scaffold` (the names memop reserves were read from the engine, and PROJECT through a plan).
+    #[test]
+    fn src_has_no_import_circle() {
+        let crate_root = imports("");
+        assert!(crate_root["names"].contains("embedded") && crate_root["scaffold"].contains("sum"), "{crate_root:?}");
+        assert_no_circle(&crate_root);
+        let commands = imports("commands");
+        assert!(commands["helm"].contains("autoupdate") && commands["update"].contains("create_api"), "{commands:?}");
+        assert_no_circle(&commands);
+        let scaffold = imports("scaffold");
+        assert!(scaffold["reconcile"].contains("merge"), "{scaffold:?}");
+        assert_no_circle(&scaffold);
     }
 
     #[test]

@@ -32,7 +32,8 @@ use anyhow::{Context as _, Result, bail};
 
 use super::{Global, finish, finish_then, written_or_would};
 use crate::project::{self, Project, Resource, Webhooks};
-use crate::scaffold::merge::{self, Conflict, Merged, kept_note, refuse_unresolved};
+use crate::scaffold::merge;
+use crate::scaffold::reconcile::{Conflict, Merged, kept_note, refuse_unresolved};
 use crate::scaffold::{self, IfExists, Layout, Owner, Plan, RUNTIME_CRATES, Templates};
 use crate::sum::{self, Sum};
 

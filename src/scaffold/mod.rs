@@ -9,15 +9,16 @@ pub mod image_env;
 pub mod lockfile;
 pub mod merge;
 mod plan;
+pub mod reconcile;
 mod templates;
 mod vendor;
 
+pub use crate::embedded::{
+    dependencies, dependency_crates, generated_names, locked_packages, project_manifest, without_tera,
+};
 pub use generated::rbac;
 pub use plan::{Applied, IfExists, Plan};
-pub use templates::{
-    Entry, Key, Layout, Owner, Templates, dependencies, dependency_crates, generated_names, locked_packages,
-    project_manifest, reserved_kind_files, with_layout, without_tera,
-};
+pub use templates::{Entry, Key, Layout, Owner, Templates, reserved_kind_files, with_layout};
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
 use std::path::Path;
