@@ -132,7 +132,7 @@ fn main() -> ExitCode {
             | Command::ExternalTypes(_)
     ) && !global.dry_run;
     let lock = match changes_the_project {
-        true => commands::Lock::take(&global.dir),
+        true => memop::lock::Lock::take(&global.dir),
         false => Ok(None),
     };
     let result = match (lock, cli.command) {

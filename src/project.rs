@@ -425,7 +425,7 @@ impl Project {
     /// Loads PROJECT as `memop update` does: a project of layout `memop.rs/rust/v1` (memop 0.1,
     /// which `load` refuses) loads too, moved to today's layout; says whether it was one.
     pub fn load_for_update(dir: &Path) -> Result<(Self, bool)> {
-        let text = crate::scaffold::Plan::new(dir).read(Path::new(FILE))?.unwrap_or_default();
+        let text = crate::fs::read(dir, Path::new(FILE))?.unwrap_or_default();
         let v1 = text.lines().any(|line| line.trim() == format!("- {LAYOUT_V1}"));
         if !v1 {
             return Ok((Self::load(dir)?, false));
@@ -439,7 +439,7 @@ impl Project {
     pub fn load(dir: &Path) -> Result<Self> {
         let path = dir.join(FILE);
         // Read as every file of the project is: a regular file only, never through a link.
-        let text = match crate::scaffold::Plan::new(dir).read(Path::new(FILE))? {
+        let text = match crate::fs::read(dir, Path::new(FILE))? {
             Some(text) => text,
             None if !dir.is_dir() => bail!(
                 "directory {} does not exist; pass -C with your project's directory (or run the \

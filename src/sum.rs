@@ -60,7 +60,17 @@ impl Sum {
                      from version control"
                 );
             }
-            files.insert(path.to_string(), id.to_string());
+            // Two lines for one path: a merge of two branches that each ran memop kept both. memop
+            // cannot tell which text the file was merged from, so the user picks (one id is
+            // harmless, however often it is listed).
+            if let Some(other) = files.insert(path.to_string(), id.to_string()).filter(|other| other != id) {
+                bail!(
+                    "{FILE} lists {path} twice, as {other} and as {id} (a merge of two branches that each ran memop \
+                     keeps both lines); keep one line for it: the id `git hash-object {path}` prints if you did not \
+                     edit {path} since the merge, else either line (memop then merges the other branch's text as \
+                     yours), and run memop again"
+                );
+            }
         }
         Ok(Self { files })
     }
@@ -218,6 +228,21 @@ mod tests {
     fn a_damaged_record_is_refused_with_the_fix() {
         let error = Sum::parse(Some("src/main.rs not-an-id\n")).unwrap_err().to_string();
         assert!(error.contains("restore it from version control"), "{error}");
+    }
+
+    /// A merge of two branches' records that kept both lines of a path: the record cannot say
+    /// which text memop last wrote there, so it is refused with the fix, never taken last-wins;
+    /// one line listed twice says nothing twice.
+    #[test]
+    fn a_path_recorded_twice_with_two_ids_is_refused_with_the_fix() {
+        let (ours, theirs) = (blob_id("pub mod foo;\n"), blob_id("pub mod bar;\n"));
+        let text = format!("memop 0.3.0\nMakefile {ours}\nsrc/api/mod.rs {ours}\nsrc/api/mod.rs {theirs}\n");
+        let error = Sum::parse(Some(&text)).unwrap_err().to_string();
+        assert!(error.contains(&format!("lists src/api/mod.rs twice, as {ours} and as {theirs}")), "{error}");
+        assert!(error.contains("`git hash-object src/api/mod.rs`"), "{error}");
+        let sum = Sum::parse(Some(&format!("Makefile {ours}\nMakefile {ours}\n"))).unwrap();
+        assert_eq!(sum.paths().collect::<Vec<_>>(), ["Makefile"]);
+        assert_eq!(sum.get("Makefile"), Some(ours.as_str()));
     }
 
     #[test]

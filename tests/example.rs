@@ -144,10 +144,8 @@ fn updating_the_example_is_a_no_op_but_for_vendor() {
     let dir = scratch.path().join("memcached-operator");
     copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/memcached-operator"), &dir);
     std::fs::remove_dir_all(dir.join("vendor")).unwrap();
-    let commit = ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "example"];
-    for args in [&["init", "-q"][..], &["add", "-A"], &commit] {
-        common::check(&dir, "git", args);
-    }
+    common::git(&dir, &["init", "-q"]);
+    common::commit(&dir, "example");
     let update = || {
         let out = common::memop().current_dir(&dir).arg("update").assert().success().get_output().clone();
         assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -157,8 +155,7 @@ fn updating_the_example_is_a_no_op_but_for_vendor() {
     let status = common::check(&dir, "git", &["status", "--porcelain", "--untracked-files=all"]);
     let others: Vec<&str> = status.lines().filter(|line| !line.starts_with("?? vendor/")).collect();
     assert!(others.is_empty(), "the update changed {others:?}");
-    common::check(&dir, "git", &["add", "-A"]);
-    common::check(&dir, "git", &commit);
+    common::commit(&dir, "example");
     let again = update();
     assert!(again.starts_with("Nothing to do"), "{again}");
 }

@@ -11,6 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::{commit, git};
 use serde_yaml::Value;
 
 /// The helm binary, or `None` (with a notice) when the test is to be skipped.
@@ -46,21 +47,6 @@ fn project(scratch: &Path, name: &str, commands: &[&[&str]]) -> PathBuf {
     git(&dir, &["init", "-q"]);
     commit(&dir, "scaffold");
     dir
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .current_dir(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
-}
-
-fn commit(dir: &Path, message: &str) {
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-qm", message]);
 }
 
 const MEMCACHED: &[&str] = &["create", "api", "--group", "cache", "--kind", "Memcached"];
@@ -503,6 +489,45 @@ fn the_users_chart_edits_survive_create_api_of_another_kind() {
         assert!(rendered.contains("  team: storage") && rendered.contains("example.com/team: storage"), "{rendered}");
         assert!(rendered.contains("replicas: 3") && rendered.contains("value: \"redis:7.4\""), "{rendered}");
     }
+}
+
+/// A command whose report cannot be written (a full disk behind stdout) has written its files:
+/// the base of the chart file it merged is kept all the same (in `refs/memop/bases`), before the
+/// report, so that the next merge of that file has it.
+#[test]
+fn the_base_of_a_merge_is_kept_when_the_report_cannot_be_written() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = project(scratch.path(), "memcached-operator", &[&["init", "--domain", "example.com"], MEMCACHED]);
+    common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
+    commit(&dir, "the chart");
+    let manager = dir.join("dist/chart/templates/manager/manager.yaml");
+    let annotation = "        kubectl.kubernetes.io/default-container: manager\n";
+    let text = std::fs::read_to_string(&manager).unwrap();
+    assert!(text.contains(annotation), "{text}");
+    std::fs::write(&manager, text.replacen(annotation, &format!("{annotation}        example.com/team: storage\n"), 1))
+        .unwrap();
+    commit(&dir, "the user's chart");
+
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("memop"))
+        .env("SOURCE_DATE_EPOCH", common::SOURCE_DATE_EPOCH)
+        .current_dir(&dir)
+        .args(REDIS)
+        .stdout(full)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("were written"), "{stderr}");
+    let merged = std::fs::read_to_string(&manager).unwrap();
+    assert!(merged.contains("example.com/team: storage") && merged.contains("- name: REDIS_IMAGE"), "{merged}");
+    let kept = Command::new("git")
+        .current_dir(&dir)
+        .args(["ls-tree", "-r", "--name-only", "refs/memop/bases"])
+        .output()
+        .unwrap();
+    let kept = String::from_utf8_lossy(&kept.stdout);
+    assert!(kept.contains("dist/chart/templates/manager/manager.yaml"), "no base kept: {kept:?}\n{stderr}");
 }
 
 #[test]

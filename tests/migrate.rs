@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use common::commit;
+
 /// The commit of memop 0.1's layout that projects in the wild were made with.
 const OLD: &str = "2a6d6ec";
 /// The last commit of memop 0.2 (memop-runtime 0.2.0: no controller builder).
@@ -96,11 +98,6 @@ fn made_by(old: &Path, scratch: &Path, name: &str, commands: &[&[&str]]) -> Path
     common::check(&dir, "git", &["init", "-q"]);
     commit(&dir, "made by an older memop");
     dir
-}
-
-fn commit(dir: &Path, message: &str) {
-    common::check(dir, "git", &["add", "-A"]);
-    common::check(dir, "git", &["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", message]);
 }
 
 /// Windows line endings are no edit, in a 0.1 migration too: checked out with

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::update::{Merged, merge_memop_files};
 use crate::project::Project;
+use crate::scaffold::reconcile::{Merged, merge_memop_files};
 use crate::scaffold::{Entry, IfExists, Plan, Templates};
 use crate::sum::Sum;
 

@@ -56,10 +56,12 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
 
     let gvk = format!("{}/{} {}", api.group, api.version, api.kind);
-    if global.dry_run {
-        super::say(&format!("Would delete {gvk}; {} is served and stored as {}.\n", api.kind, target.storage))?;
-    }
+    let bases: Vec<(String, String)> = bases.into_iter().chain(chart.bases.iter().cloned()).collect();
     let written = finish_then(global, plan, || sum::keep_bases(&global.dir, &bases))?;
+    // After the files, as the real run says what it did.
+    if global.dry_run {
+        super::report(&format!("Would delete {gvk}; {} is served and stored as {}.\n", api.kind, target.storage))?;
+    }
     for note in &notes {
         crate::warn_line!("note: {note}");
     }
@@ -71,7 +73,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             api.kind, target.storage, api.version
         ))?;
     }
-    chart.finish(global, written, super::helm::FRESH_CHART)
+    super::finish_merged(global, &chart, written, super::helm::FRESH_CHART)
 }
 
 /// What the deletion leaves: the version the kind is stored as, which takes the controller and

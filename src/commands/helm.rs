@@ -18,10 +18,10 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
+use super::Global;
 use super::context::ProjectContext;
-use super::update::{Merged, merge_memop_files};
-use super::{Global, finish};
 use crate::project::{self, AutoUpdatePlugin, HelmPlugin, Project};
+use crate::scaffold::reconcile::{Merged, merge_memop_files};
 use crate::scaffold::{self, Entry, IfExists, Owner, Plan, Templates};
 use crate::sum::{self, Sum};
 
@@ -135,7 +135,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         false => Merged::default(),
     };
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
-    let written = finish(global, plan)?;
+    let written = super::finish_keeping(global, plan, &[&merged, &workflow])?;
     if written {
         super::report(&format!(
             "\nThe Helm chart of {name} is in {output}/{CHART}. Next:\n  $ helm lint {output}/{CHART}\n  \
@@ -147,8 +147,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if written && autoupdate {
         super::report(AUTOUPDATE_NEXT)?;
     }
-    workflow.finish(global, written, FRESH_WORKFLOW)?;
-    merged.finish(global, written, FRESH_CHART)
+    super::finish_merged(global, &workflow, written, FRESH_WORKFLOW)?;
+    super::finish_merged(global, &merged, written, FRESH_CHART)
 }
 
 /// Refuses to write the chart into `<output>/chart` when a chart is there already that memop did
@@ -194,11 +194,11 @@ fn edit_autoupdate(global: &Global, args: &Args, mut project: Project) -> Result
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
     let merged = add_autoupdate(args, &mut project, &mut plan, &record)?;
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
-    let written = finish(global, plan)?;
+    let written = super::finish_keeping(global, plan, &[&merged])?;
     if written {
         super::report(AUTOUPDATE_NEXT)?;
     }
-    merged.finish(global, written, FRESH_WORKFLOW)
+    super::finish_merged(global, &merged, written, FRESH_WORKFLOW)
 }
 
 /// Records the autoupdate plugin in `project`, with the repository memop is installed from, and

@@ -161,7 +161,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     scaffold::render_root(&templates, "init", &ctx, &mut plan, args.force)?;
     scaffold::render_root(&templates, "manager-role", &ctx, &mut plan, args.force)?;
     scaffold::vendor(&mut plan, policy)?;
-    plan.write("Cargo.lock", super::lockfile::for_project(name.as_str()), policy)?;
+    plan.write("Cargo.lock", crate::scaffold::lockfile::for_project(name.as_str()), policy)?;
     plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
 
     if finish(global, plan)? {

@@ -11,7 +11,6 @@ pub mod external_types;
 mod gvk;
 pub mod helm;
 pub mod init;
-pub mod lockfile;
 pub mod plugins;
 pub mod update;
 pub mod version;
@@ -21,169 +20,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 
 use crate::scaffold::Plan;
+use crate::scaffold::reconcile::{Merged, kept_note};
+use crate::sum;
 
 /// Options every command takes.
 #[derive(Debug)]
 pub struct Global {
     pub dir: PathBuf,
     pub dry_run: bool,
-}
-
-/// The lock file that keeps two memop commands from changing one project at once (each would
-/// read PROJECT before the other wrote it, and one API would be lost).
-pub const LOCK_FILE: &str = ".memop.lock";
-
-/// Held while a command works on a project; dropping it removes the lock file.
-///
-/// The file holds the PID of the command, which also keeps an advisory lock on it while it runs,
-/// so that of two commands that find the same stale lock only one takes it over.
-pub struct Lock {
-    path: PathBuf,
-    _file: std::fs::File,
-}
-
-impl Lock {
-    /// Takes the lock of the project in `dir`, or says who holds it. `None` when `dir` does not
-    /// exist yet (nothing else can be working on it). A lock no command holds any more (its
-    /// process was killed, or ran out of memory; the PID it names may be running another program
-    /// since) is taken over, and a line on stderr says so.
-    pub fn take(dir: &Path) -> Result<Option<Self>> {
-        use std::io::{Read as _, Seek as _, Write as _};
-        if !dir.is_dir() {
-            return Ok(None);
-        }
-        let path = dir.join(LOCK_FILE);
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(mut file) => {
-                // Blocks only while another command reads this new file and finds it is not stale.
-                let _ = file.lock();
-                let _ = writeln!(file, "{}", std::process::id());
-                return Ok(Some(Self::held(path, file)));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
-        }
-        let mut file = open_existing_lock(&path)?;
-        let holder = |mut file: &std::fs::File| {
-            let mut text = String::new();
-            let _ = file.rewind().and_then(|()| file.take(32).read_to_string(&mut text));
-            text.trim().parse::<u32>().ok().filter(|&pid| pid > 0)
-        };
-        let busy = |pid: Option<u32>| {
-            let process = pid.map(|pid| format!(", process {pid}")).unwrap_or_default();
-            anyhow::anyhow!(
-                "another memop command is working on this project (it holds {}{process}); wait for it to finish \
-                 and run this one again. If none is running (it was killed), delete that file",
-                path.display()
-            )
-        };
-        // A command that holds the lock, or is taking it over, keeps it locked (the kernel lets go
-        // of that when its process ends, however it ends): a lock file whose advisory lock is free
-        // is held by nobody, whatever process its PID names now. Without advisory locks on this
-        // file system, the PID alone decides.
-        let advisory = match file.try_lock() {
-            Ok(()) => true,
-            Err(std::fs::TryLockError::WouldBlock) => return Err(busy(holder(&file))),
-            Err(std::fs::TryLockError::Error(_)) => false,
-        };
-        // Still the lock file (not removed by a command that just finished), holding a PID (not
-        // one being created, whose command locks it before it writes its PID).
-        let same = open_existing_lock(&path).is_ok_and(|again| same_file(&again, &file));
-        let pid = holder(&file);
-        let stale = pid.filter(|&pid| same && (advisory || !process_is_running(pid)));
-        let Some(stale) = stale else { return Err(busy(pid)) };
-        file.set_len(0)
-            .and_then(|()| file.rewind())
-            .and_then(|()| writeln!(file, "{}", std::process::id()))
-            .with_context(|| format!("taking over {}", path.display()))?;
-        let why = match process_is_running(stale) {
-            false => "which is no longer running",
-            // Killed without removing the file, and its PID since reused by another process.
-            true => "which no longer holds it (that PID is another program's now)",
-        };
-        crate::warn_line!("warning: took over {} from process {stale}, {why}", path.display());
-        Ok(Some(Self::held(path, file)))
-    }
-
-    fn held(path: PathBuf, file: std::fs::File) -> Self {
-        crate::holding_lock(Some(path.clone()));
-        Self { path, _file: file }
-    }
-}
-
-/// Opens the lock file another command left, refusing anything but a regular file: a symbolic
-/// link is not followed (memop would read, and later remove, whatever it points to).
-fn open_existing_lock(path: &Path) -> Result<std::fs::File> {
-    use std::os::unix::fs::MetadataExt as _;
-    let refuse = |kind: &std::fs::FileType| -> Result<std::fs::File> {
-        match kind.is_symlink() {
-            true => bail!(
-                "{} is a symbolic link, and memop does not follow links (it would read and remove what it points \
-                 to); remove it and run the command again",
-                path.display()
-            ),
-            false => bail!(
-                "{} is {}, not a regular file: memop keeps its lock in a regular file; remove it and run the \
-                 command again",
-                path.display(),
-                crate::file_kind(kind)
-            ),
-        }
-    };
-    let before = std::fs::symlink_metadata(path).with_context(|| format!("reading {}", path.display()))?;
-    if !before.file_type().is_file() {
-        return refuse(&before.file_type());
-    }
-    // Read and write (to take it over), which never waits, even for a FIFO put there since.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .or_else(|_| std::fs::File::open(path))
-        .with_context(|| format!("reading {}", path.display()))?;
-    let opened = file.metadata().with_context(|| format!("reading {}", path.display()))?;
-    let now = std::fs::symlink_metadata(path).with_context(|| format!("reading {}", path.display()))?;
-    if !now.file_type().is_file() {
-        return refuse(&now.file_type());
-    }
-    if (opened.dev(), opened.ino()) != (now.dev(), now.ino()) {
-        bail!("{} changed while memop read it (another memop command?); run the command again", path.display());
-    }
-    Ok(file)
-}
-
-/// Whether two open files are one.
-fn same_file(a: &std::fs::File, b: &std::fs::File) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    match (a.metadata(), b.metadata()) {
-        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
-        _ => false,
-    }
-}
-
-/// Whether process `pid` is running (on this machine): `/proc/<pid>` where there is a `/proc`,
-/// else `kill -0`. When it cannot tell, it says yes: without advisory locks, a lock is taken over
-/// only when surely stale.
-fn process_is_running(pid: u32) -> bool {
-    if pid == std::process::id() {
-        // This process holds no lock yet: the PID is a dead process's, since reused.
-        return false;
-    }
-    if Path::new("/proc/self").exists() {
-        return Path::new("/proc").join(pid.to_string()).exists();
-    }
-    match std::process::Command::new("kill").args(["-0", &pid.to_string()]).output() {
-        Ok(out) if out.status.success() => true,
-        Ok(out) => !String::from_utf8_lossy(&out.stderr).contains("No such process"),
-        Err(_) => true,
-    }
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        crate::holding_lock(None);
-        let _ = std::fs::remove_file(&self.path);
-    }
 }
 
 /// Writes `text` to standard output; a failure (a closed pipe, a full disk) is an error that says
@@ -387,9 +231,139 @@ pub fn parse_flags<A: clap::Args>(flags: &[String]) -> Result<A> {
     Ok(<Replay<A> as clap::Parser>::try_parse_from(flags)?.args)
 }
 
+/// [`finish`] of a plan that holds `merged`'s files: memop's text of each merged file, the base
+/// of its next merge, is kept as soon as the files are written, before anything is reported (a
+/// report that cannot be written loses no base).
+pub(crate) fn finish_keeping(global: &Global, plan: Plan, merged: &[&Merged]) -> Result<bool> {
+    let bases: Vec<(String, String)> = merged.iter().flat_map(|m| m.bases.iter().cloned()).collect();
+    finish_then(global, plan, || sum::keep_bases(&global.dir, &bases))
+}
+
+/// Once the plan is written (by [`finish_keeping`]): says which files were merged or kept
+/// (`what`: the files, as the user knows them). Fails, naming the files, when there are
+/// conflicts to resolve.
+pub(crate) fn finish_merged(global: &Global, merged: &Merged, written: bool, what: &str) -> Result<()> {
+    if written && !merged.merged.is_empty() {
+        report(&format!("Merged memop's changes with your edits in: {}\n", merged.merged.join(", ")))?;
+    }
+    for (path, recorded) in &merged.kept {
+        crate::warn_line!("{}", kept_note(path, *recorded, what));
+    }
+    if !merged.conflicts.is_empty() {
+        let paths: Vec<&str> = merged.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
+        bail!(
+            "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
+             <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest {}), then \
+             run `make test` and commit",
+            paths.join(", "),
+            written_or_would(global)
+        );
+    }
+    Ok(())
+}
+
+/// What became of the rest of a command's files when some conflict: written, or in a dry run
+/// what the real run does with them.
+fn written_or_would(global: &Global) -> &'static str {
+    match global.dry_run {
+        true => "would be written, as shown above; this dry run wrote nothing",
+        false => "is written",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::civil_year;
+
+    type Imports = std::collections::BTreeMap<String, std::collections::BTreeSet<String>>;
+
+    /// The modules of `src/<parent>/` (of the crate, for `""`) that each one uses outside its
+    /// tests and comments: `crate::<parent>::x`, and from its own files `super::x` (from a file
+    /// of its directory, `super::super::x`).
+    fn imports(parent: &str) -> Imports {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(parent);
+        let modules: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.is_dir() || path.extension().is_some_and(|e| e == "rs"))
+            .filter_map(|path| Some(path.file_stem()?.to_str()?.to_string()))
+            .filter(|name| !matches!(name.as_str(), "mod" | "lib" | "main"))
+            .collect();
+        let absolute = match parent {
+            "" => "crate::".to_string(),
+            parent => format!("crate::{parent}::"),
+        };
+        let mut imports = Imports::new();
+        for module in &modules {
+            let files: Vec<(std::path::PathBuf, &str)> = match root.join(module).is_dir() {
+                true => std::fs::read_dir(root.join(module))
+                    .unwrap()
+                    .map(|e| e.unwrap().path())
+                    .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+                    .map(|path| {
+                        let parent = if path.ends_with("mod.rs") { "super::" } else { "super::super::" };
+                        (path, parent)
+                    })
+                    .collect(),
+                false => vec![(root.join(format!("{module}.rs")), "super::")],
+            };
+            let used = imports.entry(module.clone()).or_default();
+            for (file, relative) in files {
+                let text = std::fs::read_to_string(&file).unwrap();
+                let code: String = text
+                    .split("#[cfg(test)]")
+                    .next()
+                    .unwrap()
+                    .lines()
+                    .filter(|line| !line.trim_start().starts_with("//"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let prefixes = if parent.is_empty() { vec![absolute.as_str()] } else { vec![&absolute, relative] };
+                for prefix in prefixes {
+                    for (at, _) in code.match_indices(prefix) {
+                        let rest = &code[at + prefix.len()..];
+                        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                        if modules.contains(&name) && name != *module {
+                            used.insert(name);
+                        }
+                    }
+                }
+            }
+        }
+        imports
+    }
+
+    /// Panics naming the first circle of `imports`.
+    fn assert_no_circle(imports: &Imports) {
+        fn reach(from: &str, imports: &Imports, path: &mut Vec<String>) {
+            for next in &imports[from] {
+                assert!(!path.contains(next), "an import circle: {} → {next}", path.join(" → "));
+                path.push(next.clone());
+                reach(next, imports, path);
+                path.pop();
+            }
+        }
+        for module in imports.keys() {
+            reach(module, imports, &mut vec![module.clone()]);
+        }
+    }
+
+    /// No module of `src/`, `src/commands/` or `src/scaffold/` reaches itself through the
+    /// modules it uses. There were two circles: `create_api → helm → update → create_api` (the
+    /// merge engine lived in a command) and `names → scaffold → plan → merge/sum → project →
+    /// scaffold` (the names memop reserves were read from the engine, and PROJECT through a plan).
+    #[test]
+    fn src_has_no_import_circle() {
+        let crate_root = imports("");
+        assert!(crate_root["names"].contains("embedded") && crate_root["scaffold"].contains("sum"), "{crate_root:?}");
+        assert_no_circle(&crate_root);
+        let commands = imports("commands");
+        assert!(commands["helm"].contains("autoupdate") && commands["update"].contains("create_api"), "{commands:?}");
+        assert_no_circle(&commands);
+        let scaffold = imports("scaffold");
+        assert!(scaffold["reconcile"].contains("merge"), "{scaffold:?}");
+        assert_no_circle(&scaffold);
+    }
 
     #[test]
     fn civil_year_matches_known_dates() {

@@ -30,9 +30,10 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 
-use super::{Global, finish, finish_then};
+use super::{Global, finish, finish_then, written_or_would};
 use crate::project::{self, Project, Resource, Webhooks};
-use crate::scaffold::merge::{self, Decision};
+use crate::scaffold::merge;
+use crate::scaffold::reconcile::{Conflict, Merged, kept_note, refuse_unresolved};
 use crate::scaffold::{self, IfExists, Layout, Owner, Plan, RUNTIME_CRATES, Templates};
 use crate::sum::{self, Sum};
 
@@ -240,7 +241,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     }
     if v1 {
         // The lock of the runtime crates' dependencies, as `init` writes it (cargo adds yours).
-        plan.write("Cargo.lock", super::lockfile::for_project(&project.project_name), IfExists::Overwrite)?;
+        plan.write("Cargo.lock", crate::scaffold::lockfile::for_project(&project.project_name), IfExists::Overwrite)?;
     }
     let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
     // Both read in `\n` line endings, and written back in the file's own.
@@ -257,7 +258,8 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     // The text memop's templates give now, which PROJECT.sum records as the base of the next
     // merge: kept where git can read it back, as the text of every file committed is; right
     // after the files, so that a report that cannot be written loses no base.
-    let written = finish_then(global, plan, || sum::keep_bases(dir, &updated.memops.bases))?;
+    let bases: Vec<(String, String)> = updated.memops.bases.iter().chain(&chart.bases).cloned().collect();
+    let written = finish_then(global, plan, || sum::keep_bases(dir, &bases))?;
     if written {
         let from = match (from.is_empty(), v1) {
             (_, true) => "memop 0.1 (its framework in src/manager and tests/support)".to_string(),
@@ -339,7 +341,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
             dropped.join(" ")
         ));
     }
-    chart.finish(global, written, super::helm::FRESH_CHART)
+    super::finish_merged(global, &chart, written, super::helm::FRESH_CHART)
 }
 
 /// memop's text of every file of the project, from PROJECT alone: init's scaffold, then `create
@@ -350,7 +352,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
 /// every API, as a kind's spokes are then all there. The two facts of a project PROJECT does not
 /// hold are read from its files, as `plan` sees them: which version of a kind is stored (see
 /// [`super::create_api::stored_version`]), and the order the webhooks were made in, from its
-/// [`WEBHOOK_SERVER`] (see [`create_webhook_flags`]).
+/// [`WEBHOOK_SERVER`] (see [`webhook_commands`]).
 pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
     let mut scratch = Plan::scratch(plan.root());
     let server = plan.read(Path::new(WEBHOOK_SERVER))?.unwrap_or_default();
@@ -385,9 +387,12 @@ pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
     for next in named {
         create_api(next.flags, &mut replayed, &mut scratch)?;
     }
-    for flags in create_webhook_flags(&project.resources, &server) {
-        super::create_webhook::replay(&flags, &mut replayed, &mut scratch)
-            .with_context(|| format!("replaying `memop create webhook {}`", flags.join(" ")))?;
+    for (resource, conversion) in webhook_commands(&project.resources, &server) {
+        let request = super::create_webhook::Request::replay(resource, conversion, &replayed)?;
+        super::create_webhook::replay(&request, &mut replayed, &mut scratch).with_context(|| {
+            let which = if conversion { "conversion webhook" } else { "admission webhooks" };
+            format!("replaying the {which} of {}", resource.describe())
+        })?;
     }
     scratch.format_rust_required()?;
     keep_years(&mut scratch, plan)?;
@@ -508,10 +513,10 @@ fn named_controllers(resources: &[Resource], plan: &Plan) -> Result<Vec<Named>> 
 /// The file whose routes and conversions list the kinds' webhooks in the order they were made.
 const WEBHOOK_SERVER: &str = "src/webhook/mod.rs";
 
-/// The flags of the `create webhook` commands that gave `resources` their webhooks, in the
-/// order the project's [`WEBHOOK_SERVER`] (`server`) says they ran: the kinds' admission webhooks
-/// in the order of their routes there, then their conversion webhooks in the order of their
-/// conversions.
+/// The `create webhook` commands that gave `resources` their webhooks, each a resource and
+/// whether it made its conversion webhook (else its admission webhooks), in the order the
+/// project's [`WEBHOOK_SERVER`] (`server`) says they ran: the kinds' admission webhooks in the
+/// order of their routes there, then their conversion webhooks in the order of their conversions.
 ///
 /// Each command adds its kind's lines at the server's markers, so a replay in PROJECT's order
 /// (the APIs') would list them otherwise than memop wrote them when the webhooks were made in
@@ -520,40 +525,17 @@ const WEBHOOK_SERVER: &str = "src/webhook/mod.rs";
 /// webhooks add lines at markers of their own, so a kind that has both is replayed as two
 /// commands with the text of one. A kind the server does not name (an edited server) comes
 /// after those it names, in PROJECT's order.
-fn create_webhook_flags(resources: &[Resource], server: &str) -> Vec<Vec<String>> {
-    let gvk = |api: &crate::resource::ApiNames| {
-        vec![format!("--group={}", api.group), format!("--version={}", api.version), format!("--kind={}", api.kind)]
-    };
-    let mut admission: Vec<(&Resource, &Webhooks)> = resources
-        .iter()
-        .filter_map(|r| r.webhooks.as_ref().filter(|w| w.defaulting || w.validation).map(|w| (r, w)))
-        .collect();
-    admission.sort_by_key(|(r, _)| position(server, &format!("{}::routes()", r.names.kind.snake())));
-    let mut conversion: Vec<(&Resource, &Webhooks)> =
-        resources.iter().filter_map(|r| r.webhooks.as_ref().filter(|w| w.conversion).map(|w| (r, w))).collect();
+fn webhook_commands<'a>(resources: &'a [Resource], server: &str) -> Vec<(&'a Resource, bool)> {
+    let has = |r: &&Resource, which: fn(&Webhooks) -> bool| r.webhooks.as_ref().is_some_and(which);
+    let mut admission: Vec<&Resource> = resources.iter().filter(|r| has(r, |w| w.defaulting || w.validation)).collect();
+    admission.sort_by_key(|r| position(server, &format!("{}::routes()", r.names.kind.snake())));
+    let mut conversion: Vec<&Resource> = resources.iter().filter(|r| has(r, |w| w.conversion)).collect();
     // The hub's type is the first of its conversions' (`Conversion::between::<Hub, Spoke>`).
-    conversion.sort_by_key(|(r, _)| {
+    conversion.sort_by_key(|r| {
         let api = &r.names;
         position(server, &format!("crate::api::{}::{}::{},", api.group_module(), api.version, api.kind))
     });
-    let admission = admission.into_iter().map(|(resource, webhooks)| {
-        let mut flags = gvk(&resource.names);
-        for (set, flag) in [(webhooks.defaulting, "--defaulting"), (webhooks.validation, "--programmatic-validation")] {
-            if set {
-                flags.push(flag.into());
-            }
-        }
-        flags
-    });
-    let conversion = conversion.into_iter().map(|(resource, webhooks)| {
-        let mut flags = gvk(&resource.names);
-        flags.push("--conversion".into());
-        if !webhooks.spoke.is_empty() {
-            flags.push(format!("--spoke={}", webhooks.spoke.join(",")));
-        }
-        flags
-    });
-    admission.chain(conversion).collect()
+    admission.into_iter().map(|r| (r, false)).chain(conversion.into_iter().map(|r| (r, true))).collect()
 }
 
 /// Where `server` first names `path` (not as the tail of a longer path), or after every place
@@ -565,9 +547,6 @@ fn position(server: &str, path: &str) -> usize {
         .find(|&at| !server[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
         .unwrap_or(usize::MAX)
 }
-
-/// A file merged with conflicts: its path, the text with markers, and memop's text.
-type Conflict = (String, String, String);
 
 /// What [`update_files`] did.
 #[derive(Debug, Default)]
@@ -665,140 +644,6 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
     Ok(updated)
 }
 
-/// What [`merge_memop_files`] did with memop's files, for the commands that plan memop's files
-/// of their own (the Helm chart's) beside theirs.
-#[derive(Debug, Default)]
-pub(crate) struct Merged {
-    /// Edited files whose edits and memop's changes were merged.
-    merged: Vec<String>,
-    /// Merged files with conflicts.
-    conflicts: Vec<Conflict>,
-    /// Edited files kept as they are, no base to merge with, and whether PROJECT.sum records that
-    /// memop wrote them.
-    kept: Vec<(String, bool)>,
-    /// memop's text of each merged file, by path, to keep for the next merge.
-    bases: Vec<(String, String)>,
-    /// Files that still hold the conflict markers of an earlier merge.
-    unresolved: Vec<String>,
-}
-
-impl Merged {
-    /// Once the plan is written: keeps memop's text of the merged files for the next merge, and
-    /// says which files were merged or kept (`what`: the files, as the user knows them). Fails,
-    /// naming the files, when there are conflicts to resolve.
-    pub fn finish(&self, global: &Global, written: bool, what: &str) -> Result<()> {
-        if written {
-            sum::keep_bases(&global.dir, &self.bases);
-            if !self.merged.is_empty() {
-                super::report(&format!("Merged memop's changes with your edits in: {}\n", self.merged.join(", ")))?;
-            }
-        }
-        for (path, recorded) in &self.kept {
-            crate::warn_line!("{}", kept_note(path, *recorded, what));
-        }
-        if !self.conflicts.is_empty() {
-            let paths: Vec<&str> = self.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
-            bail!(
-                "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
-                 <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest {}), then \
-                 run `make test` and commit",
-                paths.join(", "),
-                written_or_would(global)
-            );
-        }
-        Ok(())
-    }
-}
-
-/// Plans each of `files` (path, memop's text now) over the project's file by [`merge::decide`]:
-/// created when missing unless PROJECT.sum says memop wrote it before (then the user deleted it,
-/// and it stays deleted), replaced when unedited since memop wrote it (`record`), else merged
-/// three ways with what memop wrote then (read from git) as the base.
-pub(crate) fn merge_memop_files(
-    plan: &mut Plan,
-    record: &Sum,
-    dir: &Path,
-    files: Vec<(String, String)>,
-) -> Result<Merged> {
-    let mut merged = Merged::default();
-    for (path, new) in files {
-        let current = plan.read(Path::new(&path))?;
-        let decision = merge::decide(&path, current.as_deref(), &new, record.get(&path), |id| sum::base(dir, id));
-        merged.plan(plan, record, path, current.as_deref(), new, decision)?;
-    }
-    refuse_unresolved(&merged.unresolved)?;
-    Ok(merged)
-}
-
-impl Merged {
-    /// Plans what `decision` says of memop's file at `path`, which is `current` now and which
-    /// memop's templates render as `new` (formatted: a merge keeps the user's formatting), and
-    /// notes what became of it.
-    fn plan(
-        &mut self,
-        plan: &mut Plan,
-        record: &Sum,
-        path: String,
-        current: Option<&str>,
-        new: String,
-        decision: Decision,
-    ) -> Result<()> {
-        match decision {
-            // Already memop's text: recorded as such, so that the next update knows it unedited.
-            Decision::Leave => {
-                if current.is_some_and(|text| merge::unix_endings(text) == new)
-                    && record.get(&path) != Some(sum::blob_id(&new).as_str())
-                {
-                    plan.set_unchanged(&path, new);
-                }
-            }
-            Decision::Keep => self.kept.push((path.clone(), record.get(&path).is_some())),
-            Decision::Unresolved => self.unresolved.push(path),
-            Decision::Replace => plan.write_formatted(&path, new, IfExists::Overwrite)?,
-            Decision::Merge { text, conflicts } => {
-                plan.write_formatted(&path, text.clone(), IfExists::Overwrite)?;
-                plan.set_base(&path, new.clone());
-                self.bases.push((path.clone(), new.clone()));
-                match conflicts {
-                    true => self.conflicts.push((path, text, new)),
-                    false => self.merged.push(path),
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The note on a file kept as it is ([`Decision::Keep`]): edited since memop wrote it
-/// (`recorded` in PROJECT.sum) while git lacks that text, or never written by memop (a file memop
-/// writes now, or one of a project that lost its record); `compare`: how to see memop's text.
-fn kept_note(path: &str, recorded: bool, compare: &str) -> String {
-    let why = match recorded {
-        true => {
-            "changed since memop wrote it, and git has no copy of what memop wrote (it was never committed as \
-                 memop left it, or this clone lacks that history: in a shallow clone, `git fetch --unshallow` and \
-                 run the update again)"
-        }
-        false => "is not as memop writes it, and memop has no record of writing it (PROJECT.sum does not list it)",
-    };
-    format!("note: {path} {why}, so it was kept as it is; compare it with {compare}")
-}
-
-/// Refuses to go on while `paths` still hold the conflict markers of an earlier merge: merged
-/// again, their conflicts would stay buried in a project the command calls up to date.
-fn refuse_unresolved(paths: &[String]) -> Result<()> {
-    if paths.is_empty() {
-        return Ok(());
-    }
-    bail!(
-        "{} still hold{} the conflict markers of an earlier merge (<<<<<<< … >>>>>>>: of memop's changes with \
-         your edits, or of two branches of yours): resolve them (keep what you want of both sides and delete the \
-         marker lines), commit, and run the command again",
-        paths.join(", "),
-        if paths.len() == 1 { "s" } else { "" }
-    )
-}
-
 /// Writes only the files in conflict, with their markers, and their records (memop's new
 /// text, so that the next update finds your resolution merged already), then fails saying what
 /// to do. A dry run shows that and fails the same way: its exit code tells a script the update
@@ -832,15 +677,6 @@ fn write_conflicts(global: &Global, conflicts: &[&Conflict]) -> Result<()> {
     )
 }
 
-/// What became of the rest of a command's files when some conflict: written, or in a dry run
-/// what the real run does with them.
-fn written_or_would(global: &Global) -> &'static str {
-    match global.dry_run {
-        true => "would be written, as shown above; this dry run wrote nothing",
-        false => "is written",
-    }
-}
-
 /// Refuses to update a git work tree with uncommitted changes, as `cargo publish` does, so that
 /// the update is one diff of its own. A directory outside git has no such check.
 fn refuse_a_dirty_tree(dir: &Path) -> Result<()> {
@@ -864,7 +700,7 @@ fn refuse_a_dirty_tree(dir: &Path) -> Result<()> {
     }
     let text = String::from_utf8_lossy(&status.stdout);
     // memop's own lock is held by this very command (the generated .gitignore lists it).
-    let dirty: Vec<&str> = text.lines().filter(|l| !l.ends_with(super::LOCK_FILE)).collect();
+    let dirty: Vec<&str> = text.lines().filter(|l| !l.ends_with(crate::lock::LOCK_FILE)).collect();
     if let Some(first) = dirty.first() {
         bail!(
             "the git work tree has uncommitted changes ({}{}); commit or stash them first, so that the \
@@ -1000,19 +836,18 @@ mod tests {
                       let router = router.merge(cron_job::routes());\n\
                       let router = router.merge(memcached::routes());\n\
                       Conversion::between::<crate::api::batch::v1::CronJob, crate::api::batch::v2::CronJob>(),\n";
-        let replays = create_webhook_flags(&resources, server);
-        let joined: Vec<String> = replays.iter().map(|flags| flags.join(" ")).collect();
+        let shown = |replays: Vec<(&Resource, bool)>| -> Vec<String> {
+            replays.iter().map(|(r, conversion)| format!("{} {conversion}", r.describe())).collect()
+        };
         assert_eq!(
-            joined,
-            [
-                "--group=batch --version=v1 --kind=CronJob --programmatic-validation",
-                "--group=cache --version=v1alpha1 --kind=Memcached --defaulting",
-                "--group=batch --version=v1 --kind=CronJob --conversion --spoke=v2",
-            ]
+            shown(webhook_commands(&resources, server)),
+            ["batch/v1 CronJob false", "cache/v1alpha1 Memcached false", "batch/v1 CronJob true"]
         );
         // A server that names none of them: PROJECT's order.
-        let replays = create_webhook_flags(&resources, "");
-        assert!(replays[0].join(" ").contains("Memcached") && replays[1].join(" ").contains("CronJob"), "{replays:?}");
+        assert_eq!(
+            shown(webhook_commands(&resources, "")),
+            ["cache/v1alpha1 Memcached false", "batch/v1 CronJob false", "batch/v1 CronJob true"]
+        );
         // `job::routes()` is not the tail of `cron_job::routes()`.
         assert_eq!(position(server, "job::routes()"), usize::MAX);
     }

@@ -122,17 +122,17 @@ impl ProjectName {
             format!("its crate name {crate_name:?} is a Rust keyword")
         } else if RESERVED_CRATES.contains(&crate_name.as_str()) {
             format!("its crate name {crate_name:?} is reserved by Cargo or the standard library")
-        } else if crate::scaffold::dependency_crates().contains(&crate_name) {
+        } else if crate::embedded::dependency_crates().contains(&crate_name) {
             format!(
                 "its crate name {crate_name:?} is the name of a crate the generated project \
                  depends on, so `use {crate_name}::…` would be ambiguous"
             )
-        } else if crate::scaffold::generated_names().contains(&crate_name) {
+        } else if crate::embedded::generated_names().contains(&crate_name) {
             format!(
                 "the generated project already uses {crate_name:?} as a name (a binary of its own, or a module \
                  its tests import under that name), so the crate's own name would clash with it"
             )
-        } else if crate::scaffold::locked_packages().contains(&s.to_string()) {
+        } else if crate::embedded::locked_packages().contains(&s.to_string()) {
             format!(
                 "{s:?} is a package in the Cargo.lock memop ships with the project (a dependency of a \
                  dependency), so `cargo build --locked` could not resolve the project's own package"
@@ -378,7 +378,7 @@ impl Kind {
             );
             (rule, rename.as_str())
         } else if ["std", "core", "alloc", "proc_macro"].contains(&snake.as_str())
-            || crate::scaffold::dependency_crates().contains(&snake)
+            || crate::embedded::dependency_crates().contains(&snake)
         {
             let rule = format!(
                 "its Rust module name {snake:?} is the name of a crate the generated code uses \

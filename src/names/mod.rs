@@ -245,7 +245,7 @@ pub fn api_module_names() -> &'static [String] {
 /// item's last segment or alias) or declares as a module; its comments and Tera's `{{ … }}`,
 /// `{% … %}` and `{# … #}` (which stand for the project's own names) left out.
 fn module_names_of(template: &str) -> Vec<String> {
-    let text = crate::scaffold::without_tera(template, "TERA");
+    let text = crate::embedded::without_tera(template, "TERA");
     let code: String =
         text.lines().map(|line| line.split("//").next().unwrap_or_default()).collect::<Vec<_>>().join("\n");
     // Identifiers, `::` and every other character, in order.

@@ -6,17 +6,19 @@
 mod format;
 pub mod generated;
 pub mod image_env;
+pub mod lockfile;
 pub mod merge;
 mod plan;
+pub mod reconcile;
 mod templates;
 mod vendor;
 
+pub use crate::embedded::{
+    dependencies, dependency_crates, generated_names, locked_packages, project_manifest, without_tera,
+};
 pub use generated::rbac;
 pub use plan::{Applied, IfExists, Plan};
-pub use templates::{
-    Entry, Key, Layout, Owner, Templates, dependencies, dependency_crates, generated_names, locked_packages,
-    project_manifest, reserved_kind_files, with_layout, without_tera,
-};
+pub use templates::{Entry, Key, Layout, Owner, Templates, reserved_kind_files, with_layout};
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
 use std::path::Path;
@@ -109,11 +111,10 @@ mod tests {
         let (plain, mut version) = (Context::new(), Context::new());
         version.insert("storage_version", "v1");
         let (kinds, projects) = (false, true);
-        assert_eq!(policy(Owner::Command, kinds, &plain, false), IfExists::Error);
+        assert_eq!(policy(Owner::Memop, kinds, &plain, false), IfExists::Error);
         assert_eq!(policy(Owner::User, kinds, &plain, true), IfExists::Overwrite);
-        assert_eq!(policy(Owner::Command, projects, &plain, false), IfExists::Keep);
         assert_eq!(policy(Owner::Memop, projects, &plain, false), IfExists::Keep);
-        assert_eq!(policy(Owner::Command, projects, &plain, true), IfExists::Overwrite);
+        assert_eq!(policy(Owner::Memop, projects, &plain, true), IfExists::Overwrite);
         assert_eq!(policy(Owner::Shared, projects, &plain, true), IfExists::Skip);
         // A kind's RBAC helper roles: a new version of the kind leaves them, even with --force.
         assert_eq!(policy(Owner::Kind, kinds, &version, true), IfExists::Skip);

@@ -121,7 +121,7 @@ impl Plan {
 
     /// What is on disk at `path`: nothing, for a scratch plan.
     pub fn read_disk(&self, path: &Path) -> Result<Option<String>> {
-        if self.scratch { Ok(None) } else { read_disk(&self.root, path) }
+        if self.scratch { Ok(None) } else { crate::fs::read_regular(&self.root, path) }
     }
 
     /// Records whose the file at `path` is, as its template declares.
@@ -234,49 +234,9 @@ impl Plan {
         self.changes.iter().filter(|(_, c)| matches!(c, Change::Remove { .. })).map(|(p, _)| p.as_path())
     }
 
-    /// Refuses a path that could lead outside the project: not a plain relative path, or with a
-    /// symbolic link as the file or as any directory on the way to it; and a path where a FIFO,
-    /// socket or device is (reading one could wait forever, or never end).
+    /// Refuses a path that could lead outside the project (see [`crate::fs::check_inside`]).
     fn check_inside(&self, path: &Path) -> Result<()> {
-        use std::path::Component;
-        if !path.components().all(|c| matches!(c, Component::Normal(_))) {
-            bail!("{} is not a path inside the project; memop writes only there", path.display());
-        }
-        let mut at = self.root.clone();
-        for component in path.components() {
-            at.push(component);
-            match fs::symlink_metadata(&at) {
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    let shown = at.strip_prefix(&self.root).unwrap_or(&at);
-                    bail!(
-                        "{} is a symbolic link, and memop does not follow links, so that it never writes outside \
-                         the project; replace it with the real {} (or remove it) and run the command again",
-                        shown.display(),
-                        if at.as_path() == self.root.join(path) { "file" } else { "directory" }
-                    );
-                }
-                Ok(meta) if !meta.is_file() && !meta.is_dir() => {
-                    let shown = at.strip_prefix(&self.root).unwrap_or(&at);
-                    let wanted = if at.as_path() == self.root.join(path) { "regular file" } else { "directory" };
-                    bail!("{}", not_regular(shown, &meta.file_type(), wanted));
-                }
-                // A file where a directory of the path goes: refused now, by name, rather than
-                // by the OS when the plan is applied.
-                Ok(meta) if meta.is_file() && at.as_path() != self.root.join(path) => {
-                    let shown = at.strip_prefix(&self.root).unwrap_or(&at);
-                    bail!(
-                        "{} is a regular file, not a directory, and memop writes {} inside it; move it away (or \
-                         remove it) and run the command again",
-                        shown.display(),
-                        path.display()
-                    );
-                }
-                Ok(_) => {}
-                // Nothing there yet: nothing below it can be a link either.
-                Err(_) => break,
-            }
-        }
-        Ok(())
+        crate::fs::check_inside(&self.root, path)
     }
 
     /// Plans inserting `fragment` just before the `+memop:scaffold:<marker>` line of `path`.
@@ -503,7 +463,7 @@ impl Plan {
             bail!("memop tried to write a scratch plan, which sees no disk; please report it");
         }
         // From here on a signal no longer stops memop at once: it would leave the files half-written.
-        let Some(_writing) = crate::Writing::begin() else {
+        let Some(_writing) = crate::lock::Writing::begin() else {
             bail!("interrupted; nothing was written");
         };
         // Each file written from its temporary sibling, or removed (no sibling).
@@ -624,50 +584,6 @@ fn create_temp(dir: &Path, name: &str) -> Result<(PathBuf, fs::File)> {
         }
     }
     bail!("could not create a temporary file beside {}", dir.join(name).display())
-}
-
-/// The contents of `root/path`, or `None` when it does not exist. Anything but a regular file is
-/// refused before it is opened, and checked again once open (it may have been replaced since).
-fn read_disk(root: &Path, path: &Path) -> Result<Option<String>> {
-    use std::io::Read as _;
-    let full = root.join(path);
-    let absent = |e: &std::io::Error| matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory);
-    let reading = || format!("reading {}", full.display());
-    match fs::metadata(&full) {
-        Ok(meta) if !meta.is_file() => bail!("{}", not_regular(path, &meta.file_type(), "regular file")),
-        Ok(_) => {}
-        Err(e) if absent(&e) => return Ok(None),
-        Err(e) => return Err(e).with_context(reading),
-    }
-    let mut file = match fs::File::open(&full) {
-        Ok(file) => file,
-        Err(e) if absent(&e) => return Ok(None),
-        Err(e) => return Err(e).with_context(reading),
-    };
-    let meta = file.metadata().with_context(reading)?;
-    if !meta.is_file() {
-        bail!("{}", not_regular(path, &meta.file_type(), "regular file"));
-    }
-    let mut text = String::new();
-    match file.read_to_string(&mut text) {
-        Ok(_) => Ok(Some(text)),
-        Err(e) if e.kind() == ErrorKind::InvalidData => bail!(
-            "{} is not UTF-8 text, which memop reads the files of a project as: save it as UTF-8 (or move it \
-             away) and run the command again",
-            path.display()
-        ),
-        Err(e) => Err(e).with_context(reading),
-    }
-}
-
-/// The refusal of something at `path` that is not the regular file or directory (`wanted`) memop
-/// expects there.
-fn not_regular(path: &Path, kind: &fs::FileType, wanted: &str) -> String {
-    format!(
-        "{} is {}, not a {wanted}: memop reads and writes regular files only; remove it or move it away",
-        path.display(),
-        crate::file_kind(kind)
-    )
 }
 
 /// Creates `dir` and its missing parents, remembering which ones it created (outermost first).

@@ -13,9 +13,9 @@ use anyhow::{Result, anyhow, bail};
 use std::collections::HashMap;
 
 use include_dir::{Dir, include_dir};
-use tera::{Context, Tera};
 
-static TEMPLATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/templates");
+use crate::embedded::{SUFFIX, TEMPLATES, collect};
+use tera::{Context, Tera};
 
 /// The templates of layout `memop.rs/rust/v1` (memop 0.1, commit 2a6d6ec: the framework inside
 /// `src/manager` and `tests/support`) that differ from today's: `TEMPLATES` lists that layout's
@@ -51,7 +51,6 @@ pub fn with_layout<T>(layout: Layout, f: impl FnOnce() -> T) -> T {
     f()
 }
 
-const SUFFIX: &str = ".tera";
 /// How a template declares that its file is shared (see [`Owner::Shared`]).
 const SHARED: &str = "{# shared:";
 /// How a template declares that its file is memop's (see [`Owner::Memop`]).
@@ -95,21 +94,18 @@ pub enum Key {
     ImageEnv,
 }
 
-/// Whose a generated file is, as its template declares in a first-line Tera comment.
+/// Whose a generated file is, as its template declares in a first-line Tera comment. Every
+/// template of today's layout declares one (a unit test sees to it); memop 0.1's layout
+/// (`layouts/v1`) declares none, and its files are memop's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Owner {
-    /// No declaration: memop's part of one API or of the project, which commands may extend at
-    /// its markers (`src/main.rs`, the kustomizations): an existing one is refused (or kept, when it
-    /// is one per project, see [`Entry::File`]) unless the command overwrites (`--force`). `memop update`
-    /// merges the user's edits into it as into [`Owner::Memop`]'s files.
-    Command,
     /// `{# owner: kind #}`: memop's part of one kind, whatever its version (its RBAC helper
-    /// roles): as [`Owner::Command`], but a new version of a kind served in several (a context
+    /// roles): as [`Owner::Memop`], but a new version of a kind served in several (a context
     /// with a `storage_version`) finds it there and leaves it.
     Kind,
     /// `{# owner: user #}`: the user's once scaffolded (an API's types, a controller's logic, the
-    /// kind's tests, a sample): an existing one is treated as for [`Owner::Command`], and `memop update`
-    /// never rewrites it.
+    /// kind's tests, a sample, the chart's `Chart.yaml` and `values.yaml`): an existing one is
+    /// treated as for [`Owner::Memop`], and `memop update` never rewrites it.
     User,
     /// `{# owner: user once edited … #}`: the user's once edited (a kind's conversion test,
     /// which lists every version): rendered again when a command or `memop update` renders it
@@ -117,14 +113,16 @@ pub enum Owner {
     UserOnceEdited,
     /// `{# owner: generated #}`: generated from the user's code by `make manifests` (a CRD, the
     /// manager role, the webhook configurations): its editor (see `generated`) or else as for
-    /// [`Owner::Command`], and `memop update` leaves it to `make manifests`.
+    /// [`Owner::Memop`], and `memop update` leaves it to `make manifests`.
     Generated,
     /// `{# shared: … #}`: a file several APIs extend at its markers: created once, never
     /// rewritten.
     Shared,
-    /// `{# owner: memop … #}`: memop's part of the project, the same for every project of a
-    /// PROJECT (Dockerfile, Makefile, CI workflows, the scaffolded parts of `config/`): `memop
-    /// update` brings it to the current memop, merging the user's edits in.
+    /// `{# owner: memop … #}`: memop's part of the project or of one API (the Dockerfile, the
+    /// Makefile, CI workflows, `config/`, and the files commands extend at their markers:
+    /// `src/main.rs`, the kustomizations): an existing one is refused (or kept, when it is one per
+    /// project, see [`Entry::File`]) unless the command overwrites (`--force`); `memop update`
+    /// brings it to the current memop, merging the user's edits in.
     Memop,
 }
 
@@ -214,15 +212,7 @@ impl Templates {
                     key: KEYS.iter().find(|(header, _)| text.starts_with(header)).map(|(_, key)| *key),
                 },
                 None => {
-                    let owner = match text {
-                        _ if text.starts_with(SHARED) => Owner::Shared,
-                        _ if text.starts_with(MEMOP) => Owner::Memop,
-                        _ if text.starts_with(USER_ONCE_EDITED) => Owner::UserOnceEdited,
-                        _ if text.starts_with(USER) => Owner::User,
-                        _ if text.starts_with(KIND) => Owner::Kind,
-                        _ if text.starts_with(GENERATED) => Owner::Generated,
-                        _ => Owner::Command,
-                    };
+                    let owner = declared_owner(text).unwrap_or(Owner::Memop);
                     let one_per_project = !relative.contains("__");
                     Entry::File { template: name.clone(), path: resolved, owner, one_per_project }
                 }
@@ -235,130 +225,17 @@ impl Templates {
     }
 }
 
-/// The `Cargo.toml` template every generated project starts from.
-pub fn project_manifest() -> &'static str {
-    TEMPLATES.get_file("init/Cargo.toml.tera").and_then(|f| f.contents_utf8()).unwrap_or_default()
-}
-
-/// The crates a generated project depends on, from the `[dependencies]` and
-/// `[dev-dependencies]` of its `Cargo.toml` template, as it names them: sorted, each once (a crate
-/// in both sections, with more features for tests, is one dependency).
-pub fn dependencies() -> Vec<&'static str> {
-    let mut in_dependencies = false;
-    let mut crates = Vec::new();
-    for line in project_manifest().lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_dependencies = matches!(line, "[dependencies]" | "[dev-dependencies]");
-        } else if let Some((name, _)) = line.split_once('=').filter(|_| in_dependencies) {
-            let name = name.trim();
-            if !name.is_empty() && !name.starts_with('#') {
-                crates.push(name);
-            }
-        }
+/// The owner `text`, a template of a whole file, declares on its first line, if any.
+fn declared_owner(text: &str) -> Option<Owner> {
+    match text {
+        _ if text.starts_with(SHARED) => Some(Owner::Shared),
+        _ if text.starts_with(MEMOP) => Some(Owner::Memop),
+        _ if text.starts_with(USER_ONCE_EDITED) => Some(Owner::UserOnceEdited),
+        _ if text.starts_with(USER) => Some(Owner::User),
+        _ if text.starts_with(KIND) => Some(Owner::Kind),
+        _ if text.starts_with(GENERATED) => Some(Owner::Generated),
+        _ => None,
     }
-    crates.sort();
-    crates.dedup();
-    crates
-}
-
-/// The crate names (`-` as `_`) that a generated project depends on (see [`dependencies`]): a
-/// project may not be named like one.
-pub fn dependency_crates() -> Vec<String> {
-    dependencies().into_iter().map(|name| name.replace('-', "_")).collect()
-}
-
-/// The lowercase names the generated code brings into scope itself: its binaries
-/// (`src/bin/<name>.rs`) and every module a template imports (`use x::y::name;`, `use … as
-/// name;`, `use x::{self, …}`). A project's crate named like one would make `use <crate>::…`
-/// ambiguous beside the import, or clash with the binary: a project may not be named like one.
-pub fn generated_names() -> &'static [String] {
-    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    NAMES.get_or_init(scan_generated_names)
-}
-
-fn scan_generated_names() -> Vec<String> {
-    let mut sources = Vec::new();
-    collect(&TEMPLATES, &mut sources);
-    let mut names = Vec::new();
-    let mut add = |name: &str| {
-        let name = name.trim();
-        let is_module = name.starts_with(|c: char| c.is_ascii_lowercase())
-            && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        if is_module && !matches!(name, "self" | "super" | "crate") && !names.iter().any(|n| n == name) {
-            names.push(name.to_string());
-        }
-    };
-    for (path, template) in &sources {
-        // Tera's expressions stand for the project's own names: not names of the templates.
-        let text = without_tera(template, "Tera");
-        if let Some(bin) = path.strip_prefix("init/src/bin/").and_then(|name| name.strip_suffix(".rs.tera")) {
-            add(bin);
-        }
-        let statements = text.split(';').filter_map(|chunk| {
-            // The statement starts on a line of its own, after any comments before it.
-            let at = chunk.lines().position(|line| line.trim_start().starts_with("use "))?;
-            let statement: Vec<&str> = chunk.lines().skip(at).collect();
-            Some(statement.join(" ").trim_start().trim_start_matches("use ").to_string())
-        });
-        for statement in statements {
-            // `a::b::{c, d as e, f::{self, g}}`: every imported item's last segment or alias.
-            let statement = statement.replace(['{', '}'], ",");
-            let mut parent = "";
-            for item in statement.split(',') {
-                let item = item.trim();
-                let name = match item.rsplit_once(" as ") {
-                    Some((_, alias)) => alias,
-                    None => {
-                        let last = item.rsplit("::").next().unwrap_or_default();
-                        if last == "self" { parent } else { last }
-                    }
-                };
-                add(name);
-                if let Some((before, _)) = item.rsplit_once("::") {
-                    parent = before.rsplit("::").next().unwrap_or_default();
-                }
-            }
-        }
-    }
-    names
-}
-
-/// The packages of the `Cargo.lock` memop ships with every project (`templates/_lock`), but its
-/// own (the example's, which memop renames to the project's): a project's package named like one
-/// would not resolve with `--locked`.
-pub fn locked_packages() -> &'static [String] {
-    static PACKAGES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    PACKAGES.get_or_init(scan_locked_packages)
-}
-
-fn scan_locked_packages() -> Vec<String> {
-    let lock = TEMPLATES.get_file("_lock/Cargo.lock").and_then(|f| f.contents_utf8()).unwrap_or_default();
-    lock.lines()
-        .filter_map(|line| line.strip_prefix("name = \""))
-        .filter_map(|rest| rest.strip_suffix('"'))
-        .filter(|name| *name != crate::commands::lockfile::EXAMPLE)
-        .map(String::from)
-        .collect()
-}
-
-/// `template` with each Tera tag (`{{ … }}`, `{% … %}`, `{# … #}`) replaced by `stand_in`: the
-/// text the template always renders, for scans of the names it uses.
-pub fn without_tera(template: &str, stand_in: &str) -> String {
-    let mut text = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(start) = ["{{", "{%", "{#"].iter().filter_map(|open| rest.find(open)).min() {
-        text.push_str(&rest[..start]);
-        let close = match &rest[start..start + 2] {
-            "{{" => "}}",
-            "{%" => "%}",
-            _ => "#}",
-        };
-        let end = rest[start..].find(close).map_or(rest.len(), |at| start + at + 2);
-        text.push_str(stand_in);
-        rest = &rest[end..];
-    }
-    text.push_str(rest);
-    text
 }
 
 /// The files a kind may not be named like: the fixed files of the directories where each kind
@@ -401,21 +278,14 @@ fn collect_v1(out: &mut Vec<(String, &'static str)>) {
     }
 }
 
-fn collect(dir: &'static Dir<'static>, out: &mut Vec<(String, &'static str)>) {
-    for file in dir.files() {
-        let name = file.path().to_string_lossy().replace('\\', "/");
-        if let (true, Some(text)) = (name.ends_with(SUFFIX), file.contents_utf8()) {
-            out.push((name, text));
-        }
-    }
-    for sub in dir.dirs() {
-        collect(sub, out);
-    }
-}
-
-/// Splits a template with no Tera syntax, except maybe a leading `{% include "…" %}`, into the
-/// included template's name and the verbatim rest; `None` for any other template.
+/// Splits a template with no Tera syntax, except maybe a leading declaration of its owner (see
+/// [`Owner`]) and then a `{% include "…" %}`, into the included template's name and the verbatim
+/// rest; `None` for any other template.
 fn split_plain(text: &'static str) -> Option<(Option<String>, &'static str)> {
+    let text = match declared_owner(text) {
+        Some(_) => &text[text.find("#}")? + 2..],
+        None => text,
+    };
     let (include, body) = match text.strip_prefix("{% include \"") {
         Some(rest) => {
             let (name, body) = rest.split_once("\" %}")?;
@@ -461,26 +331,23 @@ fn chain(err: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    /// A file memop update re-renders from PROJECT alone must be init's (or the Helm chart's,
-    /// which every command re-renders whole, or the update workflow's), and whole: no other root renders it or inserts into
-    /// it (its text would then depend on the APIs).
+    /// Every template of a whole file says whose the file is on its first line (see [`Owner`]):
+    /// without it, a file would be memop's by default, and a new template of the user's would be
+    /// merged over by `memop update`. Fragments (`…@marker`) go into their file, and partials
+    /// into their template.
     #[test]
-    fn memops_files_are_inits_and_no_command_extends_them() {
+    fn every_template_declares_whose_its_file_is() {
         let mut sources = Vec::new();
         collect(&TEMPLATES, &mut sources);
-        let output = |name: &str| name.split_once('/').map(|(_, p)| p.trim_end_matches(SUFFIX).to_string());
-        let memops: Vec<&String> = sources.iter().filter(|(_, text)| text.starts_with(MEMOP)).map(|(n, _)| n).collect();
-        assert!(memops.len() > 20, "{memops:?}");
-        for name in memops {
-            let roots = ["init/", "helm/", "helm-kind/", "helm-webhook/", "autoupdate/"];
-            assert!(roots.iter().any(|root| name.starts_with(root)), "{name} is memop's but not init's");
-            let path = output(name).unwrap();
-            for (other, _) in sources.iter().filter(|(other, _)| other != name) {
-                let other_path = output(other).unwrap_or_default();
-                let target = other_path.split('@').next().unwrap_or_default();
-                assert_ne!(target, path, "{other} renders or extends {name}'s file");
-            }
-        }
+        let files: Vec<&(String, &str)> =
+            sources.iter().filter(|(name, _)| !name.starts_with(PARTIALS) && !name.contains('@')).collect();
+        assert!(files.len() > 100, "{}", files.len());
+        let undeclared: Vec<&str> =
+            files.iter().filter(|(_, text)| declared_owner(text).is_none()).map(|(name, _)| name.as_str()).collect();
+        assert!(
+            undeclared.is_empty(),
+            "templates that declare no owner (`{MEMOP} #}}`, `{USER} #}}`, …): {undeclared:#?}"
+        );
     }
 
     /// The files a kind's scaffolds make for it to fill in (its types, its controller's logic,
@@ -522,6 +389,7 @@ mod tests {
     }
 
     use super::*;
+    use crate::embedded::{dependency_crates, generated_names, locked_packages};
 
     #[test]
     fn the_names_a_project_cannot_take_come_from_the_templates() {
@@ -675,6 +543,12 @@ mod tests {
             Some((Some("_partials/h".into()), "fn main() {}\n"))
         );
         assert_eq!(split_plain("{{ kind }}"), None);
+        // A declaration of the file's owner is no Tera syntax for the text.
+        assert_eq!(
+            split_plain("{# owner: memop #}{% include \"_partials/h\" %}fn main() {}\n"),
+            Some((Some("_partials/h".into()), "fn main() {}\n"))
+        );
+        assert_eq!(split_plain("{# owner: user #}# {{ project_name }}\n"), None);
         let templates = Templates::load(&["init"]).unwrap();
         let mut ctx = Context::new();
         for (k, v) in [("license", "apache2"), ("year", "2026"), ("owner", ""), ("project_name", "p")] {

@@ -2,14 +2,16 @@
 
 use super::*;
 
-/// Checks a dry run's report, a `create`/`update` line per file and the count of them at the
-/// end, and returns the count.
+/// Checks a dry run's report, a `create`/`update` line per file and the count of them after
+/// the last (then only what the command says of itself, as after a real run's list of files),
+/// and returns the count.
 #[track_caller]
 fn dry_run_count(stdout: &str) -> usize {
     let files = stdout.lines().filter(|l| l.starts_with("create ") || l.starts_with("update ")).count();
     let summary = format!("\ndry run: {files} file(s) would change; nothing was written\n");
     assert!(files > 0, "{stdout}");
-    assert!(stdout.ends_with(&summary), "expected {summary:?} at the end:\n{stdout}");
+    let (_, after) = stdout.split_once(&summary).unwrap_or_else(|| panic!("expected {summary:?}:\n{stdout}"));
+    assert!(!after.contains("\n+++ ") && !after.starts_with("create "), "files after the count:\n{stdout}");
     files
 }
 
@@ -72,9 +74,15 @@ fn dry_run_create_api_writes_nothing() {
     ] {
         assert!(stdout.contains(line), "{line:?} missing:\n{stdout}");
     }
-    assert!(stdout.starts_with("Memcached: operand controller from the built-in Memcached preset"));
     assert!(!stdout.contains("Next:"), "{stdout}");
     // The dry run did not count as creating the API.
-    let out = ok(&dir, &format!("create api {MEMCACHED}"));
-    assert!(out.stdout.contains("  create  ./src/controller/memcached.rs\n"), "{}", out.stdout);
+    let real = ok(&dir, &format!("create api {MEMCACHED}")).stdout;
+    assert!(real.contains("  create  ./src/controller/memcached.rs\n"), "{real}");
+    // Both say what the command made in the same place: after the files.
+    let said = "\nMemcached: operand controller from the built-in Memcached preset";
+    for (run, out) in [("dry", stdout), ("real", &real)] {
+        let (files, _) =
+            out.split_once(said).unwrap_or_else(|| panic!("{run} run: no {said:?} after the files:\n{out}"));
+        assert!(files.contains("src/controller/memcached.rs"), "{run} run: the summary before the files:\n{out}");
+    }
 }

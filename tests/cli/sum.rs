@@ -70,3 +70,24 @@ fn a_dry_run_writes_no_record() {
     assert!(out.stdout.contains("PROJECT.sum"), "{}", out.stdout);
     assert!(!dir.join("PROJECT.sum").exists());
 }
+
+/// Two branches that each ran `create api`, merged, with `PROJECT.sum` resolved by keeping both
+/// sides' lines: a path listed twice with two ids. Each command refuses it, naming the path and
+/// the fix (it was taken last-wins: the next update merged over the wrong base); after the fix
+/// the command runs.
+#[test]
+fn a_path_recorded_twice_by_a_merge_is_refused_with_the_fix() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    let sum = read(&dir, "PROJECT.sum");
+    let line = sum.lines().find(|l| l.starts_with("src/api/mod.rs ")).unwrap().to_string();
+    let theirs = format!("src/api/mod.rs {}", common::blob_id("pub mod web;\n"));
+    fs::write(dir.join("PROJECT.sum"), sum.replace(&line, &format!("{line}\n{theirs}"))).unwrap();
+    let fix = ["PROJECT.sum lists src/api/mod.rs twice", "`git hash-object src/api/mod.rs`", "keep one line for it"];
+    refused(&dir, &format!("create api {NGINX}"), &fix);
+    refused(&dir, "update --allow-dirty", &fix);
+    refused(&dir, "create webhook --group cache --kind Memcached --defaulting", &fix);
+    // The fix: keep the line of the file's text.
+    fs::write(dir.join("PROJECT.sum"), sum.replace(&line, &format!("{line}\n{line}"))).unwrap();
+    ok(&dir, &format!("create api {NGINX}"));
+    assert_eq!(recorded(&dir)["src/api/mod.rs"], git_id(&dir, "src/api/mod.rs"));
+}

@@ -4,19 +4,9 @@
 use std::path::Path;
 use std::process::Command;
 
+pub(crate) use super::common::{blob_id, git};
 use super::special_files::{LIMIT, exits_within, spawn};
 use super::*;
-
-/// Runs git in `dir`, asserting success.
-pub(crate) fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .output()
-        .expect("git on PATH");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
 
 /// A Memcached project as an older memop (0.1.9) would have left it: other vendored text (which
 /// PROJECT.sum records as memop's), older pins, an older cliVersion; committed.
@@ -47,19 +37,6 @@ pub(crate) fn older_project() -> (TempDir, PathBuf) {
     git(&dir, &["add", "-A"]);
     git(&dir, &["commit", "-qm", "made by memop 0.1.9"]);
     (tmp, dir)
-}
-
-/// `git hash-object`'s id of `text`.
-pub(crate) fn blob_id(text: &str) -> String {
-    let mut child = Command::new("git")
-        .args(["hash-object", "--stdin"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("git on PATH");
-    use std::io::Write as _;
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap().trim().to_string()
 }
 
 #[test]

@@ -102,7 +102,7 @@ fn a_record_of_a_path_outside_the_project_is_refused() {
     fs::write(tmp.path().join("outside.rs"), outside).unwrap();
     let sum = read(&dir, "PROJECT.sum");
     for path in ["vendor/../../outside.rs", "/etc/hostname", "vendor/./memop-test/src/lib.rs"] {
-        fs::write(dir.join("PROJECT.sum"), format!("{sum}{path} {}\n", super::update::blob_id(outside))).unwrap();
+        fs::write(dir.join("PROJECT.sum"), format!("{sum}{path} {}\n", common::blob_id(outside))).unwrap();
         git(&dir, &["commit", "-qam", "a hostile record"]);
         refused(
             &dir,

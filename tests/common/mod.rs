@@ -16,6 +16,29 @@ pub fn memop() -> assert_cmd::Command {
     cmd
 }
 
+/// The git blob id of a text, as `git hash-object` computes it (and `PROJECT.sum` records it).
+#[allow(unused_imports)] // not every test crate compares records
+pub use memop::sum::blob_id;
+
+/// Runs git in `dir` with a test identity (commits need one), asserting success.
+#[track_caller]
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .expect("git on PATH");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Commits everything in the work tree of `dir` (`git add -A`), as `message`.
+#[track_caller]
+pub fn commit(dir: &Path, message: &str) {
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", message]);
+}
+
 /// Runs memop with `args` in `dir`, asserting success.
 pub fn run(dir: &Path, args: &[&str]) {
     memop().current_dir(dir).args(args).assert().success();

@@ -12,8 +12,8 @@ mod validate;
 use anyhow::Result;
 use clap::ArgAction;
 
+use super::Global;
 use super::gvk::GvkArgs;
-use super::{Global, finish};
 use crate::project::Project;
 use crate::scaffold::Plan;
 
@@ -151,23 +151,17 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     notes.splice(0..0, request.notes.iter().cloned());
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
 
-    // Said once the plan went through, so that no success line comes before a failure.
-    let summary = summary(&request);
-    // A dry run ends with its own summary line.
-    if global.dry_run {
-        super::say(&summary)?;
-    }
-    let written = finish(global, plan)?;
-    if !global.dry_run {
-        super::report(&summary)?;
-    }
+    let written = super::finish_keeping(global, plan, &[&chart])?;
+    // Said once the plan went through (so that no success line comes before a failure), after
+    // the files, in a dry run as in a real one.
+    super::report(&summary(&request))?;
     for note in &notes {
         crate::warn_line!("note: {note}");
     }
     if written {
         super::report(&next(&request))?;
     }
-    chart.finish(global, written, super::helm::FRESH_CHART)
+    super::finish_merged(global, &chart, written, super::helm::FRESH_CHART)
 }
 
 /// The line that says which controller the kind got.

@@ -10,8 +10,8 @@ mod validate;
 
 use anyhow::Result;
 
+use super::Global;
 use super::gvk::GvkArgs;
-use super::{Global, finish};
 use crate::project::Project;
 use crate::scaffold::Plan;
 
@@ -58,20 +58,17 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut plan = Plan::new(&global.dir);
     scaffold::scaffold(&request, &mut project, &mut plan)?;
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
-    let written = finish(global, plan)?;
+    let written = super::finish_keeping(global, plan, &[&chart])?;
     if written {
         super::report(&next(&request))?;
     }
-    chart.finish(global, written, super::helm::FRESH_CHART)
+    super::finish_merged(global, &chart, written, super::helm::FRESH_CHART)
 }
 
-/// Plans into `plan` what `memop create webhook` with `flags` plans for `project`, and records the result in
-/// `project`: how `memop update` replays the scaffolds PROJECT records.
-pub fn replay(flags: &[String], project: &mut Project, plan: &mut Plan) -> Result<()> {
-    let args: Args = super::parse_flags(flags)?;
-    let request = validate(&args, project)?;
-    scaffold::scaffold(&request, project, plan)?;
-    Ok(())
+/// Plans into `plan` what `memop create webhook` planned for `request` (see [`Request::replay`]),
+/// and records the result in `project`: how `memop update` replays the scaffolds PROJECT records.
+pub fn replay(request: &Request, project: &mut Project, plan: &mut Plan) -> Result<()> {
+    scaffold::scaffold(request, project, plan)
 }
 
 /// What to do once the files are written.

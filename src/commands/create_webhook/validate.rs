@@ -103,6 +103,43 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
     Ok(Request { api, existing, admission, conversion: args.conversion, webhooks, spokes, force: args.force })
 }
 
+impl Request {
+    /// The `create webhook` that gave `resource` (as PROJECT records it) its admission webhooks,
+    /// or with `conversion` its conversion webhook, as `memop update` replays it into `project`
+    /// (the commands replayed before it). Typed: PROJECT was validated when it was read, so
+    /// there are no flags to parse and nothing to refuse.
+    pub fn replay(resource: &Resource, conversion: bool, project: &Project) -> Result<Self> {
+        let api = resource.names.clone();
+        let asked = resource.webhooks.clone().unwrap_or_default();
+        let existing = project.find(&api).cloned().unwrap_or_else(|| Resource {
+            names: api.clone(),
+            api: None,
+            controller: false,
+            operand: None,
+            webhooks: None,
+            controllers: Vec::new(),
+        });
+        let recorded = existing.webhooks.clone().unwrap_or_default();
+        let (defaulting, validation) = if conversion { (false, false) } else { (asked.defaulting, asked.validation) };
+        let mut spokes: Vec<Version> = match conversion {
+            true if !asked.spoke.is_empty() => asked.spoke.iter().map(|s| Version::parse(s)).collect::<Result<_>>()?,
+            // Every other version of the kind, as `--conversion` without `--spoke` takes them.
+            true => project.other_versions(&api).map(|r| r.names.version.clone()).collect(),
+            false => recorded.spoke.iter().map(|s| Version::parse(s)).collect::<Result<_>>()?,
+        };
+        spokes.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        spokes.dedup();
+        let webhooks = Webhooks {
+            defaulting: defaulting || recorded.defaulting,
+            validation: validation || recorded.validation,
+            conversion: conversion || recorded.conversion,
+            spoke: spokes.iter().map(Version::to_string).collect(),
+            webhook_version: "v1".into(),
+        };
+        Ok(Self { api, existing, admission: !conversion, conversion, webhooks, spokes, force: false })
+    }
+}
+
 /// PROJECT's entry of the project's own kind `args` name, which must have types.
 fn own_resource(args: &Args, project: &Project) -> Result<Resource> {
     let named = args.gvk.names(project, None)?;

@@ -6,8 +6,7 @@
 
 /// The lock, recorded for the example project.
 const LOCK: &str = include_str!("../../templates/_lock/Cargo.lock");
-/// The name of the example project's own package in [`LOCK`].
-pub(crate) const EXAMPLE: &str = "memcached-operator";
+use crate::embedded::EXAMPLE;
 
 /// The lock for a project whose package is named `name`.
 ///

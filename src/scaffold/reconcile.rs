@@ -1,0 +1,120 @@
+//! Plans memop's files over the project's by [`decide`]: replaced where unedited, merged three
+//! ways where edited, kept where no base is found; and collects what became of them
+//! ([`Merged`]) for `memop update`, the Helm chart and the update workflow alike.
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+
+use super::merge::{Decision, decide, unix_endings};
+use super::{IfExists, Plan};
+use crate::sum::{self, Sum};
+
+/// A file merged with conflicts: its path, the text with markers, and memop's text.
+pub(crate) type Conflict = (String, String, String);
+
+/// What [`merge_memop_files`] did with memop's files: `update`'s, and those of the commands that
+/// plan memop's files of their own (the Helm chart's, the update workflow) beside theirs.
+#[derive(Debug, Default)]
+pub(crate) struct Merged {
+    /// Edited files whose edits and memop's changes were merged.
+    pub(crate) merged: Vec<String>,
+    /// Merged files with conflicts.
+    pub(crate) conflicts: Vec<Conflict>,
+    /// Edited files kept as they are, no base to merge with, and whether PROJECT.sum records that
+    /// memop wrote them.
+    pub(crate) kept: Vec<(String, bool)>,
+    /// memop's text of each merged file, by path, to keep for the next merge.
+    pub(crate) bases: Vec<(String, String)>,
+    /// Files that still hold the conflict markers of an earlier merge.
+    pub(crate) unresolved: Vec<String>,
+}
+
+/// Plans each of `files` (path, memop's text now) over the project's file by [`decide`]:
+/// created when missing unless PROJECT.sum says memop wrote it before (then the user deleted it,
+/// and it stays deleted), replaced when unedited since memop wrote it (`record`), else merged
+/// three ways with what memop wrote then (read from git) as the base.
+pub(crate) fn merge_memop_files(
+    plan: &mut Plan,
+    record: &Sum,
+    dir: &Path,
+    files: Vec<(String, String)>,
+) -> Result<Merged> {
+    let mut merged = Merged::default();
+    for (path, new) in files {
+        let current = plan.read(Path::new(&path))?;
+        let decision = decide(&path, current.as_deref(), &new, record.get(&path), |id| sum::base(dir, id));
+        merged.plan(plan, record, path, current.as_deref(), new, decision)?;
+    }
+    refuse_unresolved(&merged.unresolved)?;
+    Ok(merged)
+}
+
+impl Merged {
+    /// Plans what `decision` says of memop's file at `path`, which is `current` now and which
+    /// memop's templates render as `new` (formatted: a merge keeps the user's formatting), and
+    /// notes what became of it.
+    pub(crate) fn plan(
+        &mut self,
+        plan: &mut Plan,
+        record: &Sum,
+        path: String,
+        current: Option<&str>,
+        new: String,
+        decision: Decision,
+    ) -> Result<()> {
+        match decision {
+            // Already memop's text: recorded as such, so that the next update knows it unedited.
+            Decision::Leave => {
+                if current.is_some_and(|text| unix_endings(text) == new)
+                    && record.get(&path) != Some(sum::blob_id(&new).as_str())
+                {
+                    plan.set_unchanged(&path, new);
+                }
+            }
+            Decision::Keep => self.kept.push((path.clone(), record.get(&path).is_some())),
+            Decision::Unresolved => self.unresolved.push(path),
+            Decision::Replace => plan.write_formatted(&path, new, IfExists::Overwrite)?,
+            Decision::Merge { text, conflicts } => {
+                plan.write_formatted(&path, text.clone(), IfExists::Overwrite)?;
+                plan.set_base(&path, new.clone());
+                self.bases.push((path.clone(), new.clone()));
+                match conflicts {
+                    true => self.conflicts.push((path, text, new)),
+                    false => self.merged.push(path),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The note on a file kept as it is ([`Decision::Keep`]): edited since memop wrote it
+/// (`recorded` in PROJECT.sum) while git lacks that text, or never written by memop (a file memop
+/// writes now, or one of a project that lost its record); `compare`: how to see memop's text.
+pub(crate) fn kept_note(path: &str, recorded: bool, compare: &str) -> String {
+    let why = match recorded {
+        true => {
+            "changed since memop wrote it, and git has no copy of what memop wrote (it was never committed as \
+                 memop left it, or this clone lacks that history: in a shallow clone, `git fetch --unshallow` and \
+                 run the update again)"
+        }
+        false => "is not as memop writes it, and memop has no record of writing it (PROJECT.sum does not list it)",
+    };
+    format!("note: {path} {why}, so it was kept as it is; compare it with {compare}")
+}
+
+/// Refuses to go on while `paths` still hold the conflict markers of an earlier merge: merged
+/// again, their conflicts would stay buried in a project the command calls up to date.
+pub(crate) fn refuse_unresolved(paths: &[String]) -> Result<()> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "{} still hold{} the conflict markers of an earlier merge (<<<<<<< … >>>>>>>: of memop's changes with \
+         your edits, or of two branches of yours): resolve them (keep what you want of both sides and delete the \
+         marker lines), commit, and run the command again",
+        paths.join(", "),
+        if paths.len() == 1 { "s" } else { "" }
+    )
+}
