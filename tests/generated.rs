@@ -207,7 +207,8 @@ fn a_project_that_deleted_its_first_version_builds_lints_and_passes_its_tests() 
     let webhook = std::fs::read_to_string(dir.join("src/webhook/memcached.rs")).unwrap();
     assert!(webhook.contains("use crate::api::cache::v1::Memcached;"), "{webhook}");
     // The chart followed: its CRD serves v1 alone, and it lints.
-    let chart_crd = std::fs::read_to_string(dir.join("dist/chart/templates/crd/cache.example.com_memcacheds.yaml")).unwrap();
+    let chart_crd =
+        std::fs::read_to_string(dir.join("dist/chart/templates/crd/cache.example.com_memcacheds.yaml")).unwrap();
     assert!(!chart_crd.contains("v1alpha1"), "{chart_crd}");
     common::helm_lint(&dir);
 }
