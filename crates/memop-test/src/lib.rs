@@ -31,6 +31,7 @@
 
 pub mod apiserver;
 pub mod envtest;
+pub mod heap;
 pub mod https;
 pub mod requests;
 pub mod workloads;

@@ -35,59 +35,22 @@
 //! machine. For the peak memory, run the binary under `/usr/bin/time -v`: with `BACKEND=real`
 //! that is the controller's alone, as the control plane runs in processes of its own.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, ListParams, PostParams};
-use memop_test::TestEnv;
 use memop_test::workloads::Workloads;
+use memop_test::{TestEnv, heap};
 
 use memcached_operator::api::cache::v1alpha1::{Memcached, MemcachedSpec};
 use memcached_operator::controller::memcached::{Context, controller};
 use memop_runtime::manager::Shared;
 
 /// The system allocator, counting the bytes allocated and not yet freed: what the controller's
-/// caches hold once the benchmark's own lists are dropped (the resident size would also count
-/// memory the allocator keeps after they are freed).
-struct Counting;
-
-/// The bytes allocated and not yet freed.
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call goes to the system allocator unchanged; a counter is kept beside it.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size, Ordering::Relaxed);
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
+/// caches hold once the benchmark's own lists are dropped.
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static COUNTING_ALLOCATOR: heap::Counting = heap::Counting;
 
 /// The operand image, as `config/manager/manager.yaml` sets it.
 const IMAGE: &str = "memcached:1.6.26-alpine3.19";
@@ -120,7 +83,7 @@ async fn main() {
             .expect("create");
     }
     env.requests.clear();
-    let (live_before, resident_before) = (LIVE.load(Ordering::Relaxed), resident_bytes());
+    let (live_before, resident_before) = (heap::live(), resident_bytes());
 
     let started = Instant::now();
     let ctx = Context::with_image(&shared, Some(IMAGE.into()));
@@ -168,7 +131,7 @@ async fn main() {
     // control plane in processes of its own; the request log of the calls counted above goes
     // first.
     env.requests.clear();
-    let per_object = LIVE.load(Ordering::Relaxed).saturating_sub(live_before) / count;
+    let per_object = heap::live().saturating_sub(live_before) / count;
     let p99 = reconcile_time_p99(&shared.metrics().encode());
 
     // Stop the controller first: what it still has queued (reconciles of its own last writes)
@@ -274,7 +237,7 @@ fn reconcile_time_p99(metrics: &str) -> Option<f64> {
 
 /// The manager's memory limit in `config/manager/manager.yaml`, in bytes and as written.
 fn memory_limit() -> (u64, String) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/manager/manager.yaml");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/manager/manager.yaml");
     let text = std::fs::read_to_string(&path).expect("config/manager/manager.yaml");
     let documents: Vec<serde_json::Value> =
         serde_saphyr::from_multiple(&text).expect("config/manager/manager.yaml is YAML");
