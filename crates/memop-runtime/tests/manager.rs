@@ -787,8 +787,25 @@ async fn sharded_managers_split_the_objects_and_a_stopped_one_hands_its_share_ov
     let _one = ONE_AT_A_TIME.lock().await;
     const ONE: &str = "shard-one";
     const TWO: &str = "shard-two";
-    let mut one = Manager::start_as(&env, &kubeconfig(&env), ONE, &["--sharding"]);
-    let mut two = Manager::start_as(&env, &kubeconfig(&env), TWO, &["--sharding"]);
+    let args = ["--sharding", "--metrics-secure=false"];
+    let mut one = Manager::start_as(&env, &kubeconfig(&env), ONE, &args);
+    let mut two = Manager::start_as(&env, &kubeconfig(&env), TWO, &args);
+    // Each replica's share in its metrics: its active buckets and the ring's live members.
+    let share = |manager: &Manager| {
+        let (_, metrics) = http_get(manager.metrics, "/metrics")?;
+        let value = |name: &str| {
+            metrics.lines().find_map(|line| {
+                line.strip_prefix(name)?
+                    .strip_prefix(' ')?
+                    .parse::<u32>()
+                    .ok()
+            })
+        };
+        Some((
+            value("memop_shard_active_buckets")?,
+            value("memop_shard_members")?,
+        ))
+    };
     let leases = Api::<Lease>::namespaced(env.admin.clone(), &env.namespace);
     let claims = |identity: &'static str| {
         let leases = leases.clone();
@@ -814,6 +831,11 @@ async fn sharded_managers_split_the_objects_and_a_stopped_one_hands_its_share_ov
             }
             _ => false,
         }
+    })
+    .await;
+
+    eventually("the metrics show the split", WAIT, || async {
+        matches!((share(&one), share(&two)), (Some((b1, 2)), Some((b2, 2))) if b1 + b2 == 64 && b1 > 0 && b2 > 0)
     })
     .await;
 
@@ -874,6 +896,12 @@ async fn sharded_managers_split_the_objects_and_a_stopped_one_hands_its_share_ov
     let took = stopped.elapsed();
     println!("took the stopped replica's share {took:?} after it stopped");
     assert!(took < Duration::from_secs(8), "{took:?}");
+    eventually(
+        "the first replica's metrics show every bucket",
+        WAIT,
+        || async { share(&one) == Some((64, 1)) },
+    )
+    .await;
     // And reconciles what was the second's.
     let theirs = names.iter().find(|n| reporters[*n] == [TWO]);
     if let Some(name) = theirs {

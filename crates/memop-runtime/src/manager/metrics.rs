@@ -138,6 +138,8 @@ pub struct Metrics {
     storage_migrations: Family<MigrationLabels, Counter>,
     webhook_in_flight: Family<WebhookLabels, Gauge>,
     webhook_latency: Histograms<WebhookLabels>,
+    shard_buckets: Gauge,
+    shard_members: Gauge,
 }
 
 impl Default for Metrics {
@@ -174,6 +176,8 @@ impl Default for Metrics {
             storage_migrations: Family::default(),
             webhook_in_flight: Family::default(),
             webhook_latency: Family::new_with_constructor(webhook_buckets),
+            shard_buckets: Gauge::default(),
+            shard_members: Gauge::default(),
         };
         let registry = &mut metrics.registry;
         registry.register(
@@ -220,6 +224,16 @@ impl Default for Metrics {
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
             metrics.leader.clone(),
+        );
+        registry.register(
+            "memop_shard_active_buckets",
+            "Buckets (of 64) whose objects this replica reconciles, with --sharding",
+            metrics.shard_buckets.clone(),
+        );
+        registry.register(
+            "memop_shard_members",
+            "Live replicas of the shard ring as this replica last read it, with --sharding",
+            metrics.shard_members.clone(),
         );
         registry.register(
             "memop_watch_errors",
@@ -320,6 +334,14 @@ impl Metrics {
             name: name.to_string(),
         };
         self.leader.get_or_create(&labels).set(leading.into());
+    }
+
+    /// Records this replica's share with `--sharding`: its active buckets and the live
+    /// members of its ring.
+    pub fn shard(&self, active_buckets: u32, members: usize) {
+        self.shard_buckets.set(active_buckets.into());
+        self.shard_members
+            .set(i64::try_from(members).unwrap_or(i64::MAX));
     }
 
     /// The error count and the time of the last answer of watch `name` (see `watchdog.rs`):

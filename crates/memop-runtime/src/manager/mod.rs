@@ -359,6 +359,7 @@ impl Manager {
         let shard = self.sharding.clone().map(|config| {
             let shard = sharding::Shard::start(self.shared.client.clone(), config);
             self.shared.shard = Some(shard.clone());
+            tokio::spawn(report_shard(shard.clone(), self.shared.metrics.clone()));
             shard
         });
         let controllers: Vec<_> = self
@@ -553,4 +554,25 @@ async fn wait_all(running: &mut JoinSet<(&'static str, anyhow::Result<()>)>) -> 
         result.with_context(|| format!("controller {name} failed"))?;
     }
     Ok(())
+}
+
+/// Keeps the shard gauges of `metrics` current: at each change of the replica's active buckets,
+/// and every few seconds for the ring's members, until the shard stops.
+async fn report_shard(shard: sharding::Shard, metrics: Arc<Metrics>) {
+    let mut activations = shard.activations();
+    loop {
+        metrics.shard(shard.active().count_ones(), shard.members().len());
+        tokio::select! {
+            changed = activations.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            () = tokio::time::sleep(Duration::from_secs(2)) => {
+                if shard.is_lost() {
+                    return;
+                }
+            }
+        }
+    }
 }
