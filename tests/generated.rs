@@ -116,9 +116,7 @@ fn a_project_with_several_groups_and_kinds_builds_lints_and_passes_its_tests() {
     // Without the real control plane, its dozens of real-control-plane tests (scenarios, webhooks,
     // conversions) are one line of `cargo test`, not one "ignored" line each: checked above when
     // this suite runs without it, and here, once more, when it runs with it.
-    if std::env::var_os("KUBEBUILDER_ASSETS").is_some_and(|v| !v.is_empty())
-        || std::env::var_os("ENVTEST_REQUIRED").is_some()
-    {
+    if common::real_tier() {
         let _cargo = common::cargo_lock();
         let out = common::command(&dir, "cargo")
             .args(["test", "--locked"])
@@ -164,7 +162,7 @@ fn a_project_that_deleted_its_first_version_builds_lints_and_passes_its_tests() 
     common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
     // The operator's own storage migration, on the real control plane: objects stored in
     // v1alpha1 migrated to v1 and `storedVersions` pruned, after which v1alpha1 can go.
-    if std::env::var_os("KUBEBUILDER_ASSETS").is_some_and(|v| !v.is_empty()) {
+    if common::real_tier() {
         let tests = common::check(&dir, "cargo", &["test", "--locked", "--test", "memcached_conversion"]);
         assert!(tests.contains("test the_operator_migrates_objects_stored_in_an_older_version ... ok"), "{tests}");
     }

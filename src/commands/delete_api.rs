@@ -175,11 +175,8 @@ fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec
         if let Some(moved) = target.admission.as_ref().filter(|_| resource.names.version.to_string() == target.storage)
         {
             let webhooks = resource.webhooks.get_or_insert_with(|| Webhooks {
-                conversion: false,
-                defaulting: false,
-                spoke: Vec::new(),
-                validation: false,
                 webhook_version: moved.webhook_version.clone(),
+                ..Webhooks::default()
             });
             webhooks.defaulting |= moved.defaulting;
             webhooks.validation |= moved.validation;

@@ -359,6 +359,26 @@ fn no_overlapping_reconciles(replicas: &[&Replica]) {
     println!("{handovers} handovers of an object between replicas, none overlapping");
 }
 
+/// Every object created in version 1, then shards a, b and c started, settled and converged.
+async fn three_converged(env: &TestEnv) -> [Replica; 3] {
+    create_objects(env, 1).await;
+    let a = Replica::start(env, "shard-a").await;
+    let b = Replica::start(env, "shard-b").await;
+    let c = Replica::start(env, "shard-c").await;
+    settled(&[&a, &b, &c]).await;
+    converged(env, 1).await;
+    [a, b, c]
+}
+
+/// The objects `owners` gives to `shard`.
+fn owned_by(owners: &BTreeMap<String, String>, shard: &str) -> Vec<String> {
+    owners
+        .iter()
+        .filter(|(_, owner)| *owner == shard)
+        .map(|(object, _)| object.clone())
+        .collect()
+}
+
 /// Who each object belongs to among `members`, by its UID.
 async fn owners(env: &TestEnv, members: &[&str]) -> BTreeMap<String, String> {
     let objects = objects(env).await;
@@ -428,17 +448,9 @@ async fn a_killed_shards_objects_are_taken_over_within_the_lease_duration_and_a_
         return;
     };
     let _one = ONE_AT_A_TIME.lock().await;
-    create_objects(&env, 1).await;
-    let a = Replica::start(&env, "shard-a").await;
-    let b = Replica::start(&env, "shard-b").await;
-    let c = Replica::start(&env, "shard-c").await;
-    settled(&[&a, &b, &c]).await;
-    converged(&env, 1).await;
+    let [a, b, c] = three_converged(&env).await;
     let before = owners(&env, &["shard-a", "shard-b", "shard-c"]).await;
-    let orphans: Vec<String> = (before.iter())
-        .filter(|(_, owner)| *owner == "shard-b")
-        .map(|(object, _)| object.clone())
-        .collect();
+    let orphans = owned_by(&before, "shard-b");
     assert!(!orphans.is_empty());
 
     b.kill();
@@ -494,12 +506,7 @@ async fn adding_a_shard_moves_about_one_in_n_objects_and_nothing_else() {
         return;
     };
     let _one = ONE_AT_A_TIME.lock().await;
-    create_objects(&env, 1).await;
-    let a = Replica::start(&env, "shard-a").await;
-    let b = Replica::start(&env, "shard-b").await;
-    let c = Replica::start(&env, "shard-c").await;
-    settled(&[&a, &b, &c]).await;
-    converged(&env, 1).await;
+    let [a, b, c] = three_converged(&env).await;
     let before = owners(&env, &["shard-a", "shard-b", "shard-c"]).await;
     let masks: Vec<u64> = [&a, &b, &c].iter().map(|r| r.shard.active()).collect();
 
@@ -568,17 +575,9 @@ async fn a_partitioned_shard_stops_before_its_objects_are_taken() {
         return;
     };
     let _one = ONE_AT_A_TIME.lock().await;
-    create_objects(&env, 1).await;
-    let a = Replica::start(&env, "shard-a").await;
-    let b = Replica::start(&env, "shard-b").await;
-    let c = Replica::start(&env, "shard-c").await;
-    settled(&[&a, &b, &c]).await;
-    converged(&env, 1).await;
+    let [a, b, c] = three_converged(&env).await;
     let before = owners(&env, &["shard-a", "shard-b", "shard-c"]).await;
-    let cut_off: Vec<String> = (before.iter())
-        .filter(|(_, owner)| *owner == "shard-b")
-        .map(|(object, _)| object.clone())
-        .collect();
+    let cut_off = owned_by(&before, "shard-b");
     assert!(!cut_off.is_empty());
 
     // B can no longer reach its Lease, nor the others' (as behind a partition), but its object

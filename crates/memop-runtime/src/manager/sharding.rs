@@ -5,7 +5,7 @@
 //!   ([`bucket_of`]);
 //! - every replica holds a Lease of its own, labelled with its ring: the members are the Leases
 //!   of the ring that have a holder and changed within their duration, by the observer's
-//!   monotonic clock (as [`leader`](super::leader) judges expiry);
+//!   monotonic clock (as leader election judges expiry);
 //! - a bucket belongs to the member that scores highest for it (rendezvous hashing,
 //!   [`owner_of`]);
 //! - a replica *claims* its buckets in its Lease's annotation, and acts on one only once a list
