@@ -36,6 +36,21 @@
 # every replica). kubebuilder's cmd/main.go takes no Lease namespace outside a cluster: a copy of it,
 # cmd/failover/main.go, sets LeaderElectionNamespace from POD_NAMESPACE.
 #
+# RELIST=1 forces every watch to list again after the resize (and before a failover): the API
+# server is stopped, a write straight to etcd moves its revision on and etcd is compacted to it,
+# and the API server starts again, so each watch that reconnects from the revision it had seen is
+# told 410 Gone ("too old resource version") and lists everything anew, as after an API server
+# upgrade or a long partition. The run then waits RELIST_SETTLE seconds (60); the manager's peak
+# RSS is read after that, so it includes the relist, and the column "lists in relist" shows that
+# it did list again. Not for memop-shards, whose replicas stop once they cannot renew their
+# Leases for the renew deadline, about as long as the API server is down.
+#
+# The operator `memop-shards` (ORDER="memop memop-shards ...") runs SHARDS (3) replicas of memop's
+# manager with --sharding, all started at once (Leases in `default`, one per replica): its times
+# are until every object is done, whichever replica did it; its requests are all replicas'
+# together (one user), Lease renewals included; its peak RSS is the largest replica's, and each
+# replica's is listed below the table.
+#
 # What it builds, in $CACHE (default ~/.cache/memop-bench; nothing in the repository):
 #   - memop, from `git archive` of MEMOP_REF (default HEAD: commit first what you want measured),
 #     then the README's two commands, then `cargo build --release --locked` of that project
@@ -58,6 +73,9 @@ NAMESPACES=${NAMESPACES:-10}
 QUIET=${QUIET:-60}
 PODS=${PODS:-0}
 FAILOVER=${FAILOVER:-0}
+RELIST=${RELIST:-0}
+RELIST_SETTLE=${RELIST_SETTLE:-60}
+SHARDS=${SHARDS:-3}
 RESIZE_TO=${RESIZE_TO:-$([ "$PODS" = 1 ] && echo 3 || echo 2)}
 SETTLE=${SETTLE:-30}
 IMAGE=memcached:1.6.26-alpine3.19
@@ -68,7 +86,7 @@ for n in "$@"; do
 done
 
 for op in $ORDER; do
-    case $op in memop | kubebuilder) ;; *) echo "ORDER: unknown operator $op (memop, kubebuilder)" >&2; exit 2 ;; esac
+    case $op in memop | memop-shards | kubebuilder) ;; *) echo "ORDER: unknown operator $op (memop, memop-shards, kubebuilder)" >&2; exit 2 ;; esac
 done
 
 mkdir -p "$CACHE/bin" "$CACHE/results" "$CACHE/runs"
@@ -185,7 +203,7 @@ build_kubebuilder() {
     log "kubebuilder $KB_VERSION: manager built in $(echo "$(now) - $t0" | bc | cut -d. -f1) s"
 }
 
-case " $ORDER " in *" memop "*) build_memop; log "memop manager: $memop_manager ($(stat -c %s "$memop_manager") bytes)" ;; esac
+case " $ORDER " in *" memop "* | *" memop-shards "*) build_memop; log "memop manager: $memop_manager ($(stat -c %s "$memop_manager") bytes)" ;; esac
 case " $ORDER " in *" kubebuilder "*) build_kubebuilder; log "kubebuilder manager: $kb_manager ($(stat -c %s "$kb_manager") bytes)" ;; esac
 [ "${PREPARE_ONLY:-0}" = 1 ] && exit 0
 
@@ -285,6 +303,70 @@ start_pods() { # dir
         die "kwok did not make its node Ready: $(tail -3 "$d/kwok.log")"
 }
 
+# kube-apiserver of run directory $1 on etcd port $2, serving on port $3; its pid in apiserver_pid.
+start_apiserver() { # dir etcd_port port
+    local dir=$1
+    "$assets/kube-apiserver" --etcd-servers="http://127.0.0.1:$2" --cert-dir="$dir" \
+        --tls-cert-file="$dir/apiserver.crt" --tls-private-key-file="$dir/apiserver.key" \
+        --secure-port="$3" --bind-address=127.0.0.1 --advertise-address=127.0.0.1 \
+        --service-cluster-ip-range=10.0.0.0/24 --allow-privileged=true \
+        --disable-admission-plugins=ServiceAccount --authorization-mode=RBAC \
+        --client-ca-file="$dir/ca.crt" --service-account-issuer="https://127.0.0.1:$3/" \
+        --service-account-key-file="$dir/sa.pub" --service-account-signing-key-file="$dir/sa.key" \
+        --endpoint-reconciler-type=none \
+        --audit-policy-file="$dir/audit-policy.yaml" --audit-log-path="$dir/audit.log" \
+        --audit-log-format=json --audit-log-maxsize=102400 >> "$dir/kube-apiserver.log" 2>&1 &
+    apiserver_pid=$!
+    PIDS+=($apiserver_pid)
+    wait_until kube-apiserver 120 curl -sf --cacert "$dir/ca.crt" --cert "$dir/admin.crt" \
+        --key "$dir/admin.key" "https://127.0.0.1:$3/readyz"
+}
+
+# RELIST=1: every watch of the run's managers has to list again (see the top of this file).
+force_relist() { # dir etcd_port port
+    local etcd="http://127.0.0.1:$2" revision
+    stop_pid "$apiserver_pid" 30
+    # A write the API server never sees takes etcd's revision past any a watch has seen, and the
+    # compaction to it leaves no history to resume from: every watch gets 410 Gone.
+    revision=$(curl -sf -X POST "$etcd/v3/kv/put" \
+        -d "{\"key\": \"$(printf bench-relist | base64)\", \"value\": \"$(printf x | base64)\"}" |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["header"]["revision"])') ||
+        die "cannot write to etcd at $etcd"
+    curl -sf -X POST "$etcd/v3/kv/compaction" -d "{\"revision\": \"$revision\", \"physical\": true}" \
+        > /dev/null || die "cannot compact etcd at $etcd to $revision"
+    start_apiserver "$1" "$2" "$3"
+    log "  API server restarted over etcd compacted to revision $revision"
+}
+
+# The largest peak RSS (VmHWM, KiB) of the processes given; fails when one has exited.
+peak_rss() { # pid...
+    local pid max=0 hwm
+    for pid in "$@"; do
+        hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status") || return 1
+        [ "$hwm" -gt "$max" ] && max=$hwm
+    done
+    echo "$max"
+}
+# Each one's peak RSS (KiB), comma-separated.
+each_rss() { # pid...
+    local pid out=()
+    for pid in "$@"; do out+=("$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status")") || return 1; done
+    (IFS=,; echo "${out[*]}")
+}
+# Their CPU seconds together.
+cpu_total() { # pid...
+    local pid sum=0 cpu
+    for pid in "$@"; do
+        cpu=$(cpu_seconds "$pid") || return 1
+        sum=$(echo "$sum + $cpu" | bc)
+    done
+    echo "$sum"
+}
+all_alive() { # pid...
+    local pid
+    for pid in "$@"; do kill -0 "$pid" 2>/dev/null || return 1; done
+}
+
 run_one() { # operator n index
     local op=$1 n=$2 index=$3
     local dir="$runs/$n-$index-$op"
@@ -309,26 +391,18 @@ EOF
         --quota-backend-bytes=8589934592 > "$dir/etcd.log" 2>&1 &
     PIDS+=($!)
     wait_until etcd 60 curl -sf "http://127.0.0.1:$etcd_port/health"
-    "$assets/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" --cert-dir="$dir" \
-        --tls-cert-file="$dir/apiserver.crt" --tls-private-key-file="$dir/apiserver.key" \
-        --secure-port="$port" --bind-address=127.0.0.1 --advertise-address=127.0.0.1 \
-        --service-cluster-ip-range=10.0.0.0/24 --allow-privileged=true \
-        --disable-admission-plugins=ServiceAccount --authorization-mode=RBAC \
-        --client-ca-file="$dir/ca.crt" --service-account-issuer="https://127.0.0.1:$port/" \
-        --service-account-key-file="$dir/sa.pub" --service-account-signing-key-file="$dir/sa.key" \
-        --endpoint-reconciler-type=none \
-        --audit-policy-file="$dir/audit-policy.yaml" --audit-log-path="$dir/audit.log" \
-        --audit-log-format=json --audit-log-maxsize=102400 > "$dir/kube-apiserver.log" 2>&1 &
-    PIDS+=($!)
+    start_apiserver "$dir" "$etcd_port" "$port"
     local admin=(--port "$port" --ca "$dir/ca.crt" --cert "$dir/admin.crt" --key "$dir/admin.key")
-    wait_until kube-apiserver 120 curl -sf --cacert "$dir/ca.crt" --cert "$dir/admin.crt" \
-        --key "$dir/admin.key" "https://127.0.0.1:$port/readyz"
     local user crds manager
     case $op in
-        memop) user=memop-manager crds=$memop_crds manager=$memop_manager ;;
+        memop | memop-shards) user=memop-manager crds=$memop_crds manager=$memop_manager ;;
         kubebuilder) user=kubebuilder-manager crds=$kb_crds manager=$kb_manager ;;
     esac
-    local elect=false
+    local elect=false replicas=1 sharding=()
+    if [ "$op" = memop-shards ]; then
+        [ "$FAILOVER" != 1 ] || die "FAILOVER=1 is for one leader and a standby, not for memop-shards"
+        replicas=$SHARDS sharding=(--sharding)
+    fi
     if [ "$FAILOVER" = 1 ]; then
         elect=true
         [ "$op" = kubebuilder ] && manager=$kb_manager_le
@@ -345,14 +419,18 @@ EOF
         --namespaces "$NAMESPACES" --size 1)
     log "  created: $created"
 
-    # The manager, as its own user; nothing listens but the API server.
-    local t_start pid
+    # The manager (each replica of it), as its own user; nothing listens but the API server.
+    local t_start pid pids=() names=(a b c d e f g h) r
+    [ "$replicas" -le ${#names[@]} ] || die "SHARDS: at most ${#names[@]}"
     t_start=$(now)
-    KUBECONFIG="$dir/$user.kubeconfig" MEMCACHED_IMAGE=$IMAGE RUST_LOG=info POD_NAME=replica-a \
-        POD_NAMESPACE=default "$manager" --leader-elect=$elect --metrics-bind-address=0 \
-        --health-probe-bind-address=0 > "$dir/manager.log" 2>&1 &
-    pid=$!
-    PIDS+=($pid)
+    for ((r = 0; r < replicas; r++)); do
+        KUBECONFIG="$dir/$user.kubeconfig" MEMCACHED_IMAGE=$IMAGE RUST_LOG=info POD_NAME="replica-${names[r]}" \
+            POD_NAMESPACE=default "$manager" --leader-elect=$elect "${sharding[@]}" --metrics-bind-address=0 \
+            --health-probe-bind-address=0 > "$dir/manager$([ "$r" = 0 ] || echo "-${names[r]}").log" 2>&1 &
+        pids+=($!)
+        PIDS+=($!)
+    done
+    pid=${pids[0]}
     local converge t_conv cpu_conv
     converge=$(python3 "$here/kube.py" wait "${admin[@]}" --until converged --n "$n" \
         --start "$t_start" --timeout $((240 + n / 5))) || {
@@ -365,7 +443,7 @@ EOF
         log "  pods ready: $ready"
     fi
     t_conv=$(now)
-    cpu_conv=$(cpu_seconds "$pid") || die "the $op manager exited: $(tail -3 "$dir/manager.log")"
+    cpu_conv=$(cpu_total "${pids[@]}") || die "the $op manager exited: $(tail -3 "$dir"/manager*.log)"
     log "  converged: $converge"
     local standby=""
     if [ "$FAILOVER" = 1 ]; then
@@ -380,7 +458,7 @@ EOF
     sleep "$QUIET"
     local t_quiet
     t_quiet=$(now)
-    kill -0 "$pid" 2>/dev/null || die "the $op manager exited: $(tail -3 "$dir/manager.log")"
+    all_alive "${pids[@]}" || die "the $op manager exited: $(tail -3 "$dir"/manager*.log)"
 
     local t_resize resize resized t_end
     t_resize=$(now)
@@ -396,11 +474,25 @@ EOF
         log "  pods ready: $ready; settling for $SETTLE s"
         sleep "$SETTLE"
     fi
-    t_end=$(now)
+    local t_resized t_relisted
+    t_resized=$(now)
+    t_end=$t_resized
+    if [ "$RELIST" = 1 ] && [ "$op" = memop-shards ]; then
+        # Each replica stops for good once it cannot renew its Lease for the renew deadline (as a
+        # leader does), and the API server is down about that long: nothing to measure.
+        log "  RELIST: not for memop-shards (its replicas would lose their Leases while the API server is down)"
+    elif [ "$RELIST" = 1 ]; then
+        force_relist "$dir" "$etcd_port" "$port"
+        sleep "$RELIST_SETTLE"
+        all_alive "${pids[@]}" || die "the $op manager exited after the relist: $(tail -3 "$dir"/manager*.log)"
+        t_end=$(now)
+    fi
+    t_relisted=$t_end
 
-    local hwm cpu
-    hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status") || die "the $op manager exited"
-    cpu=$(cpu_seconds "$pid") || die "the $op manager exited"
+    local hwm cpu rss_each
+    hwm=$(peak_rss "${pids[@]}") || die "the $op manager exited"
+    rss_each=$(each_rss "${pids[@]}") || die "the $op manager exited"
+    cpu=$(cpu_total "${pids[@]}") || die "the $op manager exited"
     local failover="null" t_kill="$t_end" standby_hwm=0
     if [ "$FAILOVER" = 1 ]; then
         kill -0 "$standby" 2>/dev/null || die "the $op standby exited: $(tail -3 "$dir/manager-standby.log")"
@@ -417,7 +509,7 @@ EOF
         t_end=$(now)
     fi
     load_end=$(loadavg)
-    stop_pid "$pid" 15
+    for pid in "${pids[@]}"; do stop_pid "$pid" 15; done
     local i
     for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do stop_pid "${PIDS[i]}" 20; done
     PIDS=()
@@ -425,8 +517,10 @@ EOF
     local audit
     audit=$(python3 "$here/kube.py" audit --log "$dir/audit.log" --user "$user" \
         --phase "converge=$t_start:$t_conv" --phase "quiet=$t_conv:$t_quiet" \
-        --phase "resize=$t_resize:$t_kill" --phase "failover=$t_kill:$t_end" --phase "all=$t_start:$t_end")
-    PODS=$PODS RESIZE_TO=$RESIZE_TO READY=${ready:-} FAILOVER_RESULT=$failover STANDBY_HWM=$standby_hwm python3 - "$dir/result.json" "$op" "$n" "$index" "$converge" "$created" "$resized" "$resize" \
+        --phase "resize=$t_resize:$t_resized" --phase "relist=$t_resized:$t_relisted" \
+        --phase "failover=$t_kill:$t_end" --phase "all=$t_start:$t_end")
+    PODS=$PODS RESIZE_TO=$RESIZE_TO READY=${ready:-} FAILOVER_RESULT=$failover STANDBY_HWM=$standby_hwm \
+        RELIST=$RELIST RSS_EACH=$rss_each python3 - "$dir/result.json" "$op" "$n" "$index" "$converge" "$created" "$resized" "$resize" \
         "$audit" "$hwm" "$cpu_conv" "$cpu" "$QUIET" "$load_start" "$load_end" \
         "$t_start" "$t_conv" "$t_quiet" "$t_resize" "$t_end" <<'EOF'
 import json, os, sys
@@ -442,10 +536,12 @@ result = {
     "quiet_seconds": int(quiet), "pods": PODS, "resize_to": RESIZE_TO, "resize_ready": READY, "load_start": load_start, "load_end": load_end,
     "t": dict(zip(["start", "converged", "quiet_end", "resize", "end"], map(float, times))),
     "failover": json.loads(os.environ["FAILOVER_RESULT"]), "standby_rss_kib": int(os.environ["STANDBY_HWM"]),
+    "relist": os.environ["RELIST"] == "1",
+    "replicas_rss_kib": [int(kib) for kib in os.environ["RSS_EACH"].split(",")],
 }
 json.dump(result, open(out, "w"), indent=1)
 EOF
-    log "  peak RSS $((hwm / 1024)) MiB, CPU ${cpu_conv} s converging, ${cpu} s in all (load $load_end)"
+    log "  peak RSS $((hwm / 1024)) MiB (each replica, KiB: $rss_each), CPU ${cpu_conv} s converging, ${cpu} s in all (load $load_end)"
     if [ "${KEEP:-0}" != 1 ]; then
         find "$dir" -mindepth 1 -maxdepth 1 ! -name result.json ! -name manager.log -exec rm -rf {} +
     fi

@@ -51,6 +51,25 @@ def main(paths):
                 f"| {f['requests'] / n:.2f} ({f['reads'] / n:.2f} + {f['writes'] / n:.2f}) "
                 f"| {f['by_verb'].get('list', 0)} | {r['standby_rss_kib'] / 1024:.0f} MiB |"
             )
+    relists = [r for r in runs if r.get("relist")]
+    if relists:
+        print()
+        print("| N | run | operator | lists in relist | requests per object in relist (reads + writes) "
+              "| peak RSS through the relist |")
+        print("|---|---|---|---|---|---|")
+        for r in relists:
+            n, f = r["n"], r["audit"]["relist"]
+            print(
+                f"| {n} | {r['run']} | {r['operator']} | {f['by_verb'].get('list', 0)} "
+                f"| {f['requests'] / n:.2f} ({f['reads'] / n:.2f} + {f['writes'] / n:.2f}) "
+                f"| {r['rss_kib'] / 1024:.0f} MiB |"
+            )
+    replicated = [r for r in runs if len(r.get("replicas_rss_kib", [])) > 1]
+    if replicated:
+        print()
+        for r in replicated:
+            each = ", ".join(f"{kib / 1024:.0f}" for kib in r["replicas_rss_kib"])
+            print(f"- N={r['n']} run {r['run']} {r['operator']}: peak RSS of each replica {each} MiB")
     print()
     print("Writes of each run by verb and resource (converging; resizing), and the requests the API server "
           "refused (whole run, with the status code):")
