@@ -474,9 +474,10 @@ EOF
         log "  pods ready: $ready; settling for $SETTLE s"
         sleep "$SETTLE"
     fi
-    local t_resized t_relisted
+    local t_resized t_relisted hwm_before
     t_resized=$(now)
     t_end=$t_resized
+    hwm_before=$(peak_rss "${pids[@]}") || die "the $op manager exited"
     if [ "$RELIST" = 1 ] && [ "$op" = memop-shards ]; then
         # Each replica stops for good once it cannot renew its Lease for the renew deadline (as a
         # leader does), and the API server is down about that long: nothing to measure.
@@ -520,7 +521,7 @@ EOF
         --phase "resize=$t_resize:$t_resized" --phase "relist=$t_resized:$t_relisted" \
         --phase "failover=$t_kill:$t_end" --phase "all=$t_start:$t_end")
     PODS=$PODS RESIZE_TO=$RESIZE_TO READY=${ready:-} FAILOVER_RESULT=$failover STANDBY_HWM=$standby_hwm \
-        RELIST=$RELIST RSS_EACH=$rss_each python3 - "$dir/result.json" "$op" "$n" "$index" "$converge" "$created" "$resized" "$resize" \
+        RELIST=$RELIST RSS_EACH=$rss_each RSS_BEFORE_RELIST=$hwm_before python3 - "$dir/result.json" "$op" "$n" "$index" "$converge" "$created" "$resized" "$resize" \
         "$audit" "$hwm" "$cpu_conv" "$cpu" "$QUIET" "$load_start" "$load_end" \
         "$t_start" "$t_conv" "$t_quiet" "$t_resize" "$t_end" <<'EOF'
 import json, os, sys
@@ -536,7 +537,7 @@ result = {
     "quiet_seconds": int(quiet), "pods": PODS, "resize_to": RESIZE_TO, "resize_ready": READY, "load_start": load_start, "load_end": load_end,
     "t": dict(zip(["start", "converged", "quiet_end", "resize", "end"], map(float, times))),
     "failover": json.loads(os.environ["FAILOVER_RESULT"]), "standby_rss_kib": int(os.environ["STANDBY_HWM"]),
-    "relist": os.environ["RELIST"] == "1",
+    "relist": os.environ["RELIST"] == "1", "rss_before_relist_kib": int(os.environ["RSS_BEFORE_RELIST"]),
     "replicas_rss_kib": [int(kib) for kib in os.environ["RSS_EACH"].split(",")],
 }
 json.dump(result, open(out, "w"), indent=1)
