@@ -54,13 +54,13 @@ def main(paths):
     relists = [r for r in runs if r.get("relist")]
     if relists:
         print()
-        print("| N | run | operator | lists in relist | requests per object in relist (reads + writes) "
+        print("| N | run | operator | lists / watches opened in relist | requests per object in relist (reads + writes) "
               "| peak RSS before the relist / through it |")
         print("|---|---|---|---|---|---|")
         for r in relists:
             n, f = r["n"], r["audit"]["relist"]
             print(
-                f"| {n} | {r['run']} | {r['operator']} | {f['by_verb'].get('list', 0)} "
+                f"| {n} | {r['run']} | {r['operator']} | {f['by_verb'].get('list', 0)} / {f['by_verb'].get('watch', 0)} "
                 f"| {f['requests'] / n:.2f} ({f['reads'] / n:.2f} + {f['writes'] / n:.2f}) "
                 f"| {r.get('rss_before_relist_kib', 0) / 1024:.0f} MiB / {r['rss_kib'] / 1024:.0f} MiB |"
             )
