@@ -27,7 +27,8 @@ use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use memop_runtime::Operator;
-use memop_runtime::controller::{Builder, Reconciler, Report, Result};
+use kube::runtime::reflector::Store;
+use memop_runtime::controller::{Builder, Owned, Reconciler, Report, Result};
 use memop_runtime::manager::Shared;
 use memop_runtime::manager::sharding::{
     BUCKETS, Config, Shard, Timings, assigned, bucket_of, owner_of,
@@ -49,6 +50,9 @@ const SELECTOR: &str = "example.com/sharded=true";
 /// the version it saw, and which replica saw it.
 const SEEN: &str = "example.com/seen";
 const BY: &str = "example.com/by";
+/// The label of the ConfigMaps the primary ones own (one each, by a controller
+/// ownerReference), which each replica caches as a controller caches its operands.
+const OWNED: &str = "example.com/owned=true";
 /// How many ConfigMaps each test makes.
 const OBJECTS: usize = 48;
 const TIMINGS: Timings = Timings {
@@ -150,6 +154,10 @@ struct Replica {
     /// The span of every reconcile its shard let through.
     reconciles: Arc<Mutex<Vec<Write>>>,
     pause: Arc<Mutex<Duration>>,
+    /// Its controller's cache of the primary ConfigMaps.
+    store: Store<ConfigMap>,
+    /// Its cache of the owned ConfigMaps.
+    owned: Owned<ConfigMap>,
     controller: JoinHandle<anyhow::Result<()>>,
 }
 
@@ -173,7 +181,11 @@ impl Replica {
         let controller = Builder::new("configmaps", &shared)
             .watching(watcher::Config::default().labels(SELECTOR))
             .build(stamp);
+        let api = Api::namespaced(shared.client().clone(), &env.namespace);
+        let owned = Owned::watch(api, watcher::Config::default().labels(OWNED), &shared, "owned");
         Self {
+            store: controller.store(),
+            owned,
             identity: identity.to_string(),
             shard,
             log,
@@ -246,6 +258,65 @@ async fn create_objects(env: &TestEnv, v: u32) {
         let object = serde_json::from_value(object).unwrap();
         api.create(&PostParams::default(), &object).await.unwrap();
     }
+}
+
+/// Makes a ConfigMap owned by each of the [`OBJECTS`], `owned-<its name>`, with a controller
+/// ownerReference to it.
+async fn create_owned(env: &TestEnv) {
+    let api = Api::<ConfigMap>::namespaced(env.admin.clone(), &env.namespace);
+    let (key, value) = OWNED.split_once('=').unwrap();
+    for owner in objects(env).await {
+        let object = json!({
+            "metadata": {
+                "name": format!("owned-{}", owner.name_any()),
+                "labels": { key: value },
+                "ownerReferences": [{
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "name": owner.name_any(),
+                    "uid": owner.uid().unwrap(),
+                    "controller": true,
+                }],
+            },
+        });
+        let object = serde_json::from_value(object).unwrap();
+        api.create(&PostParams::default(), &object).await.unwrap();
+    }
+}
+
+/// Waits until each replica's caches hold exactly the objects `owners` gives it, and the
+/// objects those own: its claimed buckets' (settled, the same as its active ones), no other.
+async fn cached_by_owner(
+    env: &TestEnv,
+    replicas: &[&Replica],
+    owners: &BTreeMap<String, String>,
+) {
+    let holds = |replica: &Replica| {
+        let mine = owned_by(owners, &replica.identity);
+        let cached: BTreeSet<String> =
+            (replica.store.state().iter()).map(|o| o.name_any()).collect();
+        let owned = (mine.iter())
+            .filter(|o| (replica.owned).contains(&env.namespace, &format!("owned-{o}")));
+        cached == mine.iter().cloned().collect()
+            && replica.owned.len() == mine.len()
+            && owned.count() == mine.len()
+    };
+    let outcome = tokio::time::timeout(WAIT, async {
+        while !replicas.iter().all(|r| holds(r)) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    for replica in replicas {
+        println!(
+            "{} caches {} objects and {} owned ones; its share is {} of {OBJECTS}",
+            replica.identity,
+            replica.store.state().len(),
+            replica.owned.len(),
+            owned_by(owners, &replica.identity).len(),
+        );
+    }
+    assert!(outcome.is_ok(), "a replica caches objects of others' buckets, or misses its own");
 }
 
 /// Sets the data of the named ConfigMaps to version `v`.
@@ -440,6 +511,39 @@ async fn three_shards_converge_with_no_object_written_by_two() {
     }
     no_overlapping_reconciles(&[&a, &b, &c]);
     overlaps.check().await;
+}
+
+#[tokio::test]
+async fn each_shard_caches_only_the_objects_of_its_buckets_and_takes_a_killed_ones_in() {
+    let Some(env) = TestEnv::real_for(&fixture()).await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    create_objects(&env, 1).await;
+    create_owned(&env).await;
+    let a = Replica::start(&env, "shard-a").await;
+    let b = Replica::start(&env, "shard-b").await;
+    let c = Replica::start(&env, "shard-c").await;
+    settled(&[&a, &b, &c]).await;
+    converged(&env, 1).await;
+    let before = owners(&env, &["shard-a", "shard-b", "shard-c"]).await;
+    cached_by_owner(&env, &[&a, &b, &c], &before).await;
+
+    // B is killed: once its Lease has expired, its buckets are claimed by the others, whose
+    // caches list them before acting on them.
+    b.kill();
+    let orphans = owned_by(&before, "shard-b");
+    touch(&env, &orphans, 2).await;
+    settled(&[&a, &c]).await;
+    let after = owners(&env, &["shard-a", "shard-c"]).await;
+    cached_by_owner(&env, &[&a, &c], &after).await;
+    // Every object of B's was reconciled by its new owner from its cache.
+    eventually("the killed replica's objects taken over", WAIT, || async {
+        (objects(&env).await.iter())
+            .filter(|o| orphans.contains(&o.name_any()))
+            .all(|o| o.annotations().get(SEEN).map(String::as_str) == Some("2"))
+    })
+    .await;
 }
 
 #[tokio::test]
