@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -779,4 +780,36 @@ async fn a_partitioned_shard_stops_before_its_objects_are_taken() {
             assert_eq!(after[&write.object], replica.identity);
         }
     }
+}
+
+#[tokio::test]
+async fn the_lease_of_a_replica_gone_for_good_is_deleted_after_ten_lease_durations() {
+    let Some(env) = TestEnv::real_for(&fixture()).await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let a = Replica::start(&env, "shard-a").await;
+    let b = Replica::start(&env, "shard-b").await;
+    settled(&[&a, &b]).await;
+    let leases = Api::<Lease>::namespaced(env.admin.clone(), &env.namespace);
+    let lease_of = |replica: &Replica| format!("{RING}-shard-{}", replica.identity);
+    let (lease_a, lease_b) = (lease_of(&a), lease_of(&b));
+
+    b.kill();
+    let killed = Instant::now();
+    // A's clock starts when it last saw B's Lease change: at most a round after the kill.
+    let departed = TIMINGS.lease_duration * 10;
+    eventually("B's Lease deleted", departed + WAIT, || async {
+        leases.get_opt(&lease_b).await.unwrap().is_none()
+    })
+    .await;
+    let took = killed.elapsed();
+    println!("B's Lease deleted {took:?} after the kill");
+    assert!(took >= departed, "deleted after {took:?}, before {departed:?}");
+    assert!(
+        took <= departed + 3 * TIMINGS.retry_period + Duration::from_secs(2),
+        "deleted after {took:?}"
+    );
+    // The live member's stays.
+    assert!(leases.get_opt(&lease_a).await.unwrap().is_some());
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease as LeaseObject, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::ListParams;
+use kube::api::{DeleteParams, ListParams, Preconditions};
 use kube::{Api, Client};
 use serde_json::json;
 use tokio::sync::{oneshot, watch};
@@ -332,10 +332,18 @@ impl Table {
     }
 }
 
+/// How many lease durations a Lease of the ring must stay unchanged, by a member's clock,
+/// before that member deletes it: its replica went away for good (a Deployment's pods get new
+/// names, so nothing would ever take it again).
+const DEPARTED_AFTER: u32 = 10;
+
 /// Another member's Lease, as this replica saw it.
 struct Member {
     spec: LeaseSpec,
     claims: u64,
+    /// Its resourceVersion as last listed: a delete of a departed member's Lease is conditional
+    /// on it, so that one renewed meanwhile stays.
+    version: Option<String>,
     /// When this replica first saw this spec and these claims, by its own clock.
     seen: Instant,
 }
@@ -352,6 +360,14 @@ impl Member {
         let duration = self.spec.lease_duration_seconds.unwrap_or(0);
         let duration = Duration::from_secs(u64::try_from(duration).unwrap_or(0));
         held && now < self.seen + duration
+    }
+
+    /// Whether it is the Lease of a replica gone for good at `now`: unchanged for
+    /// [`DEPARTED_AFTER`] times its duration (or `at_least`'s, if longer) since it was seen.
+    fn departed(&self, now: Instant, at_least: Duration) -> bool {
+        let duration = self.spec.lease_duration_seconds.unwrap_or(0);
+        let duration = Duration::from_secs(u64::try_from(duration).unwrap_or(0)).max(at_least);
+        now >= self.seen + duration * DEPARTED_AFTER
     }
 }
 
@@ -778,15 +794,58 @@ impl Rounds {
                 Member {
                     spec,
                     claims,
+                    version: lease.metadata.resource_version,
                     seen: since,
                 },
             );
         }
         self.others = seen;
+        self.forget_departed(now);
         let claimed = (self.others.values())
             .filter(|member| member.live(now))
             .fold(0, |mask, member| mask | member.claims);
         Ok(claimed)
+    }
+
+    /// Deletes the Leases of the replicas gone for good ([`Member::departed`]), each on
+    /// condition of the resourceVersion listed: a replica that came back and renewed its Lease
+    /// meanwhile keeps it. In the background, so that the round keeps its pace; a Lease whose
+    /// delete failed is seen anew at the next list, and tried again as long after.
+    fn forget_departed(&mut self, now: Instant) {
+        let duration = self.config.timings.lease_duration;
+        let departed: Vec<String> = (self.others.iter())
+            .filter(|(_, member)| member.departed(now, duration))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in departed {
+            let Some(Member {
+                version: Some(version),
+                ..
+            }) = self.others.remove(&name)
+            else {
+                continue;
+            };
+            let leases = self.leases.clone();
+            tokio::spawn(async move {
+                let params = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        resource_version: Some(version),
+                        uid: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                match leases.delete(&name, &params).await {
+                    Ok(_) => tracing::info!(lease = %name, "deleted the Lease of a departed replica"),
+                    // Renewed since (a conflict), or deleted by another member.
+                    Err(kube::Error::Api(status)) if status.code == 409 || status.is_not_found() => {
+                        tracing::debug!(lease = %name, "the Lease of a departed replica changed or went");
+                    }
+                    Err(err) => {
+                        tracing::warn!(lease = %name, error = %err, "could not delete the Lease of a departed replica");
+                    }
+                }
+            });
+        }
     }
 
     /// The live members: this replica, and the holders of the live Leases of the others.
