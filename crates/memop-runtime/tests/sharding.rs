@@ -25,10 +25,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use memop_runtime::Operator;
-use kube::runtime::reflector::Store;
 use memop_runtime::controller::{Builder, Owned, Reconciler, Report, Result};
 use memop_runtime::manager::Shared;
 use memop_runtime::manager::sharding::{
@@ -183,7 +183,12 @@ impl Replica {
             .watching(watcher::Config::default().labels(SELECTOR))
             .build(stamp);
         let api = Api::namespaced(shared.client().clone(), &env.namespace);
-        let owned = Owned::watch(api, watcher::Config::default().labels(OWNED), &shared, "owned");
+        let owned = Owned::watch(
+            api,
+            watcher::Config::default().labels(OWNED),
+            &shared,
+            "owned",
+        );
         Self {
             store: controller.store(),
             owned,
@@ -287,15 +292,12 @@ async fn create_owned(env: &TestEnv) {
 
 /// Waits until each replica's caches hold exactly the objects `owners` gives it, and the
 /// objects those own: its claimed buckets' (settled, the same as its active ones), no other.
-async fn cached_by_owner(
-    env: &TestEnv,
-    replicas: &[&Replica],
-    owners: &BTreeMap<String, String>,
-) {
+async fn cached_by_owner(env: &TestEnv, replicas: &[&Replica], owners: &BTreeMap<String, String>) {
     let holds = |replica: &Replica| {
         let mine = owned_by(owners, &replica.identity);
-        let cached: BTreeSet<String> =
-            (replica.store.state().iter()).map(|o| o.name_any()).collect();
+        let cached: BTreeSet<String> = (replica.store.state().iter())
+            .map(|o| o.name_any())
+            .collect();
         let owned = (mine.iter())
             .filter(|o| (replica.owned).contains(&env.namespace, &format!("owned-{o}")));
         cached == mine.iter().cloned().collect()
@@ -317,7 +319,10 @@ async fn cached_by_owner(
             owned_by(owners, &replica.identity).len(),
         );
     }
-    assert!(outcome.is_ok(), "a replica caches objects of others' buckets, or misses its own");
+    assert!(
+        outcome.is_ok(),
+        "a replica caches objects of others' buckets, or misses its own"
+    );
 }
 
 /// Sets the data of the named ConfigMaps to version `v`.
@@ -805,7 +810,10 @@ async fn the_lease_of_a_replica_gone_for_good_is_deleted_after_ten_lease_duratio
     .await;
     let took = killed.elapsed();
     println!("B's Lease deleted {took:?} after the kill");
-    assert!(took >= departed, "deleted after {took:?}, before {departed:?}");
+    assert!(
+        took >= departed,
+        "deleted after {took:?}, before {departed:?}"
+    );
     assert!(
         took <= departed + 3 * TIMINGS.retry_period + Duration::from_secs(2),
         "deleted after {took:?}"

@@ -209,7 +209,8 @@ impl<K: Kind> Builder<K> {
                 self.shared.client.clone(),
                 self.shared.watch_namespace.as_deref(),
             );
-            let warm = super::Warm::start(self.name, &self.shared, objects, self.watch.clone(), writer);
+            let warm =
+                super::Warm::start(self.name, &self.shared, objects, self.watch.clone(), writer);
             Cache::Warm(warm)
         };
         Controller {

@@ -227,7 +227,11 @@ where
         };
         // Sharded: only the objects whose controller is in a bucket this replica claims.
         let holding = shared.shard.as_ref().map(Shard::hold);
-        let watch = move || watcher(api.clone(), config.clone()).default_backoff().boxed();
+        let watch = move || {
+            watcher(api.clone(), config.clone())
+                .default_backoff()
+                .boxed()
+        };
         let events = super::cache::follow(watch, holding.clone(), super::cache::owner_bucket)
             .modify(|object| object.managed_fields_mut().clear());
         let readiness = shared.readiness.clone();

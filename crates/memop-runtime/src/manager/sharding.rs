@@ -695,9 +695,10 @@ impl Rounds {
             let claims = self.shard.table().plan(wanted);
             // The caches follow the claims: a bucket's objects are cached before it can become
             // active, and dropped once it is free.
-            self.shard.inner.wanted.send_if_modified(|cached| {
-                std::mem::replace(cached, claims) != claims
-            });
+            self.shard
+                .inner
+                .wanted
+                .send_if_modified(|cached| std::mem::replace(cached, claims) != claims);
             let value = format!("{claims:016x}");
             let annotations = json!({ &self.config.claims_annotation: value });
             self.elector.set_metadata("annotations", annotations);
@@ -835,9 +836,13 @@ impl Rounds {
                     ..DeleteParams::default()
                 };
                 match leases.delete(&name, &params).await {
-                    Ok(_) => tracing::info!(lease = %name, "deleted the Lease of a departed replica"),
+                    Ok(_) => {
+                        tracing::info!(lease = %name, "deleted the Lease of a departed replica")
+                    }
                     // Renewed since (a conflict), or deleted by another member.
-                    Err(kube::Error::Api(status)) if status.code == 409 || status.is_not_found() => {
+                    Err(kube::Error::Api(status))
+                        if status.code == 409 || status.is_not_found() =>
+                    {
                         tracing::debug!(lease = %name, "the Lease of a departed replica changed or went");
                     }
                     Err(err) => {
