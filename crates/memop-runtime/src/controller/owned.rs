@@ -272,8 +272,22 @@ where
                         }
                         watcher::Event::InitDone => {
                             let relisted = std::mem::take(&mut relisted);
-                            (cache.objects.write().expect("cache lock"))
-                                .retain(|key, _| relisted.contains(key));
+                            let mut gone = Vec::new();
+                            (cache.objects.write().expect("cache lock")).retain(|key, _| {
+                                let kept = relisted.contains(key);
+                                if !kept {
+                                    gone.push(key.clone());
+                                }
+                                kept
+                            });
+                            // What was applied to those is of no use any more, as on a delete.
+                            // (Not what was applied to objects made since the list: their
+                            // events, and they, come next.)
+                            let mut applied = applied.lock().expect("applied lock");
+                            for key in gone {
+                                applied.remove(&key);
+                            }
+                            drop(applied);
                             if let Some(holding) = &holding {
                                 holding.listed();
                             }
