@@ -126,13 +126,17 @@ where
                 }
                 (vec![Event::Apply(object)], false)
             }
-            Event::InitDone if ready => {
-                let relisted = relisted.take().unwrap_or_default();
-                let gone = (store.state().into_iter())
-                    .filter(|object| !relisted.contains(&ObjectRef::from_obj(object.as_ref())))
-                    .map(|object| Event::Delete(object.as_ref().clone()));
-                (gone.collect(), true)
-            }
+            // (kube's watcher starts every list with `Init`: without one, nothing is known
+            // to be gone.)
+            Event::InitDone if ready => match relisted.take() {
+                Some(relisted) => {
+                    let gone = (store.state().into_iter())
+                        .filter(|object| !relisted.contains(&ObjectRef::from_obj(object.as_ref())))
+                        .map(|object| Event::Delete(object.as_ref().clone()));
+                    (gone.collect(), true)
+                }
+                None => (vec![], true),
+            },
             Event::InitDone => {
                 ready = true;
                 (vec![Event::InitDone], true)
