@@ -19,15 +19,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use memop_runtime::Operator;
-use memop_runtime::controller::{Builder, Reconciler, Report, Result};
+use memop_runtime::controller::{Builder, Owned, Reconciler, Report, Result};
 use memop_runtime::manager::Shared;
 use memop_runtime::manager::sharding::{
     BUCKETS, Config, Shard, Timings, assigned, bucket_of, owner_of,
@@ -49,6 +51,9 @@ const SELECTOR: &str = "example.com/sharded=true";
 /// the version it saw, and which replica saw it.
 const SEEN: &str = "example.com/seen";
 const BY: &str = "example.com/by";
+/// The label of the ConfigMaps the primary ones own (one each, by a controller
+/// ownerReference), which each replica caches as a controller caches its operands.
+const OWNED: &str = "example.com/owned=true";
 /// How many ConfigMaps each test makes.
 const OBJECTS: usize = 48;
 const TIMINGS: Timings = Timings {
@@ -150,6 +155,10 @@ struct Replica {
     /// The span of every reconcile its shard let through.
     reconciles: Arc<Mutex<Vec<Write>>>,
     pause: Arc<Mutex<Duration>>,
+    /// Its controller's cache of the primary ConfigMaps.
+    store: Store<ConfigMap>,
+    /// Its cache of the owned ConfigMaps.
+    owned: Owned<ConfigMap>,
     controller: JoinHandle<anyhow::Result<()>>,
 }
 
@@ -173,7 +182,16 @@ impl Replica {
         let controller = Builder::new("configmaps", &shared)
             .watching(watcher::Config::default().labels(SELECTOR))
             .build(stamp);
+        let api = Api::namespaced(shared.client().clone(), &env.namespace);
+        let owned = Owned::watch(
+            api,
+            watcher::Config::default().labels(OWNED),
+            &shared,
+            "owned",
+        );
         Self {
+            store: controller.store(),
+            owned,
             identity: identity.to_string(),
             shard,
             log,
@@ -246,6 +264,65 @@ async fn create_objects(env: &TestEnv, v: u32) {
         let object = serde_json::from_value(object).unwrap();
         api.create(&PostParams::default(), &object).await.unwrap();
     }
+}
+
+/// Makes a ConfigMap owned by each of the [`OBJECTS`], `owned-<its name>`, with a controller
+/// ownerReference to it.
+async fn create_owned(env: &TestEnv) {
+    let api = Api::<ConfigMap>::namespaced(env.admin.clone(), &env.namespace);
+    let (key, value) = OWNED.split_once('=').unwrap();
+    for owner in objects(env).await {
+        let object = json!({
+            "metadata": {
+                "name": format!("owned-{}", owner.name_any()),
+                "labels": { key: value },
+                "ownerReferences": [{
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "name": owner.name_any(),
+                    "uid": owner.uid().unwrap(),
+                    "controller": true,
+                }],
+            },
+        });
+        let object = serde_json::from_value(object).unwrap();
+        api.create(&PostParams::default(), &object).await.unwrap();
+    }
+}
+
+/// Waits until each replica's caches hold exactly the objects `owners` gives it, and the
+/// objects those own: its claimed buckets' (settled, the same as its active ones), no other.
+async fn cached_by_owner(env: &TestEnv, replicas: &[&Replica], owners: &BTreeMap<String, String>) {
+    let holds = |replica: &Replica| {
+        let mine = owned_by(owners, &replica.identity);
+        let cached: BTreeSet<String> = (replica.store.state().iter())
+            .map(|o| o.name_any())
+            .collect();
+        let owned = (mine.iter())
+            .filter(|o| (replica.owned).contains(&env.namespace, &format!("owned-{o}")));
+        cached == mine.iter().cloned().collect()
+            && replica.owned.len() == mine.len()
+            && owned.count() == mine.len()
+    };
+    let outcome = tokio::time::timeout(WAIT, async {
+        while !replicas.iter().all(|r| holds(r)) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    for replica in replicas {
+        println!(
+            "{} caches {} objects and {} owned ones; its share is {} of {OBJECTS}",
+            replica.identity,
+            replica.store.state().len(),
+            replica.owned.len(),
+            owned_by(owners, &replica.identity).len(),
+        );
+    }
+    assert!(
+        outcome.is_ok(),
+        "a replica caches objects of others' buckets, or misses its own"
+    );
 }
 
 /// Sets the data of the named ConfigMaps to version `v`.
@@ -440,6 +517,39 @@ async fn three_shards_converge_with_no_object_written_by_two() {
     }
     no_overlapping_reconciles(&[&a, &b, &c]);
     overlaps.check().await;
+}
+
+#[tokio::test]
+async fn each_shard_caches_only_the_objects_of_its_buckets_and_takes_a_killed_ones_in() {
+    let Some(env) = TestEnv::real_for(&fixture()).await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    create_objects(&env, 1).await;
+    create_owned(&env).await;
+    let a = Replica::start(&env, "shard-a").await;
+    let b = Replica::start(&env, "shard-b").await;
+    let c = Replica::start(&env, "shard-c").await;
+    settled(&[&a, &b, &c]).await;
+    converged(&env, 1).await;
+    let before = owners(&env, &["shard-a", "shard-b", "shard-c"]).await;
+    cached_by_owner(&env, &[&a, &b, &c], &before).await;
+
+    // B is killed: once its Lease has expired, its buckets are claimed by the others, whose
+    // caches list them before acting on them.
+    b.kill();
+    let orphans = owned_by(&before, "shard-b");
+    touch(&env, &orphans, 2).await;
+    settled(&[&a, &c]).await;
+    let after = owners(&env, &["shard-a", "shard-c"]).await;
+    cached_by_owner(&env, &[&a, &c], &after).await;
+    // Every object of B's was reconciled by its new owner from its cache.
+    eventually("the killed replica's objects taken over", WAIT, || async {
+        (objects(&env).await.iter())
+            .filter(|o| orphans.contains(&o.name_any()))
+            .all(|o| o.annotations().get(SEEN).map(String::as_str) == Some("2"))
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -675,4 +785,39 @@ async fn a_partitioned_shard_stops_before_its_objects_are_taken() {
             assert_eq!(after[&write.object], replica.identity);
         }
     }
+}
+
+#[tokio::test]
+async fn the_lease_of_a_replica_gone_for_good_is_deleted_after_ten_lease_durations() {
+    let Some(env) = TestEnv::real_for(&fixture()).await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let a = Replica::start(&env, "shard-a").await;
+    let b = Replica::start(&env, "shard-b").await;
+    settled(&[&a, &b]).await;
+    let leases = Api::<Lease>::namespaced(env.admin.clone(), &env.namespace);
+    let lease_of = |replica: &Replica| format!("{RING}-shard-{}", replica.identity);
+    let (lease_a, lease_b) = (lease_of(&a), lease_of(&b));
+
+    b.kill();
+    let killed = Instant::now();
+    // A's clock starts when it last saw B's Lease change: at most a round after the kill.
+    let departed = TIMINGS.lease_duration * 10;
+    eventually("B's Lease deleted", departed + WAIT, || async {
+        leases.get_opt(&lease_b).await.unwrap().is_none()
+    })
+    .await;
+    let took = killed.elapsed();
+    println!("B's Lease deleted {took:?} after the kill");
+    assert!(
+        took >= departed,
+        "deleted after {took:?}, before {departed:?}"
+    );
+    assert!(
+        took <= departed + 3 * TIMINGS.retry_period + Duration::from_secs(2),
+        "deleted after {took:?}"
+    );
+    // The live member's stays.
+    assert!(leases.get_opt(&lease_a).await.unwrap().is_some());
 }

@@ -189,15 +189,13 @@ async fn main() {
     let (limit, quantity) = memory_limit();
     match resident_before {
         Some(base) if env.is_real() && per_object > 0 => {
-            // A relist (a watch that expired, a restart of the API server) fills a second copy
-            // of a cache before it replaces the first: room for two of each object.
-            let room = limit.saturating_sub(base) / (2 * per_object as u64);
+            // A relist (a watch that expired, a restart of the API server) is applied to the
+            // caches in place: it needs no room for a second copy.
+            let room = limit.saturating_sub(base) / per_object as u64;
             println!(
                 "memory per object:               {per_object} bytes (the controller's caches)"
             );
-            println!(
-                "objects per replica at {quantity}:    {room} (with room for a relist's second copy)"
-            );
+            println!("objects per replica at {quantity}:    {room}");
         }
         _ => println!("memory per object:               measured with BACKEND=real only"),
     }

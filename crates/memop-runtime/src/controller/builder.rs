@@ -45,7 +45,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{self, finalizer};
-use kube::runtime::watcher;
+use kube::runtime::{reflector, watcher};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -200,16 +200,22 @@ impl<K: Kind> Builder<K> {
         let field_manager = self
             .field_manager
             .unwrap_or_else(|| self.shared.reporter.controller.clone());
+        let (store, writer) = reflector::store();
         // Built while this replica waits to lead: its cache starts now (a warm standby).
-        let warm = (!self.shared.is_leading()).then(|| {
+        let cache = if self.shared.is_leading() {
+            Cache::Cold(writer)
+        } else {
             let objects = <<K as Resource>::Scope as WatchScope>::api(
                 self.shared.client.clone(),
                 self.shared.watch_namespace.as_deref(),
             );
-            super::Warm::start(self.name, &self.shared, objects, self.watch.clone())
-        });
+            let warm =
+                super::Warm::start(self.name, &self.shared, objects, self.watch.clone(), writer);
+            Cache::Warm(warm)
+        };
         Controller {
-            warm,
+            cache: Some(cache),
+            store,
             instruments: Instruments::new(self.name, &self.shared),
             recorder: Recorder::new(self.shared.client.clone(), self.shared.reporter.clone()),
             name: self.name,
@@ -224,10 +230,20 @@ impl<K: Kind> Builder<K> {
     }
 }
 
+/// Where a controller's cache stands before it runs.
+enum Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
+    /// Watching already: built on a standby.
+    Warm(super::Warm<K>),
+    /// Its watch starts when the controller runs.
+    Cold(reflector::store::Writer<K>),
+}
+
 /// A kind's controller: its [`Reconciler`] with everything around it (see the module).
 pub struct Controller<R: Reconciler> {
     name: &'static str,
-    warm: Option<super::Warm<R::Object>>,
+    /// Taken when it runs.
+    cache: Option<Cache<R::Object>>,
+    store: reflector::Store<R::Object>,
     shared: Shared,
     watch: watcher::Config,
     finalizer: Option<&'static str>,
@@ -245,18 +261,26 @@ impl<R: Reconciler> Controller<R> {
         &self.reconciler
     }
 
+    /// The controller's cache of its objects (a reader: clones see the same objects), filled
+    /// once it runs (or at once on a standby). Sharded, it holds the objects of this replica's
+    /// claimed buckets only.
+    pub fn store(&self) -> reflector::Store<R::Object> {
+        self.store.clone()
+    }
+
     /// Runs the controller until the manager shuts down: what the manager runs once this
     /// replica leads.
     pub async fn run(mut self) -> anyhow::Result<()> {
-        let mut controller = match self.warm.take() {
-            Some(warm) => warm.controller(),
-            None => {
+        let mut controller = match self.cache.take() {
+            Some(Cache::Warm(warm)) => warm.controller(),
+            Some(Cache::Cold(writer)) => {
                 let objects = <<R::Object as Resource>::Scope as WatchScope>::api(
                     self.shared.client.clone(),
                     self.shared.watch_namespace.as_deref(),
                 );
-                super::new(self.name, &self.shared, objects, self.watch.clone())
+                super::new(self.name, &self.shared, objects, self.watch.clone(), writer)
             }
+            None => unreachable!("a controller runs once: run takes it"),
         };
         for operand in &self.owns {
             controller = operand.cache().owned_by(controller);

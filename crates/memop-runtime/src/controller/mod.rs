@@ -20,8 +20,10 @@ use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use crate::manager::Shared;
+use crate::manager::sharding::Shard;
 
 mod builder;
+mod cache;
 mod drift;
 mod events;
 mod instruments;
@@ -127,7 +129,27 @@ pub(crate) fn new<K>(
     shared: &Shared,
     api: Api<K>,
     config: watcher::Config,
+    writer: reflector::store::Writer<K>,
 ) -> KubeController<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::Scope: WatchScope,
+{
+    let reader = writer.as_reader();
+    let objects = reflected(name, shared, api, config, writer).applied_objects();
+    KubeController::for_stream(objects, reader)
+}
+
+/// The events of the watch of `api` as `writer`'s store applied them: what [`new`] and
+/// [`Warm::start`] feed their controller with. Its relists are applied in place, and, sharded,
+/// the store holds only the objects of the buckets this replica claims (see [`cache`]).
+fn reflected<K>(
+    name: &'static str,
+    shared: &Shared,
+    api: Api<K>,
+    config: watcher::Config,
+    writer: reflector::store::Writer<K>,
+) -> impl futures::Stream<Item = watcher::Result<watcher::Event<K>>> + Send + use<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::Scope: WatchScope,
@@ -137,17 +159,20 @@ where
         bookmarks: true,
         ..config
     };
-    let (reader, writer) = reflector::store();
-    let objects = watcher(api, config)
+    let holding = shared.shard.as_ref().map(Shard::hold);
+    let watch = move || watcher(api.clone(), config.clone()).boxed();
+    let events = cache::follow(watch, holding.clone(), cache::own_bucket)
         .inspect(move |event| {
             if event.is_err() {
                 pulse.failed();
             }
         })
-        .modify(|object| object.managed_fields_mut().clear())
-        .reflect(writer)
-        .applied_objects();
-    KubeController::for_stream(objects, reader)
+        .modify(|object| object.managed_fields_mut().clear());
+    cache::reflect(events, writer, move || {
+        if let Some(holding) = &holding {
+            holding.listed();
+        }
+    })
 }
 
 /// The cache of a controller built while its replica waits to lead (see
@@ -171,24 +196,16 @@ where
         shared: &Shared,
         api: Api<K>,
         config: watcher::Config,
+        writer: reflector::store::Writer<K>,
     ) -> Self {
-        let (api, pulse) = shared.watched(name, api);
-        let config = watcher::Config {
-            bookmarks: true,
-            ..config
-        };
-        let (reader, writer) = reflector::store();
+        let reader = writer.as_reader();
         let (sender, changes) = tokio::sync::mpsc::unbounded_channel();
-        let objects = watcher(api, config)
-            .inspect(move |event| match event {
-                Ok(watcher::Event::InitDone) => {
+        let objects = reflected(name, shared, api, config, writer)
+            .inspect(move |event| {
+                if let Ok(watcher::Event::InitDone) = event {
                     tracing::info!(controller = name, "listed; the cache is synced");
                 }
-                Ok(_) => {}
-                Err(_) => pulse.failed(),
             })
-            .modify(|object| object.managed_fields_mut().clear())
-            .reflect(writer)
             .applied_objects();
         let (leading, shutdown) = (shared.leading.subscribe(), shared.shutdown.clone());
         tokio::spawn(async move {

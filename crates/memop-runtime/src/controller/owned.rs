@@ -34,6 +34,7 @@ use super::{
     APPLIED_HASH, WatchScope, claims_fingerprint, fingerprint, in_sync, resource_version as version,
 };
 use crate::manager::Shared;
+use crate::manager::sharding::Shard;
 
 /// How long the cache may lag behind an apply of this controller before it is believed again
 /// anyway. A watch event comes within milliseconds; this bounds the wait when one never comes
@@ -224,8 +225,14 @@ where
             bookmarks: true,
             ..config
         };
-        let events = watcher(api, config)
-            .default_backoff()
+        // Sharded: only the objects whose controller is in a bucket this replica claims.
+        let holding = shared.shard.as_ref().map(Shard::hold);
+        let watch = move || {
+            watcher(api.clone(), config.clone())
+                .default_backoff()
+                .boxed()
+        };
+        let events = super::cache::follow(watch, holding.clone(), super::cache::owner_bucket)
             .modify(|object| object.managed_fields_mut().clear());
         let readiness = shared.readiness.clone();
         readiness.expect(name);
@@ -234,9 +241,10 @@ where
             let (cache, changes, applied) = (cache.clone(), changes.clone(), applied.clone());
             async move {
                 futures::pin_mut!(events);
-                // A (re)list is gathered apart, then replaces the cache whole, as kube's
-                // reflector does: objects deleted while the watch was down go with it.
-                let mut relist = HashMap::new();
+                // A relist updates the cache in place (it is never held twice), remembering
+                // what it brought; at its end, what it did not bring goes: objects deleted while
+                // the watch was down, and those of buckets this replica gave up.
+                let mut relisted: HashSet<ObjectRef<K>> = HashSet::new();
                 while let Some(event) = events.next().await {
                     let event = match event {
                         Ok(event) => event,
@@ -249,16 +257,40 @@ where
                     };
                     let touched = match &event {
                         watcher::Event::Init => {
-                            relist.clear();
+                            relisted.clear();
                             continue;
                         }
                         watcher::Event::InitApply(object) => {
-                            relist.insert(ObjectRef::from_obj(object), compact(object));
+                            let key = ObjectRef::from_obj(object);
+                            relisted.insert(key.clone());
+                            cache
+                                .objects
+                                .write()
+                                .expect("cache lock")
+                                .insert(key, compact(object));
                             object
                         }
                         watcher::Event::InitDone => {
-                            *cache.objects.write().expect("cache lock") =
-                                std::mem::take(&mut relist);
+                            let relisted = std::mem::take(&mut relisted);
+                            let mut gone = Vec::new();
+                            (cache.objects.write().expect("cache lock")).retain(|key, _| {
+                                let kept = relisted.contains(key);
+                                if !kept {
+                                    gone.push(key.clone());
+                                }
+                                kept
+                            });
+                            // What was applied to those is of no use any more, as on a delete.
+                            // (Not what was applied to objects made since the list: their
+                            // events, and they, come next.)
+                            let mut applied = applied.lock().expect("applied lock");
+                            for key in gone {
+                                applied.remove(&key);
+                            }
+                            drop(applied);
+                            if let Some(holding) = &holding {
+                                holding.listed();
+                            }
                             if !cache.listed.send_replace(true) {
                                 tracing::info!(cache = name, "cache synced");
                                 readiness.synced(name);
@@ -345,6 +377,16 @@ where
             .read()
             .expect("cache lock")
             .contains_key(&key)
+    }
+
+    /// How many objects the cache holds.
+    pub fn len(&self) -> usize {
+        self.cache.objects.read().expect("cache lock").len()
+    }
+
+    /// Whether the cache holds no object.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The cached object of `key`, read back from its JSON.

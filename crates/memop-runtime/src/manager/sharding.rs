@@ -17,12 +17,13 @@
 //!   renewed.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease as LeaseObject, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::ListParams;
+use kube::api::{DeleteParams, ListParams, Preconditions};
 use kube::{Api, Client};
 use serde_json::json;
 use tokio::sync::{oneshot, watch};
@@ -60,6 +61,12 @@ pub fn bucket_of(metadata: &ObjectMeta) -> u16 {
         ),
     };
     bucket_of_key(&key)
+}
+
+/// The bucket of the object whose UID is `uid`: that of an owned object is its controller's,
+/// `bucket_of_uid` of its controller ownerReference's `uid`.
+pub fn bucket_of_uid(uid: &str) -> u16 {
+    bucket_of_key(uid)
 }
 
 fn bucket_of_key(key: &str) -> u16 {
@@ -325,10 +332,18 @@ impl Table {
     }
 }
 
+/// How many lease durations a Lease of the ring must stay unchanged, by a member's clock,
+/// before that member deletes it: its replica went away for good (a Deployment's pods get new
+/// names, so nothing would ever take it again).
+const DEPARTED_AFTER: u32 = 10;
+
 /// Another member's Lease, as this replica saw it.
 struct Member {
     spec: LeaseSpec,
     claims: u64,
+    /// Its resourceVersion as last listed: a delete of a departed member's Lease is conditional
+    /// on it, so that one renewed meanwhile stays.
+    version: Option<String>,
     /// When this replica first saw this spec and these claims, by its own clock.
     seen: Instant,
 }
@@ -345,6 +360,14 @@ impl Member {
         let duration = self.spec.lease_duration_seconds.unwrap_or(0);
         let duration = Duration::from_secs(u64::try_from(duration).unwrap_or(0));
         held && now < self.seen + duration
+    }
+
+    /// Whether it is the Lease of a replica gone for good at `now`: unchanged for
+    /// [`DEPARTED_AFTER`] times its duration (or `at_least`'s, if longer) since it was seen.
+    fn departed(&self, now: Instant, at_least: Duration) -> bool {
+        let duration = self.spec.lease_duration_seconds.unwrap_or(0);
+        let duration = Duration::from_secs(u64::try_from(duration).unwrap_or(0)).max(at_least);
+        now >= self.seen + duration * DEPARTED_AFTER
     }
 }
 
@@ -366,6 +389,12 @@ struct Inner {
     activations: watch::Sender<u64>,
     /// Whether the Lease is lost.
     lost: watch::Sender<bool>,
+    /// The buckets whose objects this replica's caches hold: the claimed ones (see
+    /// [`Holding`]).
+    wanted: watch::Sender<u64>,
+    /// The buckets each cache ([`Shard::hold`]) has listed since it last started over, while
+    /// the cache lives.
+    caches: Mutex<Vec<Weak<AtomicU64>>>,
     /// The members seen live at the last round (this replica included).
     members: Mutex<Vec<String>>,
     /// Stops the task, which then hands back its elector (to release the Lease).
@@ -383,6 +412,57 @@ pub struct Turn {
 impl Drop for Turn {
     fn drop(&mut self) {
         self.shard.table().end(self.bucket);
+    }
+}
+
+/// What one cache of a sharded replica holds: the objects of the buckets the replica claims
+/// (claiming, active or draining), and no others. A bucket's objects are cached from when it is
+/// claimed until it is free again, so that they are there when it becomes active (and every
+/// cached object of it is reconciled) and while its last reconciles drain.
+///
+/// The cache filters what its watch brings; when the claims change, it starts its watch over
+/// (a list) with the new ones ([`Holding::restart`]) and, once that list is applied, says so
+/// ([`Holding::listed`]): the rounds let a claimed bucket become active only then. The list
+/// drops the objects of the buckets no longer claimed.
+#[derive(Clone)]
+pub(crate) struct Holding {
+    wanted: watch::Receiver<u64>,
+    /// The buckets the current watch keeps (shared by the clones: the watch's filter, and the
+    /// store that says when its list is in).
+    listing: Arc<AtomicU64>,
+    /// The buckets this cache holds every object of (shared with [`Shard::cached`]).
+    listed: Arc<AtomicU64>,
+}
+
+impl Holding {
+    /// Starts over with the buckets claimed now: returns them, the ones the new watch keeps.
+    /// Until its list is in, the cache holds every object only of the buckets it both held and
+    /// still keeps.
+    pub(crate) fn restart(&mut self) -> u64 {
+        let listing = *self.wanted.borrow_and_update();
+        self.listing.store(listing, Ordering::SeqCst);
+        self.listed.fetch_and(listing, Ordering::SeqCst);
+        listing
+    }
+
+    /// Whether the claims changed since [`Self::restart`] (at once if they have).
+    pub(crate) async fn changed(&mut self) {
+        // Once the shard is gone, its claims never change again.
+        if self.wanted.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Says that the list of the current watch is applied to the cache: it holds every object
+    /// of the buckets it keeps.
+    pub(crate) fn listed(&self) {
+        let listing = self.listing.load(Ordering::SeqCst);
+        self.listed.store(listing, Ordering::SeqCst);
+    }
+
+    /// Whether the cache keeps the objects of `bucket`.
+    pub(crate) fn keeps(&self, bucket: u16) -> bool {
+        self.listing.load(Ordering::SeqCst) & (1 << bucket) != 0
     }
 }
 
@@ -408,6 +488,8 @@ impl Shard {
                 table: Mutex::default(),
                 activations: watch::Sender::new(0),
                 lost: watch::Sender::new(false),
+                wanted: watch::Sender::new(0),
+                caches: Mutex::default(),
                 members: Mutex::default(),
                 stop: Mutex::new(Some(stop)),
                 task: Mutex::default(),
@@ -469,6 +551,34 @@ impl Shard {
             shard: self.clone(),
             bucket,
         })
+    }
+
+    /// A cache of this replica's share: what it must hold, and where it says what it has
+    /// listed. No bucket becomes active here until every live cache has listed its objects.
+    pub(crate) fn hold(&self) -> Holding {
+        let listed = Arc::new(AtomicU64::new(0));
+        self.inner
+            .caches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::downgrade(&listed));
+        Holding {
+            wanted: self.inner.wanted.subscribe(),
+            listing: Arc::default(),
+            listed,
+        }
+    }
+
+    /// The buckets every live cache holds all the objects of.
+    fn cached(&self) -> u64 {
+        let mut caches = self
+            .inner
+            .caches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        caches.retain(|cache| cache.strong_count() > 0);
+        (caches.iter().filter_map(Weak::upgrade))
+            .fold(u64::MAX, |all, listed| all & listed.load(Ordering::SeqCst))
     }
 
     /// A receiver that changes each time buckets become active here.
@@ -583,6 +693,12 @@ impl Rounds {
             let sent = Instant::now();
             next = sent + timings.retry_period;
             let claims = self.shard.table().plan(wanted);
+            // The caches follow the claims: a bucket's objects are cached before it can become
+            // active, and dropped once it is free.
+            self.shard
+                .inner
+                .wanted
+                .send_if_modified(|cached| std::mem::replace(cached, claims) != claims);
             let value = format!("{claims:016x}");
             let annotations = json!({ &self.config.claims_annotation: value });
             self.elector.set_metadata("annotations", annotations);
@@ -619,7 +735,10 @@ impl Rounds {
                     continue;
                 }
             };
-            let activated = self.shard.table().confirm(claims, others);
+            // A claimed bucket whose objects are not all cached yet waits, as if claimed by
+            // another member: its activation reconciles what is cached.
+            let uncached = !self.shard.cached();
+            let activated = self.shard.table().confirm(claims, others | uncached);
             let members = self.members();
             wanted = assigned(&self.config.identity, members.iter().map(String::as_str));
             *self
@@ -676,15 +795,62 @@ impl Rounds {
                 Member {
                     spec,
                     claims,
+                    version: lease.metadata.resource_version,
                     seen: since,
                 },
             );
         }
         self.others = seen;
+        self.forget_departed(now);
         let claimed = (self.others.values())
             .filter(|member| member.live(now))
             .fold(0, |mask, member| mask | member.claims);
         Ok(claimed)
+    }
+
+    /// Deletes the Leases of the replicas gone for good ([`Member::departed`]), each on
+    /// condition of the resourceVersion listed: a replica that came back and renewed its Lease
+    /// meanwhile keeps it. In the background, so that the round keeps its pace; a Lease whose
+    /// delete failed is seen anew at the next list, and tried again as long after.
+    fn forget_departed(&mut self, now: Instant) {
+        let duration = self.config.timings.lease_duration;
+        let departed: Vec<String> = (self.others.iter())
+            .filter(|(_, member)| member.departed(now, duration))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in departed {
+            let Some(Member {
+                version: Some(version),
+                ..
+            }) = self.others.remove(&name)
+            else {
+                continue;
+            };
+            let leases = self.leases.clone();
+            tokio::spawn(async move {
+                let params = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        resource_version: Some(version),
+                        uid: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                match leases.delete(&name, &params).await {
+                    Ok(_) => {
+                        tracing::info!(lease = %name, "deleted the Lease of a departed replica")
+                    }
+                    // Renewed since (a conflict), or deleted by another member.
+                    Err(kube::Error::Api(status))
+                        if status.code == 409 || status.is_not_found() =>
+                    {
+                        tracing::debug!(lease = %name, "the Lease of a departed replica changed or went");
+                    }
+                    Err(err) => {
+                        tracing::warn!(lease = %name, error = %err, "could not delete the Lease of a departed replica");
+                    }
+                }
+            });
+        }
     }
 
     /// The live members: this replica, and the holders of the live Leases of the others.

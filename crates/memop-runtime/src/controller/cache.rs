@@ -1,0 +1,286 @@
+//! How a controller's caches follow their watches: a relist applied in place, not gathered
+//! beside the cache ([`reflect`]), and, sharded, only the objects of the replica's buckets
+//! ([`follow`]).
+
+use std::collections::HashSet;
+
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
+use kube::runtime::reflector::{ObjectRef, store::Writer};
+use kube::runtime::watcher::{self, Event};
+
+use crate::manager::sharding::{Holding, bucket_of, bucket_of_uid};
+
+/// A watch's events.
+pub(crate) type Events<K> = BoxStream<'static, watcher::Result<Event<K>>>;
+
+/// The bucket of a controller's own object: its UID's.
+pub(crate) fn own_bucket(metadata: &ObjectMeta) -> Option<u16> {
+    Some(bucket_of(metadata))
+}
+
+/// The bucket of an owned object: its controller's (the bucket hashes the UID, which its
+/// controller ownerReference names), so that an object and what it owns go to one replica.
+/// `None` for an object without a controller: no replica reconciles it.
+pub(crate) fn owner_bucket(metadata: &ObjectMeta) -> Option<u16> {
+    let owners = metadata.owner_references.as_deref().unwrap_or_default();
+    let controller = owners.iter().find(|owner| owner.controller == Some(true))?;
+    Some(bucket_of_uid(&controller.uid))
+}
+
+/// The events of the watches `watch` makes. Unsharded (`holding` is `None`): one watch, as it
+/// comes. Sharded: only the objects whose `bucket` the replica claims; and when its claims
+/// change, the watch is made again, so that its list brings the objects of the buckets newly
+/// claimed (the API server cannot select by UID hash) and the cache drops those of the buckets
+/// given up (a relist drops what it did not list, see [`reflect`]). The cache then says so
+/// ([`Holding::listed`]).
+pub(crate) fn follow<K>(
+    watch: impl Fn() -> Events<K> + Send + 'static,
+    holding: Option<Holding>,
+    bucket: fn(&ObjectMeta) -> Option<u16>,
+) -> Events<K>
+where
+    K: Resource + Send + 'static,
+{
+    let Some(holding) = holding else {
+        return watch();
+    };
+    struct State<K, W> {
+        watch: W,
+        holding: Holding,
+        events: Option<Events<K>>,
+    }
+    let state = State {
+        watch,
+        holding,
+        events: None,
+    };
+    futures::stream::unfold(state, move |mut state| async move {
+        loop {
+            let events = match &mut state.events {
+                Some(events) => events,
+                None => {
+                    let keeps = state.holding.restart();
+                    tracing::debug!(buckets = keeps.count_ones(), "watching the claimed buckets");
+                    state.events.insert((state.watch)())
+                }
+            };
+            let event = tokio::select! {
+                () = state.holding.changed() => {
+                    state.events = None;
+                    continue;
+                }
+                event = events.next() => event?,
+            };
+            let kept = match &event {
+                Ok(Event::Apply(object) | Event::InitApply(object) | Event::Delete(object)) => {
+                    bucket(object.meta()).is_some_and(|b| state.holding.keeps(b))
+                }
+                Ok(Event::Init | Event::InitDone) | Err(_) => true,
+            };
+            if kept {
+                return Some((event, state));
+            }
+        }
+    })
+    .boxed()
+}
+
+/// kube's `reflector(writer, events)`, but with every list after the first applied to the
+/// store in place: kube's writer gathers a relist into a second map and swaps it in at its
+/// end, so that a replica holds every object twice meanwhile; here each listed object replaces
+/// its cached copy at once, and at the end of the list the objects it did not bring (deleted
+/// while the watch was down, or of a bucket given up) are deleted. The first list goes through
+/// kube's writer as it is (the store is empty then), so that the store is ready at its end, as
+/// with kube's. The events come out as the store applied them (a relisted object as an
+/// `Apply`): a controller fed `applied_objects()` is triggered as by kube's reflector.
+/// `listed` is called each time a list has been applied.
+pub(crate) fn reflect<K>(
+    events: impl Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
+    mut writer: Writer<K>,
+    mut listed: impl FnMut() + Send + 'static,
+) -> impl Stream<Item = watcher::Result<Event<K>>> + Send
+where
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
+    let store = writer.as_reader();
+    // Whether the first list is in; then, during a relist, the objects it brought so far.
+    let mut ready = false;
+    let mut relisted: Option<HashSet<ObjectRef<K>>> = None;
+    events.flat_map(move |event| {
+        let event = match event {
+            Ok(event) => event,
+            Err(err) => return futures::stream::iter(vec![Err(err)]),
+        };
+        // What the store applies, and whether a list ends with it.
+        let (applied, done) = match event {
+            Event::Init if ready => {
+                relisted = Some(HashSet::new());
+                (vec![], false)
+            }
+            Event::InitApply(object) if ready => {
+                if let Some(relisted) = &mut relisted {
+                    relisted.insert(ObjectRef::from_obj(&object));
+                }
+                (vec![Event::Apply(object)], false)
+            }
+            // (kube's watcher starts every list with `Init`: without one, nothing is known
+            // to be gone.)
+            Event::InitDone if ready => match relisted.take() {
+                Some(relisted) => {
+                    let gone = (store.state().into_iter())
+                        .filter(|object| !relisted.contains(&ObjectRef::from_obj(object.as_ref())))
+                        .map(|object| Event::Delete(object.as_ref().clone()));
+                    (gone.collect(), true)
+                }
+                None => (vec![], true),
+            },
+            Event::InitDone => {
+                ready = true;
+                (vec![Event::InitDone], true)
+            }
+            event => (vec![event], false),
+        };
+        for event in &applied {
+            writer.apply_watcher_event(event);
+        }
+        if done {
+            listed();
+        }
+        futures::stream::iter(applied.into_iter().map(Ok).collect::<Vec<_>>())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::FutureExt;
+    use futures::channel::mpsc;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::runtime::reflector::{self, Store};
+
+    fn object(name: &str, v: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("default".into()),
+                ..ObjectMeta::default()
+            },
+            data: Some([("v".to_string(), v.to_string())].into()),
+            ..ConfigMap::default()
+        }
+    }
+
+    /// The version of `name` in `store`, if it holds it.
+    fn version(store: &Store<ConfigMap>, name: &str) -> Option<String> {
+        let object = store.get(&ObjectRef::new(name).within("default"))?;
+        object.data.as_ref()?.get("v").cloned()
+    }
+
+    /// A watch whose events a test sends one by one, through [`reflect`] into a store; each
+    /// step returns what came out.
+    struct Reflected {
+        events: mpsc::UnboundedSender<watcher::Result<Event<ConfigMap>>>,
+        out: BoxStream<'static, watcher::Result<Event<ConfigMap>>>,
+        store: Store<ConfigMap>,
+        lists: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Reflected {
+        fn new() -> Self {
+            let (events, rx) = mpsc::unbounded();
+            let (store, writer) = reflector::store();
+            let lists = std::sync::Arc::<std::sync::atomic::AtomicUsize>::default();
+            let counted = lists.clone();
+            let out = reflect(rx, writer, move || {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            })
+            .boxed();
+            Self {
+                events,
+                out,
+                store,
+                lists,
+            }
+        }
+
+        fn send(&mut self, event: Event<ConfigMap>) -> Vec<Event<ConfigMap>> {
+            self.events.unbounded_send(Ok(event)).unwrap();
+            let mut out = Vec::new();
+            while let Some(Some(event)) = self.out.next().now_or_never() {
+                out.push(event.unwrap());
+            }
+            out
+        }
+
+        fn lists(&self) -> usize {
+            self.lists.load(std::sync::atomic::Ordering::SeqCst)
+        }
+    }
+
+    #[test]
+    fn a_relist_updates_the_store_in_place_and_drops_what_it_did_not_bring() {
+        let mut watch = Reflected::new();
+        // The first list: through kube's writer, ready at its end.
+        watch.send(Event::Init);
+        for name in ["a", "b", "c"] {
+            watch.send(Event::InitApply(object(name, "1")));
+        }
+        assert!(watch.store.wait_until_ready().now_or_never().is_none());
+        assert_eq!(watch.send(Event::InitDone).len(), 1);
+        assert!(watch.store.wait_until_ready().now_or_never().is_some());
+        assert_eq!((watch.store.state().len(), watch.lists()), (3, 1));
+
+        // A relist (the watch came back after c was deleted): each object it brings replaces
+        // the cached one at once, so that the store is the only copy of every object; the
+        // others stay until its end.
+        let init = watch.send(Event::Init);
+        let out = watch.send(Event::InitApply(object("a", "2")));
+        assert_eq!(version(&watch.store, "a").as_deref(), Some("2"));
+        assert_eq!(version(&watch.store, "c").as_deref(), Some("1"));
+        assert_eq!(watch.store.state().len(), 3);
+        // The controller is triggered as by kube's reflector (which ignores `Init` and treats
+        // `Apply` as `InitApply`).
+        assert!(init.is_empty());
+        assert!(matches!(&out[..], [Event::Apply(_)]), "{out:?}");
+        watch.send(Event::InitApply(object("b", "2")));
+        let out = watch.send(Event::InitDone);
+        // What the relist did not bring was deleted while the watch was down: it goes now.
+        assert!(matches!(&out[..], [Event::Delete(c)] if c.metadata.name.as_deref() == Some("c")));
+        assert_eq!(version(&watch.store, "c"), None);
+        assert_eq!(version(&watch.store, "b").as_deref(), Some("2"));
+        assert_eq!((watch.store.state().len(), watch.lists()), (2, 2));
+
+        // Changes between lists are applied as they come.
+        watch.send(Event::Apply(object("d", "1")));
+        watch.send(Event::Delete(object("a", "2")));
+        assert_eq!(version(&watch.store, "d").as_deref(), Some("1"));
+        assert_eq!(watch.store.state().len(), 2);
+    }
+
+    #[test]
+    fn an_owned_object_is_in_its_controllers_bucket() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let owner = ObjectMeta {
+            uid: Some("3f2a8c1e-5b7d-4e9a-9c0f-1d2e3f4a5b6c".into()),
+            ..ObjectMeta::default()
+        };
+        let reference = |uid: &str, controller| OwnerReference {
+            uid: uid.into(),
+            controller: Some(controller),
+            ..OwnerReference::default()
+        };
+        let owned = ObjectMeta {
+            uid: Some("another".into()),
+            owner_references: Some(vec![
+                reference("not-the-controller", false),
+                reference(owner.uid.as_deref().unwrap(), true),
+            ]),
+            ..ObjectMeta::default()
+        };
+        assert_eq!(owner_bucket(&owned), own_bucket(&owner));
+        assert_eq!(owner_bucket(&ObjectMeta::default()), None);
+    }
+}
