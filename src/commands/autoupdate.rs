@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use crate::project::Project;
 use crate::scaffold::reconcile::{Merged, merge_memop_files};
-use crate::scaffold::{Entry, IfExists, Plan, Templates};
+use crate::scaffold::{Entry, Plan, Templates};
 use crate::sum::Sum;
 
 /// The templates of the workflow.
@@ -32,7 +32,7 @@ pub(crate) fn plan_workflow(project: &Project, plan: &mut Plan, record: &Sum, fo
     }
     if force {
         for (path, text) in files {
-            plan.write(path, text, IfExists::Overwrite)?;
+            plan.write(path, text)?;
         }
         return Ok(Merged::default());
     }

@@ -20,7 +20,7 @@ use super::{Global, finish_then};
 use crate::project::{self, Project, Webhooks};
 use crate::resource::ApiNames;
 use crate::scaffold::merge::{self, Decision};
-use crate::scaffold::{IfExists, Owner, Plan};
+use crate::scaffold::{Owner, Plan};
 use crate::sum::{self, Sum};
 
 /// Delete one version of a kind served in several: its types, conversion, sample, its entries in
@@ -51,7 +51,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
 
     let (changes, bases) = plan_difference(&old, &fresh, &mut plan, &record, args.force)?;
     notes.extend(changes);
-    plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+    plan.write(project::FILE, project.render()?)?;
     refuse_code_naming(&plan, &api, &target)?;
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
 
@@ -251,17 +251,17 @@ fn plan_difference(
             match current.as_deref() {
                 Some(text) if base.as_deref() != Some(merge::unix_endings(text).as_ref()) => notes
                     .push(format!("{shown} differs from memop's text (your types changed it): run `make manifests`")),
-                _ => plan.write_formatted(path, new.to_string(), IfExists::Overwrite)?,
+                _ => plan.write_formatted(path, new.to_string())?,
             }
             continue;
         }
         let recorded = base.as_deref().map(sum::blob_id);
         match merge::decide(&shown, current.as_deref(), new, recorded.as_deref(), |_| base.clone()) {
             Decision::Leave => {}
-            Decision::Replace => plan.write_formatted(path, new.to_string(), IfExists::Overwrite)?,
+            Decision::Replace => plan.write_formatted(path, new.to_string())?,
             // PROJECT.sum records memop's text, the base of the next merge, which git keeps.
             Decision::Merge { text, conflicts: false } => {
-                plan.write_formatted(path, text, IfExists::Overwrite)?;
+                plan.write_formatted(path, text)?;
                 plan.set_base(path, new.to_string());
                 bases.push((shown, new.to_string()));
             }
@@ -273,6 +273,7 @@ fn plan_difference(
                 "{shown} still holds the conflict markers of an earlier merge: resolve them, commit, and run this \
                  command again"
             ),
+            Decision::Refuse => return Err(crate::scaffold::reconcile::in_the_way(&shown)),
         }
     }
     if !conflicts.is_empty() {

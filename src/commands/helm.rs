@@ -22,7 +22,7 @@ use super::Global;
 use super::context::ProjectContext;
 use crate::project::{self, AutoUpdatePlugin, HelmPlugin, Project};
 use crate::scaffold::reconcile::{Merged, merge_memop_files};
-use crate::scaffold::{self, Entry, IfExists, Owner, Plan, Templates};
+use crate::scaffold::{self, Entry, Owner, Plan, Templates};
 use crate::sum::{self, Sum};
 
 /// The chart's directory under `--output-dir`, as kubebuilder names it.
@@ -134,7 +134,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         true => add_autoupdate(&args, &mut project, &mut plan, &record)?,
         false => Merged::default(),
     };
-    plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+    plan.write(project::FILE, project.render()?)?;
     let written = super::finish_keeping(global, plan, &[&merged, &workflow])?;
     if written {
         super::report(&format!(
@@ -193,7 +193,7 @@ fn edit_autoupdate(global: &Global, args: &Args, mut project: Project) -> Result
     let mut plan = Plan::new(&global.dir);
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
     let merged = add_autoupdate(args, &mut project, &mut plan, &record)?;
-    plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+    plan.write(project::FILE, project.render()?)?;
     let written = super::finish_keeping(global, plan, &[&merged])?;
     if written {
         super::report(AUTOUPDATE_NEXT)?;
@@ -264,7 +264,7 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
     remove_what_memop_no_longer_renders(plan, record, &chart, memops.iter().chain(&yours))?;
     if force {
         for (path, text) in memops.into_iter().chain(yours) {
-            plan.write(path, text, IfExists::Overwrite)?;
+            plan.write(path, text)?;
         }
         return Ok(Merged::default());
     }
@@ -283,7 +283,7 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
         match plan.read(Path::new(&path))? {
             // Unless the user deleted it.
             None if record.get(&path).is_some() => {}
-            None => plan.write(&path, text, IfExists::Overwrite)?,
+            None => plan.write(&path, text)?,
             // memop's own text not yet recorded (a first `edit` stopped before PROJECT.sum): recorded.
             Some(current) if record.get(&path).is_none() && scaffold::merge::unix_endings(&current) == text => {
                 plan.set_unchanged(&path, text)
@@ -560,7 +560,7 @@ fn add_operand_images(plan: &mut Plan, path: &str, project: &Project) -> Result<
         plan.insert(path, OPERAND_IMAGES, &format!("{line}\n"))?;
         let after = plan.read(Path::new(path))?.unwrap_or_default();
         if !serde_yaml::from_str::<serde_yaml::Value>(&after).is_ok_and(|v| has_key(&v, &operand.env)) {
-            plan.write(path, text, IfExists::Overwrite)?;
+            plan.write(path, text)?;
             plan.note(format!(
                 "{path} is yours, and a line `{line}` at its `# {marker}` line would not be valid YAML there (is \
                  manager.operandImages in flow style?), so memop did not add it; add the image yourself"

@@ -166,7 +166,7 @@ fn record(plan: &mut Plan) -> Result<()> {
     for file in plan.removed() {
         sum.forget(file);
     }
-    plan.write(path, sum.render(env!("CARGO_PKG_VERSION")), crate::scaffold::IfExists::Overwrite)
+    plan.write(path, sum.render(env!("CARGO_PKG_VERSION")))
 }
 
 /// Whether `text`, the file at `path`, is not what `sum` records memop wrote there.

@@ -34,7 +34,7 @@ use super::{Global, finish, finish_then, written_or_would};
 use crate::project::{self, Project, Resource, Webhooks};
 use crate::scaffold::merge;
 use crate::scaffold::reconcile::{Conflict, Merged, kept_note, refuse_unresolved};
-use crate::scaffold::{self, IfExists, Layout, Owner, Plan, RUNTIME_CRATES, Templates};
+use crate::scaffold::{self, Layout, Owner, Plan, RUNTIME_CRATES, Templates};
 use crate::sum::{self, Sum};
 
 /// Update the project to this memop: its runtime (vendor/, the pins), memop's files and the
@@ -211,7 +211,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
             edited.push(path);
             continue;
         }
-        plan.write_formatted(&path, text, IfExists::Overwrite)?;
+        plan.write_formatted(&path, text)?;
     }
     if !edited.is_empty() {
         bail!(
@@ -241,16 +241,16 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     }
     if v1 {
         // The lock of the runtime crates' dependencies, as `init` writes it (cargo adds yours).
-        plan.write("Cargo.lock", crate::scaffold::lockfile::for_project(&project.project_name), IfExists::Overwrite)?;
+        plan.write("Cargo.lock", crate::scaffold::lockfile::for_project(&project.project_name))?;
     }
     let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
     // Both read in `\n` line endings, and written back in the file's own.
-    plan.write("Cargo.toml", pin(&merge::unix_endings(&manifest), version)?, IfExists::Overwrite)?;
+    plan.write("Cargo.toml", pin(&merge::unix_endings(&manifest), version)?)?;
     if let Some(lock) = plan.read(Path::new("Cargo.lock"))? {
-        plan.write("Cargo.lock", lock_versions(&merge::unix_endings(&lock), version), IfExists::Overwrite)?;
+        plan.write("Cargo.lock", lock_versions(&merge::unix_endings(&lock), version))?;
     }
     let from = std::mem::replace(&mut project.cli_version, version.to_string());
-    plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+    plan.write(project::FILE, project.render()?)?;
     // PROJECT and PROJECT.sum change with every real update: not news.
     let news = |path: &&Path| *path != Path::new(project::FILE) && *path != Path::new(sum::FILE);
     summary.changed = plan.planned().map(|(path, _)| path).filter(news).map(|p| p.display().to_string()).collect();
@@ -414,7 +414,7 @@ fn keep_years(scratch: &mut Plan, plan: &Plan) -> Result<()> {
         let Some(current) = plan.read(&path)? else { continue };
         let Some(year) = copyright_year(&current).filter(|year| *year != now) else { continue };
         let kept = text.replacen(&format!("Copyright {now} "), &format!("Copyright {year} "), 1);
-        scratch.write_formatted(&path, kept, IfExists::Overwrite)?;
+        scratch.write_formatted(&path, kept)?;
     }
     Ok(())
 }
@@ -651,7 +651,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
 fn write_conflicts(global: &Global, conflicts: &[&Conflict]) -> Result<()> {
     let mut marked = Plan::new(&global.dir);
     for (path, text, new) in conflicts {
-        marked.write_formatted(path, text.clone(), IfExists::Overwrite)?;
+        marked.write_formatted(path, text.clone())?;
         marked.set_base(path, new.clone());
     }
     let bases: Vec<(String, String)> = conflicts.iter().map(|(p, _, new)| (p.clone(), new.clone())).collect();

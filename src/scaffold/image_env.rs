@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use serde_yaml::Value;
 
-use super::{IfExists, Plan};
+use super::Plan;
 
 /// Plans a keyed fragment `{# key: image-env #}` of `path`: one env entry, `- name: <X>_IMAGE`
 /// and its `value:`. The entries of that name the file has already, in any spelling, are
@@ -75,7 +75,7 @@ fn set_image_env(plan: &mut Plan, path: &str, name: &str, image: &str) -> Result
         keep(plan, "memop cannot rewrite its spelling without touching other lines");
         return Ok(());
     }
-    plan.write(path, updated, IfExists::Overwrite)
+    plan.write(path, updated)
 }
 
 /// Whether `manager.yaml` (its text) already has an env entry named `name`, in any spelling, in

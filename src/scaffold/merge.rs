@@ -20,6 +20,9 @@ pub enum Decision {
     /// Refuse: the file still holds the conflict markers of an earlier merge, which the user has
     /// not resolved (merging over them would bury the conflict in a project called updated).
     Unresolved,
+    /// Refuse: another file is in the way, someone's that memop would change (see
+    /// [`super::reconcile::reconcile`]); `--force` replaces it.
+    Refuse,
 }
 
 /// `text` with the line endings memop writes, `\n`: git checks files out with `\r\n` where

@@ -20,21 +20,6 @@ use anyhow::{Context as _, Result, bail};
 
 use super::Owner;
 
-/// What to do when a file to create already exists with other contents.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IfExists {
-    /// Refuse: the file belongs to the user now.
-    Error,
-    /// Keep the existing file and say so.
-    Keep,
-    /// Keep the existing file silently: it is shared, and only ever extended at its markers.
-    Skip,
-    /// Replace it (`--force`, or files generated from code that carry no user edits).
-    Overwrite,
-    /// Replace it when it is as memop wrote it (`PROJECT.sum`), else keep it and say so.
-    Refresh,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Change {
     Create { contents: String },
@@ -142,55 +127,24 @@ impl Plan {
     /// Plans writing `contents` to `path` as [`Plan::write`] does, as text that needs no
     /// formatting pass: formatted once in memop's repository (a plain template, a vendored
     /// crate), or the user's own formatting (a merge; one with conflict markers would not parse).
-    pub fn write_formatted(&mut self, path: impl AsRef<Path>, contents: String, if_exists: IfExists) -> Result<()> {
+    pub fn write_formatted(&mut self, path: impl AsRef<Path>, contents: String) -> Result<()> {
         let path = path.as_ref();
-        self.write(path, contents, if_exists)?;
+        self.write(path, contents)?;
         self.formatted.insert(path.to_path_buf());
         Ok(())
     }
 
-    /// Plans writing `contents` to `path`. A file on disk with Windows line endings keeps them:
-    /// memop's text (edited with `\n` throughout) gets `\r\n` too, so only the lines that changed
-    /// differ.
-    pub fn write(&mut self, path: impl AsRef<Path>, mut contents: String, if_exists: IfExists) -> Result<()> {
+    /// Plans writing `contents` to `path`, whatever is there (what becomes of an existing file is
+    /// [`super::reconcile::reconcile`]'s to say). A file on disk with Windows line endings keeps
+    /// them: memop's text (edited with `\n` throughout) gets `\r\n` too, so only the lines that
+    /// changed differ.
+    pub fn write(&mut self, path: impl AsRef<Path>, mut contents: String) -> Result<()> {
         let path = path.as_ref();
         self.check_inside(path)?;
         self.formatted.remove(path);
         let disk = self.read_disk(path)?;
         if disk.as_deref().is_some_and(|old| old.contains("\r\n")) && !contents.contains('\r') {
             contents = contents.replace('\n', "\r\n");
-        }
-        let current = match self.changes.get(path) {
-            Some(Change::Create { contents }) => Some(contents),
-            Some(Change::Update { new, .. }) => Some(new),
-            Some(Change::Remove { .. }) => None,
-            None => disk.as_ref(),
-        };
-        // A file memop never wrote (no record) is not memop's to refresh: it is someone's.
-        let if_exists = match if_exists {
-            IfExists::Refresh if current.is_some() && !self.recorded(path)? => IfExists::Error,
-            if_exists => if_exists,
-        };
-        match current {
-            Some(existing) if *existing == contents => return Ok(()),
-            Some(_) if if_exists == IfExists::Error => bail!(
-                "{} already exists and memop would change it; pass --force to overwrite it \
-                 (your edits to it will be lost)",
-                path.display()
-            ),
-            Some(_) if if_exists == IfExists::Skip => return Ok(()),
-            Some(_) if if_exists == IfExists::Keep => {
-                self.notes.push(format!("kept your {}; memop's version was not written", path.display()));
-                return Ok(());
-            }
-            Some(existing) if if_exists == IfExists::Refresh && !self.wrote_as_is(path, existing)? => {
-                self.notes.push(format!(
-                    "kept your {}, which is not as memop wrote it; memop's new version was not written",
-                    path.display()
-                ));
-                return Ok(());
-            }
-            _ => {}
         }
         let change = match disk {
             Some(old) if old == contents => {
@@ -202,19 +156,6 @@ impl Plan {
         };
         self.changes.insert(path.to_path_buf(), change);
         Ok(())
-    }
-
-    /// Whether `PROJECT.sum` records that memop wrote `path`.
-    fn recorded(&self, path: &Path) -> Result<bool> {
-        let record = crate::sum::Sum::parse(self.read(Path::new(crate::sum::FILE))?.as_deref())?;
-        Ok(record.get(&path.to_string_lossy()).is_some())
-    }
-
-    /// Whether `text` at `path` is what memop wrote there last, as `PROJECT.sum` records (in
-    /// either line endings: see [`super::merge::unix_endings`]).
-    fn wrote_as_is(&self, path: &Path, text: &str) -> Result<bool> {
-        let record = crate::sum::Sum::parse(self.read(Path::new(crate::sum::FILE))?.as_deref())?;
-        Ok(super::merge::as_recorded(text, record.get(&path.to_string_lossy())))
     }
 
     /// Plans removing the file at `path` (a file memop wrote that this memop no longer has); a
@@ -286,7 +227,7 @@ impl Plan {
         if !current.ends_with('\n') {
             out.pop();
         }
-        self.write(path, out, IfExists::Overwrite)?;
+        self.write(path, out)?;
         self.inserted.insert(path.to_path_buf());
         Ok(())
     }
@@ -312,7 +253,7 @@ impl Plan {
         if old.trim() != wanted {
             let indent = &old[..old.len() - old.trim_start().len()];
             let updated = current.replacen(old, &format!("{indent}{wanted}"), 1);
-            self.write(path, updated, IfExists::Overwrite)?;
+            self.write(path, updated)?;
         }
         Ok(())
     }
@@ -694,30 +635,6 @@ mod tests {
     }
 
     #[test]
-    fn a_refreshed_file_is_replaced_only_as_memop_wrote_it() {
-        let (dir, mut plan) = plan_with("t.rs", "memop's\n");
-        let mut record = crate::sum::Sum::parse(None).unwrap();
-        record.wrote(Path::new("t.rs"), "memop's\n");
-        fs::write(dir.path().join(crate::sum::FILE), record.render("0")).unwrap();
-        plan.write("t.rs", "memop's, new\n".into(), IfExists::Refresh).unwrap();
-        assert_eq!(plan.read(Path::new("t.rs")).unwrap().unwrap(), "memop's, new\n");
-        assert!(plan.notes().is_empty(), "{:?}", plan.notes());
-
-        let (dir, mut plan) = plan_with("t.rs", "mine\n");
-        fs::write(dir.path().join(crate::sum::FILE), record.render("0")).unwrap();
-        plan.write("t.rs", "memop's, new\n".into(), IfExists::Refresh).unwrap();
-        assert!(plan.is_empty(), "an edited file is kept");
-        assert_eq!(
-            plan.notes(),
-            ["kept your t.rs, which is not as memop wrote it; memop's new version was not written"]
-        );
-        // A file memop never wrote is someone's: refused, as any file of a kind in the way.
-        let (_dir, mut plan) = plan_with("t.rs", "mine\n");
-        let err = plan.write("t.rs", "memop's\n".into(), IfExists::Refresh).unwrap_err();
-        assert!(err.to_string().contains("already exists and memop would change it"), "{err}");
-    }
-
-    #[test]
     fn yaml_markers_use_hash_comments() {
         let (_dir, mut plan) = plan_with("k.yaml", "resources:\n- a.yaml\n# +memop:scaffold:crd\n");
         plan.insert("k.yaml", "crd", "- ../crd\n").unwrap();
@@ -734,19 +651,6 @@ mod tests {
     }
 
     #[test]
-    fn existing_file_is_not_overwritten_without_force() {
-        let (dir, mut plan) = plan_with("a.txt", "mine\n");
-        let err = plan.write("a.txt", "theirs\n".into(), IfExists::Error).unwrap_err();
-        assert!(err.to_string().contains("--force"));
-        plan.write("a.txt", "theirs\n".into(), IfExists::Keep).unwrap();
-        assert!(plan.is_empty());
-        assert_eq!(plan.notes().len(), 1);
-        plan.write("a.txt", "theirs\n".into(), IfExists::Overwrite).unwrap();
-        plan.apply().unwrap();
-        assert_eq!(fs::read_to_string(dir.path().join("a.txt")).unwrap(), "theirs\n");
-    }
-
-    #[test]
     fn a_removal_is_shown_then_applied_and_its_emptied_directory_goes() {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir_all(dir.path().join("src/manager")).unwrap();
@@ -755,7 +659,7 @@ mod tests {
         let mut plan = Plan::new(dir.path());
         plan.remove("src/manager/mod.rs").unwrap();
         plan.remove("src/missing.rs").unwrap();
-        plan.write("src/lib.rs", "\n".into(), IfExists::Overwrite).unwrap();
+        plan.write("src/lib.rs", "\n".into()).unwrap();
         assert_eq!(plan.read(Path::new("src/manager/mod.rs")).unwrap(), None, "the plan sees it gone");
         assert!(plan.render_dry_run().contains("remove src/manager/mod.rs (1 lines)"), "{}", plan.render_dry_run());
         let applied = plan.apply().unwrap();
@@ -768,7 +672,7 @@ mod tests {
     fn apply_writes_new_directories_and_leaves_no_temp_files() {
         let dir = tempfile::tempdir().unwrap();
         let mut plan = Plan::new(dir.path());
-        plan.write("x/y/z.txt", "hi\n".into(), IfExists::Error).unwrap();
+        plan.write("x/y/z.txt", "hi\n".into()).unwrap();
         let applied = plan.apply().unwrap();
         assert_eq!(applied.created, vec![PathBuf::from("x/y/z.txt")]);
         assert_eq!(fs::read_to_string(dir.path().join("x/y/z.txt")).unwrap(), "hi\n");
@@ -782,7 +686,7 @@ mod tests {
         fs::create_dir(dir.path().join("dist")).unwrap();
         fs::write(dir.path().join("dist/chart"), "").unwrap();
         let mut plan = Plan::new(dir.path());
-        let err = plan.write("dist/chart/Chart.yaml", "x\n".into(), IfExists::Error).unwrap_err().to_string();
+        let err = plan.write("dist/chart/Chart.yaml", "x\n".into()).unwrap_err().to_string();
         assert!(err.starts_with("dist/chart is a regular file, not a directory"), "{err}");
         assert!(plan.read(Path::new("dist/chart/values.yaml")).is_err());
         // The file itself is fine.
@@ -794,9 +698,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a.txt"), "old\n").unwrap();
         let mut plan = Plan::new(dir.path());
-        plan.write("a.txt", "new\n".into(), IfExists::Overwrite).unwrap();
-        plan.write("blocker/inner.txt", "x\n".into(), IfExists::Error).unwrap();
-        plan.write("fresh/dir/f.txt", "x\n".into(), IfExists::Error).unwrap();
+        plan.write("a.txt", "new\n".into()).unwrap();
+        plan.write("blocker/inner.txt", "x\n".into()).unwrap();
+        plan.write("fresh/dir/f.txt", "x\n".into()).unwrap();
         // A plain file where the plan needs a directory, made after planning (which refuses
         // one), makes staging fail midway.
         fs::write(dir.path().join("blocker"), "").unwrap();
@@ -811,7 +715,7 @@ mod tests {
     fn dry_run_shows_diffs_for_changes() {
         let (_dir, mut plan) = plan_with("k.yaml", "a\n# +memop:scaffold:x\n");
         plan.insert("k.yaml", "x", "b\n").unwrap();
-        plan.write("new.txt", "n\n".into(), IfExists::Error).unwrap();
+        plan.write("new.txt", "n\n".into()).unwrap();
         let out = plan.render_dry_run();
         assert!(out.contains("update k.yaml"), "{out}");
         assert!(out.contains("+b\n"), "{out}");

@@ -1,14 +1,90 @@
-//! Plans memop's files over the project's by [`decide`]: replaced where unedited, merged three
-//! ways where edited, kept where no base is found; and collects what became of them
-//! ([`Merged`]) for `memop update`, the Helm chart and the update workflow alike.
+//! What becomes of a file that a command renders and that may exist already: [`reconcile`]
+//! decides it from the file's owner, its text now, what memop wrote there last and memop's text
+//! now, and [`plan_file`] plans it. memop's files brought to this memop's text go by
+//! [`decide`] (replaced where unedited, merged three ways where edited, kept where no base is
+//! found), and [`Merged`] collects what became of them for `memop update`, the Helm chart and
+//! the update workflow alike.
 
 use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use super::merge::{Decision, decide, unix_endings};
-use super::{IfExists, Plan};
+use super::merge::{Decision, as_recorded, decide, unix_endings};
+use super::{Owner, Plan};
 use crate::sum::{self, Sum};
+
+/// Decides what becomes of the file a template of `owner` renders as `desired`, which is
+/// `current` now (`None`: missing); `recorded` is the git blob id of what memop last wrote
+/// there (`PROJECT.sum`). A file that is not there, or holds `desired` already (in either line
+/// endings), is written or left; an existing one goes by its owner:
+/// - shared (several APIs extend it at its markers): left, only its markers are memop's;
+/// - with `force` (`--force`): replaced;
+/// - the user's once edited: replaced while as memop wrote it, kept once edited, refused when
+///   memop never wrote it (it is someone's);
+/// - any other: kept when it is one per project (`per_project`: a README or a `.gitignore` the
+///   user may have already), else refused (another kind's file, or the user's, in the way).
+pub fn reconcile(
+    owner: Owner,
+    per_project: bool,
+    current: Option<&str>,
+    recorded: Option<&str>,
+    desired: &str,
+    force: bool,
+) -> Decision {
+    let Some(current) = current else { return Decision::Replace };
+    if unix_endings(current) == desired {
+        return Decision::Leave;
+    }
+    match owner {
+        Owner::Shared => Decision::Leave,
+        _ if force => Decision::Replace,
+        Owner::UserOnceEdited if recorded.is_none() => Decision::Refuse,
+        Owner::UserOnceEdited if as_recorded(current, recorded) => Decision::Replace,
+        Owner::UserOnceEdited => Decision::Keep,
+        _ if per_project => Decision::Keep,
+        _ => Decision::Refuse,
+    }
+}
+
+/// Plans the file at `path` that a template of `owner` renders as `desired` by [`reconcile`]
+/// (`formatted`: `desired` needs no formatting pass), noting a file kept and refusing one in
+/// the way.
+pub fn plan_file(
+    plan: &mut Plan,
+    path: &str,
+    owner: Owner,
+    per_project: bool,
+    desired: String,
+    formatted: bool,
+    force: bool,
+) -> Result<()> {
+    let current = plan.read(Path::new(path))?;
+    let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
+    match reconcile(owner, per_project, current.as_deref(), record.get(path), &desired, force) {
+        Decision::Replace if formatted => plan.write_formatted(path, desired),
+        Decision::Replace => plan.write(path, desired),
+        Decision::Keep => {
+            plan.note(match owner {
+                Owner::UserOnceEdited => {
+                    format!("kept your {path}, which is not as memop wrote it; memop's new version was not written")
+                }
+                _ => format!("kept your {path}; memop's version was not written"),
+            });
+            Ok(())
+        }
+        Decision::Refuse => Err(in_the_way(path)),
+        // Not [`reconcile`]'s: it merges nothing.
+        Decision::Leave | Decision::Merge { .. } | Decision::Unresolved => Ok(()),
+    }
+}
+
+/// The error of [`Decision::Refuse`]: a file at `path` that memop would change is in the way.
+pub fn in_the_way(path: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{path} already exists and memop would change it; pass --force to overwrite it (your edits to it will be \
+         lost)"
+    )
+}
 
 /// A file merged with conflicts: its path, the text with markers, and memop's text.
 pub(crate) type Conflict = (String, String, String);
@@ -74,9 +150,10 @@ impl Merged {
             }
             Decision::Keep => self.kept.push((path.clone(), record.get(&path).is_some())),
             Decision::Unresolved => self.unresolved.push(path),
-            Decision::Replace => plan.write_formatted(&path, new, IfExists::Overwrite)?,
+            Decision::Refuse => return Err(in_the_way(&path)),
+            Decision::Replace => plan.write_formatted(&path, new)?,
             Decision::Merge { text, conflicts } => {
-                plan.write_formatted(&path, text.clone(), IfExists::Overwrite)?;
+                plan.write_formatted(&path, text.clone())?;
                 plan.set_base(&path, new.clone());
                 self.bases.push((path.clone(), new.clone()));
                 match conflicts {
