@@ -222,7 +222,7 @@ fn plan_difference(
         }
         match plan.read(path)? {
             None => {}
-            Some(current) if merge::unix_endings(&current) == text => plan.remove(path)?,
+            Some(current) if current == text => plan.remove(path)?,
             Some(current) if merge::as_recorded(&current, record.get(&path.to_string_lossy())) => plan.remove(path)?,
             Some(_) if force => plan.remove(path)?,
             Some(_) => edited.push(path.display().to_string()),
@@ -249,7 +249,7 @@ fn plan_difference(
         let current = plan.read(path)?;
         if fresh.owner(path) == Some(Owner::Generated) {
             match current.as_deref() {
-                Some(text) if base.as_deref() != Some(merge::unix_endings(text).as_ref()) => notes
+                Some(text) if base.as_deref() != Some(text) => notes
                     .push(format!("{shown} differs from memop's text (your types changed it): run `make manifests`")),
                 _ => plan.write_formatted(path, new.to_string())?,
             }

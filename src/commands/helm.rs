@@ -168,7 +168,7 @@ fn refuse_a_foreign_chart(project: &Project, plan: &Plan, record: &Sum, output: 
         _ => None,
     });
     if let Some(template) = ours
-        && scaffold::merge::unix_endings(&current) == templates.render(&template, &ctx)?
+        && current == templates.render(&template, &ctx)?
     {
         return Ok(());
     }
@@ -285,9 +285,7 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
             None if record.get(&path).is_some() => {}
             None => plan.write(&path, text)?,
             // memop's own text not yet recorded (a first `edit` stopped before PROJECT.sum): recorded.
-            Some(current) if record.get(&path).is_none() && scaffold::merge::unix_endings(&current) == text => {
-                plan.set_unchanged(&path, text)
-            }
+            Some(current) if record.get(&path).is_none() && current == text => plan.set_unchanged(&path, text),
             Some(_) if path.ends_with(&format!("/{VALUES}")) => add_operand_images(plan, &path, project)?,
             Some(_) => {}
         }

@@ -197,7 +197,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
         let unedited = match plan.read(Path::new(&path))? {
             // Already this memop's text (an update killed before it wrote PROJECT.sum, say):
             // recorded as such.
-            Some(current) if merge::unix_endings(&current) == text => {
+            Some(current) if current == text => {
                 if record.get(&path) != Some(sum::blob_id(&text).as_str()) {
                     plan.set_unchanged(&path, text);
                 }
@@ -244,10 +244,9 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
         plan.write("Cargo.lock", crate::scaffold::lockfile::for_project(&project.project_name))?;
     }
     let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
-    // Both read in `\n` line endings, and written back in the file's own.
-    plan.write("Cargo.toml", pin(&merge::unix_endings(&manifest), version)?)?;
+    plan.write("Cargo.toml", pin(&manifest, version)?)?;
     if let Some(lock) = plan.read(Path::new("Cargo.lock"))? {
-        plan.write("Cargo.lock", lock_versions(&merge::unix_endings(&lock), version))?;
+        plan.write("Cargo.lock", lock_versions(&lock, version))?;
     }
     let from = std::mem::replace(&mut project.cli_version, version.to_string());
     plan.write(project::FILE, project.render()?)?;
@@ -581,7 +580,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
                 continue;
             }
             match plan.read(path)? {
-                Some(current) if merge::unix_endings(&current) == text => plan.remove(path)?,
+                Some(current) if current == text => plan.remove(path)?,
                 Some(_) => updated.stranded.push(path.to_string_lossy().to_string()),
                 None => {}
             }
@@ -610,7 +609,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
                 // copy (its logic, or the runtime's API it calls, changed), say so, with that change
                 // to read in git; recording memop's new text says it once.
                 if let Some(old) = record.get(&shown).filter(|old| *old != sum::blob_id(new))
-                    && current.as_deref().is_none_or(|text| merge::unix_endings(text) != new)
+                    && current.as_deref() != Some(new)
                 {
                     let readable = sum::base(dir, old).is_some();
                     updated.yours.push((shown.clone(), readable.then(|| (old.to_string(), sum::blob_id(new)))));
@@ -624,7 +623,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
             // `make manifests` runs.
             Some(Owner::Generated) if new_to_the_project => {}
             Some(Owner::Generated) => {
-                if current.as_deref().is_some_and(|text| merge::unix_endings(text) != new) {
+                if current.as_deref().is_some_and(|text| text != new) {
                     updated.generated.push(shown);
                 }
                 continue;

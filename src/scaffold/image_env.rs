@@ -225,7 +225,6 @@ fn key_column(line: &str) -> (usize, bool) {
 /// `text` with the value of every env entry named `name` set to `image` (written `"image"`),
 /// or `None` when an entry's value is not on one line that this can rewrite.
 fn rewrite(text: &str, name: &str, image: &str) -> Option<String> {
-    let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     let quoted = format!("\"{image}\"");
     let mut changed = false;
@@ -300,9 +299,9 @@ fn rewrite(text: &str, name: &str, image: &str) -> Option<String> {
     if !changed {
         return None;
     }
-    let mut updated = lines.join(newline);
+    let mut updated = lines.join("\n");
     if text.ends_with('\n') {
-        updated.push_str(newline);
+        updated.push('\n');
     }
     Some(updated)
 }
@@ -369,8 +368,9 @@ mod tests {
         std::fs::write(dir.path().join(MANAGER), text).unwrap();
         let mut plan = Plan::new(dir.path());
         set_image_env(&mut plan, MANAGER, &format!("{}_IMAGE", kind().screaming()), IMAGE).unwrap();
-        let after = plan.read(Path::new(MANAGER)).unwrap().unwrap();
-        (after, plan.notes().to_vec())
+        let notes = plan.notes().to_vec();
+        plan.apply().unwrap();
+        (std::fs::read_to_string(dir.path().join(MANAGER)).unwrap(), notes)
     }
 
     #[test]

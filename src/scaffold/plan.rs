@@ -5,11 +5,16 @@
 //! into it in one plan. Nothing touches the disk until [`Plan::apply`], which writes every file to
 //! a temporary sibling first and renames them into place only when all were written.
 //!
+//! Line endings are handled here alone: a file is read with `\n` endings (git checks files out
+//! with `\r\n` where `core.autocrlf` says so, which is no edit), and a file that had `\r\n` on
+//! disk is written back with them, so only the lines that changed differ.
+//!
 //! memop never writes outside the project: a path whose file or any directory on the way, below
 //! the project's own directory, is a symbolic link is refused before anything is written (the
 //! link could lead anywhere), and temporary files get unpredictable names and are created
 //! exclusively, so a link planted at such a name is never followed.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs;
@@ -20,6 +25,8 @@ use anyhow::{Context as _, Result, bail};
 
 use super::Owner;
 
+/// A planned change; `old` is the file as on disk, in its own line endings (which an update
+/// keeps, and a failed apply restores).
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Change {
     Create { contents: String },
@@ -104,8 +111,13 @@ impl Plan {
         }
     }
 
-    /// What is on disk at `path`: nothing, for a scratch plan.
+    /// What is on disk at `path`, in `\n` line endings: nothing, for a scratch plan.
     pub fn read_disk(&self, path: &Path) -> Result<Option<String>> {
+        Ok(self.read_raw(path)?.map(|text| unix_endings(&text).into_owned()))
+    }
+
+    /// What is on disk at `path`, in its own line endings.
+    fn read_raw(&self, path: &Path) -> Result<Option<String>> {
         if self.scratch { Ok(None) } else { crate::fs::read_regular(&self.root, path) }
     }
 
@@ -134,20 +146,14 @@ impl Plan {
         Ok(())
     }
 
-    /// Plans writing `contents` to `path`, whatever is there (what becomes of an existing file is
-    /// [`super::reconcile::reconcile`]'s to say). A file on disk with Windows line endings keeps
-    /// them: memop's text (edited with `\n` throughout) gets `\r\n` too, so only the lines that
-    /// changed differ.
-    pub fn write(&mut self, path: impl AsRef<Path>, mut contents: String) -> Result<()> {
+    /// Plans writing `contents` (in `\n` line endings) to `path`, whatever is there (what becomes
+    /// of an existing file is [`super::reconcile::reconcile`]'s to say).
+    pub fn write(&mut self, path: impl AsRef<Path>, contents: String) -> Result<()> {
         let path = path.as_ref();
         self.check_inside(path)?;
         self.formatted.remove(path);
-        let disk = self.read_disk(path)?;
-        if disk.as_deref().is_some_and(|old| old.contains("\r\n")) && !contents.contains('\r') {
-            contents = contents.replace('\n', "\r\n");
-        }
-        let change = match disk {
-            Some(old) if old == contents => {
+        let change = match self.read_raw(path)? {
+            Some(old) if unix_endings(&old) == contents => {
                 self.changes.remove(path);
                 return Ok(());
             }
@@ -163,7 +169,7 @@ impl Plan {
     pub fn remove(&mut self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         self.check_inside(path)?;
-        match self.read_disk(path)? {
+        match self.read_raw(path)? {
             Some(old) => self.changes.insert(path.to_path_buf(), Change::Remove { old }),
             None => self.changes.remove(path),
         };
@@ -313,12 +319,8 @@ impl Plan {
                     false
                 }
                 Some(Change::Update { old, new }) => {
-                    // rustfmt reading stdin writes `\n`: a file with Windows line endings keeps them.
-                    *new = match old.contains("\r\n") && !formatted.contains('\r') {
-                        true => formatted.replace('\n', "\r\n"),
-                        false => formatted,
-                    };
-                    old == new
+                    *new = formatted;
+                    unix_endings(old) == *new
                 }
                 Some(Change::Remove { .. }) | None => false,
             };
@@ -377,7 +379,8 @@ impl Plan {
                 }
                 Change::Update { old, new } => {
                     let _ = writeln!(out, "update {shown}");
-                    let diff = similar::TextDiff::from_lines(old, new);
+                    let old = unix_endings(old);
+                    let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_str());
                     let unified = diff
                         .unified_diff()
                         .context_radius(3)
@@ -482,7 +485,13 @@ impl Plan {
             create_dirs(&parent, created_dirs)?;
             remove_stale_temps(&parent, &mut cleaned);
             let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let (Change::Create { contents } | Change::Update { new: contents, .. }) = change else { continue };
+            let contents = match change {
+                Change::Create { contents } => Cow::Borrowed(contents.as_str()),
+                // A file in `\r\n` keeps them.
+                Change::Update { old, new } if old.contains("\r\n") => Cow::Owned(new.replace('\n', "\r\n")),
+                Change::Update { new, .. } => Cow::Borrowed(new.as_str()),
+                Change::Remove { .. } => continue,
+            };
             let (tmp, mut file) = create_temp(&parent, &name)?;
             // Staged at once, so that a failed write below is cleaned up with the rest.
             staged.push((Some(tmp.clone()), target.clone(), change));
@@ -548,6 +557,14 @@ fn create_dirs(dir: &Path, created: &mut Vec<PathBuf>) -> Result<()> {
 fn remove_dirs(created: &[PathBuf]) {
     for d in created.iter().rev() {
         let _ = fs::remove_dir(d);
+    }
+}
+
+/// `text` with the line endings memop writes, `\n`.
+fn unix_endings(text: &str) -> Cow<'_, str> {
+    match text.contains("\r\n") {
+        true => Cow::Owned(text.replace("\r\n", "\n")),
+        false => Cow::Borrowed(text),
     }
 }
 
@@ -632,6 +649,22 @@ mod tests {
         let expected = "const T: &[(&str, &str)] = &[\n    (\"a.x\", \"v2\"),\n    (\"b.x\", \"v1\"),\n    // +memop:scaffold:t\n];\n";
         assert_eq!(read(&plan), expected);
         assert!(plan.upsert("mod.rs", "t", "a\nb\n").is_err(), "a keyed fragment is one line");
+    }
+
+    /// Line endings are handled where files are read and written: a file in `\r\n` reads in
+    /// `\n`, its text in `\n` is no change, and a change keeps its `\r\n` (and its dry run shows
+    /// only the line that changed).
+    #[test]
+    fn a_file_in_windows_line_endings_reads_in_unix_ones_and_keeps_its_own() {
+        let (dir, mut plan) = plan_with("m.yaml", "a: 1\r\nb: 2\r\n");
+        assert_eq!(plan.read(Path::new("m.yaml")).unwrap().as_deref(), Some("a: 1\nb: 2\n"));
+        plan.write("m.yaml", "a: 1\nb: 2\n".into()).unwrap();
+        assert!(plan.is_empty(), "line endings are no edit");
+        plan.write("m.yaml", "a: 1\nb: 3\n".into()).unwrap();
+        let shown = plan.render_dry_run();
+        assert!(shown.contains(" a: 1\n-b: 2\n+b: 3\n"), "{shown}");
+        plan.apply().unwrap();
+        assert_eq!(fs::read_to_string(dir.path().join("m.yaml")).unwrap(), "a: 1\r\nb: 3\r\n");
     }
 
     #[test]

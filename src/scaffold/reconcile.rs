@@ -9,14 +9,14 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use super::merge::{Decision, as_recorded, decide, unix_endings};
+use super::merge::{Decision, as_recorded, decide};
 use super::{Owner, Plan};
 use crate::sum::{self, Sum};
 
 /// Decides what becomes of the file a template of `owner` renders as `desired`, which is
 /// `current` now (`None`: missing); `recorded` is the git blob id of what memop last wrote
-/// there (`PROJECT.sum`). A file that is not there, or holds `desired` already (in either line
-/// endings), is written or left; an existing one goes by its owner:
+/// there (`PROJECT.sum`). A file that is not there, or holds `desired` already, is written or
+/// left; an existing one goes by its owner:
 /// - shared (several APIs extend it at its markers): left, only its markers are memop's;
 /// - with `force` (`--force`): replaced;
 /// - the user's once edited: replaced while as memop wrote it, kept once edited, refused when
@@ -32,7 +32,7 @@ pub fn reconcile(
     force: bool,
 ) -> Decision {
     let Some(current) = current else { return Decision::Replace };
-    if unix_endings(current) == desired {
+    if current == desired {
         return Decision::Leave;
     }
     match owner {
@@ -142,9 +142,7 @@ impl Merged {
         match decision {
             // Already memop's text: recorded as such, so that the next update knows it unedited.
             Decision::Leave => {
-                if current.is_some_and(|text| unix_endings(text) == new)
-                    && record.get(&path) != Some(sum::blob_id(&new).as_str())
-                {
+                if current == Some(new.as_str()) && record.get(&path) != Some(sum::blob_id(&new).as_str()) {
                     plan.set_unchanged(&path, new);
                 }
             }
