@@ -20,7 +20,8 @@ use super::{Global, finish_then};
 use crate::project::{self, Project, Webhooks};
 use crate::resource::ApiNames;
 use crate::scaffold::merge::{self, Decision};
-use crate::scaffold::{Owner, Plan};
+use crate::scaffold::reconcile::Base;
+use crate::scaffold::{Layout, Owner, Plan};
 use crate::sum::{self, Sum};
 
 /// Delete one version of a kind served in several: its types, conversion, sample, its entries in
@@ -45,9 +46,9 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let target = validate(&project, &api, &plan)?;
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
 
-    let old = update::replay(&project, &plan)?;
+    let old = update::replay(&project, &plan, Layout::Current)?;
     let mut notes = remove_version(&mut project, &api, &target);
-    let fresh = update::replay(&project, &plan)?;
+    let fresh = update::replay(&project, &plan, Layout::Current)?;
 
     let (changes, bases) = plan_difference(&old, &fresh, &mut plan, &record, args.force)?;
     notes.extend(changes);
@@ -255,8 +256,7 @@ fn plan_difference(
             }
             continue;
         }
-        let recorded = base.as_deref().map(sum::blob_id);
-        match merge::decide(&shown, current.as_deref(), new, recorded.as_deref(), |_| base.clone()) {
+        match Base::Replayed(old).decide(&shown, current.as_deref(), new)? {
             Decision::Leave => {}
             Decision::Replace => plan.write_formatted(path, new.to_string())?,
             // PROJECT.sum records memop's text, the base of the next merge, which git keeps.

@@ -153,8 +153,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         version: "3".to_string(),
     };
     let ctx = tera::Context::from_serialize(ProjectContext::new(&project))?;
-    let templates = Templates::load(&["init", "manager-role"])?;
     let mut plan = Plan::new(dir);
+    let templates = Templates::load(plan.layout(), &["init", "manager-role"])?;
     // Without --force, a file the user already has (a README, a .gitignore) is kept, as
     // kubebuilder does; the project files themselves were refused above.
     scaffold::render_root(&templates, "init", &ctx, &mut plan, args.force)?;

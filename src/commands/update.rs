@@ -33,7 +33,7 @@ use anyhow::{Context as _, Result, bail};
 use super::{Global, finish, finish_then, written_or_would};
 use crate::project::{self, Project, Resource, Webhooks};
 use crate::scaffold::merge;
-use crate::scaffold::reconcile::{Conflict, Merged, kept_note, refuse_unresolved};
+use crate::scaffold::reconcile::{Base, Conflict, Merged, kept_note, refuse_unresolved};
 use crate::scaffold::{self, Layout, Owner, Plan, RUNTIME_CRATES, Templates};
 use crate::sum::{self, Sum};
 
@@ -223,9 +223,9 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
             if edited.len() == 1 { "it" } else { "them" }
         );
     }
-    let fresh = replay(&project, &plan)?;
+    let fresh = replay(&project, &plan, Layout::Current)?;
     // What memop 0.1 wrote, which it kept no record of: its templates, replayed.
-    let old = v1.then(|| scaffold::with_layout(Layout::V1, || replay(&project, &plan))).transpose()?;
+    let old = v1.then(|| replay(&project, &plan, Layout::V1)).transpose()?;
     let updated = update_files(&fresh, old.as_ref(), &mut plan, &record, dir)?;
     // A project with a Helm chart gets memop's chart templates too, merged the same way.
     let chart = super::helm::plan_chart(&project, &mut plan, &record, false)?;
@@ -352,13 +352,13 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
 /// hold are read from its files, as `plan` sees them: which version of a kind is stored (see
 /// [`super::create_api::stored_version`]), and the order the webhooks were made in, from its
 /// [`WEBHOOK_SERVER`] (see [`webhook_commands`]).
-pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
-    let mut scratch = Plan::scratch(plan.root());
+pub fn replay(project: &Project, plan: &Plan, layout: Layout) -> Result<Plan> {
+    let mut scratch = Plan::scratch(plan.root(), layout);
     let server = plan.read(Path::new(WEBHOOK_SERVER))?.unwrap_or_default();
     let mut replayed =
         Project { cli_version: env!("CARGO_PKG_VERSION").to_string(), resources: Vec::new(), ..project.clone() };
     let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(&replayed))?;
-    let templates = Templates::load(&["init", "manager-role", super::autoupdate::TEMPLATES])?;
+    let templates = Templates::load(layout, &["init", "manager-role", super::autoupdate::TEMPLATES])?;
     scaffold::render_root(&templates, "init", &ctx, &mut scratch, true)?;
     scaffold::render_root(&templates, "manager-role", &ctx, &mut scratch, true)?;
     if project.plugins.autoupdate.is_some() {
@@ -572,8 +572,6 @@ struct Updated {
 /// unedited.
 fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum, dir: &Path) -> Result<Updated> {
     let mut updated = Updated::default();
-    let old_text =
-        |path: &Path| old.and_then(|old| old.planned().find(|(p, _)| *p == path).map(|(_, t)| t.to_string()));
     if let Some(old) = old {
         for (path, text) in old.planned() {
             if fresh.owner(path).is_some() || fresh.planned().any(|(p, _)| p == path) {
@@ -592,14 +590,14 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
             continue;
         }
         let current = plan.read(path)?;
-        let base = old_text(path);
-        let moved = base.is_some() && path.extension().is_some_and(|e| e == "rs");
+        let old_text = old.map(|old| old.read(path)).transpose()?.flatten();
+        let moved = old_text.is_some() && path.extension().is_some_and(|e| e == "rs");
         // A file that is yours once you edit it, still as memop wrote it, is memop's to replace.
         let as_written = current.as_deref().is_some_and(|text| merge::as_recorded(text, record.get(&shown)));
         // No memop wrote the file (no record of it, nor memop 0.1's text): a file of yours that this
         // memop writes and the one that made the project did not (which memop's files may name:
         // `Cargo.toml` a kind's benchmark). Made, as `create api` would; one you deleted has a record.
-        let new_to_the_project = current.is_none() && record.get(&shown).is_none() && base.is_none();
+        let new_to_the_project = current.is_none() && record.get(&shown).is_none() && old_text.is_none();
         match fresh.owner(path) {
             Some(Owner::UserOnceEdited) if as_written => {}
             Some(Owner::User | Owner::UserOnceEdited) if new_to_the_project => {}
@@ -630,13 +628,11 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
             }
             _ => {}
         }
-        let decision = match &base {
-            Some(base) => {
-                merge::decide(&shown, current.as_deref(), new, Some(&sum::blob_id(base)), |_| Some(base.clone()))
-            }
-            None if old.is_some() => merge::decide(&shown, current.as_deref(), new, None, |_| None),
-            None => merge::decide(&shown, current.as_deref(), new, record.get(&shown), |id| sum::base(dir, id)),
+        let base = match old {
+            Some(old) => Base::Replayed(old),
+            None => Base::Recorded { record, dir },
         };
+        let decision = base.decide(&shown, current.as_deref(), new)?;
         updated.memops.plan(plan, record, shown, current.as_deref(), new.to_string(), decision)?;
     }
     refuse_unresolved(&updated.memops.unresolved)?;

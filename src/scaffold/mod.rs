@@ -19,7 +19,7 @@ pub use crate::embedded::{
 pub use generated::rbac;
 pub use plan::{Applied, Plan};
 pub use reconcile::{plan_file, reconcile};
-pub use templates::{Entry, Key, Layout, Owner, Templates, reserved_kind_files, with_layout};
+pub use templates::{Entry, Key, Layout, Owner, Templates, reserved_kind_files};
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
 use std::path::Path;

@@ -13,6 +13,32 @@ use super::merge::{Decision, as_recorded, decide};
 use super::{Owner, Plan};
 use crate::sum::{self, Sum};
 
+/// Where the base of a three-way merge comes from: what memop last wrote at a path.
+#[derive(Clone, Copy)]
+pub enum Base<'a> {
+    /// The text whose git blob id `PROJECT.sum` records, read back from the git repository of
+    /// the project at `dir`.
+    Recorded { record: &'a Sum, dir: &'a Path },
+    /// memop's text in a replay of the project: of memop 0.1's layout (which kept no record), or
+    /// of the project before a command changed it (`delete api`).
+    Replayed(&'a Plan),
+}
+
+impl Base<'_> {
+    /// Decides what becomes of memop's file at `path`, `current` now, which memop's templates
+    /// now render as `new`, by [`decide`] over this base.
+    pub fn decide(self, path: &str, current: Option<&str>, new: &str) -> Result<Decision> {
+        Ok(match self {
+            Base::Recorded { record, dir } => decide(path, current, new, record.get(path), |id| sum::base(dir, id)),
+            Base::Replayed(replay) => {
+                let base = replay.read(Path::new(path))?;
+                let recorded = base.as_deref().map(sum::blob_id);
+                decide(path, current, new, recorded.as_deref(), |_| base)
+            }
+        })
+    }
+}
+
 /// Decides what becomes of the file a template of `owner` renders as `desired`, which is
 /// `current` now (`None`: missing); `recorded` is the git blob id of what memop last wrote
 /// there (`PROJECT.sum`). A file that is not there, or holds `desired` already, is written or
@@ -119,7 +145,7 @@ pub(crate) fn merge_memop_files(
     let mut merged = Merged::default();
     for (path, new) in files {
         let current = plan.read(Path::new(&path))?;
-        let decision = decide(&path, current.as_deref(), &new, record.get(&path), |id| sum::base(dir, id));
+        let decision = Base::Recorded { record, dir }.decide(&path, current.as_deref(), &new)?;
         merged.plan(plan, record, path, current.as_deref(), new, decision)?;
     }
     refuse_unresolved(&merged.unresolved)?;
