@@ -273,7 +273,6 @@ fn plan_difference(
                 "{shown} still holds the conflict markers of an earlier merge: resolve them, commit, and run this \
                  command again"
             ),
-            Decision::Refuse => return Err(crate::scaffold::reconcile::in_the_way(&shown)),
         }
     }
     if !conflicts.is_empty() {

@@ -18,9 +18,6 @@ pub enum Decision {
     /// Refuse: the file still holds the conflict markers of an earlier merge, which the user has
     /// not resolved (merging over them would bury the conflict in a project called updated).
     Unresolved,
-    /// Refuse: another file is in the way, someone's that memop would change (see
-    /// [`super::reconcile::reconcile`]); `--force` replaces it.
-    Refuse,
 }
 
 /// Whether `current` (read in `\n` line endings, as `Plan` reads every file) is the text whose

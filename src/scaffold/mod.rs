@@ -91,44 +91,47 @@ mod tests {
     use super::*;
     use crate::scaffold::merge::Decision;
 
+    fn decide(owner: Owner, per_project: bool, current: &str, recorded: Option<&str>, force: bool) -> Option<Decision> {
+        reconcile("f", owner, per_project, Some(current), recorded, "memop's\n", force).ok()
+    }
+
     #[test]
     fn an_existing_file_is_refused_kept_or_left_as_its_owner_says() {
         let (kinds, projects) = (false, true);
-        let decide =
-            |owner, per_project, force| reconcile(owner, per_project, Some("mine\n"), None, "memop's\n", force);
-        assert_eq!(decide(Owner::Memop, kinds, false), Decision::Refuse);
-        assert_eq!(decide(Owner::User, kinds, true), Decision::Replace);
-        assert_eq!(decide(Owner::Memop, projects, false), Decision::Keep);
-        assert_eq!(decide(Owner::Memop, projects, true), Decision::Replace);
-        assert_eq!(decide(Owner::Shared, projects, true), Decision::Leave);
-        assert_eq!(decide(Owner::Kind, kinds, false), Decision::Refuse);
+        let mine = |owner, per_project, force| decide(owner, per_project, "mine\n", None, force);
+        assert_eq!(mine(Owner::Memop, kinds, false), None, "refused");
+        assert_eq!(mine(Owner::User, kinds, true), Some(Decision::Replace));
+        assert_eq!(mine(Owner::Memop, projects, false), Some(Decision::Keep));
+        assert_eq!(mine(Owner::Memop, projects, true), Some(Decision::Replace));
+        assert_eq!(mine(Owner::Shared, projects, true), Some(Decision::Leave));
+        assert_eq!(mine(Owner::Kind, kinds, false), None);
         // A file memop never wrote is someone's, even one the user may edit.
-        assert_eq!(decide(Owner::UserOnceEdited, kinds, false), Decision::Refuse);
-        assert_eq!(decide(Owner::UserOnceEdited, kinds, true), Decision::Replace);
+        assert_eq!(mine(Owner::UserOnceEdited, kinds, false), None);
+        assert_eq!(mine(Owner::UserOnceEdited, kinds, true), Some(Decision::Replace));
         // Missing, or already memop's text: written, or left.
-        assert_eq!(reconcile(Owner::Memop, kinds, None, None, "memop's\n", false), Decision::Replace);
-        assert_eq!(reconcile(Owner::Memop, kinds, Some("memop's\n"), None, "memop's\n", false), Decision::Leave);
+        assert_eq!(reconcile("f", Owner::Memop, kinds, None, None, "memop's\n", false).ok(), Some(Decision::Replace));
+        assert_eq!(decide(Owner::Memop, kinds, "memop's\n", None, false), Some(Decision::Leave));
+        let err = reconcile("a.txt", Owner::Memop, kinds, Some("mine\n"), None, "x\n", false).unwrap_err();
+        assert!(err.to_string().contains("a.txt already exists and memop would change it; pass --force"), "{err}");
     }
 
     #[test]
     fn a_file_the_user_may_edit_is_replaced_only_as_memop_wrote_it() {
-        let id = crate::sum::blob_id("memop's\n");
-        let refresh = |current: &str| reconcile(Owner::UserOnceEdited, false, Some(current), Some(&id), "new\n", false);
-        assert_eq!(refresh("memop's\n"), Decision::Replace);
+        let id = crate::sum::blob_id("memop's, then\n");
+        let refresh = |current: &str, id: &str| decide(Owner::UserOnceEdited, false, current, Some(id), false);
+        assert_eq!(refresh("memop's, then\n", &id), Some(Decision::Replace));
+        assert_eq!(refresh("mine\n", &id), Some(Decision::Keep));
         // Recorded by an earlier memop in the `\r\n` it wrote, read in `\n`: no edit.
-        let id = crate::sum::blob_id("memop's\r\n");
-        let refresh = |current: &str| reconcile(Owner::UserOnceEdited, false, Some(current), Some(&id), "new\n", false);
-        assert_eq!(refresh("memop's\n"), Decision::Replace, "line endings are no edit");
-        assert_eq!(refresh("mine\n"), Decision::Keep);
+        let crlf = crate::sum::blob_id("memop's, then\r\n");
+        assert_eq!(refresh("memop's, then\n", &crlf), Some(Decision::Replace), "line endings are no edit");
     }
 
     #[test]
-    fn a_kept_file_is_noted_and_a_refused_one_names_force() {
+    fn a_kept_file_is_noted() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.txt"), "mine\n").unwrap();
         let mut plan = Plan::new(dir.path());
-        let err = plan_file(&mut plan, "a.txt", Owner::Memop, false, "theirs\n".into(), false, false).unwrap_err();
-        assert!(err.to_string().contains("already exists and memop would change it; pass --force"), "{err}");
+        assert!(plan_file(&mut plan, "a.txt", Owner::Memop, false, "theirs\n".into(), false, false).is_err());
         plan_file(&mut plan, "a.txt", Owner::Memop, true, "theirs\n".into(), false, false).unwrap();
         assert!(plan.is_empty());
         assert_eq!(plan.notes(), ["kept your a.txt; memop's version was not written"]);

@@ -49,27 +49,37 @@ impl Base<'_> {
 ///   memop never wrote it (it is someone's);
 /// - any other: kept when it is one per project (`per_project`: a README or a `.gitignore` the
 ///   user may have already), else refused (another kind's file, or the user's, in the way).
+///
+/// A refusal is the error that names `path` and `--force`.
 pub fn reconcile(
+    path: &str,
     owner: Owner,
     per_project: bool,
     current: Option<&str>,
     recorded: Option<&str>,
     desired: &str,
     force: bool,
-) -> Decision {
-    let Some(current) = current else { return Decision::Replace };
+) -> Result<Decision> {
+    let Some(current) = current else { return Ok(Decision::Replace) };
     if current == desired {
-        return Decision::Leave;
+        return Ok(Decision::Leave);
     }
-    match owner {
+    let refuse = || -> Result<Decision> {
+        bail!(
+            "{path} already exists and memop would change it; pass --force to overwrite it (your edits to it will \
+             be lost)"
+        )
+    };
+    let memops = recorded.is_some();
+    Ok(match owner {
         Owner::Shared => Decision::Leave,
         _ if force => Decision::Replace,
-        Owner::UserOnceEdited if recorded.is_none() => Decision::Refuse,
-        Owner::UserOnceEdited if as_recorded(current, recorded) => Decision::Replace,
-        Owner::UserOnceEdited => Decision::Keep,
+        Owner::UserOnceEdited if memops && as_recorded(current, recorded) => Decision::Replace,
+        Owner::UserOnceEdited if memops => Decision::Keep,
+        Owner::UserOnceEdited => refuse()?,
         _ if per_project => Decision::Keep,
-        _ => Decision::Refuse,
-    }
+        _ => refuse()?,
+    })
 }
 
 /// Plans the file at `path` that a template of `owner` renders as `desired` by [`reconcile`]
@@ -86,7 +96,7 @@ pub fn plan_file(
 ) -> Result<()> {
     let current = plan.read(Path::new(path))?;
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
-    match reconcile(owner, per_project, current.as_deref(), record.get(path), &desired, force) {
+    match reconcile(path, owner, per_project, current.as_deref(), record.get(path), &desired, force)? {
         Decision::Replace if formatted => plan.write_formatted(path, desired),
         Decision::Replace => plan.write(path, desired),
         Decision::Keep => {
@@ -98,18 +108,9 @@ pub fn plan_file(
             });
             Ok(())
         }
-        Decision::Refuse => Err(in_the_way(path)),
         // Not [`reconcile`]'s: it merges nothing.
         Decision::Leave | Decision::Merge { .. } | Decision::Unresolved => Ok(()),
     }
-}
-
-/// The error of [`Decision::Refuse`]: a file at `path` that memop would change is in the way.
-pub fn in_the_way(path: &str) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{path} already exists and memop would change it; pass --force to overwrite it (your edits to it will be \
-         lost)"
-    )
 }
 
 /// A file merged with conflicts: its path, the text with markers, and memop's text.
@@ -174,7 +175,6 @@ impl Merged {
             }
             Decision::Keep => self.kept.push((path.clone(), record.get(&path).is_some())),
             Decision::Unresolved => self.unresolved.push(path),
-            Decision::Refuse => return Err(in_the_way(&path)),
             Decision::Replace => plan.write_formatted(&path, new)?,
             Decision::Merge { text, conflicts } => {
                 plan.write_formatted(&path, text.clone())?;
