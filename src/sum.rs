@@ -115,8 +115,10 @@ pub fn base(dir: &Path, id: &str) -> Option<String> {
         .stderr(std::process::Stdio::null())
         .output()
         .ok()?;
-    // What memop wrote has exactly that id: check, rather than trust the object store.
-    out.status.success().then(|| String::from_utf8(out.stdout).ok()).flatten().filter(|text| blob_id(text) == id)
+    // What memop wrote has exactly that id: check, rather than trust the object store. Read in
+    // `\n` line endings, as `Plan` reads every file.
+    let text = out.status.success().then(|| String::from_utf8(out.stdout).ok()).flatten();
+    text.filter(|text| blob_id(text) == id).map(|text| text.replace("\r\n", "\n"))
 }
 
 /// The git ref under which `memop update` keeps memop's text of each merged file (a tree of

@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use crate::project::Project;
 use crate::scaffold::reconcile::{Merged, merge_memop_files};
-use crate::scaffold::{Entry, IfExists, Plan, Templates};
+use crate::scaffold::{Entry, Plan, Templates};
 use crate::sum::Sum;
 
 /// The templates of the workflow.
@@ -22,7 +22,7 @@ pub const WORKFLOW: &str = ".github/workflows/auto-update.yml";
 /// Plans the workflow of a project whose PROJECT records the plugin: created, or merged with your
 /// edits as `memop update` merges memop's files (`force`: replaced).
 pub(crate) fn plan_workflow(project: &Project, plan: &mut Plan, record: &Sum, force: bool) -> Result<Merged> {
-    let templates = Templates::load(&[TEMPLATES])?;
+    let templates = Templates::load(plan.layout(), &[TEMPLATES])?;
     let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(project))?;
     let mut files = Vec::new();
     for entry in templates.entries(TEMPLATES, &ctx)? {
@@ -32,7 +32,7 @@ pub(crate) fn plan_workflow(project: &Project, plan: &mut Plan, record: &Sum, fo
     }
     if force {
         for (path, text) in files {
-            plan.write(path, text, IfExists::Overwrite)?;
+            plan.write(path, text)?;
         }
         return Ok(Merged::default());
     }

@@ -20,7 +20,8 @@ use super::{Global, finish_then};
 use crate::project::{self, Project, Webhooks};
 use crate::resource::ApiNames;
 use crate::scaffold::merge::{self, Decision};
-use crate::scaffold::{IfExists, Owner, Plan};
+use crate::scaffold::reconcile::Base;
+use crate::scaffold::{Layout, Owner, Plan};
 use crate::sum::{self, Sum};
 
 /// Delete one version of a kind served in several: its types, conversion, sample, its entries in
@@ -45,13 +46,13 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let target = validate(&project, &api, &plan)?;
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
 
-    let old = update::replay(&project, &plan)?;
+    let old = update::replay(&project, &plan, Layout::Current)?;
     let mut notes = remove_version(&mut project, &api, &target);
-    let fresh = update::replay(&project, &plan)?;
+    let fresh = update::replay(&project, &plan, Layout::Current)?;
 
     let (changes, bases) = plan_difference(&old, &fresh, &mut plan, &record, args.force)?;
     notes.extend(changes);
-    plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+    plan.write(project::FILE, project.render()?)?;
     refuse_code_naming(&plan, &api, &target)?;
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
 
@@ -222,7 +223,7 @@ fn plan_difference(
         }
         match plan.read(path)? {
             None => {}
-            Some(current) if merge::unix_endings(&current) == text => plan.remove(path)?,
+            Some(current) if current == text => plan.remove(path)?,
             Some(current) if merge::as_recorded(&current, record.get(&path.to_string_lossy())) => plan.remove(path)?,
             Some(_) if force => plan.remove(path)?,
             Some(_) => edited.push(path.display().to_string()),
@@ -249,19 +250,18 @@ fn plan_difference(
         let current = plan.read(path)?;
         if fresh.owner(path) == Some(Owner::Generated) {
             match current.as_deref() {
-                Some(text) if base.as_deref() != Some(merge::unix_endings(text).as_ref()) => notes
+                Some(text) if base.as_deref() != Some(text) => notes
                     .push(format!("{shown} differs from memop's text (your types changed it): run `make manifests`")),
-                _ => plan.write_formatted(path, new.to_string(), IfExists::Overwrite)?,
+                _ => plan.write_formatted(path, new.to_string())?,
             }
             continue;
         }
-        let recorded = base.as_deref().map(sum::blob_id);
-        match merge::decide(&shown, current.as_deref(), new, recorded.as_deref(), |_| base.clone()) {
+        match Base::Replayed(old).decide(&shown, current.as_deref(), new)? {
             Decision::Leave => {}
-            Decision::Replace => plan.write_formatted(path, new.to_string(), IfExists::Overwrite)?,
+            Decision::Replace => plan.write_formatted(path, new.to_string())?,
             // PROJECT.sum records memop's text, the base of the next merge, which git keeps.
             Decision::Merge { text, conflicts: false } => {
-                plan.write_formatted(path, text, IfExists::Overwrite)?;
+                plan.write_formatted(path, text)?;
                 plan.set_base(path, new.to_string());
                 bases.push((shown, new.to_string()));
             }

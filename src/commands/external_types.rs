@@ -15,7 +15,7 @@ use anyhow::{Context as _, Result};
 use super::{Global, finish};
 use crate::names::external::ExternalCrd;
 use crate::project::Project;
-use crate::scaffold::{IfExists, Plan};
+use crate::scaffold::Plan;
 
 /// Write the Rust types of the project's external kinds (src/external/) again from their CRDs
 /// (config/external-crds/), with kopium
@@ -42,8 +42,8 @@ pub fn run(global: &Global, _args: Args) -> Result<()> {
         let crd = ExternalCrd::find(&text, &path, &api.qualified_group, api.version.as_str(), api.kind.as_str())?;
         // A CRD copied in as its project publishes it is kept as `create api` keeps one: the
         // kind's CRD alone, without that project's labels and annotations.
-        plan.write(&path, crd.yaml()?, IfExists::Overwrite)?;
-        plan.write(api.external_types_path(), crd.rust_types(api.version.as_str(), &path)?, IfExists::Overwrite)?;
+        plan.write(&path, crd.yaml()?)?;
+        plan.write(api.external_types_path(), crd.rust_types(api.version.as_str(), &path)?)?;
         kinds.push(api.kind.to_string());
     }
     if kinds.is_empty() {

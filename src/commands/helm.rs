@@ -22,7 +22,7 @@ use super::Global;
 use super::context::ProjectContext;
 use crate::project::{self, AutoUpdatePlugin, HelmPlugin, Project};
 use crate::scaffold::reconcile::{Merged, merge_memop_files};
-use crate::scaffold::{self, Entry, IfExists, Owner, Plan, Templates};
+use crate::scaffold::{self, Entry, Owner, Plan, Templates};
 use crate::sum::{self, Sum};
 
 /// The chart's directory under `--output-dir`, as kubebuilder names it.
@@ -134,7 +134,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         true => add_autoupdate(&args, &mut project, &mut plan, &record)?,
         false => Merged::default(),
     };
-    plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+    plan.write(project::FILE, project.render()?)?;
     let written = super::finish_keeping(global, plan, &[&merged, &workflow])?;
     if written {
         super::report(&format!(
@@ -161,14 +161,14 @@ fn refuse_a_foreign_chart(project: &Project, plan: &Plan, record: &Sum, output: 
     if record.get(&chart_yaml).is_some() {
         return Ok(());
     }
-    let templates = Templates::load(&["helm"])?;
+    let templates = Templates::load(plan.layout(), &["helm"])?;
     let ctx = tera::Context::from_serialize(ProjectContext::new(project))?;
     let ours = templates.entries("helm", &ctx)?.into_iter().find_map(|entry| match entry {
         Entry::File { template, path, .. } if path == "Chart.yaml" => Some(template),
         _ => None,
     });
     if let Some(template) = ours
-        && scaffold::merge::unix_endings(&current) == templates.render(&template, &ctx)?
+        && current == templates.render(&template, &ctx)?
     {
         return Ok(());
     }
@@ -193,7 +193,7 @@ fn edit_autoupdate(global: &Global, args: &Args, mut project: Project) -> Result
     let mut plan = Plan::new(&global.dir);
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
     let merged = add_autoupdate(args, &mut project, &mut plan, &record)?;
-    plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+    plan.write(project::FILE, project.render()?)?;
     let written = super::finish_keeping(global, plan, &[&merged])?;
     if written {
         super::report(AUTOUPDATE_NEXT)?;
@@ -244,7 +244,7 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
         ));
         return Ok(Merged::default());
     }
-    let templates = Templates::load(&["helm", "helm-kind", "helm-webhook"])?;
+    let templates = Templates::load(plan.layout(), &["helm", "helm-kind", "helm-webhook"])?;
     let ctx = chart_context(project, plan)?;
     let mut contexts = vec![("helm", ctx.clone())];
     contexts.extend(kind_contexts(project, plan, &ctx)?);
@@ -264,7 +264,7 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
     remove_what_memop_no_longer_renders(plan, record, &chart, memops.iter().chain(&yours))?;
     if force {
         for (path, text) in memops.into_iter().chain(yours) {
-            plan.write(path, text, IfExists::Overwrite)?;
+            plan.write(path, text)?;
         }
         return Ok(Merged::default());
     }
@@ -283,11 +283,9 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
         match plan.read(Path::new(&path))? {
             // Unless the user deleted it.
             None if record.get(&path).is_some() => {}
-            None => plan.write(&path, text, IfExists::Overwrite)?,
+            None => plan.write(&path, text)?,
             // memop's own text not yet recorded (a first `edit` stopped before PROJECT.sum): recorded.
-            Some(current) if record.get(&path).is_none() && scaffold::merge::unix_endings(&current) == text => {
-                plan.set_unchanged(&path, text)
-            }
+            Some(current) if record.get(&path).is_none() && current == text => plan.set_unchanged(&path, text),
             Some(_) if path.ends_with(&format!("/{VALUES}")) => add_operand_images(plan, &path, project)?,
             Some(_) => {}
         }
@@ -560,7 +558,7 @@ fn add_operand_images(plan: &mut Plan, path: &str, project: &Project) -> Result<
         plan.insert(path, OPERAND_IMAGES, &format!("{line}\n"))?;
         let after = plan.read(Path::new(path))?.unwrap_or_default();
         if !serde_yaml::from_str::<serde_yaml::Value>(&after).is_ok_and(|v| has_key(&v, &operand.env)) {
-            plan.write(path, text, IfExists::Overwrite)?;
+            plan.write(path, text)?;
             plan.note(format!(
                 "{path} is yours, and a line `{line}` at its `# {marker}` line would not be valid YAML there (is \
                  manager.operandImages in flow style?), so memop did not add it; add the image yourself"

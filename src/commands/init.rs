@@ -8,7 +8,7 @@ use super::context::ProjectContext;
 use super::{Global, finish};
 use crate::names::{Domain, ProjectName};
 use crate::project::{self, Project};
-use crate::scaffold::{self, IfExists, Plan, Templates};
+use crate::scaffold::{self, Owner, Plan, Templates};
 
 /// Initialize a new operator project in the current directory (or -C DIR)
 #[derive(Debug, clap::Args)]
@@ -153,16 +153,16 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         version: "3".to_string(),
     };
     let ctx = tera::Context::from_serialize(ProjectContext::new(&project))?;
-    let templates = Templates::load(&["init", "manager-role"])?;
     let mut plan = Plan::new(dir);
+    let templates = Templates::load(plan.layout(), &["init", "manager-role"])?;
     // Without --force, a file the user already has (a README, a .gitignore) is kept, as
     // kubebuilder does; the project files themselves were refused above.
-    let policy = if args.force { IfExists::Overwrite } else { IfExists::Keep };
     scaffold::render_root(&templates, "init", &ctx, &mut plan, args.force)?;
     scaffold::render_root(&templates, "manager-role", &ctx, &mut plan, args.force)?;
-    scaffold::vendor(&mut plan, policy)?;
-    plan.write("Cargo.lock", crate::scaffold::lockfile::for_project(name.as_str()), policy)?;
-    plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+    scaffold::vendor(&mut plan, args.force)?;
+    let lock = crate::scaffold::lockfile::for_project(name.as_str());
+    scaffold::plan_file(&mut plan, "Cargo.lock", Owner::Memop, true, lock, false, args.force)?;
+    plan.write(project::FILE, project.render()?)?;
 
     if finish(global, plan)? {
         super::report("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached\n")?;

@@ -166,13 +166,13 @@ fn record(plan: &mut Plan) -> Result<()> {
     for file in plan.removed() {
         sum.forget(file);
     }
-    plan.write(path, sum.render(env!("CARGO_PKG_VERSION")), crate::scaffold::IfExists::Overwrite)
+    plan.write(path, sum.render(env!("CARGO_PKG_VERSION")))
 }
 
 /// Whether `text`, the file at `path`, is not what `sum` records memop wrote there.
 fn edited(sum: &crate::sum::Sum, path: &Path, text: Option<&str>) -> bool {
     let recorded = sum.get(&path.to_string_lossy());
-    matches!((recorded, text), (Some(id), Some(text)) if crate::sum::blob_id(text) != id)
+    matches!((recorded, text), (Some(_), Some(text)) if !crate::scaffold::merge::as_recorded(text, recorded))
 }
 
 /// `vendor/<crate>` for a path inside it.

@@ -33,8 +33,8 @@ use anyhow::{Context as _, Result, bail};
 use super::{Global, finish, finish_then, written_or_would};
 use crate::project::{self, Project, Resource, Webhooks};
 use crate::scaffold::merge;
-use crate::scaffold::reconcile::{Conflict, Merged, kept_note, refuse_unresolved};
-use crate::scaffold::{self, IfExists, Layout, Owner, Plan, RUNTIME_CRATES, Templates};
+use crate::scaffold::reconcile::{Base, Conflict, Merged, kept_note, refuse_unresolved};
+use crate::scaffold::{self, Layout, Owner, Plan, RUNTIME_CRATES, Templates};
 use crate::sum::{self, Sum};
 
 /// Update the project to this memop: its runtime (vendor/, the pins), memop's files and the
@@ -197,7 +197,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
         let unedited = match plan.read(Path::new(&path))? {
             // Already this memop's text (an update killed before it wrote PROJECT.sum, say):
             // recorded as such.
-            Some(current) if merge::unix_endings(&current) == text => {
+            Some(current) if current == text => {
                 if record.get(&path) != Some(sum::blob_id(&text).as_str()) {
                     plan.set_unchanged(&path, text);
                 }
@@ -211,7 +211,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
             edited.push(path);
             continue;
         }
-        plan.write_formatted(&path, text, IfExists::Overwrite)?;
+        plan.write_formatted(&path, text)?;
     }
     if !edited.is_empty() {
         bail!(
@@ -223,9 +223,9 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
             if edited.len() == 1 { "it" } else { "them" }
         );
     }
-    let fresh = replay(&project, &plan)?;
+    let fresh = replay(&project, &plan, Layout::Current)?;
     // What memop 0.1 wrote, which it kept no record of: its templates, replayed.
-    let old = v1.then(|| scaffold::with_layout(Layout::V1, || replay(&project, &plan))).transpose()?;
+    let old = v1.then(|| replay(&project, &plan, Layout::V1)).transpose()?;
     let updated = update_files(&fresh, old.as_ref(), &mut plan, &record, dir)?;
     // A project with a Helm chart gets memop's chart templates too, merged the same way.
     let chart = super::helm::plan_chart(&project, &mut plan, &record, false)?;
@@ -241,16 +241,15 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     }
     if v1 {
         // The lock of the runtime crates' dependencies, as `init` writes it (cargo adds yours).
-        plan.write("Cargo.lock", crate::scaffold::lockfile::for_project(&project.project_name), IfExists::Overwrite)?;
+        plan.write("Cargo.lock", crate::scaffold::lockfile::for_project(&project.project_name))?;
     }
     let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
-    // Both read in `\n` line endings, and written back in the file's own.
-    plan.write("Cargo.toml", pin(&merge::unix_endings(&manifest), version)?, IfExists::Overwrite)?;
+    plan.write("Cargo.toml", pin(&manifest, version)?)?;
     if let Some(lock) = plan.read(Path::new("Cargo.lock"))? {
-        plan.write("Cargo.lock", lock_versions(&merge::unix_endings(&lock), version), IfExists::Overwrite)?;
+        plan.write("Cargo.lock", lock_versions(&lock, version))?;
     }
     let from = std::mem::replace(&mut project.cli_version, version.to_string());
-    plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+    plan.write(project::FILE, project.render()?)?;
     // PROJECT and PROJECT.sum change with every real update: not news.
     let news = |path: &&Path| *path != Path::new(project::FILE) && *path != Path::new(sum::FILE);
     summary.changed = plan.planned().map(|(path, _)| path).filter(news).map(|p| p.display().to_string()).collect();
@@ -353,13 +352,13 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
 /// hold are read from its files, as `plan` sees them: which version of a kind is stored (see
 /// [`super::create_api::stored_version`]), and the order the webhooks were made in, from its
 /// [`WEBHOOK_SERVER`] (see [`webhook_commands`]).
-pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
-    let mut scratch = Plan::scratch(plan.root());
+pub fn replay(project: &Project, plan: &Plan, layout: Layout) -> Result<Plan> {
+    let mut scratch = Plan::scratch(plan.root(), layout);
     let server = plan.read(Path::new(WEBHOOK_SERVER))?.unwrap_or_default();
     let mut replayed =
         Project { cli_version: env!("CARGO_PKG_VERSION").to_string(), resources: Vec::new(), ..project.clone() };
     let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(&replayed))?;
-    let templates = Templates::load(&["init", "manager-role", super::autoupdate::TEMPLATES])?;
+    let templates = Templates::load(layout, &["init", "manager-role", super::autoupdate::TEMPLATES])?;
     scaffold::render_root(&templates, "init", &ctx, &mut scratch, true)?;
     scaffold::render_root(&templates, "manager-role", &ctx, &mut scratch, true)?;
     if project.plugins.autoupdate.is_some() {
@@ -414,7 +413,7 @@ fn keep_years(scratch: &mut Plan, plan: &Plan) -> Result<()> {
         let Some(current) = plan.read(&path)? else { continue };
         let Some(year) = copyright_year(&current).filter(|year| *year != now) else { continue };
         let kept = text.replacen(&format!("Copyright {now} "), &format!("Copyright {year} "), 1);
-        scratch.write_formatted(&path, kept, IfExists::Overwrite)?;
+        scratch.write_formatted(&path, kept)?;
     }
     Ok(())
 }
@@ -573,15 +572,13 @@ struct Updated {
 /// unedited.
 fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum, dir: &Path) -> Result<Updated> {
     let mut updated = Updated::default();
-    let old_text =
-        |path: &Path| old.and_then(|old| old.planned().find(|(p, _)| *p == path).map(|(_, t)| t.to_string()));
     if let Some(old) = old {
         for (path, text) in old.planned() {
             if fresh.owner(path).is_some() || fresh.planned().any(|(p, _)| p == path) {
                 continue;
             }
             match plan.read(path)? {
-                Some(current) if merge::unix_endings(&current) == text => plan.remove(path)?,
+                Some(current) if current == text => plan.remove(path)?,
                 Some(_) => updated.stranded.push(path.to_string_lossy().to_string()),
                 None => {}
             }
@@ -593,14 +590,14 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
             continue;
         }
         let current = plan.read(path)?;
-        let base = old_text(path);
-        let moved = base.is_some() && path.extension().is_some_and(|e| e == "rs");
+        let old_text = old.map(|old| old.read(path)).transpose()?.flatten();
+        let moved = old_text.is_some() && path.extension().is_some_and(|e| e == "rs");
         // A file that is yours once you edit it, still as memop wrote it, is memop's to replace.
         let as_written = current.as_deref().is_some_and(|text| merge::as_recorded(text, record.get(&shown)));
         // No memop wrote the file (no record of it, nor memop 0.1's text): a file of yours that this
         // memop writes and the one that made the project did not (which memop's files may name:
         // `Cargo.toml` a kind's benchmark). Made, as `create api` would; one you deleted has a record.
-        let new_to_the_project = current.is_none() && record.get(&shown).is_none() && base.is_none();
+        let new_to_the_project = current.is_none() && record.get(&shown).is_none() && old_text.is_none();
         match fresh.owner(path) {
             Some(Owner::UserOnceEdited) if as_written => {}
             Some(Owner::User | Owner::UserOnceEdited) if new_to_the_project => {}
@@ -610,7 +607,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
                 // copy (its logic, or the runtime's API it calls, changed), say so, with that change
                 // to read in git; recording memop's new text says it once.
                 if let Some(old) = record.get(&shown).filter(|old| *old != sum::blob_id(new))
-                    && current.as_deref().is_none_or(|text| merge::unix_endings(text) != new)
+                    && current.as_deref() != Some(new)
                 {
                     let readable = sum::base(dir, old).is_some();
                     updated.yours.push((shown.clone(), readable.then(|| (old.to_string(), sum::blob_id(new)))));
@@ -624,20 +621,18 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
             // `make manifests` runs.
             Some(Owner::Generated) if new_to_the_project => {}
             Some(Owner::Generated) => {
-                if current.as_deref().is_some_and(|text| merge::unix_endings(text) != new) {
+                if current.as_deref().is_some_and(|text| text != new) {
                     updated.generated.push(shown);
                 }
                 continue;
             }
             _ => {}
         }
-        let decision = match &base {
-            Some(base) => {
-                merge::decide(&shown, current.as_deref(), new, Some(&sum::blob_id(base)), |_| Some(base.clone()))
-            }
-            None if old.is_some() => merge::decide(&shown, current.as_deref(), new, None, |_| None),
-            None => merge::decide(&shown, current.as_deref(), new, record.get(&shown), |id| sum::base(dir, id)),
+        let base = match old {
+            Some(old) => Base::Replayed(old),
+            None => Base::Recorded { record, dir },
         };
+        let decision = base.decide(&shown, current.as_deref(), new)?;
         updated.memops.plan(plan, record, shown, current.as_deref(), new.to_string(), decision)?;
     }
     refuse_unresolved(&updated.memops.unresolved)?;
@@ -651,7 +646,7 @@ fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum,
 fn write_conflicts(global: &Global, conflicts: &[&Conflict]) -> Result<()> {
     let mut marked = Plan::new(&global.dir);
     for (path, text, new) in conflicts {
-        marked.write_formatted(path, text.clone(), IfExists::Overwrite)?;
+        marked.write_formatted(path, text.clone())?;
         marked.set_base(path, new.clone());
     }
     let bases: Vec<(String, String)> = conflicts.iter().map(|(p, _, new)| (p.clone(), new.clone())).collect();

@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use serde_yaml::Value;
 
-use super::{IfExists, Plan};
+use super::Plan;
 
 /// Plans a keyed fragment `{# key: image-env #}` of `path`: one env entry, `- name: <X>_IMAGE`
 /// and its `value:`. The entries of that name the file has already, in any spelling, are
@@ -75,7 +75,7 @@ fn set_image_env(plan: &mut Plan, path: &str, name: &str, image: &str) -> Result
         keep(plan, "memop cannot rewrite its spelling without touching other lines");
         return Ok(());
     }
-    plan.write(path, updated, IfExists::Overwrite)
+    plan.write(path, updated)
 }
 
 /// Whether `manager.yaml` (its text) already has an env entry named `name`, in any spelling, in
@@ -225,7 +225,6 @@ fn key_column(line: &str) -> (usize, bool) {
 /// `text` with the value of every env entry named `name` set to `image` (written `"image"`),
 /// or `None` when an entry's value is not on one line that this can rewrite.
 fn rewrite(text: &str, name: &str, image: &str) -> Option<String> {
-    let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     let quoted = format!("\"{image}\"");
     let mut changed = false;
@@ -300,9 +299,9 @@ fn rewrite(text: &str, name: &str, image: &str) -> Option<String> {
     if !changed {
         return None;
     }
-    let mut updated = lines.join(newline);
+    let mut updated = lines.join("\n");
     if text.ends_with('\n') {
-        updated.push_str(newline);
+        updated.push('\n');
     }
     Some(updated)
 }
@@ -369,8 +368,9 @@ mod tests {
         std::fs::write(dir.path().join(MANAGER), text).unwrap();
         let mut plan = Plan::new(dir.path());
         set_image_env(&mut plan, MANAGER, &format!("{}_IMAGE", kind().screaming()), IMAGE).unwrap();
-        let after = plan.read(Path::new(MANAGER)).unwrap().unwrap();
-        (after, plan.notes().to_vec())
+        let notes = plan.notes().to_vec();
+        plan.apply().unwrap();
+        (std::fs::read_to_string(dir.path().join(MANAGER)).unwrap(), notes)
     }
 
     #[test]

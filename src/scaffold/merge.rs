@@ -2,8 +2,6 @@
 //! update`, or any command that re-renders a file the user may have edited): the one rule that
 //! never loses an edit, for every caller.
 
-use std::borrow::Cow;
-
 /// What to do with a file, from [`decide`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -22,20 +20,12 @@ pub enum Decision {
     Unresolved,
 }
 
-/// `text` with the line endings memop writes, `\n`: git checks files out with `\r\n` where
-/// `core.autocrlf` says so, which is no edit (`Plan::write` gives a file its `\r\n` back).
-pub fn unix_endings(text: &str) -> Cow<'_, str> {
-    match text.contains("\r\n") {
-        true => Cow::Owned(text.replace("\r\n", "\n")),
-        false => Cow::Borrowed(text),
-    }
-}
-
-/// Whether `current` is the text whose git blob id `recorded` is, in either line endings: as
-/// memop wrote it, or as git checked it out.
+/// Whether `current` (read in `\n` line endings, as `Plan` reads every file) is the text whose
+/// git blob id `recorded` is, in either line endings: an earlier memop recorded a file of
+/// `\r\n` in them.
 pub fn as_recorded(current: &str, recorded: Option<&str>) -> bool {
     let is = |text: &str| recorded == Some(crate::sum::blob_id(text).as_str());
-    is(current) || (current.contains("\r\n") && is(&unix_endings(current)))
+    is(current) || (current.contains('\n') && is(&current.replace('\n', "\r\n")))
 }
 
 /// The lines [`diffy::merge`] opens and closes a conflict with.
@@ -43,11 +33,11 @@ const OURS: &str = "<<<<<<< ours";
 const THEIRS: &str = ">>>>>>> theirs";
 
 /// Decides what becomes of a file that is `current` now (`None`: missing) and that memop's
-/// templates now render as `new`. `recorded` is the git blob id of what memop last wrote there
+/// templates now render as `new`, all in `\n` line endings. `recorded` is the git blob id of what memop last wrote there
 /// (`PROJECT.sum`), and `base` reads that text back from its id, where it can.
 ///
 /// An unedited file (its blob id is the recorded one, in either line endings: see
-/// [`unix_endings`]) is replaced; an edited one is merged with
+/// [`as_recorded`]) is replaced; an edited one is merged with
 /// memop's changes over the recorded text, or kept when that text cannot be read; a file memop
 /// wrote and the user deleted stays deleted; one that still holds a conflict of an earlier merge
 /// is [`Decision::Unresolved`].
@@ -68,21 +58,19 @@ pub fn decide(
     if lines.any(|line| marker(line, "<<<<<<<")) && lines.any(|line| marker(line, ">>>>>>>")) {
         return Decision::Unresolved;
     }
-    if unix_endings(current) == new {
+    if current == new {
         return Decision::Leave;
     }
     if as_recorded(current, recorded) {
         return Decision::Replace;
     }
-    let current = unix_endings(current);
     let Some(base) = recorded.and_then(base) else {
         return Decision::Keep;
     };
-    let base = unix_endings(&base);
     if base == new {
         return Decision::Leave;
     }
-    let (text, conflicts) = match diffy::merge(&base, &current, new) {
+    let (text, conflicts) = match diffy::merge(&base, current, new) {
         Ok(text) => (text, false),
         Err(text) => keep_both_additions(path, &text),
     };
@@ -266,14 +254,13 @@ mod tests {
         assert!(matches!(changed, Decision::Merge { conflicts: true, .. }), "{changed:?}");
     }
 
+    /// A file memop wrote in `\r\n` (recorded so by an earlier memop) and now in `\n`, or the
+    /// other way round, is as memop wrote it: line endings are no edit.
     #[test]
-    fn windows_line_endings_are_no_edit() {
-        let crlf = |text: &str| text.replace('\n', "\r\n");
+    fn line_endings_are_no_edit() {
         let never = |_: &str| -> Option<String> { panic!("no base needed") };
-        assert_eq!(decide("f", Some(&crlf(OLD)), NEW, Some(&blob_id(OLD)), never), Decision::Replace);
-        assert_eq!(decide("f", Some(&crlf(NEW)), NEW, Some(&blob_id(OLD)), never), Decision::Leave);
-        let edited = crlf("a\nb\nc\nd\ne\nmine\n");
-        let merged = decide("f", Some(&edited), NEW, Some(&blob_id(OLD)), |_| Some(OLD.to_string()));
-        assert_eq!(merged, Decision::Merge { text: "a\nB\nc\nd\ne\nmine\n".into(), conflicts: false });
+        let crlf = OLD.replace('\n', "\r\n");
+        assert_eq!(decide("f", Some(OLD), NEW, Some(&blob_id(&crlf)), never), Decision::Replace);
+        assert_eq!(decide("f", Some(OLD), NEW, Some(&blob_id(OLD)), never), Decision::Replace);
     }
 }

@@ -17,8 +17,9 @@ pub use crate::embedded::{
     dependencies, dependency_crates, generated_names, locked_packages, project_manifest, without_tera,
 };
 pub use generated::rbac;
-pub use plan::{Applied, IfExists, Plan};
-pub use templates::{Entry, Key, Layout, Owner, Templates, reserved_kind_files, with_layout};
+pub use plan::{Applied, Plan};
+pub use reconcile::{plan_file, reconcile};
+pub use templates::{Entry, Key, Layout, Owner, Templates, reserved_kind_files};
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
 use std::path::Path;
@@ -42,11 +43,11 @@ pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<
 
 /// Renders every template under `root` into `plan`.
 ///
-/// What becomes of a file that exists already is the template's to say (see [`Owner`], and
-/// [`policy`]); `force` (`--force`) lets the command replace the ones it would otherwise refuse
-/// or keep. A file generated from the user's code goes to its editor first (see [`generated`]).
-/// Fragments are inserted at their markers after all whole files are planned, so a root may
-/// create a file and insert into it.
+/// What becomes of a file that exists already is [`reconcile::reconcile`]'s to say, from the
+/// template's owner (see [`Owner`]); `force` (`--force`) lets the command replace the ones it
+/// would otherwise refuse or keep. A file generated from the user's code goes to its editor
+/// first (see [`generated`]). Fragments are inserted at their markers after all whole files are
+/// planned, so a root may create a file and insert into it.
 pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut Plan, force: bool) -> Result<()> {
     let entries = templates.entries(root, ctx)?;
     for entry in &entries {
@@ -57,17 +58,19 @@ pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut 
                 Some(editor) => editor(path, plan.read(Path::new(path))?.as_deref(), ctx, &render)?,
                 None => Edit::Plain,
             };
-            let (contents, if_exists) = match edit {
-                Edit::Write(text) => (text, IfExists::Overwrite),
-                Edit::Keep if force => (render(ctx)?, IfExists::Overwrite),
-                Edit::Keep => (render(ctx)?, IfExists::Keep),
-                Edit::Plain => (render(ctx)?, policy(*owner, *one_per_project, ctx, force)),
+            // A new version of a kind finds the kind's files there, as a file several APIs share.
+            let owner = match owner {
+                Owner::Kind if ctx.contains_key("storage_version") => Owner::Shared,
+                owner => *owner,
             };
-            match templates.is_plain(template) {
-                true => plan.write_formatted(path, contents, if_exists)?,
-                false => plan.write(path, contents, if_exists)?,
+            let formatted = templates.is_plain(template);
+            match edit {
+                Edit::Write(text) => plan_file(plan, path, owner, true, text, formatted, true)?,
+                // What the editor keeps is kept as a file of the project's own is.
+                Edit::Keep => plan_file(plan, path, owner, true, render(ctx)?, formatted, force)?,
+                Edit::Plain => plan_file(plan, path, owner, *one_per_project, render(ctx)?, formatted, force)?,
             }
-            plan.set_owner(path, *owner);
+            plan.set_owner(path, owner);
         }
     }
     for entry in &entries {
@@ -83,43 +86,56 @@ pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut 
     Ok(())
 }
 
-/// What becomes of an existing file that a template renders again, as the template says: its
-/// owner, and whether its path names a kind.
-fn policy(owner: Owner, one_per_project: bool, ctx: &Context, force: bool) -> IfExists {
-    match owner {
-        // A file several APIs extend is never rewritten: only its markers are.
-        Owner::Shared => IfExists::Skip,
-        // A new version of a kind finds the kind's files there.
-        Owner::Kind if ctx.contains_key("storage_version") => IfExists::Skip,
-        _ if force => IfExists::Overwrite,
-        // Rendered again (a kind's conversion test, listing a new version) unless edited.
-        Owner::UserOnceEdited => IfExists::Refresh,
-        // A file of the project as a whole, which the user may have already (a README, a
-        // .gitignore: kept, as kubebuilder keeps them) or an earlier command made.
-        _ if one_per_project => IfExists::Keep,
-        // A kind's file that is there already: another kind's, or the user's.
-        _ => IfExists::Error,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scaffold::merge::Decision;
+
+    fn decide(owner: Owner, per_project: bool, current: &str, recorded: Option<&str>, force: bool) -> Option<Decision> {
+        reconcile("f", owner, per_project, Some(current), recorded, "memop's\n", force).ok()
+    }
 
     #[test]
-    fn an_existing_file_is_refused_kept_or_skipped_as_its_template_says() {
-        let (plain, mut version) = (Context::new(), Context::new());
-        version.insert("storage_version", "v1");
+    fn an_existing_file_is_refused_kept_or_left_as_its_owner_says() {
         let (kinds, projects) = (false, true);
-        assert_eq!(policy(Owner::Memop, kinds, &plain, false), IfExists::Error);
-        assert_eq!(policy(Owner::User, kinds, &plain, true), IfExists::Overwrite);
-        assert_eq!(policy(Owner::Memop, projects, &plain, false), IfExists::Keep);
-        assert_eq!(policy(Owner::Memop, projects, &plain, true), IfExists::Overwrite);
-        assert_eq!(policy(Owner::Shared, projects, &plain, true), IfExists::Skip);
-        // A kind's RBAC helper roles: a new version of the kind leaves them, even with --force.
-        assert_eq!(policy(Owner::Kind, kinds, &version, true), IfExists::Skip);
-        assert_eq!(policy(Owner::Kind, kinds, &plain, false), IfExists::Error);
-        assert_eq!(policy(Owner::UserOnceEdited, kinds, &plain, false), IfExists::Refresh);
-        assert_eq!(policy(Owner::UserOnceEdited, kinds, &plain, true), IfExists::Overwrite);
+        let mine = |owner, per_project, force| decide(owner, per_project, "mine\n", None, force);
+        assert_eq!(mine(Owner::Memop, kinds, false), None, "refused");
+        assert_eq!(mine(Owner::User, kinds, true), Some(Decision::Replace));
+        assert_eq!(mine(Owner::Memop, projects, false), Some(Decision::Keep));
+        assert_eq!(mine(Owner::Memop, projects, true), Some(Decision::Replace));
+        assert_eq!(mine(Owner::Shared, projects, true), Some(Decision::Leave));
+        assert_eq!(mine(Owner::Kind, kinds, false), None);
+        // A file memop never wrote is someone's, even one the user may edit.
+        assert_eq!(mine(Owner::UserOnceEdited, kinds, false), None);
+        assert_eq!(mine(Owner::UserOnceEdited, kinds, true), Some(Decision::Replace));
+        // Missing, or already memop's text: written, or left.
+        assert_eq!(reconcile("f", Owner::Memop, kinds, None, None, "memop's\n", false).ok(), Some(Decision::Replace));
+        assert_eq!(decide(Owner::Memop, kinds, "memop's\n", None, false), Some(Decision::Leave));
+        let err = reconcile("a.txt", Owner::Memop, kinds, Some("mine\n"), None, "x\n", false).unwrap_err();
+        assert!(err.to_string().contains("a.txt already exists and memop would change it; pass --force"), "{err}");
+    }
+
+    #[test]
+    fn a_file_the_user_may_edit_is_replaced_only_as_memop_wrote_it() {
+        let id = crate::sum::blob_id("memop's, then\n");
+        let refresh = |current: &str, id: &str| decide(Owner::UserOnceEdited, false, current, Some(id), false);
+        assert_eq!(refresh("memop's, then\n", &id), Some(Decision::Replace));
+        assert_eq!(refresh("mine\n", &id), Some(Decision::Keep));
+        // Recorded by an earlier memop in the `\r\n` it wrote, read in `\n`: no edit.
+        let crlf = crate::sum::blob_id("memop's, then\r\n");
+        assert_eq!(refresh("memop's, then\n", &crlf), Some(Decision::Replace), "line endings are no edit");
+    }
+
+    #[test]
+    fn a_kept_file_is_noted() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "mine\n").unwrap();
+        let mut plan = Plan::new(dir.path());
+        assert!(plan_file(&mut plan, "a.txt", Owner::Memop, false, "theirs\n".into(), false, false).is_err());
+        plan_file(&mut plan, "a.txt", Owner::Memop, true, "theirs\n".into(), false, false).unwrap();
+        assert!(plan.is_empty());
+        assert_eq!(plan.notes(), ["kept your a.txt; memop's version was not written"]);
+        plan_file(&mut plan, "a.txt", Owner::Memop, false, "theirs\n".into(), false, true).unwrap();
+        assert_eq!(plan.read(Path::new("a.txt")).unwrap().as_deref(), Some("theirs\n"));
     }
 }

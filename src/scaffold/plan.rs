@@ -5,11 +5,16 @@
 //! into it in one plan. Nothing touches the disk until [`Plan::apply`], which writes every file to
 //! a temporary sibling first and renames them into place only when all were written.
 //!
+//! Line endings are handled here alone: a file is read with `\n` endings (git checks files out
+//! with `\r\n` where `core.autocrlf` says so, which is no edit), and a file that had `\r\n` on
+//! disk is written back with them, so only the lines that changed differ.
+//!
 //! memop never writes outside the project: a path whose file or any directory on the way, below
 //! the project's own directory, is a symbolic link is refused before anything is written (the
 //! link could lead anywhere), and temporary files get unpredictable names and are created
 //! exclusively, so a link planted at such a name is never followed.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs;
@@ -18,23 +23,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
-use super::Owner;
+use super::{Layout, Owner};
 
-/// What to do when a file to create already exists with other contents.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IfExists {
-    /// Refuse: the file belongs to the user now.
-    Error,
-    /// Keep the existing file and say so.
-    Keep,
-    /// Keep the existing file silently: it is shared, and only ever extended at its markers.
-    Skip,
-    /// Replace it (`--force`, or files generated from code that carry no user edits).
-    Overwrite,
-    /// Replace it when it is as memop wrote it (`PROJECT.sum`), else keep it and say so.
-    Refresh,
-}
-
+/// A planned change; `old` is the file as on disk, in its own line endings (which an update
+/// keeps, and a failed apply restores).
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Change {
     Create { contents: String },
@@ -61,6 +53,8 @@ pub struct Plan {
     owners: BTreeMap<PathBuf, Owner>,
     /// A scratch plan sees no disk: see [`Plan::scratch`].
     scratch: bool,
+    /// The layout whose templates the commands render into this plan.
+    layout: Layout,
 }
 
 /// What [`Plan::apply`] did, for the command's report.
@@ -83,15 +77,22 @@ impl Plan {
             inserted: BTreeSet::new(),
             owners: BTreeMap::new(),
             scratch: false,
+            layout: Layout::Current,
         }
     }
 
     /// A plan of the project at `root` as if its directory were empty: it reads only what it
     /// planned, so the commands' scaffolds replayed into it give the text memop writes for the
     /// project from PROJECT alone (what `memop update` compares your files with). Formatting
-    /// follows the project's `rustfmt.toml`; it is never applied.
-    pub fn scratch(root: impl Into<PathBuf>) -> Self {
-        Self { scratch: true, ..Self::new(root) }
+    /// follows the project's `rustfmt.toml`; it is never applied. The commands render `layout`'s
+    /// templates into it: memop 0.1's, to know what memop 0.1 wrote.
+    pub fn scratch(root: impl Into<PathBuf>, layout: Layout) -> Self {
+        Self { scratch: true, layout, ..Self::new(root) }
+    }
+
+    /// The layout whose templates the commands render into this plan (see [`Plan::scratch`]).
+    pub fn layout(&self) -> Layout {
+        self.layout
     }
 
     pub fn root(&self) -> &Path {
@@ -119,8 +120,13 @@ impl Plan {
         }
     }
 
-    /// What is on disk at `path`: nothing, for a scratch plan.
+    /// What is on disk at `path`, in `\n` line endings: nothing, for a scratch plan.
     pub fn read_disk(&self, path: &Path) -> Result<Option<String>> {
+        Ok(self.read_raw(path)?.map(|text| unix_endings(&text).into_owned()))
+    }
+
+    /// What is on disk at `path`, in its own line endings.
+    fn read_raw(&self, path: &Path) -> Result<Option<String>> {
         if self.scratch { Ok(None) } else { crate::fs::read_regular(&self.root, path) }
     }
 
@@ -142,58 +148,21 @@ impl Plan {
     /// Plans writing `contents` to `path` as [`Plan::write`] does, as text that needs no
     /// formatting pass: formatted once in memop's repository (a plain template, a vendored
     /// crate), or the user's own formatting (a merge; one with conflict markers would not parse).
-    pub fn write_formatted(&mut self, path: impl AsRef<Path>, contents: String, if_exists: IfExists) -> Result<()> {
+    pub fn write_formatted(&mut self, path: impl AsRef<Path>, contents: String) -> Result<()> {
         let path = path.as_ref();
-        self.write(path, contents, if_exists)?;
+        self.write(path, contents)?;
         self.formatted.insert(path.to_path_buf());
         Ok(())
     }
 
-    /// Plans writing `contents` to `path`. A file on disk with Windows line endings keeps them:
-    /// memop's text (edited with `\n` throughout) gets `\r\n` too, so only the lines that changed
-    /// differ.
-    pub fn write(&mut self, path: impl AsRef<Path>, mut contents: String, if_exists: IfExists) -> Result<()> {
+    /// Plans writing `contents` (in `\n` line endings) to `path`, whatever is there (what becomes
+    /// of an existing file is [`super::reconcile::reconcile`]'s to say).
+    pub fn write(&mut self, path: impl AsRef<Path>, contents: String) -> Result<()> {
         let path = path.as_ref();
         self.check_inside(path)?;
         self.formatted.remove(path);
-        let disk = self.read_disk(path)?;
-        if disk.as_deref().is_some_and(|old| old.contains("\r\n")) && !contents.contains('\r') {
-            contents = contents.replace('\n', "\r\n");
-        }
-        let current = match self.changes.get(path) {
-            Some(Change::Create { contents }) => Some(contents),
-            Some(Change::Update { new, .. }) => Some(new),
-            Some(Change::Remove { .. }) => None,
-            None => disk.as_ref(),
-        };
-        // A file memop never wrote (no record) is not memop's to refresh: it is someone's.
-        let if_exists = match if_exists {
-            IfExists::Refresh if current.is_some() && !self.recorded(path)? => IfExists::Error,
-            if_exists => if_exists,
-        };
-        match current {
-            Some(existing) if *existing == contents => return Ok(()),
-            Some(_) if if_exists == IfExists::Error => bail!(
-                "{} already exists and memop would change it; pass --force to overwrite it \
-                 (your edits to it will be lost)",
-                path.display()
-            ),
-            Some(_) if if_exists == IfExists::Skip => return Ok(()),
-            Some(_) if if_exists == IfExists::Keep => {
-                self.notes.push(format!("kept your {}; memop's version was not written", path.display()));
-                return Ok(());
-            }
-            Some(existing) if if_exists == IfExists::Refresh && !self.wrote_as_is(path, existing)? => {
-                self.notes.push(format!(
-                    "kept your {}, which is not as memop wrote it; memop's new version was not written",
-                    path.display()
-                ));
-                return Ok(());
-            }
-            _ => {}
-        }
-        let change = match disk {
-            Some(old) if old == contents => {
+        let change = match self.read_raw(path)? {
+            Some(old) if unix_endings(&old) == contents => {
                 self.changes.remove(path);
                 return Ok(());
             }
@@ -204,25 +173,12 @@ impl Plan {
         Ok(())
     }
 
-    /// Whether `PROJECT.sum` records that memop wrote `path`.
-    fn recorded(&self, path: &Path) -> Result<bool> {
-        let record = crate::sum::Sum::parse(self.read(Path::new(crate::sum::FILE))?.as_deref())?;
-        Ok(record.get(&path.to_string_lossy()).is_some())
-    }
-
-    /// Whether `text` at `path` is what memop wrote there last, as `PROJECT.sum` records (in
-    /// either line endings: see [`super::merge::unix_endings`]).
-    fn wrote_as_is(&self, path: &Path, text: &str) -> Result<bool> {
-        let record = crate::sum::Sum::parse(self.read(Path::new(crate::sum::FILE))?.as_deref())?;
-        Ok(super::merge::as_recorded(text, record.get(&path.to_string_lossy())))
-    }
-
     /// Plans removing the file at `path` (a file memop wrote that this memop no longer has); a
     /// missing file is nothing to remove.
     pub fn remove(&mut self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         self.check_inside(path)?;
-        match self.read_disk(path)? {
+        match self.read_raw(path)? {
             Some(old) => self.changes.insert(path.to_path_buf(), Change::Remove { old }),
             None => self.changes.remove(path),
         };
@@ -286,7 +242,7 @@ impl Plan {
         if !current.ends_with('\n') {
             out.pop();
         }
-        self.write(path, out, IfExists::Overwrite)?;
+        self.write(path, out)?;
         self.inserted.insert(path.to_path_buf());
         Ok(())
     }
@@ -312,7 +268,7 @@ impl Plan {
         if old.trim() != wanted {
             let indent = &old[..old.len() - old.trim_start().len()];
             let updated = current.replacen(old, &format!("{indent}{wanted}"), 1);
-            self.write(path, updated, IfExists::Overwrite)?;
+            self.write(path, updated)?;
         }
         Ok(())
     }
@@ -372,12 +328,8 @@ impl Plan {
                     false
                 }
                 Some(Change::Update { old, new }) => {
-                    // rustfmt reading stdin writes `\n`: a file with Windows line endings keeps them.
-                    *new = match old.contains("\r\n") && !formatted.contains('\r') {
-                        true => formatted.replace('\n', "\r\n"),
-                        false => formatted,
-                    };
-                    old == new
+                    *new = formatted;
+                    unix_endings(old) == *new
                 }
                 Some(Change::Remove { .. }) | None => false,
             };
@@ -436,7 +388,8 @@ impl Plan {
                 }
                 Change::Update { old, new } => {
                     let _ = writeln!(out, "update {shown}");
-                    let diff = similar::TextDiff::from_lines(old, new);
+                    let old = unix_endings(old);
+                    let diff = similar::TextDiff::from_lines(old.as_ref(), new.as_str());
                     let unified = diff
                         .unified_diff()
                         .context_radius(3)
@@ -541,7 +494,13 @@ impl Plan {
             create_dirs(&parent, created_dirs)?;
             remove_stale_temps(&parent, &mut cleaned);
             let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let (Change::Create { contents } | Change::Update { new: contents, .. }) = change else { continue };
+            let contents = match change {
+                Change::Create { contents } => Cow::Borrowed(contents.as_str()),
+                // A file in `\r\n` keeps them.
+                Change::Update { old, new } if old.contains("\r\n") => Cow::Owned(new.replace('\n', "\r\n")),
+                Change::Update { new, .. } => Cow::Borrowed(new.as_str()),
+                Change::Remove { .. } => continue,
+            };
             let (tmp, mut file) = create_temp(&parent, &name)?;
             // Staged at once, so that a failed write below is cleaned up with the rest.
             staged.push((Some(tmp.clone()), target.clone(), change));
@@ -607,6 +566,14 @@ fn create_dirs(dir: &Path, created: &mut Vec<PathBuf>) -> Result<()> {
 fn remove_dirs(created: &[PathBuf]) {
     for d in created.iter().rev() {
         let _ = fs::remove_dir(d);
+    }
+}
+
+/// `text` with the line endings memop writes, `\n`.
+fn unix_endings(text: &str) -> Cow<'_, str> {
+    match text.contains("\r\n") {
+        true => Cow::Owned(text.replace("\r\n", "\n")),
+        false => Cow::Borrowed(text),
     }
 }
 
@@ -693,28 +660,20 @@ mod tests {
         assert!(plan.upsert("mod.rs", "t", "a\nb\n").is_err(), "a keyed fragment is one line");
     }
 
+    /// Line endings are handled where files are read and written: a file in `\r\n` reads in
+    /// `\n`, its text in `\n` is no change, and a change keeps its `\r\n` (and its dry run shows
+    /// only the line that changed).
     #[test]
-    fn a_refreshed_file_is_replaced_only_as_memop_wrote_it() {
-        let (dir, mut plan) = plan_with("t.rs", "memop's\n");
-        let mut record = crate::sum::Sum::parse(None).unwrap();
-        record.wrote(Path::new("t.rs"), "memop's\n");
-        fs::write(dir.path().join(crate::sum::FILE), record.render("0")).unwrap();
-        plan.write("t.rs", "memop's, new\n".into(), IfExists::Refresh).unwrap();
-        assert_eq!(plan.read(Path::new("t.rs")).unwrap().unwrap(), "memop's, new\n");
-        assert!(plan.notes().is_empty(), "{:?}", plan.notes());
-
-        let (dir, mut plan) = plan_with("t.rs", "mine\n");
-        fs::write(dir.path().join(crate::sum::FILE), record.render("0")).unwrap();
-        plan.write("t.rs", "memop's, new\n".into(), IfExists::Refresh).unwrap();
-        assert!(plan.is_empty(), "an edited file is kept");
-        assert_eq!(
-            plan.notes(),
-            ["kept your t.rs, which is not as memop wrote it; memop's new version was not written"]
-        );
-        // A file memop never wrote is someone's: refused, as any file of a kind in the way.
-        let (_dir, mut plan) = plan_with("t.rs", "mine\n");
-        let err = plan.write("t.rs", "memop's\n".into(), IfExists::Refresh).unwrap_err();
-        assert!(err.to_string().contains("already exists and memop would change it"), "{err}");
+    fn a_file_in_windows_line_endings_reads_in_unix_ones_and_keeps_its_own() {
+        let (dir, mut plan) = plan_with("m.yaml", "a: 1\r\nb: 2\r\n");
+        assert_eq!(plan.read(Path::new("m.yaml")).unwrap().as_deref(), Some("a: 1\nb: 2\n"));
+        plan.write("m.yaml", "a: 1\nb: 2\n".into()).unwrap();
+        assert!(plan.is_empty(), "line endings are no edit");
+        plan.write("m.yaml", "a: 1\nb: 3\n".into()).unwrap();
+        let shown = plan.render_dry_run();
+        assert!(shown.contains(" a: 1\n-b: 2\n+b: 3\n"), "{shown}");
+        plan.apply().unwrap();
+        assert_eq!(fs::read_to_string(dir.path().join("m.yaml")).unwrap(), "a: 1\r\nb: 3\r\n");
     }
 
     #[test]
@@ -734,19 +693,6 @@ mod tests {
     }
 
     #[test]
-    fn existing_file_is_not_overwritten_without_force() {
-        let (dir, mut plan) = plan_with("a.txt", "mine\n");
-        let err = plan.write("a.txt", "theirs\n".into(), IfExists::Error).unwrap_err();
-        assert!(err.to_string().contains("--force"));
-        plan.write("a.txt", "theirs\n".into(), IfExists::Keep).unwrap();
-        assert!(plan.is_empty());
-        assert_eq!(plan.notes().len(), 1);
-        plan.write("a.txt", "theirs\n".into(), IfExists::Overwrite).unwrap();
-        plan.apply().unwrap();
-        assert_eq!(fs::read_to_string(dir.path().join("a.txt")).unwrap(), "theirs\n");
-    }
-
-    #[test]
     fn a_removal_is_shown_then_applied_and_its_emptied_directory_goes() {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir_all(dir.path().join("src/manager")).unwrap();
@@ -755,7 +701,7 @@ mod tests {
         let mut plan = Plan::new(dir.path());
         plan.remove("src/manager/mod.rs").unwrap();
         plan.remove("src/missing.rs").unwrap();
-        plan.write("src/lib.rs", "\n".into(), IfExists::Overwrite).unwrap();
+        plan.write("src/lib.rs", "\n".into()).unwrap();
         assert_eq!(plan.read(Path::new("src/manager/mod.rs")).unwrap(), None, "the plan sees it gone");
         assert!(plan.render_dry_run().contains("remove src/manager/mod.rs (1 lines)"), "{}", plan.render_dry_run());
         let applied = plan.apply().unwrap();
@@ -768,7 +714,7 @@ mod tests {
     fn apply_writes_new_directories_and_leaves_no_temp_files() {
         let dir = tempfile::tempdir().unwrap();
         let mut plan = Plan::new(dir.path());
-        plan.write("x/y/z.txt", "hi\n".into(), IfExists::Error).unwrap();
+        plan.write("x/y/z.txt", "hi\n".into()).unwrap();
         let applied = plan.apply().unwrap();
         assert_eq!(applied.created, vec![PathBuf::from("x/y/z.txt")]);
         assert_eq!(fs::read_to_string(dir.path().join("x/y/z.txt")).unwrap(), "hi\n");
@@ -782,7 +728,7 @@ mod tests {
         fs::create_dir(dir.path().join("dist")).unwrap();
         fs::write(dir.path().join("dist/chart"), "").unwrap();
         let mut plan = Plan::new(dir.path());
-        let err = plan.write("dist/chart/Chart.yaml", "x\n".into(), IfExists::Error).unwrap_err().to_string();
+        let err = plan.write("dist/chart/Chart.yaml", "x\n".into()).unwrap_err().to_string();
         assert!(err.starts_with("dist/chart is a regular file, not a directory"), "{err}");
         assert!(plan.read(Path::new("dist/chart/values.yaml")).is_err());
         // The file itself is fine.
@@ -794,9 +740,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a.txt"), "old\n").unwrap();
         let mut plan = Plan::new(dir.path());
-        plan.write("a.txt", "new\n".into(), IfExists::Overwrite).unwrap();
-        plan.write("blocker/inner.txt", "x\n".into(), IfExists::Error).unwrap();
-        plan.write("fresh/dir/f.txt", "x\n".into(), IfExists::Error).unwrap();
+        plan.write("a.txt", "new\n".into()).unwrap();
+        plan.write("blocker/inner.txt", "x\n".into()).unwrap();
+        plan.write("fresh/dir/f.txt", "x\n".into()).unwrap();
         // A plain file where the plan needs a directory, made after planning (which refuses
         // one), makes staging fail midway.
         fs::write(dir.path().join("blocker"), "").unwrap();
@@ -811,7 +757,7 @@ mod tests {
     fn dry_run_shows_diffs_for_changes() {
         let (_dir, mut plan) = plan_with("k.yaml", "a\n# +memop:scaffold:x\n");
         plan.insert("k.yaml", "x", "b\n").unwrap();
-        plan.write("new.txt", "n\n".into(), IfExists::Error).unwrap();
+        plan.write("new.txt", "n\n".into()).unwrap();
         let out = plan.render_dry_run();
         assert!(out.contains("update k.yaml"), "{out}");
         assert!(out.contains("+b\n"), "{out}");

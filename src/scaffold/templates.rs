@@ -33,24 +33,6 @@ pub enum Layout {
     V1,
 }
 
-thread_local! {
-    static LAYOUT: std::cell::Cell<Layout> = const { std::cell::Cell::new(Layout::Current) };
-}
-
-/// Runs `f` with [`Templates::load`] loading `layout`'s templates: how `memop update` replays
-/// the commands' scaffolds as an older memop ran them, without another copy of the commands.
-pub fn with_layout<T>(layout: Layout, f: impl FnOnce() -> T) -> T {
-    /// Puts the layout back however `f` ends, a panic included.
-    struct Restore(Layout);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            LAYOUT.set(self.0);
-        }
-    }
-    let _restore = Restore(LAYOUT.replace(layout));
-    f()
-}
-
 /// How a template declares that its file is shared (see [`Owner::Shared`]).
 const SHARED: &str = "{# shared:";
 /// How a template declares that its file is memop's (see [`Owner::Memop`]).
@@ -141,18 +123,19 @@ pub struct Templates {
 }
 
 impl Templates {
-    /// The templates of the scaffold `roots` (`"init"`, `"resource"`, …), and the partials they
-    /// include.
-    pub fn load(roots: &[&str]) -> Result<Self> {
-        Self::load_where(|name| {
+    /// `layout`'s templates of the scaffold `roots` (`"init"`, `"resource"`, …), and the partials
+    /// they include. A command loads the layout of its plan ([`super::Plan::layout`]): today's,
+    /// or memop 0.1's in `memop update`'s replay of what memop 0.1 wrote.
+    pub fn load(layout: Layout, roots: &[&str]) -> Result<Self> {
+        Self::load_where(layout, |name| {
             roots.iter().any(|root| name.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')))
         })
     }
 
     /// The templates whose names `wanted` accepts, and the partials.
-    fn load_where(wanted: impl Fn(&str) -> bool) -> Result<Self> {
+    fn load_where(layout: Layout, wanted: impl Fn(&str) -> bool) -> Result<Self> {
         let mut sources = Vec::new();
-        match LAYOUT.get() {
+        match layout {
             Layout::Current => collect(&TEMPLATES, &mut sources),
             Layout::V1 => collect_v1(&mut sources),
         }
@@ -365,17 +348,17 @@ mod tests {
         }
     }
 
-    /// Layout v1's templates are loaded only inside `with_layout`, and every one it lists has a
-    /// text: its own where it differs from today's, else today's.
+    /// Layout v1's templates are loaded only when asked for, and every one it lists has a text:
+    /// its own where it differs from today's, else today's.
     #[test]
-    fn layout_v1_is_loaded_only_inside_with_layout() {
+    fn layout_v1_is_loaded_only_when_asked_for() {
         let listed = LAYOUT_V1.get_file("TEMPLATES").and_then(|f| f.contents_utf8()).unwrap().lines().count();
         let mut v1 = Vec::new();
         collect_v1(&mut v1);
         assert_eq!(v1.len(), listed, "a template layout v1 lists has no text");
-        let old = with_layout(Layout::V1, || Templates::load(&["init"])).unwrap();
+        let old = Templates::load(Layout::V1, &["init"]).unwrap();
         assert!(old.names.iter().any(|n| n == "init/src/manager/mod.rs.tera"), "{:?}", old.names);
-        let now = Templates::load(&["init"]).unwrap();
+        let now = Templates::load(Layout::Current, &["init"]).unwrap();
         assert!(!now.names.iter().any(|n| n.starts_with("init/src/manager/")), "{:?}", now.names);
     }
 
@@ -530,7 +513,7 @@ mod tests {
 
     #[test]
     fn every_embedded_template_parses() {
-        let templates = Templates::load_where(|_| true).unwrap();
+        let templates = Templates::load_where(Layout::Current, |_| true).unwrap();
         assert!(templates.names.iter().any(|n| n.starts_with("init/")));
         assert!(!templates.plain.is_empty(), "the license-header-only templates are plain");
     }
@@ -549,7 +532,7 @@ mod tests {
             Some((Some("_partials/h".into()), "fn main() {}\n"))
         );
         assert_eq!(split_plain("{# owner: user #}# {{ project_name }}\n"), None);
-        let templates = Templates::load(&["init"]).unwrap();
+        let templates = Templates::load(Layout::Current, &["init"]).unwrap();
         let mut ctx = Context::new();
         for (k, v) in [("license", "apache2"), ("year", "2026"), ("owner", ""), ("project_name", "p")] {
             ctx.insert(k, v);
@@ -563,7 +546,7 @@ mod tests {
     #[test]
     fn plain_rust_templates_are_rustfmt_clean() {
         use std::io::Write as _;
-        let templates = Templates::load_where(|_| true).unwrap();
+        let templates = Templates::load_where(Layout::Current, |_| true).unwrap();
         let mut checked = 0;
         for (name, (_, body)) in templates.plain.iter().filter(|(n, _)| n.ends_with(".rs.tera")) {
             // Outside the repository: memop's own rustfmt.toml is not the generated projects'.

@@ -9,7 +9,7 @@
 use anyhow::Result;
 use include_dir::{Dir, include_dir};
 
-use super::{IfExists, Plan};
+use super::{Owner, Plan, plan_file};
 
 static CRATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/crates");
 
@@ -19,11 +19,12 @@ pub const RUNTIME_CRATES: &[&str] = &["memop-runtime", "memop-test"];
 /// The directory of the vendored crates in a project.
 pub const VENDOR: &str = "vendor";
 
-/// Plans `vendor/<crate>/…` for each of [`RUNTIME_CRATES`].
-pub fn vendor(plan: &mut Plan, if_exists: IfExists) -> Result<()> {
+/// Plans `vendor/<crate>/…` for each of [`RUNTIME_CRATES`]: memop's, one per project, so a
+/// file there already is kept unless `force`.
+pub fn vendor(plan: &mut Plan, force: bool) -> Result<()> {
     for (path, contents) in files() {
         // The crates are formatted in memop's repository (its CI checks them).
-        plan.write_formatted(&path, contents, if_exists)?;
+        plan_file(plan, &path, Owner::Memop, true, contents, true, force)?;
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use super::Request;
 use crate::commands::context::ProjectContext;
 use crate::project::{self, Api, Operand, Project, Resource};
 use crate::resource::ApiNames;
-use crate::scaffold::{self, IfExists, Plan, Templates};
+use crate::scaffold::{self, Plan, Templates};
 
 /// What the templates of an API see: the project's names, the API's spellings, and the few
 /// facts `create api` decided.
@@ -81,7 +81,7 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
         (Some(_), None) => "controller-operand",
         (None, None) => "controller-skeleton",
     };
-    let templates = Templates::load(&["resource", root, "manager-role"])?;
+    let templates = Templates::load(plan.layout(), &["resource", root, "manager-role"])?;
     if request.resource {
         let sharing = project.others(api).filter(|r| r.api.is_some());
         super::super::refuse_missing_shared(&templates, "resource", &ctx, plan, sharing)?;
@@ -104,7 +104,7 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     // The manager role, with this controller's rules: a generated file, which keeps the rules
     // it has, and the user's own role.yaml (see scaffold::generated).
     scaffold::render_root(&templates, "manager-role", &ctx, plan, false)?;
-    plan.write(project::FILE, project.render()?, IfExists::Overwrite)?;
+    plan.write(project::FILE, project.render()?)?;
     Ok(notes)
 }
 
@@ -115,10 +115,10 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
 fn plan_external(request: &Request, plan: &mut Plan, ctx: &mut tera::Context) -> Result<()> {
     let (api, crd) = (&request.api, request.external.as_ref().expect("an external request has its CRD"));
     let crd_path = api.external_crd_path();
-    plan.write(&crd_path, crd.yaml()?, IfExists::Overwrite)?;
+    plan.write(&crd_path, crd.yaml()?)?;
     plan.set_owner(Path::new(&crd_path), scaffold::Owner::User);
     let types = api.external_types_path();
-    plan.write(&types, crd.rust_types(api.version.as_str(), &crd_path)?, IfExists::Overwrite)?;
+    plan.write(&types, crd.rust_types(api.version.as_str(), &crd_path)?)?;
     let sample = crd.sample(api.version.as_str(), &format!("{}-sample", api.kind.kebab()))?;
     // Indented as the template's `json!` has it: rustfmt leaves macros be.
     ctx.insert("sample", &serde_json::to_string_pretty(&sample)?.replace('\n', "\n        "));
@@ -178,7 +178,7 @@ fn join_conversion(
         webhooks.spoke.sort();
     }
     let (hub_version, spokes) = (hub.names.version.to_string(), webhooks.spoke.clone());
-    let templates = Templates::load(&["webhook-conversion-spoke", "conversion-test"])?;
+    let templates = Templates::load(plan.layout(), &["webhook-conversion-spoke", "conversion-test"])?;
     let mut ctx = ctx.clone();
     ctx.insert("version", &hub_version);
     ctx.insert("spoke", &version);

@@ -8,7 +8,7 @@ use super::Request;
 use crate::commands::context::ProjectContext;
 use crate::project::{self, Project};
 use crate::resource::ApiNames;
-use crate::scaffold::{self, IfExists, Plan, Templates};
+use crate::scaffold::{self, Plan, Templates};
 
 /// What the webhook templates see: the project's names, the API's spellings, and the webhooks.
 #[derive(Debug, Serialize)]
@@ -98,7 +98,7 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     if request.conversion {
         roots.extend(["webhook-conversion", "webhook-conversion-spoke", "conversion-test"]);
     }
-    let templates = Templates::load(&roots)?;
+    let templates = Templates::load(plan.layout(), &roots)?;
     // The other kinds with webhooks (with a conversion webhook, for `conversion`).
     let others =
         |conversion: bool| project.others(api).filter(move |r| r.webhooks.is_some() && (!conversion || r.converts()));
@@ -124,7 +124,7 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     }
     // Written as `make manifests` would write it, from every kind's webhooks.
     scaffold::render_root(&templates, "webhook-manifests", &ctx, plan, request.force)?;
-    plan.write(project::FILE, project.render()?, IfExists::Overwrite)
+    plan.write(project::FILE, project.render()?)
 }
 
 /// The webhook configurations of every kind with webhooks, their webhooks sorted by name (as
