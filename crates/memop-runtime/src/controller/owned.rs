@@ -34,14 +34,15 @@ use super::{
     APPLIED_HASH, WatchScope, claims_fingerprint, fingerprint, in_sync, resource_version as version,
 };
 use crate::manager::Shared;
-use crate::manager::sharding::Shard;
+use crate::manager::sharding::{BUCKETS, Shard};
 
 /// How long the cache may lag behind an apply of this controller before it is believed again
 /// anyway. A watch event comes within milliseconds; this bounds the wait when one never comes
 /// (the object went away while the watch was reconnecting).
 const PENDING_FOR: Duration = Duration::from_secs(10);
 /// Applies in one second from which on the controller is changing objects in bulk (a fleet
-/// resized or created at once); see [`Owned::in_burst`].
+/// resized or created at once); see [`Owned::in_burst`]. A sharded replica, which applies its
+/// share of a fleet's changes, counts with its share of this rate ([`burst_rate`]).
 const BURST_RATE: u32 = 50;
 /// How long a burst may hold reports back: a fleet that keeps changing still gets its
 /// reports, interleaved with its applies, after this.
@@ -62,6 +63,8 @@ pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
     held: Arc<Mutex<HashSet<ObjectRef<K>>>>,
     release: Mutex<Option<tokio::task::AbortHandle>>,
     watch: tokio::task::AbortHandle,
+    /// This replica's share of the objects, with `--sharding`.
+    shard: Option<Shard>,
 }
 
 /// What the watch keeps, shared with the task that runs it.
@@ -329,10 +332,11 @@ where
             cache,
             changes,
             applied,
-            burst: Arc::default(),
+            burst: Arc::new(Mutex::new(Burst::new(BURST_RATE))),
             held: Arc::default(),
             release: Mutex::default(),
             watch: watch.abort_handle(),
+            shard: shared.shard.clone(),
         }
     }
 
@@ -457,7 +461,11 @@ where
             .lock()
             .expect("applied lock")
             .insert(key, record);
-        self.burst.lock().expect("burst lock").count(Instant::now());
+        let mut burst = self.burst.lock().expect("burst lock");
+        if let Some(shard) = &self.shard {
+            burst.rate = burst_rate(shard.active());
+        }
+        burst.count(Instant::now());
     }
 
     /// Records that a dry run of an apply of `desired` gave `observed`'s fields (a claimed
@@ -511,12 +519,13 @@ where
         *release = Some(task.abort_handle());
     }
 
-    /// Whether this process is applying objects in bulk: at least 50 in the last second, as
-    /// when a fleet is resized or created at once. A reconcile then holds back a report that
-    /// can wait (a status that says what was applied, not a failure), so that the API server,
-    /// which sets the pace, spends itself on the changes users asked for; kubebuilder's
-    /// controllers, whose requeues go through a 10-per-second limiter, report after their
-    /// applies too. A burst holds reports back for a minute at most.
+    /// Whether this process is applying objects in bulk: at least 50 in the last second (a
+    /// sharded replica: its share of 50), as when a fleet is resized or created at once. A
+    /// reconcile then holds back a report that can wait (a status that says what was applied,
+    /// not a failure), so that the API server, which sets the pace, spends itself on the
+    /// changes users asked for; kubebuilder's controllers, whose requeues go through a
+    /// 10-per-second limiter, report after their applies too. A burst holds reports back for a
+    /// minute at most.
     pub fn in_burst(&self) -> bool {
         self.burst
             .lock()
@@ -525,25 +534,45 @@ where
     }
 }
 
+/// The burst rate of a replica whose active buckets are `active` (a mask): its share of
+/// [`BURST_RATE`], so that a fleet changed at once is a burst for each of its shards as it is
+/// for one replica (three shards resizing 30,000 objects apply about 40 a second each).
+fn burst_rate(active: u64) -> u32 {
+    (BURST_RATE * active.count_ones())
+        .div_ceil(u32::from(BUCKETS))
+        .max(1)
+}
+
 /// Applies per second, counted in whole seconds: the last complete one and the current one.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Burst {
+    /// The applies in a second that make a burst.
+    rate: u32,
     /// Where the current second began, and the applies in it.
     second: Option<(Instant, u32)>,
     /// The applies of the second before.
     previous: u32,
-    /// Since when a second had [`BURST_RATE`] applies or more, while no second since had
-    /// fewer than half that.
+    /// Since when a second had `rate` applies or more, while no second since had fewer than
+    /// half that.
     since: Option<Instant>,
 }
 
 impl Burst {
+    fn new(rate: u32) -> Self {
+        Self {
+            rate,
+            second: None,
+            previous: 0,
+            since: None,
+        }
+    }
+
     /// Counts an apply at `now`.
     fn count(&mut self, now: Instant) {
         self.roll(now);
         let (_, count) = self.second.get_or_insert((now, 0));
         *count += 1;
-        if *count >= BURST_RATE {
+        if *count >= self.rate {
             self.since.get_or_insert(now);
         }
     }
@@ -574,7 +603,7 @@ impl Burst {
         // Below half the rate: a burst that only slowed down (the API server's flow control
         // makes the rate wobble) goes on; otherwise every slower second would end it and the
         // next busy one start a new one, holding reports for ever.
-        if self.previous < BURST_RATE / 2 {
+        if self.previous < self.rate / 2 {
             self.since = None;
         }
     }
@@ -606,9 +635,24 @@ mod tests {
     }
 
     #[test]
+    fn a_sharded_replica_bursts_at_its_share_of_the_rate() {
+        let buckets = |n: u32| (1u64 << n) - 1;
+        assert_eq!(burst_rate(u64::MAX), BURST_RATE);
+        assert_eq!(burst_rate(buckets(21)), 17);
+        assert_eq!(burst_rate(0), 1);
+        // One of three shards resizing a fleet (30,000 objects in about 250 s applies about 40
+        // a second): a burst for it, as the whole resize is for one replica.
+        let start = Instant::now();
+        let mut burst = Burst::new(burst_rate(buckets(21)));
+        applies(&mut burst, start, 40);
+        assert!(burst.active(start + Duration::from_millis(999)));
+        assert!(burst.active(start + Duration::from_millis(1500)));
+    }
+
+    #[test]
     fn a_burst_is_fifty_applies_in_a_second() {
         let start = Instant::now();
-        let mut burst = Burst::default();
+        let mut burst = Burst::new(BURST_RATE);
         applies(&mut burst, start, BURST_RATE - 1);
         assert!(!burst.active(start + Duration::from_millis(999)));
         burst.count(start + Duration::from_millis(999));
@@ -621,7 +665,7 @@ mod tests {
     #[test]
     fn a_burst_that_slows_down_for_a_second_goes_on_and_still_ends_within_a_minute() {
         let start = Instant::now();
-        let mut burst = Burst::default();
+        let mut burst = Burst::new(BURST_RATE);
         for second in 0..70 {
             let now = start + Duration::from_secs(second);
             // 60 applies a second, and 40 in one of them: slower, not over.
@@ -634,7 +678,7 @@ mod tests {
     #[test]
     fn a_few_applies_now_and_then_are_no_burst() {
         let start = Instant::now();
-        let mut burst = Burst::default();
+        let mut burst = Burst::new(BURST_RATE);
         for second in 0..10 {
             applies(&mut burst, start + Duration::from_secs(second), 10);
             assert!(!burst.active(start + Duration::from_secs(second)));
@@ -644,7 +688,7 @@ mod tests {
     #[test]
     fn a_burst_holds_reports_back_for_a_minute_at_most() {
         let start = Instant::now();
-        let mut burst = Burst::default();
+        let mut burst = Burst::new(BURST_RATE);
         for second in 0..70 {
             let now = start + Duration::from_secs(second);
             applies(&mut burst, now, BURST_RATE * 2);
