@@ -25,5 +25,5 @@ pub fn run<C: CommandFactory>(args: Args) -> Result<()> {
     // Into memory first: clap_complete panics when it cannot write.
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut cmd, "memop", &mut script);
-    super::report(&String::from_utf8_lossy(&script))
+    super::tell(&String::from_utf8_lossy(&script))
 }

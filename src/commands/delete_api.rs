@@ -16,7 +16,7 @@ use anyhow::{Context as _, Result, bail};
 
 use super::gvk::GvkArgs;
 use super::update;
-use super::{Global, finish_then};
+use super::{Global, Report, finish};
 use crate::project::{self, Project, Webhooks};
 use crate::resource::ApiNames;
 use crate::scaffold::merge::{self, Decision};
@@ -57,24 +57,23 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
 
     let gvk = format!("{}/{} {}", api.group, api.version, api.kind);
-    let bases: Vec<(String, String)> = bases.into_iter().chain(chart.bases.iter().cloned()).collect();
-    let written = finish_then(global, plan, || sum::keep_bases(&global.dir, &bases))?;
-    // After the files, as the real run says what it did.
+    let mut report = Report::default();
+    report.keep_bases(bases);
+    // Where the real run says what it did.
     if global.dry_run {
-        super::report(&format!("Would delete {gvk}; {} is served and stored as {}.\n", api.kind, target.storage))?;
+        report.say(format!("Would delete {gvk}; {} is served and stored as {}.\n", api.kind, target.storage));
     }
     for note in &notes {
-        crate::warn_line!("note: {note}");
+        report.note(note);
     }
-    if written {
-        super::report(&format!(
-            "Deleted {gvk}; {} is served and stored as {}. Next:\n  \
-             $ make manifests   # config/crd from the code, which no longer has {}\n  \
-             $ make test\n",
-            api.kind, target.storage, api.version
-        ))?;
-    }
-    super::finish_merged(global, &chart, written, super::helm::FRESH_CHART)
+    report.next(format!(
+        "Deleted {gvk}; {} is served and stored as {}. Next:\n  \
+         $ make manifests   # config/crd from the code, which no longer has {}\n  \
+         $ make test\n",
+        api.kind, target.storage, api.version
+    ));
+    report.merged(chart, super::helm::FRESH_CHART);
+    finish(global, plan, report)
 }
 
 /// What the deletion leaves: the version the kind is stored as, which takes the controller and

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result};
 
-use super::{Global, finish};
+use super::{Global, Report, finish};
 use crate::names::external::ExternalCrd;
 use crate::project::Project;
 use crate::scaffold::Plan;
@@ -47,11 +47,10 @@ pub fn run(global: &Global, _args: Args) -> Result<()> {
         kinds.push(api.kind.to_string());
     }
     if kinds.is_empty() {
-        return super::report(
+        return super::tell(
             "The project has no external kinds: `memop create api --external-api-crd FILE --resource=false \
              --controller=true` adds one.\n",
         );
     }
-    finish(global, plan)?;
-    Ok(())
+    finish(global, plan, Report::default())
 }

@@ -18,8 +18,8 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use super::Global;
 use super::context::ProjectContext;
+use super::{Global, Report};
 use crate::project::{self, AutoUpdatePlugin, HelmPlugin, Project};
 use crate::scaffold::reconcile::{Merged, merge_memop_files};
 use crate::scaffold::{self, Entry, Owner, Plan, Templates};
@@ -135,20 +135,19 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         false => Merged::default(),
     };
     plan.write(project::FILE, project.render()?)?;
-    let written = super::finish_keeping(global, plan, &[&merged, &workflow])?;
-    if written {
-        super::report(&format!(
-            "\nThe Helm chart of {name} is in {output}/{CHART}. Next:\n  $ helm lint {output}/{CHART}\n  \
-             $ helm install {name} {output}/{CHART} -n {name}-system --create-namespace \\\n      \
-             --set manager.image.repository=<registry>/{name} --set manager.image.tag=<tag>\n",
-            name = project.project_name
-        ))?;
+    let mut report = Report::default();
+    report.next(format!(
+        "\nThe Helm chart of {name} is in {output}/{CHART}. Next:\n  $ helm lint {output}/{CHART}\n  \
+         $ helm install {name} {output}/{CHART} -n {name}-system --create-namespace \\\n      \
+         --set manager.image.repository=<registry>/{name} --set manager.image.tag=<tag>\n",
+        name = project.project_name
+    ));
+    if autoupdate {
+        report.next(AUTOUPDATE_NEXT);
     }
-    if written && autoupdate {
-        super::report(AUTOUPDATE_NEXT)?;
-    }
-    super::finish_merged(global, &workflow, written, FRESH_WORKFLOW)?;
-    super::finish_merged(global, &merged, written, FRESH_CHART)
+    report.merged(workflow, FRESH_WORKFLOW);
+    report.merged(merged, FRESH_CHART);
+    super::finish(global, plan, report)
 }
 
 /// Refuses to write the chart into `<output>/chart` when a chart is there already that memop did
@@ -194,11 +193,10 @@ fn edit_autoupdate(global: &Global, args: &Args, mut project: Project) -> Result
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
     let merged = add_autoupdate(args, &mut project, &mut plan, &record)?;
     plan.write(project::FILE, project.render()?)?;
-    let written = super::finish_keeping(global, plan, &[&merged])?;
-    if written {
-        super::report(AUTOUPDATE_NEXT)?;
-    }
-    super::finish_merged(global, &merged, written, FRESH_WORKFLOW)
+    let mut report = Report::default();
+    report.next(AUTOUPDATE_NEXT);
+    report.merged(merged, FRESH_WORKFLOW);
+    super::finish(global, plan, report)
 }
 
 /// Records the autoupdate plugin in `project`, with the repository memop is installed from, and

@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 
 use super::context::ProjectContext;
-use super::{Global, finish};
+use super::{Global, Report, finish};
 use crate::names::{Domain, ProjectName};
 use crate::project::{self, Project};
 use crate::scaffold::{self, Owner, Plan, Templates};
@@ -164,10 +164,9 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     scaffold::plan_file(&mut plan, "Cargo.lock", Owner::Memop, true, lock, false, args.force)?;
     plan.write(project::FILE, project.render()?)?;
 
-    if finish(global, plan)? {
-        super::report("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached\n")?;
-    }
-    Ok(())
+    let mut report = Report::default();
+    report.next("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached\n");
+    finish(global, plan, report)
 }
 
 /// A short list of what `dir` already holds, ignoring hidden entries (`.git`, editor files);

@@ -12,6 +12,7 @@ mod gvk;
 pub mod helm;
 pub mod init;
 pub mod plugins;
+mod report;
 pub mod update;
 pub mod version;
 
@@ -20,8 +21,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 
 use crate::scaffold::Plan;
-use crate::scaffold::reconcile::{Merged, kept_note};
 use crate::sum;
+use report::Line;
+pub use report::Report;
 
 /// Options every command takes.
 #[derive(Debug)]
@@ -38,9 +40,9 @@ pub fn say(text: &str) -> Result<()> {
     out.write_all(text.as_bytes()).and_then(|()| out.flush()).context("writing to standard output")
 }
 
-/// [`say`] for what a command reports once its work is done: a reader that stopped reading
+/// [`say`] for what a command tells once its work is done: a reader that stopped reading
 /// (`| head`) wanted no more, and the command did not fail.
-pub fn report(text: &str) -> Result<()> {
+pub fn tell(text: &str) -> Result<()> {
     match say(text) {
         Err(err)
             if err
@@ -89,37 +91,52 @@ pub fn refuse_missing_shared<'a>(
     Ok(())
 }
 
-/// Prints a dry run, or applies the plan and lists what was written.
-///
-/// Returns whether anything was written, so the caller can tailor its closing hint.
-pub fn finish(global: &Global, plan: Plan) -> Result<bool> {
-    finish_then(global, plan, || {})
-}
-
-/// [`finish`], running `written` as soon as the plan is written, before anything is reported:
-/// what must follow the files (update's merge bases) then follows them even when the report
-/// cannot be written.
-pub fn finish_then(global: &Global, mut plan: Plan, written: impl FnOnce()) -> Result<bool> {
+/// Formats the plan and records it in `PROJECT.sum`, then shows it (a dry run) or writes it and
+/// keeps the report's merge bases at once; only then prints the plan's warnings, the files and the
+/// report, in that order for a dry run as for a real one. Fails, once all is printed, when files
+/// are in conflict.
+pub fn finish(global: &Global, mut plan: Plan, report: Report) -> Result<()> {
     plan.format_rust()?;
     record(&mut plan)?;
     // The last moment to stop: after it, the plan is written whole.
     if crate::interrupted() {
         bail!("interrupted; nothing was written");
     }
-    for note in plan.notes() {
-        crate::warn_line!("warning: {note}");
+    let warnings = plan.notes().to_vec();
+    let (files, written) = match (global.dry_run, plan.is_empty()) {
+        (true, _) => (plan.render_dry_run(), false),
+        (false, true) => ("Nothing to do: the project already has everything this command generates.\n".into(), false),
+        (false, false) => {
+            let root = plan.root().to_path_buf();
+            let applied = plan.apply()?;
+            // Right after the files, so that a report that cannot be written loses no base.
+            sum::keep_bases(&global.dir, &report.bases);
+            (written_files(&root, &applied), true)
+        }
+    };
+    for warning in warnings {
+        crate::warn_line!("warning: {warning}");
     }
-    if global.dry_run {
-        say(&plan.render_dry_run())?;
-        return Ok(false);
+    let out = |text: &str| match written {
+        true => tell(text).context("the changes were written (`git status` shows them), but not their report"),
+        false => tell(text),
+    };
+    match written {
+        true => out(&files)?,
+        // A dry run cut short shows less than the real run would do: a failure.
+        false => say(&files)?,
     }
-    if plan.is_empty() {
-        say("Nothing to do: the project already has everything this command generates.\n")?;
-        return Ok(false);
+    for line in report.lines(written) {
+        match line {
+            Line::Out(text) => out(&text)?,
+            Line::Err(text) => crate::warn_line!("{text}"),
+        }
     }
-    let root = plan.root().to_path_buf();
-    let applied = plan.apply()?;
-    written();
+    report.conflicts(global.dry_run)
+}
+
+/// The files `applied` wrote under `root`, one line each.
+fn written_files(root: &Path, applied: &crate::scaffold::Applied) -> String {
     let mut report = String::new();
     // memop's copies of its runtime crates are one line each: they are not files to read.
     let mut vendored: std::collections::BTreeMap<PathBuf, usize> = Default::default();
@@ -142,8 +159,7 @@ pub fn finish_then(global: &Global, mut plan: Plan, written: impl FnOnce()) -> R
     for path in &applied.removed {
         report.push_str(&format!("  remove  {}\n", root.join(path).display()));
     }
-    self::report(&report).context("the changes were written (`git status` shows them), but not their report")?;
-    Ok(true)
+    report
 }
 
 /// Adds to the plan `PROJECT.sum` with the blob id of every file the plan writes, so that a
@@ -229,46 +245,6 @@ pub fn parse_flags<A: clap::Args>(flags: &[String]) -> Result<A> {
         args: A,
     }
     Ok(<Replay<A> as clap::Parser>::try_parse_from(flags)?.args)
-}
-
-/// [`finish`] of a plan that holds `merged`'s files: memop's text of each merged file, the base
-/// of its next merge, is kept as soon as the files are written, before anything is reported (a
-/// report that cannot be written loses no base).
-pub(crate) fn finish_keeping(global: &Global, plan: Plan, merged: &[&Merged]) -> Result<bool> {
-    let bases: Vec<(String, String)> = merged.iter().flat_map(|m| m.bases.iter().cloned()).collect();
-    finish_then(global, plan, || sum::keep_bases(&global.dir, &bases))
-}
-
-/// Once the plan is written (by [`finish_keeping`]): says which files were merged or kept
-/// (`what`: the files, as the user knows them). Fails, naming the files, when there are
-/// conflicts to resolve.
-pub(crate) fn finish_merged(global: &Global, merged: &Merged, written: bool, what: &str) -> Result<()> {
-    if written && !merged.merged.is_empty() {
-        report(&format!("Merged memop's changes with your edits in: {}\n", merged.merged.join(", ")))?;
-    }
-    for (path, recorded) in &merged.kept {
-        crate::warn_line!("{}", kept_note(path, *recorded, what));
-    }
-    if !merged.conflicts.is_empty() {
-        let paths: Vec<&str> = merged.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
-        bail!(
-            "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
-             <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest {}), then \
-             run `make test` and commit",
-            paths.join(", "),
-            written_or_would(global)
-        );
-    }
-    Ok(())
-}
-
-/// What became of the rest of a command's files when some conflict: written, or in a dry run
-/// what the real run does with them.
-fn written_or_would(global: &Global) -> &'static str {
-    match global.dry_run {
-        true => "would be written, as shown above; this dry run wrote nothing",
-        false => "is written",
-    }
 }
 
 #[cfg(test)]

@@ -30,10 +30,10 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 
-use super::{Global, finish, finish_then, written_or_would};
+use super::{Global, Report, finish};
 use crate::project::{self, Project, Resource, Webhooks};
 use crate::scaffold::merge;
-use crate::scaffold::reconcile::{Base, Conflict, Merged, kept_note, refuse_unresolved};
+use crate::scaffold::reconcile::{Base, Conflict, Merged, refuse_unresolved};
 use crate::scaffold::{self, Layout, Owner, Plan, RUNTIME_CRATES, Templates};
 use crate::sum::{self, Sum};
 
@@ -92,12 +92,6 @@ struct Summary {
 }
 
 impl Summary {
-    /// Prints `text` on stderr, as memop's notes go, and keeps it for the summary.
-    fn note(&mut self, text: String) {
-        crate::warn_line!("{text}");
-        self.notes.push(text.trim_start_matches("note: ").to_string());
-    }
-
     fn render(&self, dry_run: bool, error: Option<&anyhow::Error>) -> String {
         let code = |paths: &[String]| paths.iter().map(|p| format!("- `{p}`\n")).collect::<String>();
         let mut out = match self.from.is_empty() || self.from == self.to {
@@ -254,35 +248,17 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     let news = |path: &&Path| *path != Path::new(project::FILE) && *path != Path::new(sum::FILE);
     summary.changed = plan.planned().map(|(path, _)| path).filter(news).map(|p| p.display().to_string()).collect();
     summary.removed = plan.removed().map(|path| path.display().to_string()).collect();
-    // The text memop's templates give now, which PROJECT.sum records as the base of the next
-    // merge: kept where git can read it back, as the text of every file committed is; right
-    // after the files, so that a report that cannot be written loses no base.
-    let bases: Vec<(String, String)> = updated.memops.bases.iter().chain(&chart.bases).cloned().collect();
-    let written = finish_then(global, plan, || sum::keep_bases(dir, &bases))?;
-    if written {
-        let from = match (from.is_empty(), v1) {
-            (_, true) => "memop 0.1 (its framework in src/manager and tests/support)".to_string(),
-            (true, false) => "an earlier memop".to_string(),
-            (false, false) => format!("memop {from}"),
-        };
-        super::report(&format!(
-            "\nUpdated from {from} to memop {version}: its runtime, and memop's files. Next:\n  \
-             $ make manifests   # config/crd, config/rbac/role.yaml, config/webhook from your code\n  \
-             $ cargo test       # the lock follows the new runtime's dependencies on the first build\n"
-        ))?;
-        if !updated.memops.merged.is_empty() {
-            super::report(&format!(
-                "Merged memop's changes with your edits in: {}\n",
-                updated.memops.merged.join(", ")
-            ))?;
-        }
-        if !dropped.is_empty() {
-            super::report(&format!(
-                "The runtime no longer has these files, which nothing builds now; delete them:\n  $ git rm {}\n",
-                dropped.join(" ")
-            ))?;
-        }
-    }
+    let from = match (from.is_empty(), v1) {
+        (_, true) => "memop 0.1 (its framework in src/manager and tests/support)".to_string(),
+        (true, false) => "an earlier memop".to_string(),
+        (false, false) => format!("memop {from}"),
+    };
+    let mut report = Report::default();
+    report.next(format!(
+        "\nUpdated from {from} to memop {version}: its runtime, and memop's files. Next:\n  \
+         $ make manifests   # config/crd, config/rbac/role.yaml, config/webhook from your code\n  \
+         $ cargo test       # the lock follows the new runtime's dependencies on the first build\n"
+    ));
     for (path, ids) in &updated.yours {
         let see = match ids {
             // The update keeps memop's new text where git finds it (`refs/memop/bases`).
@@ -298,49 +274,43 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
             }
             None => "see memop's text now with `memop init` and `create api` in an empty directory".to_string(),
         };
-        summary.note(format!(
-            "note: {path} is yours, so it was left as it is, but memop now writes it otherwise than when it made \
+        report.note(format!(
+            "{path} is yours, so it was left as it is, but memop now writes it otherwise than when it made \
              your copy (its code, or the runtime's API it calls, changed): {see}, and bring into your file what \
              you need"
         ));
     }
     for path in &updated.stranded {
-        summary.note(format!(
-            "note: {path} is memop 0.1's framework, which the runtime crates provide now, and you edited it, so it \
+        report.note(format!(
+            "{path} is memop 0.1's framework, which the runtime crates provide now, and you edited it, so it \
              was kept: move your change into your own code (or propose it to memop-runtime), then `git rm {path}`"
         ));
     }
-    if v1 && !updated.memops.conflicts.is_empty() {
-        let paths: Vec<&str> = updated.memops.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
-        bail!(
-            "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
-             <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest of the update {}), \
-             then run `make manifests test` and commit",
-            paths.join(", "),
-            written_or_would(global)
-        );
-    }
     if !updated.generated.is_empty() {
-        summary.note(format!(
-            "note: {} differ from what memop generates now; they are generated from your code: run `make manifests`",
+        report.note(format!(
+            "{} differ from what memop generates now; they are generated from your code: run `make manifests`",
             updated.generated.join(", ")
         ));
     }
-    for (path, recorded) in &updated.memops.kept {
-        summary.note(kept_note(path, *recorded, "`memop init` in an empty directory"));
+    // The text memop's templates give now (of memop's files and of yours), which PROJECT.sum
+    // records as the base of the next merge: kept where git can read it back, as the text of
+    // every file committed is.
+    report.updated(updated.memops, "`memop init` in an empty directory");
+    if !dropped.is_empty() {
+        report.next(format!(
+            "The runtime no longer has these files, which nothing builds now; delete them:\n  $ git rm {}\n",
+            dropped.join(" ")
+        ));
     }
-    for (path, recorded) in &chart.kept {
-        summary
-            .notes
-            .push(kept_note(path, *recorded, super::helm::FRESH_CHART).trim_start_matches("note: ").to_string());
-    }
-    if written && !dropped.is_empty() {
+    report.merged(chart, super::helm::FRESH_CHART);
+    summary.notes = report.notes().collect();
+    if !global.dry_run && !plan.is_empty() && !dropped.is_empty() {
         summary.notes.push(format!(
             "The runtime no longer has these files, which nothing builds now; delete them: `git rm {}`",
             dropped.join(" ")
         ));
     }
-    super::finish_merged(global, &chart, written, super::helm::FRESH_CHART)
+    finish(global, plan, report)
 }
 
 /// memop's text of every file of the project, from PROJECT alone: init's scaffold, then `create
@@ -649,10 +619,9 @@ fn write_conflicts(global: &Global, conflicts: &[&Conflict]) -> Result<()> {
         marked.write_formatted(path, text.clone())?;
         marked.set_base(path, new.clone());
     }
-    let bases: Vec<(String, String)> = conflicts.iter().map(|(p, _, new)| (p.clone(), new.clone())).collect();
-    if finish(global, marked)? {
-        sum::keep_bases(&global.dir, &bases);
-    }
+    let mut report = Report::default();
+    report.keep_bases(conflicts.iter().map(|(p, _, new)| (p.clone(), new.clone())));
+    finish(global, marked, report)?;
     let paths: Vec<&str> = conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
     if global.dry_run {
         bail!(

@@ -151,17 +151,14 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     notes.splice(0..0, request.notes.iter().cloned());
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
 
-    let written = super::finish_keeping(global, plan, &[&chart])?;
-    // Said once the plan went through (so that no success line comes before a failure), after
-    // the files, in a dry run as in a real one.
-    super::report(&summary(&request))?;
+    let mut report = super::Report::default();
+    report.say(summary(&request));
     for note in &notes {
-        crate::warn_line!("note: {note}");
+        report.note(note);
     }
-    if written {
-        super::report(&next(&request))?;
-    }
-    super::finish_merged(global, &chart, written, super::helm::FRESH_CHART)
+    report.next(next(&request));
+    report.merged(chart, super::helm::FRESH_CHART);
+    super::finish(global, plan, report)
 }
 
 /// The line that says which controller the kind got.

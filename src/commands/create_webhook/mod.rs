@@ -58,11 +58,10 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut plan = Plan::new(&global.dir);
     scaffold::scaffold(&request, &mut project, &mut plan)?;
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
-    let written = super::finish_keeping(global, plan, &[&chart])?;
-    if written {
-        super::report(&next(&request))?;
-    }
-    super::finish_merged(global, &chart, written, super::helm::FRESH_CHART)
+    let mut report = super::Report::default();
+    report.next(next(&request));
+    report.merged(chart, super::helm::FRESH_CHART);
+    super::finish(global, plan, report)
 }
 
 /// Plans into `plan` what `memop create webhook` planned for `request` (see [`Request::replay`]),

@@ -1,0 +1,199 @@
+//! What a command tells the user: one [`Report`], filled while the command plans and printed once
+//! by [`super::finish`], after the files are written and the merge bases kept.
+//!
+//! A dry run builds the same report as the real run and prints it in the same order; it only
+//! leaves out what follows the writing (the next steps, the files merged), which it did not do.
+
+use anyhow::{Result, bail};
+
+use crate::scaffold::reconcile::{Merged, kept_note};
+
+/// What a command did, or in a dry run would do, beyond the files: filled in order as the
+/// command goes, printed by [`super::finish`].
+#[derive(Debug, Default)]
+pub struct Report {
+    items: Vec<Item>,
+    /// memop's text of the files merged or left to the user, by path: kept (where git reads it
+    /// back) as the base of the next merge, as soon as the files are written.
+    pub(super) bases: Vec<(String, String)>,
+}
+
+#[derive(Debug)]
+enum Item {
+    /// Said on standard output, in a dry run as in a real one.
+    Say(String),
+    /// Said on standard output once the files are written: what to do next.
+    Next(String),
+    /// A note on standard error.
+    Note(String),
+    /// Files of memop's merged with the user's edits, kept as they are, or in conflict.
+    Merged { merged: Merged, compare: &'static str, update: bool },
+}
+
+/// One line (or lines) of a report, and its stream.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Line {
+    Out(String),
+    Err(String),
+}
+
+impl Report {
+    /// Says `text` after the files, in a dry run too.
+    pub fn say(&mut self, text: impl Into<String>) {
+        self.items.push(Item::Say(text.into()));
+    }
+
+    /// Says `text` once the files are written (a dry run wrote none).
+    pub fn next(&mut self, text: impl Into<String>) {
+        self.items.push(Item::Next(text.into()));
+    }
+
+    /// Notes `text` on standard error, as `note: …`.
+    pub fn note(&mut self, text: impl std::fmt::Display) {
+        self.items.push(Item::Note(format!("note: {text}")));
+    }
+
+    /// Keeps `bases` (path, memop's text) for the next merge, once the files are written.
+    pub fn keep_bases(&mut self, bases: impl IntoIterator<Item = (String, String)>) {
+        self.bases.extend(bases);
+    }
+
+    /// Reports what became of memop's files that `merged` planned (`compare`: how the user sees
+    /// memop's text of a file kept as it is), and keeps their bases. Conflicts fail the command,
+    /// once the whole report is printed.
+    pub(crate) fn merged(&mut self, merged: Merged, compare: &'static str) {
+        self.push_merged(merged, compare, false);
+    }
+
+    /// [`Report::merged`] for `memop update`'s own files, whose conflicts leave the rest of the
+    /// update written, to be followed by `make manifests`.
+    pub(crate) fn updated(&mut self, merged: Merged, compare: &'static str) {
+        self.push_merged(merged, compare, true);
+    }
+
+    fn push_merged(&mut self, merged: Merged, compare: &'static str, update: bool) {
+        self.bases.extend(merged.bases.iter().cloned());
+        self.items.push(Item::Merged { merged, compare, update });
+    }
+
+    /// The notes, in order, as printed (without their `note: `), for `update --summary`.
+    pub(super) fn notes(&self) -> impl Iterator<Item = String> + '_ {
+        self.lines(true).into_iter().filter_map(|line| match line {
+            Line::Err(text) => Some(text.trim_start_matches("note: ").to_string()),
+            Line::Out(_) => None,
+        })
+    }
+
+    /// The report's lines, in one order whether the files were `written` or not: a dry run has
+    /// the same lines, less the ones that follow the writing.
+    pub(super) fn lines(&self, written: bool) -> Vec<Line> {
+        let mut lines = Vec::new();
+        for item in &self.items {
+            match item {
+                Item::Say(text) => lines.push(Line::Out(text.clone())),
+                Item::Next(text) if written => lines.push(Line::Out(text.clone())),
+                Item::Next(_) => {}
+                Item::Note(text) => lines.push(Line::Err(text.clone())),
+                Item::Merged { merged, compare, .. } => {
+                    if written && !merged.merged.is_empty() {
+                        let paths = merged.merged.join(", ");
+                        lines.push(Line::Out(format!("Merged memop's changes with your edits in: {paths}\n")));
+                    }
+                    for (path, recorded) in &merged.kept {
+                        lines.push(Line::Err(kept_note(path, *recorded, compare)));
+                    }
+                }
+            }
+        }
+        lines
+    }
+
+    /// The error of the first files in conflict, if any: the files to resolve, and what became
+    /// of the rest (written, or in a dry run what the real run does with them).
+    pub(super) fn conflicts(&self, dry_run: bool) -> Result<()> {
+        let first = self.items.iter().find_map(|item| match item {
+            Item::Merged { merged, update, .. } if !merged.conflicts.is_empty() => Some((merged, *update)),
+            _ => None,
+        });
+        let Some((merged, update)) = first else { return Ok(()) };
+        let paths: Vec<&str> = merged.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
+        let (rest, check) = match update {
+            true => ("the rest of the update", "make manifests test"),
+            false => ("the rest", "make test"),
+        };
+        let written = match dry_run {
+            true => "would be written, as shown above; this dry run wrote nothing",
+            false => "is written",
+        };
+        bail!(
+            "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
+             <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there ({rest} {written}), then \
+             run `{check}` and commit",
+            paths.join(", ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Line, Report};
+    use crate::scaffold::reconcile::Merged;
+
+    fn report() -> Report {
+        let mut report = Report::default();
+        report.say("Memcached: a controller.\n");
+        report.note("the kind is new");
+        report.next("Next: make test\n");
+        let merged = Merged {
+            merged: vec!["Makefile".into()],
+            conflicts: vec![("src/main.rs".into(), "<<<<<<<".into(), "fn main() {}".into())],
+            kept: vec![("README.md".into(), false)],
+            bases: vec![("Makefile".into(), "all:".into())],
+            unresolved: Vec::new(),
+        };
+        report.merged(merged, "a fresh project");
+        report.next("Then commit.\n");
+        report
+    }
+
+    /// A dry run prints the real run's report in the same order, less what follows the writing.
+    #[test]
+    fn a_dry_run_reports_in_the_real_runs_order() {
+        let report = report();
+        let real = report.lines(true);
+        let kept = "note: README.md is not as memop writes it, and memop has no record of writing it (PROJECT.sum \
+                    does not list it), so it was kept as it is; compare it with a fresh project";
+        assert_eq!(
+            real,
+            [
+                Line::Out("Memcached: a controller.\n".into()),
+                Line::Err("note: the kind is new".into()),
+                Line::Out("Next: make test\n".into()),
+                Line::Out("Merged memop's changes with your edits in: Makefile\n".into()),
+                Line::Err(kept.into()),
+                Line::Out("Then commit.\n".into()),
+            ]
+        );
+        // The real run's lines, less the next steps and the files merged.
+        let after_writing = ["Next", "Merged", "Then"];
+        let dry: Vec<Line> = real
+            .into_iter()
+            .filter(|line| !matches!(line, Line::Out(text) if after_writing.iter().any(|s| text.starts_with(s))))
+            .collect();
+        assert_eq!(report.lines(false), dry);
+        assert_eq!(report.bases, [("Makefile".to_string(), "all:".to_string())]);
+        assert_eq!(report.notes().collect::<Vec<_>>(), ["the kind is new", &kept["note: ".len()..]]);
+    }
+
+    /// Both runs end with the same conflict, each saying what became of the rest.
+    #[test]
+    fn conflicts_fail_a_dry_run_as_the_real_run() {
+        let report = report();
+        let (real, dry) =
+            (report.conflicts(false).unwrap_err().to_string(), report.conflicts(true).unwrap_err().to_string());
+        assert!(real.starts_with("memop's changes and your edits touch the same lines of src/main.rs:"), "{real}");
+        assert!(real.contains("(the rest is written), then run `make test` and commit"), "{real}");
+        assert_eq!(dry, real.replace("is written", "would be written, as shown above; this dry run wrote nothing"));
+        assert!(Report::default().conflicts(false).is_ok());
+    }
+}
