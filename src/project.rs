@@ -116,6 +116,9 @@ pub struct Resource {
     /// The kind's other controllers (`create api --controller-name NAME`), by name, in the order
     /// they were made: each its own module, `src/controller/<name, snake_cased>.rs`.
     pub controllers: Vec<String>,
+    /// The version the kind is stored in, when it is served in several: every version's entry
+    /// records it, so replay reads it here and not back out of `STORAGE_VERSIONS` (the user's).
+    pub storage_version: Option<String>,
 }
 
 /// A named controller as PROJECT records it, kubebuilder's `controllers: [{name: ...}]`.
@@ -154,6 +157,8 @@ struct Record {
     /// Only when it differs from the regular plural of the kind, as in kubebuilder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     plural: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    storage_version: Option<String>,
     version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     webhooks: Option<Webhooks>,
@@ -192,8 +197,15 @@ impl TryFrom<Record> for Resource {
                 if record.domain != kind.domain {
                     bail!("core: true, and the domain of Kubernetes' group {} is {:?}", record.group, kind.domain);
                 }
-                if record.api.is_some() || record.operand.is_some() || record.plural.is_some() {
-                    bail!("core: true, and a kind of Kubernetes' own has no api, operand nor plural of the project's");
+                if record.api.is_some()
+                    || record.operand.is_some()
+                    || record.plural.is_some()
+                    || record.storage_version.is_some()
+                {
+                    bail!(
+                        "core: true, and a kind of Kubernetes' own has no api, operand, plural nor storageVersion of \
+                         the project's"
+                    );
                 }
                 if record.webhooks.as_ref().is_some_and(|w| w.conversion || !w.spoke.is_empty()) {
                     bail!("core: true, and the API server converts a kind of Kubernetes' own itself: no conversion");
@@ -207,6 +219,7 @@ impl TryFrom<Record> for Resource {
                     operand: None,
                     webhooks,
                     controllers,
+                    storage_version: None,
                 });
             }
             if record.external {
@@ -242,6 +255,9 @@ impl TryFrom<Record> for Resource {
             for spoke in record.webhooks.iter().flat_map(|w| &w.spoke) {
                 Version::parse(spoke)?;
             }
+            if let Some(storage) = &record.storage_version {
+                Version::parse(storage)?;
+            }
             Ok(Self {
                 names,
                 api: record.api.clone(),
@@ -249,6 +265,7 @@ impl TryFrom<Record> for Resource {
                 operand: record.operand.clone(),
                 webhooks: record.webhooks.clone(),
                 controllers: named_controllers(&record)?,
+                storage_version: record.storage_version.clone(),
             })
         };
         // serde shows only the innermost message: say which resource, and why.
@@ -272,6 +289,7 @@ impl From<Resource> for Record {
             plural: (!names.builtin && !names.external && !names.plural.is_regular_for(&names.kind))
                 .then(|| names.plural.to_string()),
             kind: names.kind.to_string(),
+            storage_version: resource.storage_version,
             version: names.version.to_string(),
             webhooks: resource.webhooks,
         }
@@ -283,8 +301,12 @@ impl From<Resource> for Record {
 /// truth), and its CRD where the project keeps it.
 fn external_resource(record: &Record) -> Result<Resource> {
     use crate::names::{Kind, Plural};
-    if record.api.is_some() || record.operand.is_some() || record.webhooks.is_some() {
-        bail!("external: true, and the project has no types (api), operand nor webhooks of another project's kind");
+    if record.api.is_some() || record.operand.is_some() || record.webhooks.is_some() || record.storage_version.is_some()
+    {
+        bail!(
+            "external: true, and the project has no types (api), operand, webhooks nor storageVersion of another \
+             project's kind"
+        );
     }
     if !record.controllers.is_empty() {
         bail!("external: true, and memop scaffolds no named controllers (controllers) over another project's kind");
@@ -307,6 +329,7 @@ fn external_resource(record: &Record) -> Result<Resource> {
         operand: None,
         webhooks: None,
         controllers: Vec::new(),
+        storage_version: None,
     })
 }
 
@@ -531,6 +554,7 @@ impl Project {
                 bail!("it lists the resource {at} twice");
             }
         }
+        project.check_storage_versions()?;
         Ok(project)
     }
 
@@ -554,6 +578,39 @@ impl Project {
     /// Every resource but `api`'s.
     pub fn others<'a>(&'a self, api: &'a ApiNames) -> impl Iterator<Item = &'a Resource> {
         self.resources.iter().filter(move |r| !r.names.same_gvk(api))
+    }
+
+    /// The version `api`'s kind is stored in, as PROJECT records it (for a kind served in several
+    /// versions; `None` for one served in one, or in a PROJECT of a memop that did not record it).
+    pub fn storage_version(&self, api: &ApiNames) -> Option<&str> {
+        self.resources.iter().filter(|r| r.names.same_kind(api)).find_map(|r| r.storage_version.as_deref())
+    }
+
+    /// Records `version` as the storage version of `api`'s kind in the entry of each of its
+    /// versions with types; `None` (a kind left with one version) records none.
+    pub fn set_storage_version(&mut self, api: &ApiNames, version: Option<&str>) {
+        for resource in self.resources.iter_mut().filter(|r| r.names.same_kind(api) && r.api.is_some()) {
+            resource.storage_version = version.map(str::to_string);
+        }
+    }
+
+    /// Holds each kind's `storageVersion` to one of its versions with types, the same in each.
+    fn check_storage_versions(&self) -> Result<()> {
+        for resource in &self.resources {
+            let Some(storage) = &resource.storage_version else { continue };
+            let at = resource.describe();
+            if resource.api.is_none() {
+                bail!("its resource {at}: storageVersion is recorded only for a kind with types (api)");
+            }
+            let kind = self.resources.iter().filter(|r| r.names.same_kind(&resource.names) && r.api.is_some());
+            if kind.clone().any(|r| r.storage_version.as_ref() != Some(storage)) {
+                bail!("its resource {at}: each version of {} must record the same storageVersion", resource.names.kind);
+            }
+            if !kind.clone().any(|r| r.names.version.to_string() == *storage) {
+                bail!("its resource {at}: storageVersion {storage:?} is not a version of {}", resource.names.kind);
+            }
+        }
+        Ok(())
     }
 
     /// Adds `resource`, replacing an entry for the same group/version/kind.
@@ -583,6 +640,7 @@ mod tests {
             repo: String::new(),
             resources: vec![Resource {
                 controllers: Vec::new(),
+                storage_version: None,
                 names: ApiNames::parse("cache", "v1alpha1", "Memcached", None, "example.com").unwrap(),
                 api: Some(Api { crd_version: "v1".into(), namespaced: true }),
                 controller: true,

@@ -43,6 +43,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut project = Project::load(&global.dir)?;
     let api = args.gvk.names(&project, None)?;
     let mut plan = Plan::new(&global.dir);
+    super::create_api::record_storage_versions(&mut project, &plan)?;
     let target = validate(&project, &api, &plan)?;
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
 
@@ -118,11 +119,11 @@ fn validate(project: &Project, api: &ApiNames, plan: &Plan) -> Result<Target> {
             api.crd_name()
         );
     }
-    let storage = super::create_api::stored_version(plan, api)?.with_context(|| {
+    super::create_api::refuse_storage_disagreement(project, plan, api)?;
+    let storage = project.storage_version(api).map(str::to_string).with_context(|| {
         format!(
-            "src/api/mod.rs has no entry for {} in STORAGE_VERSIONS, so memop cannot tell which version of {kind} \
-             is stored; add (\"{0}\", \"<version>\") there and run this command again",
-            api.crd_name()
+            "neither PROJECT (storageVersion) nor src/api/mod.rs (STORAGE_VERSIONS) says which version of {kind} is \
+             stored; set `storageVersion: <version>` in each of {kind}'s entries in PROJECT and run this command again"
         )
     })?;
     if storage == version.to_string() {
@@ -130,8 +131,8 @@ fn validate(project: &Project, api: &ApiNames, plan: &Plan) -> Result<Target> {
         bail!(
             "{version} is the storage version of {kind}: the API server keeps objects in it, and cannot let it go. \
              Make another version the storage version first: in src/api/mod.rs, change {kind}'s entry of \
-             STORAGE_VERSIONS to (\"{}\", \"{other}\"), run `make manifests`, deploy the manager and let it migrate \
-             the stored objects in every cluster (`kubectl get crd {0} -o jsonpath='{{.status.storedVersions}}'` \
+             STORAGE_VERSIONS to (\"{}\", \"{other}\"), and its `storageVersion` in PROJECT to {other}; run \
+             `make manifests`, deploy the manager and let it migrate the stored objects in every cluster (`kubectl get crd {0} -o jsonpath='{{.status.storedVersions}}'` \
              says [\"{other}\"]), then run this command again",
             api.crd_name()
         );
@@ -159,6 +160,10 @@ fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec
     project.resources.retain(|r| !r.names.same_gvk(api));
     let version = api.version.to_string();
     let single = project.other_versions(api).count() == 1;
+    if single {
+        // A kind served in one version records no storage version.
+        project.set_storage_version(api, None);
+    }
     let mut notes = Vec::new();
     for resource in project.resources.iter_mut().filter(|r| r.names.same_kind(api)) {
         if let Some(webhooks) = resource.webhooks.as_mut() {

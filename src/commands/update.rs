@@ -163,6 +163,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
         refuse_a_dirty_tree(dir)?;
     }
     let mut plan = Plan::new(dir);
+    super::create_api::record_storage_versions(&mut project, &plan)?;
     let recorded = plan.read(Path::new(sum::FILE))?;
     // memop 0.1 kept no record: its migration knows what it wrote from its templates.
     if recorded.is_none() && !v1 && !args.force {
@@ -318,10 +319,9 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
 /// them into a scratch plan (which sees no disk), and formatted.
 ///
 /// PROJECT keeps no order of the commands but that of its APIs: the webhooks are replayed after
-/// every API, as a kind's spokes are then all there. The two facts of a project PROJECT does not
-/// hold are read from its files, as `plan` sees them: which version of a kind is stored (see
-/// [`super::create_api::stored_version`]), and the order the webhooks were made in, from its
-/// [`WEBHOOK_SERVER`] (see [`webhook_commands`]).
+/// every API, as a kind's spokes are then all there. PROJECT records which version of a kind is
+/// stored; the order the webhooks were made in, which it does not hold, is read from the
+/// project's [`WEBHOOK_SERVER`] as `plan` sees it (see [`webhook_commands`]).
 pub fn replay(project: &Project, plan: &Plan, layout: Layout) -> Result<Plan> {
     let mut scratch = Plan::scratch(plan.root(), layout);
     let server = plan.read(Path::new(WEBHOOK_SERVER))?.unwrap_or_default();
@@ -351,7 +351,7 @@ pub fn replay(project: &Project, plan: &Plan, layout: Layout) -> Result<Plan> {
         if resource.api.is_none() && !resource.controller {
             continue;
         }
-        create_api(create_api_flags(resource, &replayed, plan)?, &mut replayed, &mut scratch)?;
+        create_api(create_api_flags(resource, project, &replayed)?, &mut replayed, &mut scratch)?;
     }
     for next in named {
         create_api(next.flags, &mut replayed, &mut scratch)?;
@@ -396,8 +396,8 @@ fn copyright_year(text: &str) -> Option<&str> {
 }
 
 /// The flags of the `create api` that made `resource`, replayed into `replayed` (the APIs
-/// replayed before it); `plan` sees the project, which says which version of a kind it stores.
-fn create_api_flags(resource: &Resource, replayed: &Project, plan: &Plan) -> Result<Vec<String>> {
+/// replayed before it); `project` says which version of a kind is stored.
+fn create_api_flags(resource: &Resource, project: &Project, replayed: &Project) -> Result<Vec<String>> {
     let api = &resource.names;
     if api.external {
         // Its types come from the CRD the project keeps, as `make external-types` writes them.
@@ -433,8 +433,7 @@ fn create_api_flags(resource: &Resource, replayed: &Project, plan: &Plan) -> Res
             flags.push(format!("--run-as-user={user}"));
         }
     }
-    if sibling && super::create_api::stored_version(plan, api)?.is_some_and(|stored| stored == api.version.to_string())
-    {
+    if sibling && project.storage_version(api).is_some_and(|stored| stored == api.version.to_string()) {
         flags.push("--storage-version".into());
     }
     Ok(flags)
@@ -785,6 +784,7 @@ mod tests {
             operand: None,
             webhooks,
             controllers: Vec::new(),
+            storage_version: None,
         };
         let resources = [
             resource("cache", "v1alpha1", "Memcached", Some(Webhooks { defaulting: true, ..Webhooks::default() })),

@@ -60,6 +60,7 @@ fn a_deleted_version_leaves_no_trace_and_the_controller_moves_to_the_storage_ver
     assert_eq!(count(&project, "kind: Memcached"), 1, "{project}");
     assert!(project.contains("controller: true"), "{project}");
     assert!(!project.contains("webhooks:"), "{project}");
+    assert!(!project.contains("storageVersion"), "served in one version: {project}");
     let sum = read(&dir, "PROJECT.sum");
     assert!(!sum.contains("v1alpha1"), "{sum}");
     // PROJECT says what the project is: memop's replay of it changes nothing.
@@ -74,6 +75,7 @@ fn a_third_version_keeps_the_conversion_and_an_edited_controller_keeps_its_edits
     ok(&dir, DELETE);
     let project = read(&dir, "PROJECT");
     assert!(project.contains("  webhooks:\n    conversion: true\n    spoke:\n    - v1beta1\n"), "{project}");
+    assert_eq!(count(&project, "  storageVersion: v1\n"), 2, "{project}");
     once(&dir, "src/webhook/mod.rs", "crate::api::cache::v1beta1::Memcached,");
     assert!(!read(&dir, "src/webhook/mod.rs").contains("v1alpha1"));
     let controller = read(&dir, "src/controller/memcached.rs");
@@ -99,9 +101,21 @@ fn what_delete_api_cannot_do_is_refused_with_the_fix() {
             "v1 is the storage version",
             "STORAGE_VERSIONS",
             r#"("memcacheds.cache.example.com", "v1alpha1")"#,
+            "`storageVersion` in PROJECT to v1alpha1;",
             "storedVersions",
         ],
     );
+    // The code stores v1alpha1 now (your edit), while PROJECT still records v1: which one is right
+    // is yours to say.
+    let table = read(&dir, "src/api/mod.rs")
+        .replace(r#"("memcacheds.cache.example.com", "v1"),"#, r#"("memcacheds.cache.example.com", "v1alpha1"),"#);
+    fs::write(dir.join("src/api/mod.rs"), table).unwrap();
+    let v1 = "delete api --group cache --version v1 --kind Memcached";
+    refused(&dir, v1, &["storageVersion v1", "stores it as v1alpha1", "set `storageVersion: v1alpha1`"]);
+    refused(&dir, DELETE, &["storageVersion v1", "stores it as v1alpha1"]);
+    let table = read(&dir, "src/api/mod.rs")
+        .replace(r#"("memcacheds.cache.example.com", "v1alpha1"),"#, r#"("memcacheds.cache.example.com", "v1"),"#);
+    fs::write(dir.join("src/api/mod.rs"), table).unwrap();
     // Your edit of a file that goes with the version: named, and deleted with --force only.
     append(&dir, "src/api/cache/v1alpha1/memcached.rs", "\n// Mine.\n");
     refused(&dir, DELETE, &["src/api/cache/v1alpha1/memcached.rs", "--force"]);

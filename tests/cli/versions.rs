@@ -2,6 +2,7 @@
 //! storage version, and `create webhook --conversion` between the versions.
 
 use super::*;
+use crate::common::git;
 
 const V1: &str = "create api --group cache --version v1 --kind Memcached";
 const CRD: &str = "config/crd/bases/cache.example.com_memcacheds.yaml";
@@ -185,4 +186,75 @@ fn force_regenerates_a_conversion_webhook_without_a_second_entry() {
     ok(&dir, &format!("{hub} --force"));
     let text = read(&dir, "src/webhook/mod.rs");
     assert_eq!(count(&text, "Conversion::between::<"), 1, "{text}");
+}
+
+/// PROJECT records which version a kind served in several is stored in, in each version's
+/// entry: `create api` of a new version and `--storage-version` write it.
+#[test]
+fn project_records_the_storage_version() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    assert!(!read(&dir, "PROJECT").contains("storageVersion"), "one version stores itself");
+    ok(&dir, V1);
+    let project = read(&dir, "PROJECT");
+    assert_eq!(count(&project, "  storageVersion: v1alpha1\n"), 2, "{project}");
+    ok(&dir, "create api --group cache --version v2 --kind Memcached --storage-version");
+    let project = read(&dir, "PROJECT");
+    assert_eq!(count(&project, "  storageVersion: v2\n"), 3, "{project}");
+}
+
+/// Where the code's `STORAGE_VERSIONS` (yours) stores a kind in another version than PROJECT
+/// records, a new version is refused with both values and the fix.
+#[test]
+fn a_new_version_is_refused_where_the_code_stores_another_version_than_project() {
+    let (_tmp, dir) = project(&[MEMCACHED, "--group cache --version v1 --kind Memcached"]);
+    let table = read(&dir, "src/api/mod.rs")
+        .replace(r#"("memcacheds.cache.example.com", "v1alpha1"),"#, r#"("memcacheds.cache.example.com", "v1"),"#);
+    fs::write(dir.join("src/api/mod.rs"), table).unwrap();
+    refused(
+        &dir,
+        "create api --group cache --version v2 --kind Memcached",
+        &["storageVersion v1alpha1", "stores it as v1", "set `storageVersion: v1`", "PROJECT"],
+    );
+    // Once PROJECT says what the code stores, the new version keeps it.
+    let project = read(&dir, "PROJECT").replace("storageVersion: v1alpha1", "storageVersion: v1");
+    fs::write(dir.join("PROJECT"), project).unwrap();
+    ok(&dir, "create api --group cache --version v2 --kind Memcached");
+    assert_eq!(versions(&read(&dir, CRD)), ["v1*", "v1alpha1", "v2"]);
+    assert_eq!(count(&read(&dir, "PROJECT"), "  storageVersion: v1\n"), 3);
+}
+
+/// A PROJECT of an older memop, without `storageVersion`: `memop update` reads it once from
+/// `STORAGE_VERSIONS` and records it, and changes nothing else.
+#[test]
+fn an_update_records_the_storage_version_an_older_project_lacks() {
+    let (_tmp, dir) = project(&[MEMCACHED, "--group cache --version v1 --kind Memcached --storage-version"]);
+    let recorded = read(&dir, "PROJECT");
+    let older: String = recorded.lines().filter(|l| !l.contains("storageVersion")).map(|l| format!("{l}\n")).collect();
+    fs::write(dir.join("PROJECT"), &older).unwrap();
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by an older memop"]);
+    let before = snapshot(&dir);
+    let out = ok(&dir, "update");
+    assert!(!out.stdout.contains("conflict") && !out.stderr.contains("conflict"), "{}{}", out.stdout, out.stderr);
+    assert_eq!(changed(&before, &snapshot(&dir)), [PathBuf::from("PROJECT")]);
+    assert_eq!(read(&dir, "PROJECT"), recorded);
+}
+
+/// Replay reads the storage version from PROJECT: your change of `STORAGE_VERSIONS` stays yours
+/// (an update keeps it), and memop's record of its own text still stores the kind as PROJECT says.
+#[test]
+fn an_update_keeps_your_storage_version_edit_as_yours() {
+    let (_tmp, dir) = project(&[MEMCACHED, "--group cache --version v1 --kind Memcached"]);
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by memop"]);
+    let table = read(&dir, "src/api/mod.rs")
+        .replace(r#"("memcacheds.cache.example.com", "v1alpha1"),"#, r#"("memcacheds.cache.example.com", "v1"),"#);
+    fs::write(dir.join("src/api/mod.rs"), &table).unwrap();
+    git(&dir, &["commit", "-qam", "store v1"]);
+    let before = snapshot(&dir);
+    let out = ok(&dir, "update");
+    assert!(out.stdout.starts_with("Nothing to do"), "{}{}", out.stdout, out.stderr);
+    assert_unchanged(&dir, &before, "an update over your storage version");
 }

@@ -17,7 +17,7 @@ use super::gvk::GvkArgs;
 use crate::project::Project;
 use crate::scaffold::Plan;
 
-pub use scaffold::stored_version;
+pub use scaffold::{record_storage_versions, refuse_storage_disagreement};
 pub use validate::{Request, validate};
 
 /// Scaffold a Kubernetes API: its Rust types, CRD, sample and controller
@@ -147,6 +147,10 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut project = Project::load(&global.dir)?;
     let request = external::request(&args, &project, &global.dir)?;
     let mut plan = Plan::new(&global.dir);
+    scaffold::record_storage_versions(&mut project, &plan)?;
+    if request.new_version {
+        scaffold::refuse_storage_disagreement(&project, &plan, &request.api)?;
+    }
     let mut notes = scaffold::scaffold(&request, &mut project, &mut plan)?;
     notes.splice(0..0, request.notes.iter().cloned());
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use super::Request;
@@ -48,6 +48,7 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
             operand: request.operand.clone(),
             webhooks: existing.and_then(|r| r.webhooks.clone()),
             controllers: existing.map(|r| r.controllers.clone()).unwrap_or_default(),
+            storage_version: project.storage_version(api).map(str::to_string),
         });
     }
 
@@ -90,7 +91,8 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
             // STORAGE_VERSIONS (a keyed fragment of the resource root) and its CRD (a generated
             // file, which gains this version); the kind's RBAC helper roles are left as they are.
             let crd_file = format!("config/crd/bases/{}.yaml", api.crd_file());
-            let storage = storage_version(plan, api, &crd_file, request.storage_version)?;
+            let storage = storage_version(project, plan, api, &crd_file, request.storage_version)?;
+            project.set_storage_version(api, Some(&storage));
             ctx.insert("storage_version", &storage);
         }
         scaffold::render_root(&templates, "resource", &ctx, plan, request.force)?;
@@ -127,14 +129,14 @@ fn plan_external(request: &Request, plan: &mut Plan, ctx: &mut tera::Context) ->
 }
 
 /// The version a kind with several versions is stored as: `this` version when `requested`
-/// (--storage-version), else the one the project stores (see [`stored_version`]), else the one
+/// (--storage-version), else the one PROJECT records, else (the kind's second version) the one
 /// its CRD file stores.
-fn storage_version(plan: &Plan, api: &ApiNames, crd_file: &str, requested: bool) -> Result<String> {
+fn storage_version(project: &Project, plan: &Plan, api: &ApiNames, crd_file: &str, requested: bool) -> Result<String> {
     if requested {
         return Ok(api.version.to_string());
     }
-    if let Some(version) = stored_version(plan, api)? {
-        return Ok(version);
+    if let Some(version) = project.storage_version(api) {
+        return Ok(version.to_string());
     }
     let crd = plan.read(Path::new(crd_file))?.unwrap_or_default();
     scaffold::generated::storage_version(&crd).with_context(|| {
@@ -142,16 +144,54 @@ fn storage_version(plan: &Plan, api: &ApiNames, crd_file: &str, requested: bool)
     })
 }
 
-/// The version of `api`'s kind that the project stores, as `STORAGE_VERSIONS` in
-/// src/api/mod.rs (the user's to change) lists it: one entry per CRD, written by the keyed
-/// fragment `resource/src/api/mod.rs@storage-versions.tera`; `None` for a kind served in one
-/// version, which has no entry.
-pub fn stored_version(plan: &Plan, api: &ApiNames) -> Result<Option<String>> {
-    const TABLE: &str = "src/api/mod.rs";
-    let text = plan.read(Path::new(TABLE))?.with_context(|| format!("{TABLE} is missing"))?;
+/// The file whose `STORAGE_VERSIONS` says which version of each kind the code stores.
+const STORAGE_TABLE: &str = "src/api/mod.rs";
+
+/// The version of `api`'s kind that the code stores, as `STORAGE_VERSIONS` in src/api/mod.rs
+/// (the user's to change) lists it: one entry per CRD, written by the keyed fragment
+/// `resource/src/api/mod.rs@storage-versions.tera`; `None` when it has no entry (a kind served
+/// in one version) or the file is gone.
+fn code_storage_version(plan: &Plan, api: &ApiNames) -> Result<Option<String>> {
+    let text = plan.read(Path::new(STORAGE_TABLE))?.unwrap_or_default();
     let entry_start = format!("(\"{}\", \"", api.crd_name());
     let recorded = text.lines().find_map(|line| line.trim().strip_prefix(&entry_start)?.split('"').next());
     Ok(recorded.map(str::to_string))
+}
+
+/// Records in `project` the storage version of each kind with several versions that a PROJECT of
+/// an older memop left out, read once from the code's `STORAGE_VERSIONS`.
+pub fn record_storage_versions(project: &mut Project, plan: &Plan) -> Result<()> {
+    let unrecorded: Vec<ApiNames> = project
+        .resources
+        .iter()
+        .filter(|r| r.api.is_some() && project.other_versions(&r.names).next().is_some())
+        .filter(|r| project.storage_version(&r.names).is_none())
+        .map(|r| r.names.clone())
+        .collect();
+    for api in unrecorded {
+        if let Some(version) = code_storage_version(plan, &api)? {
+            project.set_storage_version(&api, Some(&version));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses to go on when the code stores `api`'s kind in another version than PROJECT records:
+/// what memop would do depends on which one is right, and only the user knows.
+pub fn refuse_storage_disagreement(project: &Project, plan: &Plan, api: &ApiNames) -> Result<()> {
+    let (Some(recorded), Some(code)) = (project.storage_version(api), code_storage_version(plan, api)?) else {
+        return Ok(());
+    };
+    if recorded != code {
+        bail!(
+            "PROJECT records storageVersion {recorded} for {kind}, but {STORAGE_TABLE} stores it as {code} \
+             (its entry of STORAGE_VERSIONS); memop cannot tell which is right. If the code stores the kind \
+             as you want, set `storageVersion: {code}` in each of {kind}'s entries in PROJECT; else change the \
+             entry of STORAGE_VERSIONS back to {recorded}. Then run this command again",
+            kind = api.kind
+        );
+    }
+    Ok(())
 }
 
 /// A new version of a kind that converts through a hub (`create webhook --conversion`) becomes

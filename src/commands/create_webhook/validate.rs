@@ -118,6 +118,7 @@ impl Request {
             operand: None,
             webhooks: None,
             controllers: Vec::new(),
+            storage_version: None,
         });
         let recorded = existing.webhooks.clone().unwrap_or_default();
         let (defaulting, validation) = if conversion { (false, false) } else { (asked.defaulting, asked.validation) };
@@ -198,6 +199,7 @@ fn builtin_resource(args: &Args, project: &Project, builtin: &'static BuiltinKin
         operand: None,
         webhooks: None,
         controllers: Vec::new(),
+        storage_version: None,
     }))
 }
 
