@@ -5,6 +5,11 @@ import json
 import sys
 
 
+def per_object(counts, n):
+    """A phase's requests per object, as "requests (reads + writes)"."""
+    return f"{counts['requests'] / n:.2f} ({counts['reads'] / n:.2f} + {counts['writes'] / n:.2f})"
+
+
 def main(paths):
     runs = [json.load(open(p)) for p in paths]
     runs.sort(key=lambda r: (r["n"], r["run"]))
@@ -28,11 +33,11 @@ def main(paths):
         print(
             f"| {label} | {r['run']} | {r['operator']} "
             f"| {r['converge']['deployments_seconds']:.1f} s / {r['converge']['conditions_seconds']:.1f} s "
-            f"| {conv['requests'] / n:.2f} ({conv['reads'] / n:.2f} + {conv['writes'] / n:.2f}) "
+            f"| {per_object(conv, n)} "
             f"| {conv['deployment_gets'] + quiet['deployment_gets'] + resize['deployment_gets']} "
             f"| {quiet['writes']} ({quiet['requests']}) "
             f"| {resized} "
-            f"| {resize['requests'] / n:.2f} ({resize['reads'] / n:.2f} + {resize['writes'] / n:.2f}) "
+            f"| {per_object(resize, n)} "
             f"| {status_writes / n:.2f} "
             f"| {r['rss_kib'] / 1024:.0f} MiB "
             f"| {r['cpu_converge']:.1f} / {r['cpu_total']:.1f} "
@@ -48,7 +53,7 @@ def main(paths):
             n, f = r["n"], r["audit"]["failover"]
             print(
                 f"| {n} | {r['run']} | {r['operator']} | {r['failover']['seconds']:.1f} s "
-                f"| {f['requests'] / n:.2f} ({f['reads'] / n:.2f} + {f['writes'] / n:.2f}) "
+                f"| {per_object(f, n)} "
                 f"| {f['by_verb'].get('list', 0)} | {r['standby_rss_kib'] / 1024:.0f} MiB |"
             )
     relists = [r for r in runs if r.get("relist")]
@@ -59,10 +64,12 @@ def main(paths):
         print("|---|---|---|---|---|---|")
         for r in relists:
             n, f = r["n"], r["audit"]["relist"]
+            # (runs of the script before it read the peak ahead of the relist have none)
+            before = f"{r['rss_before_relist_kib'] / 1024:.0f} MiB" if 'rss_before_relist_kib' in r else "not read"
             print(
                 f"| {n} | {r['run']} | {r['operator']} | {f['by_verb'].get('list', 0)} / {f['by_verb'].get('watch', 0)} "
-                f"| {f['requests'] / n:.2f} ({f['reads'] / n:.2f} + {f['writes'] / n:.2f}) "
-                f"| {r.get('rss_before_relist_kib', 0) / 1024:.0f} MiB / {r['rss_kib'] / 1024:.0f} MiB |"
+                f"| {per_object(f, n)} "
+                f"| {before} / {r['rss_kib'] / 1024:.0f} MiB |"
             )
     replicated = [r for r in runs if len(r.get("replicas_rss_kib", [])) > 1]
     if replicated:
