@@ -9,7 +9,8 @@
 //! no object written by two replicas in one window; a killed replica's objects taken over within
 //! the lease duration plus a round and a reconcile; a new replica taking about 1/N of the
 //! objects and nothing moving between the others; a replica whose Lease requests fail stopping
-//! before its objects are taken over.
+//! before its objects are taken over; a bucket acted on only once every cache of its new owner
+//! holds its objects.
 //!
 //! The Leases last 4 s here (renew deadline 3 s, a round every 500 ms) instead of client-go's
 //! 15 s, 10 s and 2 s, which remain the manager's.
@@ -164,7 +165,11 @@ struct Replica {
 
 impl Replica {
     async fn start(env: &TestEnv, identity: &str) -> Self {
-        let log = RequestLog::default();
+        Self::start_logged(env, identity, RequestLog::default()).await
+    }
+
+    /// Starts one whose requests go through `log`, faults already set on it included.
+    async fn start_logged(env: &TestEnv, identity: &str, log: RequestLog) -> Self {
         let client = client(env, &log).await;
         let config =
             Config::new(&OPERATOR, RING, Some(&env.namespace), identity).with_timings(TIMINGS);
@@ -550,6 +555,60 @@ async fn each_shard_caches_only_the_objects_of_its_buckets_and_takes_a_killed_on
             .all(|o| o.annotations().get(SEEN).map(String::as_str) == Some("2"))
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_claimed_bucket_is_acted_on_only_once_every_cache_holds_its_objects() {
+    let Some(env) = TestEnv::real_for(&fixture()).await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    create_objects(&env, 1).await;
+    create_owned(&env).await;
+    let a = Replica::start(&env, "shard-a").await;
+    settled(&[&a]).await;
+    converged(&env, 1).await;
+    let buckets: BTreeMap<String, u16> = (objects(&env).await.iter())
+        .map(|o| (o.name_any(), bucket_of(o.meta())))
+        .collect();
+
+    // B's lists of ConfigMaps come back late, those that fill its caches with the buckets it
+    // claims among them: A gives the buckets up long before they are in.
+    const LATE: Duration = Duration::from_secs(5);
+    let log = RequestLog::default();
+    for _ in 0..16 {
+        log.delay_next(Verb::List, "configmaps", LATE);
+    }
+    let started = Instant::now();
+    let b = Replica::start_logged(&env, "shard-b", log).await;
+    let sampled = async {
+        loop {
+            let active = b.shard.active();
+            let cached: BTreeSet<String> = (b.store.state().iter()).map(|o| o.name_any()).collect();
+            for (object, bucket) in &buckets {
+                let holds = cached.contains(object)
+                    && (b.owned).contains(&env.namespace, &format!("owned-{object}"));
+                assert!(
+                    active & (1 << bucket) == 0 || holds,
+                    "{object}'s bucket is active on shard-b before its caches hold it"
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    let both = [&a, &b];
+    tokio::select! {
+        () = settled(&both) => {}
+        () = sampled => {}
+    }
+    let took = started.elapsed();
+    println!("shard-b acted on its buckets {took:?} after it started");
+    assert!(
+        took >= LATE,
+        "active after {took:?}, before its lists were in"
+    );
+    let after = owners(&env, &["shard-a", "shard-b"]).await;
+    cached_by_owner(&env, &[&a, &b], &after).await;
 }
 
 #[tokio::test]

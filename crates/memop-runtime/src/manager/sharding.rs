@@ -826,33 +826,9 @@ impl Rounds {
             else {
                 continue;
             };
-            let leases = self.leases.clone();
-            tokio::spawn(async move {
-                let params = DeleteParams {
-                    preconditions: Some(Preconditions {
-                        resource_version: Some(version),
-                        uid: None,
-                    }),
-                    ..DeleteParams::default()
-                };
-                match leases.delete(&name, &params).await {
-                    Ok(_) => {
-                        tracing::info!(lease = %name, "deleted the Lease of a departed replica")
-                    }
-                    // Renewed since (a conflict), or deleted by another member.
-                    Err(kube::Error::Api(status))
-                        if status.code == 409 || status.is_not_found() =>
-                    {
-                        tracing::debug!(lease = %name, "the Lease of a departed replica changed or went");
-                    }
-                    Err(err) => {
-                        tracing::warn!(lease = %name, error = %err, "could not delete the Lease of a departed replica");
-                    }
-                }
-            });
+            tokio::spawn(delete_departed(self.leases.clone(), name, version));
         }
     }
-
     /// The live members: this replica, and the holders of the live Leases of the others.
     fn members(&self) -> Vec<String> {
         let now = Instant::now();
@@ -864,6 +840,28 @@ impl Rounds {
             }
         }
         members.into_keys().collect()
+    }
+}
+
+/// Deletes the Lease `name` of a replica gone for good, on condition that it is still at
+/// `version`, the resourceVersion this member judged it by.
+async fn delete_departed(leases: Api<LeaseObject>, name: String, version: String) {
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            resource_version: Some(version),
+            uid: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match leases.delete(&name, &params).await {
+        Ok(_) => tracing::info!(lease = %name, "deleted the Lease of a departed replica"),
+        // Renewed since (a conflict), or deleted by another member.
+        Err(kube::Error::Api(status)) if status.code == 409 || status.is_not_found() => {
+            tracing::debug!(lease = %name, "the Lease of a departed replica changed or went");
+        }
+        Err(err) => {
+            tracing::warn!(lease = %name, error = %err, "could not delete the Lease of a departed replica");
+        }
     }
 }
 
@@ -1086,5 +1084,40 @@ mod tests {
         let claims = table.plan(u64::MAX);
         table.confirm(claims, 0);
         assert!(!table.begin(5));
+    }
+
+    /// The delete of a departed replica's Lease is conditional: a replica that came back and
+    /// renewed its Lease after a member listed it keeps it (on the real control plane).
+    #[tokio::test]
+    async fn a_departed_replicas_lease_is_deleted_only_as_it_was_listed() {
+        use kube::api::{Patch, PatchParams, PostParams};
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture");
+        let Some(env) = memop_test::TestEnv::real_for(&fixture).await else {
+            return;
+        };
+        let leases: Api<LeaseObject> = Api::namespaced(env.admin.clone(), &env.namespace);
+        let name = "ring-shard-gone".to_string();
+        let lease = serde_json::from_value(json!({
+            "metadata": { "name": name },
+            "spec": { "holderIdentity": "gone", "leaseDurationSeconds": 15 },
+        }))
+        .unwrap();
+        let created = leases.create(&PostParams::default(), &lease).await.unwrap();
+        let listed = created.metadata.resource_version.unwrap();
+        // The replica renews it after the member listed it, before the member's delete.
+        let renew = Patch::Merge(json!({ "metadata": { "annotations": { "renewed": "yes" } } }));
+        let renewed = leases
+            .patch(&name, &PatchParams::default(), &renew)
+            .await
+            .unwrap();
+
+        delete_departed(leases.clone(), name.clone(), listed).await;
+        assert!(
+            leases.get_opt(&name).await.unwrap().is_some(),
+            "a Lease renewed since it was listed was deleted"
+        );
+        let current = renewed.metadata.resource_version.unwrap();
+        delete_departed(leases.clone(), name.clone(), current).await;
+        assert!(leases.get_opt(&name).await.unwrap().is_none());
     }
 }
