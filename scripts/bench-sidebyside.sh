@@ -42,8 +42,10 @@
 # told 410 Gone ("too old resource version") and lists everything anew, as after an API server
 # upgrade or a long partition. The run then waits RELIST_SETTLE seconds (60); the manager's peak
 # RSS is read after that, so it includes the relist, and the column "lists in relist" shows that
-# it did list again. Not for memop-shards, whose replicas stop once they cannot renew their
-# Leases for the renew deadline, about as long as the API server is down.
+# it did list again. For memop-shards, whose replicas stop once they cannot renew their Leases for
+# the renew deadline (about as long as the API server is down), the last replica is killed
+# instead: once its Lease expires the others take its buckets in, their caches listing again with
+# the larger shares (the peak RSS of each survivor, before and through that, is shown).
 #
 # The operator `memop-shards` (ORDER="memop memop-shards ...") runs SHARDS (3) replicas of memop's
 # manager with --sharding, all started at once (Leases in `default`, one per replica): its times
@@ -478,10 +480,22 @@ EOF
     t_resized=$(now)
     t_end=$t_resized
     hwm_before=$(peak_rss "${pids[@]}") || die "the $op manager exited"
+    local rss_each_before cpu_killed=0
+    rss_each_before=$(each_rss "${pids[@]}") || die "the $op manager exited"
     if [ "$RELIST" = 1 ] && [ "$op" = memop-shards ]; then
-        # Each replica stops for good once it cannot renew its Lease for the renew deadline (as a
-        # leader does), and the API server is down about that long: nothing to measure.
-        log "  RELIST: not for memop-shards (its replicas would lose their Leases while the API server is down)"
+        # A sharded replica stops once it cannot renew its Lease for the renew deadline, and
+        # the API server is down about that long: its relist is the one a lost member causes.
+        # The last replica is killed (as by an OOM or a lost node); once its Lease expires, the
+        # others claim its buckets, and their caches list again with their larger shares.
+        local victim=${pids[${#pids[@]} - 1]}
+        cpu_killed=$(cpu_seconds "$victim") || die "the $op manager exited"
+        kill -9 "$victim"
+        wait "$victim" 2>/dev/null || true
+        unset 'pids[${#pids[@]}-1]'
+        log "  RELIST: killed replica ${names[${#pids[@]}]}; the other $((${#pids[@]})) take its buckets in"
+        sleep "$RELIST_SETTLE"
+        all_alive "${pids[@]}" || die "the $op manager exited after the relist: $(tail -3 "$dir"/manager*.log)"
+        t_end=$(now)
     elif [ "$RELIST" = 1 ]; then
         force_relist "$dir" "$etcd_port" "$port"
         sleep "$RELIST_SETTLE"
@@ -494,6 +508,7 @@ EOF
     hwm=$(peak_rss "${pids[@]}") || die "the $op manager exited"
     rss_each=$(each_rss "${pids[@]}") || die "the $op manager exited"
     cpu=$(cpu_total "${pids[@]}") || die "the $op manager exited"
+    cpu=$(echo "$cpu + $cpu_killed" | bc)
     local failover="null" t_kill="$t_end" standby_hwm=0
     if [ "$FAILOVER" = 1 ]; then
         kill -0 "$standby" 2>/dev/null || die "the $op standby exited: $(tail -3 "$dir/manager-standby.log")"
@@ -521,7 +536,7 @@ EOF
         --phase "resize=$t_resize:$t_resized" --phase "relist=$t_resized:$t_relisted" \
         --phase "failover=$t_kill:$t_end" --phase "all=$t_start:$t_end")
     PODS=$PODS RESIZE_TO=$RESIZE_TO READY=${ready:-} FAILOVER_RESULT=$failover STANDBY_HWM=$standby_hwm \
-        RELIST=$RELIST RSS_EACH=$rss_each RSS_BEFORE_RELIST=$hwm_before python3 - "$dir/result.json" "$op" "$n" "$index" "$converge" "$created" "$resized" "$resize" \
+        RELIST=$RELIST RSS_EACH=$rss_each RSS_EACH_BEFORE=$rss_each_before RSS_BEFORE_RELIST=$hwm_before python3 - "$dir/result.json" "$op" "$n" "$index" "$converge" "$created" "$resized" "$resize" \
         "$audit" "$hwm" "$cpu_conv" "$cpu" "$QUIET" "$load_start" "$load_end" \
         "$t_start" "$t_conv" "$t_quiet" "$t_resize" "$t_end" <<'EOF'
 import json, os, sys
@@ -539,6 +554,7 @@ result = {
     "failover": json.loads(os.environ["FAILOVER_RESULT"]), "standby_rss_kib": int(os.environ["STANDBY_HWM"]),
     "relist": os.environ["RELIST"] == "1", "rss_before_relist_kib": int(os.environ["RSS_BEFORE_RELIST"]),
     "replicas_rss_kib": [int(kib) for kib in os.environ["RSS_EACH"].split(",")],
+    "replicas_rss_before_relist_kib": [int(kib) for kib in os.environ["RSS_EACH_BEFORE"].split(",")],
 }
 json.dump(result, open(out, "w"), indent=1)
 EOF

@@ -71,12 +71,19 @@ def main(paths):
                 f"| {per_object(f, n)} "
                 f"| {before} / {r['rss_kib'] / 1024:.0f} MiB |"
             )
-    replicated = [r for r in runs if len(r.get("replicas_rss_kib", [])) > 1]
+    replicated = [r for r in runs if len(r.get("replicas_rss_before_relist_kib", r.get("replicas_rss_kib", []))) > 1]
     if replicated:
         print()
         for r in replicated:
             each = ", ".join(f"{kib / 1024:.0f}" for kib in r["replicas_rss_kib"])
-            print(f"- N={r['n']} run {r['run']} {r['operator']}: peak RSS of each replica {each} MiB")
+            line = f"- N={r['n']} run {r['run']} {r['operator']}: peak RSS of each replica {each} MiB"
+            before = r.get("replicas_rss_before_relist_kib", [])
+            if r.get("relist") and len(before) > len(r["replicas_rss_kib"]):
+                # One replica was killed for the relist: the others' peaks before it, then through it.
+                shown = ", ".join(f"{kib / 1024:.0f}" for kib in before)
+                line = (f"- N={r['n']} run {r['run']} {r['operator']}: peak RSS of each replica {shown} MiB "
+                        f"before the last was killed; the others {each} MiB through taking its buckets in")
+            print(line)
     print()
     print("Writes of each run by verb and resource (converging; resizing), and the requests the API server "
           "refused (whole run, with the status code):")
