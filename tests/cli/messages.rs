@@ -1,11 +1,9 @@
 //! What memop answers to kubebuilder habits, to output it cannot write, and to text that would
 //! break the files it generates.
 
-mod common;
-
 use std::process::Command;
 
-use common::memop;
+use crate::common::{self, memop};
 
 fn stderr_of(assert: assert_cmd::assert::Assert) -> String {
     String::from_utf8_lossy(&assert.get_output().stderr).into_owned()

@@ -3,12 +3,12 @@
 //! webhook certificate (`[WEBHOOK-CERTS]`), where the names the manager's flag and its roles
 //! carry must be the names kustomize gives the objects.
 
-mod common;
-
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_yaml::Value;
+
+use crate::common;
 
 /// Every object `kubectl kustomize config/default` renders in `dir`.
 fn render(dir: &Path) -> Vec<Value> {
@@ -108,7 +108,7 @@ fn webhook_certificates_render_with_cert_manager_or_without() {
     let defaults =
         [format!("{operator}-mutating-webhook-configuration"), format!("{operator}-validating-webhook-configuration")];
     assert_eq!(defaults[..], expected[..2], "--webhook-configurations");
-    let runtime = include_str!("../crates/memop-runtime/src/webhook/server.rs");
+    let runtime = include_str!("../../crates/memop-runtime/src/webhook/server.rs");
     for default in [
         "\"{name}-webhook-service\"",
         "\"{name}-mutating-webhook-configuration\"",

@@ -1,13 +1,11 @@
 //! memop never writes outside the project, whatever the tree holds (symbolic links, `#[path]`
 //! attributes), and refuses the input that would give a project that does not compile.
 
-mod common;
-
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use common::{memop, tree};
+use crate::common::{self, memop, tree};
 
 /// A project with the Memcached API, in `<scratch>/proj`, and an `outside` directory beside it.
 fn project() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
