@@ -242,6 +242,7 @@ fn plan_difference(
             if edited.len() == 1 { "it" } else { "them" }
         );
     }
+    let dir = plan.root().to_path_buf();
     let mut notes = Vec::new();
     let mut conflicts = Vec::new();
     let mut bases = Vec::new();
@@ -252,7 +253,7 @@ fn plan_difference(
         }
         let shown = path.display().to_string();
         let current = plan.read(path)?;
-        if fresh.owner(path) == Some(Owner::Generated) {
+        if fresh.declared(path).is_some_and(|declared| declared.owner == Owner::Generated) {
             match current.as_deref() {
                 Some(text) if base.as_deref() != Some(text) => notes
                     .push(format!("{shown} differs from memop's text (your types changed it): run `make manifests`")),
@@ -260,7 +261,7 @@ fn plan_difference(
             }
             continue;
         }
-        match Base::Replayed(old).decide(&shown, current.as_deref(), new)? {
+        match (Base { record, dir: &dir, replay: Some(old) }).decide(&shown, current.as_deref(), new)? {
             Decision::Leave => {}
             Decision::Replace => plan.write_formatted(path, new.to_string())?,
             // PROJECT.sum records memop's text, the base of the next merge, which git keeps.
@@ -273,6 +274,7 @@ fn plan_difference(
             Decision::Keep => {
                 notes.push(format!("{shown} was kept as it is: change it as the version's deletion needs"))
             }
+            Decision::Outdated => unreachable!("memop's files are never left to another owner"),
             Decision::Unresolved => bail!(
                 "{shown} still holds the conflict markers of an earlier merge: resolve them, commit, and run this \
                  command again"
