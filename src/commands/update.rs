@@ -7,19 +7,12 @@
 //! `vendor/` is memop's alone: a vendored file that changed since memop wrote it (`PROJECT.sum`
 //! says what memop wrote) is refused with the way out, so an update never loses an edit.
 //!
-//! Every other file is rendered again from PROJECT: init's scaffold, then `create api` and
-//! `create webhook` replayed for each API PROJECT lists, into a scratch plan that sees no disk.
-//! What becomes of each file depends on whose its template says it is ([`Owner`]):
-//! - yours (an API's types, a controller's logic, the kind's tests, samples, the README): never
-//!   rewritten;
-//! - generated from your code (the CRDs, `config/rbac/role.yaml`,
-//!   `config/webhook/manifests.yaml`): left to `make manifests`, which the report says to run
-//!   where memop's text differs;
-//! - memop's, and the files memop inserts into at markers (`src/main.rs`, the kustomizations):
-//!   one you did not edit is replaced; one you edited is merged three ways, with what memop
-//!   wrote then as the base (read from git by the blob id `PROJECT.sum` records), so your edits
-//!   and memop's changes both land ([`merge::decide`]). Without that base (never committed, or
-//!   no git) an edited file is kept as it is, and a note says so.
+//! Every other file is rendered again from PROJECT ([`replay`]: init's scaffold, then `create
+//! api` and `create webhook` for each API PROJECT lists, into a scratch plan that sees no disk),
+//! and each goes by whose its template says it is, through the one rule every command uses
+//! (`scaffold::reconcile`, see `update_files` there): memop's merged three ways with your edits,
+//! yours left (named where memop now writes it otherwise), generated ones left to `make
+//! manifests`. This module keeps what is the update's alone: `vendor/`, the pins, and the report.
 //!
 //! Where memop's changes and your edits touch the same lines, only the files in conflict are
 //! written, with git's conflict markers (and their records, so that the next update does not
