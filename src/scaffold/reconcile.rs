@@ -252,7 +252,7 @@ impl<'a> Router<'a> {
     /// Plans removing each file of `replay`, memop's text of the project in memop 0.1's layout,
     /// that `fresh` (this memop's) no longer has (the framework in `src/manager` and
     /// `tests/support`), where unedited; an edited one is kept, stranded.
-    pub(crate) fn remove_stranded(&mut self, plan: &mut Plan, replay: &Plan, fresh: &Plan) -> Result<()> {
+    fn remove_stranded(&mut self, plan: &mut Plan, replay: &Plan, fresh: &Plan) -> Result<()> {
         for (path, text) in replay.planned() {
             if fresh.declared(path).is_some() || fresh.planned().any(|(p, _)| p == path) {
                 continue;
