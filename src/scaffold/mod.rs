@@ -175,6 +175,23 @@ mod tests {
         assert_eq!(update(GENERATED, Some("mine\n"), None), Some(Decision::Outdated), "`make manifests`'");
     }
 
+    /// `delete api`: every file over memop's text before the change; a generated one replaced
+    /// while as memop wrote it, else left to `make manifests`; one the change does not touch left.
+    #[test]
+    fn a_change_goes_over_memops_text_before_it() {
+        let mut before = Plan::scratch(".", Layout::Current);
+        before.write("f", "memop's, then\n".into()).unwrap();
+        let record = sum::Sum::default();
+        let base = reconcile::Base { record: &record, dir: Path::new("."), replay: Some(&before) };
+        let change = |declared: Declared, current: &str, desired: &str| {
+            reconcile("f", declared, Some(current), base, desired, Purpose::Change).unwrap()
+        };
+        assert_eq!(change(GENERATED, "memop's, then\n", "memop's\n"), Decision::Replace);
+        assert_eq!(change(GENERATED, "mine\n", "memop's\n"), Decision::Outdated);
+        assert_eq!(change(USER, "memop's, then\n", "memop's\n"), Decision::Replace, "as memop wrote it");
+        assert_eq!(change(GENERATED, "mine\n", "memop's, then\n"), Decision::Leave, "untouched by the change");
+    }
+
     #[test]
     fn a_kept_file_is_noted() {
         let dir = tempfile::tempdir().unwrap();

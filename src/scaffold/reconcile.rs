@@ -30,7 +30,7 @@ pub struct Base<'a> {
 impl Base<'_> {
     /// Decides what becomes of memop's file at `path`, `current` now, which memop's templates
     /// now render as `new`, by [`decide`] over this base.
-    pub fn decide(self, path: &str, current: Option<&str>, new: &str) -> Result<Decision> {
+    fn decide(self, path: &str, current: Option<&str>, new: &str) -> Result<Decision> {
         Ok(match self.replay {
             None => decide(path, current, new, self.record.get(path), |id| sum::base(self.dir, id)),
             Some(replay) => {
@@ -52,6 +52,10 @@ pub enum Purpose {
     /// commands render again): memop's merged three ways over its base; the user's and generated
     /// files left to their owners.
     Update,
+    /// To carry a change of PROJECT into it (`delete api`), over memop's text before the change
+    /// (the base's replay): every file merged as memop's, but a generated one, replaced while as
+    /// memop wrote it and else left to `make manifests`.
+    Change,
 }
 
 /// Decides what becomes of the file at `path` that a template declaring `declared` renders as
@@ -77,6 +81,10 @@ pub enum Purpose {
 ///   wrote it then;
 /// - generated: left to `make manifests`, [`Decision::Outdated`] where memop's text differs.
 ///
+/// To carry a change into a file: left where the change does not touch it; a generated one
+/// replaced where it is missing or as memop wrote it before, else [`Decision::Outdated`]; any
+/// other by [`Base::decide`].
+///
 /// A refusal is the error that names `path` and `--force`.
 pub fn reconcile(
     path: &str,
@@ -87,8 +95,10 @@ pub fn reconcile(
     purpose: Purpose,
 ) -> Result<Decision> {
     let recorded = base.record.get(path);
-    let Purpose::Make { force } = purpose else {
-        return bring(path, declared, current, base, desired);
+    let force = match purpose {
+        Purpose::Make { force } => force,
+        Purpose::Update => return bring(path, declared, current, base, desired),
+        Purpose::Change => return change(path, declared, current, base, desired),
     };
     let Some(current) = current else { return Ok(Decision::Replace) };
     if current == desired {
@@ -132,6 +142,17 @@ fn bring(path: &str, declared: Declared, current: Option<&str>, base: Base, desi
         Owner::User if recorded.is_some_and(|id| id != sum::blob_id(desired)) => Decision::Outdated,
         Owner::Generated if differs => Decision::Outdated,
         _ => Decision::Leave,
+    })
+}
+
+/// [`reconcile`] for [`Purpose::Change`].
+fn change(path: &str, declared: Declared, current: Option<&str>, base: Base, desired: &str) -> Result<Decision> {
+    let before = base.replay.map(|replay| replay.read(Path::new(path))).transpose()?.flatten();
+    Ok(match declared.owner {
+        _ if before.as_deref() == Some(desired) => Decision::Leave,
+        Owner::Generated if current.is_some_and(|text| before.as_deref() != Some(text)) => Decision::Outdated,
+        Owner::Generated => Decision::Replace,
+        _ => base.decide(path, current, desired)?,
     })
 }
 
@@ -231,7 +252,7 @@ impl<'a> Router<'a> {
                 }
             }
             Decision::Keep => match purpose {
-                Purpose::Update => merged.kept.push((path.to_string(), record.get(path).is_some())),
+                Purpose::Update | Purpose::Change => merged.kept.push((path.to_string(), record.get(path).is_some())),
                 Purpose::Make { .. } if declared.refresh => plan.note(format!(
                     "kept your {path}, which is not as memop wrote it; memop's new version was not written"
                 )),
