@@ -2,9 +2,10 @@
 //! [`reconcile`], from what the file's template declares ([`Declared`]: memop's, the user's or
 //! generated, and its scope), its text now, its base (what memop wrote there last) and memop's
 //! text now, and why the command renders it ([`Purpose`]: to make it, to bring it to this memop,
-//! or to carry a change of PROJECT into it). [`Router`] plans each decision and collects what became of the files ([`Merged`]) for
-//! the command's report: `render_root`, `vendor/`, the lock, `memop update`'s replay, the Helm
-//! chart, the update workflow and `delete api` all go through it.
+//! or to carry a change of PROJECT into it). `Router` plans each decision and collects what
+//! became of the files (`Merged`) for the command's report: `render_root`, `vendor/`, the lock,
+//! `memop update`'s replay, the Helm chart, the update workflow and `delete api` all go through
+//! it.
 
 use std::path::Path;
 
@@ -71,7 +72,7 @@ pub enum Purpose {
 /// - else refused (another kind's file, or the user's, in the way).
 ///
 /// To bring a file to this memop's text:
-/// - memop's: by [`Base::decide`] (replaced where unedited, merged three ways over the base
+/// - memop's: by [`decide`] over the base (replaced where unedited, merged three ways over the base
 ///   where edited, kept without a base, left where the user deleted it);
 /// - one no memop wrote (missing, and neither recorded nor replayed), or the user's refreshed
 ///   while as memop wrote it: as memop's (made, or replaced);
@@ -83,7 +84,7 @@ pub enum Purpose {
 ///
 /// To carry a change into a file: left where the change does not touch it; a generated one
 /// replaced where it is missing or as memop wrote it before, else [`Decision::Outdated`]; any
-/// other by [`Base::decide`].
+/// other by [`decide`] over the base.
 ///
 /// A refusal is the error that names `path` and `--force`.
 pub fn reconcile(
