@@ -209,8 +209,9 @@ type Bases = Vec<(String, String)>;
 /// Plans what changes from `old` (memop's text of the project now) to `fresh` (without the
 /// version): files only `old` has are removed (refused where edited, unless `force`); files that
 /// change go by [`Purpose::Change`] (replaced where unedited, merged over `old`'s text where
-/// edited; a generated file, the CRD, that was edited is left to `make manifests`, noted). Returns the notes, and memop's
-/// text of each merged file, to keep in git as the base of the next merge.
+/// edited; a generated file, the CRD, that was edited is left to `make manifests`, noted).
+/// Returns the notes, and memop's text of each merged file, to keep in git as the base of the
+/// next merge.
 fn plan_difference(
     old: &Plan,
     fresh: &Plan,

@@ -72,8 +72,8 @@ pub enum Purpose {
 /// - else refused (another kind's file, or the user's, in the way).
 ///
 /// To bring a file to this memop's text:
-/// - memop's: by [`decide`] over the base (replaced where unedited, merged three ways over the base
-///   where edited, kept without a base, left where the user deleted it);
+/// - memop's: by [`decide`] over the base (replaced where unedited, merged three ways over the
+///   base where edited, kept without a base, left where the user deleted it);
 /// - one no memop wrote (missing, and neither recorded nor replayed), or the user's refreshed
 ///   while as memop wrote it: as memop's (made, or replaced);
 /// - the user's Rust files in a migration from memop 0.1's layout (a base replayed): as memop's,
