@@ -4,13 +4,11 @@
 //! opens a pull request with the summary as its body. The workflow is memop's file: `memop
 //! update` keeps it current (merged with your edits) while PROJECT records the plugin.
 
-use std::path::Path;
-
 use anyhow::Result;
 
 use crate::project::Project;
-use crate::scaffold::reconcile::{Merged, merge_memop_files};
-use crate::scaffold::{Entry, Plan, Templates};
+use crate::scaffold::reconcile::{Base, Merged, Router};
+use crate::scaffold::{Entry, Plan, Purpose, Templates};
 use crate::sum::Sum;
 
 /// The templates of the workflow.
@@ -24,18 +22,13 @@ pub const WORKFLOW: &str = ".github/workflows/auto-update.yml";
 pub(crate) fn plan_workflow(project: &Project, plan: &mut Plan, record: &Sum, force: bool) -> Result<Merged> {
     let templates = Templates::load(plan.layout(), &[TEMPLATES])?;
     let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(project))?;
-    let mut files = Vec::new();
-    for entry in templates.entries(TEMPLATES, &ctx)? {
-        if let Entry::File { template, path, .. } = entry {
-            files.push((path.to_string(), templates.render(&template, &ctx)?));
-        }
-    }
-    if force {
-        for (path, text) in files {
-            plan.write(path, text)?;
-        }
-        return Ok(Merged::default());
-    }
+    let purpose = if force { Purpose::Make { force } } else { Purpose::Update };
     let dir = plan.root().to_path_buf();
-    merge_memop_files(plan, record, Path::new(&dir), files)
+    let mut router = Router::new(Base { record, dir: &dir, replay: None });
+    for entry in templates.entries(TEMPLATES, &ctx)? {
+        if let Entry::File { template, path, declared } = entry {
+            router.route(plan, purpose, &path, declared, templates.render(&template, &ctx)?, true)?;
+        }
+    }
+    router.finish()
 }

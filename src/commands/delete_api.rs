@@ -19,9 +19,9 @@ use super::update;
 use super::{Global, Report, finish};
 use crate::project::{self, Project, Webhooks};
 use crate::resource::ApiNames;
-use crate::scaffold::merge::{self, Decision};
-use crate::scaffold::reconcile::Base;
-use crate::scaffold::{Layout, Owner, Plan};
+use crate::scaffold::merge;
+use crate::scaffold::reconcile::{Base, Router};
+use crate::scaffold::{Declared, Layout, Owner, Plan, Purpose};
 use crate::sum::{self, Sum};
 
 /// Delete one version of a kind served in several: its types, conversion, sample, its entries in
@@ -208,9 +208,10 @@ type Bases = Vec<(String, String)>;
 
 /// Plans what changes from `old` (memop's text of the project now) to `fresh` (without the
 /// version): files only `old` has are removed (refused where edited, unless `force`); files that
-/// change are replaced where unedited and merged over `old`'s text where edited; a generated file
-/// (the CRD) that was edited is left to `make manifests`, noted. Returns the notes, and memop's
-/// text of each merged file, to keep in git as the base of the next merge.
+/// change go by [`Purpose::Change`] (replaced where unedited, merged over `old`'s text where
+/// edited; a generated file, the CRD, that was edited is left to `make manifests`, noted).
+/// Returns the notes, and memop's text of each merged file, to keep in git as the base of the
+/// next merge.
 fn plan_difference(
     old: &Plan,
     fresh: &Plan,
@@ -218,11 +219,10 @@ fn plan_difference(
     record: &Sum,
     force: bool,
 ) -> Result<(Vec<String>, Bases)> {
-    let text_of = |scratch: &Plan, path: &Path| scratch.planned().find(|(p, _)| *p == path).map(|(_, t)| t.to_string());
     let skip = |path: &Path| path == Path::new(project::FILE) || path == Path::new(sum::FILE);
     let mut edited = Vec::new();
     for (path, text) in old.planned().filter(|(path, _)| !skip(path)) {
-        if text_of(fresh, path).is_some() {
+        if fresh.planned().any(|(p, _)| p == path) {
             continue;
         }
         match plan.read(path)? {
@@ -242,51 +242,32 @@ fn plan_difference(
             if edited.len() == 1 { "it" } else { "them" }
         );
     }
-    let mut notes = Vec::new();
-    let mut conflicts = Vec::new();
-    let mut bases = Vec::new();
+    let dir = plan.root().to_path_buf();
+    let mut router = Router::new(Base { record, dir: &dir, replay: Some(old) });
     for (path, new) in fresh.planned().filter(|(path, _)| !skip(path)) {
-        let base = text_of(old, path);
-        if base.as_deref() == Some(new) {
-            continue;
-        }
-        let shown = path.display().to_string();
-        let current = plan.read(path)?;
-        if fresh.owner(path) == Some(Owner::Generated) {
-            match current.as_deref() {
-                Some(text) if base.as_deref() != Some(text) => notes
-                    .push(format!("{shown} differs from memop's text (your types changed it): run `make manifests`")),
-                _ => plan.write_formatted(path, new.to_string())?,
-            }
-            continue;
-        }
-        match Base::Replayed(old).decide(&shown, current.as_deref(), new)? {
-            Decision::Leave => {}
-            Decision::Replace => plan.write_formatted(path, new.to_string())?,
-            // PROJECT.sum records memop's text, the base of the next merge, which git keeps.
-            Decision::Merge { text, conflicts: false } => {
-                plan.write_formatted(path, text)?;
-                plan.set_base(path, new.to_string());
-                bases.push((shown, new.to_string()));
-            }
-            Decision::Merge { conflicts: true, .. } => conflicts.push(shown),
-            Decision::Keep => {
-                notes.push(format!("{shown} was kept as it is: change it as the version's deletion needs"))
-            }
-            Decision::Unresolved => bail!(
-                "{shown} still holds the conflict markers of an earlier merge: resolve them, commit, and run this \
-                 command again"
-            ),
-        }
+        // A file the command writes itself (no template declares it) is memop's.
+        let declared = fresh.declared(path).unwrap_or(Declared::from(Owner::Memop));
+        router.route(plan, Purpose::Change, &path.to_string_lossy(), declared, new.to_string(), true)?;
     }
-    if !conflicts.is_empty() {
+    let merged = router.finish()?;
+    if !merged.conflicts.is_empty() {
+        let paths: Vec<&str> = merged.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
         bail!(
             "your edits of {} touch the lines that name the deleted version: change them to the version that stays \
              (or restore memop's text with `git checkout`), then run this command again",
-            conflicts.join(", ")
+            paths.join(", ")
         );
     }
-    Ok((notes, bases))
+    let kept =
+        merged.kept.iter().map(|(path, _)| (path, "was kept as it is: change it as the version's deletion needs"));
+    let generated = merged
+        .generated
+        .iter()
+        .map(|path| (path, "differs from memop's text (your types changed it): run `make manifests`"));
+    let mut notes: Vec<(&String, &str)> = kept.chain(generated).collect();
+    notes.sort();
+    let notes = notes.into_iter().map(|(path, note)| format!("{path} {note}")).collect();
+    Ok((notes, merged.bases))
 }
 
 /// Refuses when Rust code of the project, as the plan leaves it, still names the deleted version

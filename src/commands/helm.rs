@@ -21,8 +21,8 @@ use serde::Serialize;
 use super::context::ProjectContext;
 use super::{Global, Report};
 use crate::project::{self, AutoUpdatePlugin, HelmPlugin, Project};
-use crate::scaffold::reconcile::{Merged, merge_memop_files};
-use crate::scaffold::{self, Entry, Owner, Plan, Templates};
+use crate::scaffold::reconcile::{Base, Merged, Router};
+use crate::scaffold::{self, Declared, Entry, Plan, Purpose, Templates};
 use crate::sum::{self, Sum};
 
 /// The chart's directory under `--output-dir`, as kubebuilder names it.
@@ -247,29 +247,18 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
     let mut contexts = vec![("helm", ctx.clone())];
     contexts.extend(kind_contexts(project, plan, &ctx)?);
     contexts.extend(webhook_context(project, plan, &ctx)?);
-    let mut memops = Vec::new();
-    let mut yours = Vec::new();
+    let mut files: Vec<(String, String, Declared)> = Vec::new();
     for (root, ctx) in contexts {
         for entry in templates.entries(root, &ctx)? {
-            let Entry::File { template, path, owner, .. } = entry else { continue };
-            let file = (format!("{chart}/{path}"), templates.render(&template, &ctx)?);
-            match owner {
-                Owner::Memop => memops.push(file),
-                _ => yours.push(file),
-            }
+            let Entry::File { template, path, declared } = entry else { continue };
+            files.push((format!("{chart}/{path}"), templates.render(&template, &ctx)?, declared));
         }
     }
-    remove_what_memop_no_longer_renders(plan, record, &chart, memops.iter().chain(&yours))?;
-    if force {
-        for (path, text) in memops.into_iter().chain(yours) {
-            plan.write(path, text)?;
-        }
-        return Ok(Merged::default());
-    }
+    remove_what_memop_no_longer_renders(plan, record, &chart, files.iter().map(|(path, ..)| path.as_str()))?;
     // The files the chart's templates cannot render without: one the user deleted stays deleted,
     // but is named, as `helm lint` would only say that a value or template is missing.
     for needed in [format!("{chart}/{VALUES}"), format!("{chart}/templates/_helpers.tpl")] {
-        if record.get(&needed).is_some() && plan.read(Path::new(&needed))?.is_none() {
+        if !force && record.get(&needed).is_some() && plan.read(Path::new(&needed))?.is_none() {
             plan.note(format!(
                 "{needed} is gone, and the chart's templates need it (`helm lint` fails without it); memop \
                  leaves it deleted: restore it from version control, or make the chart anew with `memop edit \
@@ -277,19 +266,19 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
             ));
         }
     }
-    for (path, text) in yours {
-        match plan.read(Path::new(&path))? {
-            // Unless the user deleted it.
-            None if record.get(&path).is_some() => {}
-            None => plan.write(&path, text)?,
-            // memop's own text not yet recorded (a first `edit` stopped before PROJECT.sum): recorded.
-            Some(current) if record.get(&path).is_none() && current == text => plan.set_unchanged(&path, text),
-            Some(_) if path.ends_with(&format!("/{VALUES}")) => add_operand_images(plan, &path, project)?,
-            Some(_) => {}
+    let purpose = if force { Purpose::Make { force } } else { Purpose::Update };
+    let dir = plan.root().to_path_buf();
+    let mut router = Router::new(Base { record, dir: &dir, replay: None });
+    for (path, text, declared) in files {
+        let yours = plan.read(Path::new(&path))?.is_some() && !force;
+        router.route(plan, purpose, &path, declared, text, true)?;
+        // The user's values: memop adds the operand image of a new kind at its marker line.
+        if yours && path.ends_with(&format!("/{VALUES}")) {
+            add_operand_images(plan, &path, project)?;
         }
     }
-    let dir = plan.root().to_path_buf();
-    merge_memop_files(plan, record, &dir, memops)
+    let merged = router.finish()?;
+    Ok(if force { Merged::default() } else { merged })
 }
 
 /// Plans removing each template of `chart` that memop wrote (`record`) and renders no more (the
@@ -299,9 +288,9 @@ fn remove_what_memop_no_longer_renders<'a>(
     plan: &mut Plan,
     record: &Sum,
     chart: &str,
-    rendered: impl Iterator<Item = &'a (String, String)>,
+    rendered: impl Iterator<Item = &'a str>,
 ) -> Result<()> {
-    let rendered: std::collections::BTreeSet<&str> = rendered.map(|(path, _)| path.as_str()).collect();
+    let rendered: std::collections::BTreeSet<&str> = rendered.collect();
     let templates = format!("{chart}/templates/");
     let gone: Vec<String> = record
         .paths()

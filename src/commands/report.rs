@@ -149,7 +149,7 @@ mod tests {
             conflicts: vec![("src/main.rs".into(), "<<<<<<<".into(), "fn main() {}".into())],
             kept: vec![("README.md".into(), false)],
             bases: vec![("Makefile".into(), "all:".into())],
-            unresolved: Vec::new(),
+            ..Merged::default()
         };
         report.merged(merged, "a fresh project");
         report.next("Then commit.\n");

@@ -7,19 +7,12 @@
 //! `vendor/` is memop's alone: a vendored file that changed since memop wrote it (`PROJECT.sum`
 //! says what memop wrote) is refused with the way out, so an update never loses an edit.
 //!
-//! Every other file is rendered again from PROJECT: init's scaffold, then `create api` and
-//! `create webhook` replayed for each API PROJECT lists, into a scratch plan that sees no disk.
-//! What becomes of each file depends on whose its template says it is ([`Owner`]):
-//! - yours (an API's types, a controller's logic, the kind's tests, samples, the README): never
-//!   rewritten;
-//! - generated from your code (the CRDs, `config/rbac/role.yaml`,
-//!   `config/webhook/manifests.yaml`): left to `make manifests`, which the report says to run
-//!   where memop's text differs;
-//! - memop's, and the files memop inserts into at markers (`src/main.rs`, the kustomizations):
-//!   one you did not edit is replaced; one you edited is merged three ways, with what memop
-//!   wrote then as the base (read from git by the blob id `PROJECT.sum` records), so your edits
-//!   and memop's changes both land ([`merge::decide`]). Without that base (never committed, or
-//!   no git) an edited file is kept as it is, and a note says so.
+//! Every other file is rendered again from PROJECT ([`replay`]: init's scaffold, then `create
+//! api` and `create webhook` for each API PROJECT lists, into a scratch plan that sees no disk),
+//! and each goes by whose its template says it is, through the one rule every command uses
+//! (`scaffold::reconcile`, see `update_files` there): memop's merged three ways with your edits,
+//! yours left (named where memop now writes it otherwise), generated ones left to `make
+//! manifests`. This module keeps what is the update's alone: `vendor/`, the pins, and the report.
 //!
 //! Where memop's changes and your edits touch the same lines, only the files in conflict are
 //! written, with git's conflict markers (and their records, so that the next update does not
@@ -33,8 +26,8 @@ use anyhow::{Context as _, Result, bail};
 use super::{Global, Report, finish};
 use crate::project::{self, Project, Resource, Webhooks};
 use crate::scaffold::merge;
-use crate::scaffold::reconcile::{Base, Conflict, Merged, refuse_unresolved};
-use crate::scaffold::{self, Layout, Owner, Plan, RUNTIME_CRATES, Templates};
+use crate::scaffold::reconcile::{self, Base, Conflict};
+use crate::scaffold::{self, Layout, Plan, RUNTIME_CRATES, Templates};
 use crate::sum::{self, Sum};
 
 /// Update the project to this memop: its runtime (vendor/, the pins), memop's files and the
@@ -221,15 +214,15 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     let fresh = replay(&project, &plan, Layout::Current)?;
     // What memop 0.1 wrote, which it kept no record of: its templates, replayed.
     let old = v1.then(|| replay(&project, &plan, Layout::V1)).transpose()?;
-    let updated = update_files(&fresh, old.as_ref(), &mut plan, &record, dir)?;
+    let mut updated = reconcile::update_files(&fresh, &mut plan, Base { record: &record, dir, replay: old.as_ref() })?;
     // A project with a Helm chart gets memop's chart templates too, merged the same way.
     let chart = super::helm::plan_chart(&project, &mut plan, &record, false)?;
     // A conflict in a migration is written with the rest: the files of memop 0.1's layout that
     // the update removes must go with it. Elsewhere, one in the chart stops the update as any does.
     // A dry run shows what the real run writes then, and fails as it does.
-    let conflicts: Vec<&Conflict> = updated.memops.conflicts.iter().chain(&chart.conflicts).collect();
+    let conflicts: Vec<&Conflict> = updated.conflicts.iter().chain(&chart.conflicts).collect();
     summary.conflicts = conflicts.iter().map(|(path, _, _)| path.clone()).collect();
-    summary.merged = updated.memops.merged.iter().chain(&chart.merged).cloned().collect();
+    summary.merged = updated.merged.iter().chain(&chart.merged).cloned().collect();
     if !conflicts.is_empty() && !v1 {
         summary.changed = summary.conflicts.clone();
         return write_conflicts(global, &conflicts);
@@ -260,9 +253,12 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
          $ make manifests   # config/crd, config/rbac/role.yaml, config/webhook from your code\n  \
          $ cargo test       # the lock follows the new runtime's dependencies on the first build\n"
     ));
-    for (path, ids) in &updated.yours {
+    for (path, then, new) in std::mem::take(&mut updated.yours) {
+        // Recording memop's new text says it once; kept where git finds it (`refs/memop/bases`).
+        let ids = sum::base(dir, &then).is_some().then(|| (then, sum::blob_id(&new)));
+        plan.set_unchanged(&path, new.clone());
+        updated.bases.push((path.clone(), new));
         let see = match ids {
-            // The update keeps memop's new text where git finds it (`refs/memop/bases`).
             Some((old, new)) if global.dry_run => {
                 format!("once the update is written, see what changed with `git diff {} {}`", &old[..12], &new[..12])
             }
@@ -296,7 +292,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     // The text memop's templates give now (of memop's files and of yours), which PROJECT.sum
     // records as the base of the next merge: kept where git can read it back, as the text of
     // every file committed is.
-    report.updated(updated.memops, "`memop init` in an empty directory");
+    report.updated(updated, "`memop init` in an empty directory");
     if !dropped.is_empty() {
         report.next(format!(
             "The runtime no longer has these files, which nothing builds now; delete them:\n  $ git rm {}\n",
@@ -514,98 +510,6 @@ fn position(server: &str, path: &str) -> usize {
         .map(|(at, _)| at)
         .find(|&at| !server[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
         .unwrap_or(usize::MAX)
-}
-
-/// What [`update_files`] did.
-#[derive(Debug, Default)]
-struct Updated {
-    /// What became of memop's files and those it inserts into.
-    memops: Merged,
-    /// Files generated from the user's code that differ from memop's text: `make manifests`'.
-    generated: Vec<String>,
-    /// Files of memop 0.1's framework that the user edited: kept.
-    stranded: Vec<String>,
-    /// Your files that memop writes otherwise now, with the git blob ids of memop's text then and
-    /// now where git has the former.
-    yours: Vec<(String, Option<(String, String)>)>,
-}
-
-/// Plans every file of `fresh` (memop's text of the project, from [`replay`]) into `plan` by
-/// whose it is (see the module doc): the user's are left alone, generated ones are
-/// `make manifests`', and the rest go by [`merge::decide`].
-///
-/// With `old` (the replay of memop 0.1's layout, for a project made by it, which has no record),
-/// what memop wrote is `old`'s text: the base of every merge, the user's Rust files included, so
-/// that your code moves to the runtime crates' API with your edits; and the files of `old` that
-/// `fresh` no longer has (the framework in `src/manager` and `tests/support`) are removed where
-/// unedited.
-fn update_files(fresh: &Plan, old: Option<&Plan>, plan: &mut Plan, record: &Sum, dir: &Path) -> Result<Updated> {
-    let mut updated = Updated::default();
-    if let Some(old) = old {
-        for (path, text) in old.planned() {
-            if fresh.owner(path).is_some() || fresh.planned().any(|(p, _)| p == path) {
-                continue;
-            }
-            match plan.read(path)? {
-                Some(current) if current == text => plan.remove(path)?,
-                Some(_) => updated.stranded.push(path.to_string_lossy().to_string()),
-                None => {}
-            }
-        }
-    }
-    for (path, new) in fresh.planned() {
-        let shown = path.to_string_lossy().to_string();
-        if shown == project::FILE || shown == sum::FILE {
-            continue;
-        }
-        let current = plan.read(path)?;
-        let old_text = old.map(|old| old.read(path)).transpose()?.flatten();
-        let moved = old_text.is_some() && path.extension().is_some_and(|e| e == "rs");
-        // A file that is yours once you edit it, still as memop wrote it, is memop's to replace.
-        let as_written = current.as_deref().is_some_and(|text| merge::as_recorded(text, record.get(&shown)));
-        // No memop wrote the file (no record of it, nor memop 0.1's text): a file of yours that this
-        // memop writes and the one that made the project did not (which memop's files may name:
-        // `Cargo.toml` a kind's benchmark). Made, as `create api` would; one you deleted has a record.
-        let new_to_the_project = current.is_none() && record.get(&shown).is_none() && old_text.is_none();
-        match fresh.owner(path) {
-            Some(Owner::UserOnceEdited) if as_written => {}
-            Some(Owner::User | Owner::UserOnceEdited) if new_to_the_project => {}
-            // In a migration, your Rust files move to the new API (merged).
-            Some(Owner::User | Owner::UserOnceEdited) if !moved => {
-                // Yours, never rewritten. Where memop now writes it otherwise than when it made your
-                // copy (its logic, or the runtime's API it calls, changed), say so, with that change
-                // to read in git; recording memop's new text says it once.
-                if let Some(old) = record.get(&shown).filter(|old| *old != sum::blob_id(new))
-                    && current.as_deref() != Some(new)
-                {
-                    let readable = sum::base(dir, old).is_some();
-                    updated.yours.push((shown.clone(), readable.then(|| (old.to_string(), sum::blob_id(new)))));
-                    plan.set_unchanged(path, new.to_string());
-                    updated.memops.bases.push((shown, new.to_string()));
-                }
-                continue;
-            }
-            // One that `make manifests` writes now and did not before (the storage migration's
-            // role): made, as `create api` makes it, so that the project passes its tests before
-            // `make manifests` runs.
-            Some(Owner::Generated) if new_to_the_project => {}
-            Some(Owner::Generated) => {
-                if current.as_deref().is_some_and(|text| text != new) {
-                    updated.generated.push(shown);
-                }
-                continue;
-            }
-            _ => {}
-        }
-        let base = match old {
-            Some(old) => Base::Replayed(old),
-            None => Base::Recorded { record, dir },
-        };
-        let decision = base.decide(&shown, current.as_deref(), new)?;
-        updated.memops.plan(plan, record, shown, current.as_deref(), new.to_string(), decision)?;
-    }
-    refuse_unresolved(&updated.memops.unresolved)?;
-    Ok(updated)
 }
 
 /// Writes only the files in conflict, with their markers, and their records (memop's new

@@ -2,7 +2,8 @@
 //! update`, or any command that re-renders a file the user may have edited): the one rule that
 //! never loses an edit, for every caller.
 
-/// What to do with a file, from [`decide`].
+/// What to do with a file: [`super::reconcile::reconcile`]'s answer, all but
+/// [`Decision::Outdated`] by [`decide`] for memop's files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     /// Nothing to write: the file has memop's new text already, or memop's text did not change
@@ -18,6 +19,9 @@ pub enum Decision {
     /// Refuse: the file still holds the conflict markers of an earlier merge, which the user has
     /// not resolved (merging over them would bury the conflict in a project called updated).
     Unresolved,
+    /// Leave the file to its owner, though memop's text of it changed: the user's (that memop now
+    /// writes otherwise than when it wrote it), or generated (`make manifests`' to write).
+    Outdated,
 }
 
 /// Whether `current` (read in `\n` line endings, as `Plan` reads every file) is the text whose

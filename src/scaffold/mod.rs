@@ -18,15 +18,18 @@ pub use crate::embedded::{
 };
 pub use generated::rbac;
 pub use plan::{Applied, Plan};
-pub use reconcile::{plan_file, reconcile};
-pub use templates::{Entry, Key, Layout, Owner, Templates, reserved_kind_files};
+pub use reconcile::{Purpose, plan_file, reconcile};
+pub use templates::{Declared, Entry, Key, Layout, Owner, Scope, Templates, reserved_kind_files};
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
 use std::path::Path;
 
 use anyhow::Result;
 use generated::Edit;
+use reconcile::Router;
 use tera::Context;
+
+use crate::sum;
 
 /// The files under `root/` that several APIs share (a module list, a kustomization), as `ctx`
 /// resolves their paths.
@@ -35,7 +38,7 @@ pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<
         .entries(root, ctx)?
         .into_iter()
         .filter_map(|entry| match entry {
-            Entry::File { path, owner: Owner::Shared, .. } => Some(path),
+            Entry::File { path, declared, .. } if declared.scope == Scope::Shared => Some(path),
             _ => None,
         })
         .collect())
@@ -43,36 +46,45 @@ pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<
 
 /// Renders every template under `root` into `plan`.
 ///
-/// What becomes of a file that exists already is [`reconcile::reconcile`]'s to say, from the
-/// template's owner (see [`Owner`]); `force` (`--force`) lets the command replace the ones it
-/// would otherwise refuse or keep. A file generated from the user's code goes to its editor
-/// first (see [`generated`]). Fragments are inserted at their markers after all whole files are
-/// planned, so a root may create a file and insert into it.
+/// What becomes of a file that exists already is [`reconcile::reconcile`]'s to say, from what
+/// its template declares (see [`Declared`]); `force` (`--force`) lets the command replace the
+/// ones it would otherwise refuse or keep. A file generated from the user's code goes to its
+/// editor first (see [`generated`]). Fragments are inserted at their markers after all whole
+/// files are planned, so a root may create a file and insert into it.
 pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut Plan, force: bool) -> Result<()> {
     let entries = templates.entries(root, ctx)?;
+    let record = sum::Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
+    let dir = plan.root().to_path_buf();
+    let base = reconcile::Base { record: &record, dir: &dir, replay: None };
+    let mut router = Router::new(base);
     for entry in &entries {
-        if let Entry::File { template, path, owner, one_per_project } = entry {
+        if let Entry::File { template, path, declared } = entry {
             // A file generated from the user's code is edited, not rendered over.
             let render = |ctx: &Context| templates.render(template, ctx);
-            let edit = match generated::editor(path).filter(|_| *owner == Owner::Generated) {
+            let edit = match generated::editor(path).filter(|_| declared.owner == Owner::Generated) {
                 Some(editor) => editor(path, plan.read(Path::new(path))?.as_deref(), ctx, &render)?,
                 None => Edit::Plain,
             };
+            let mut declared = *declared;
             // A new version of a kind finds the kind's files there, as a file several APIs share.
-            let owner = match owner {
-                Owner::Kind if ctx.contains_key("storage_version") => Owner::Shared,
-                owner => *owner,
-            };
-            let formatted = templates.is_plain(template);
-            match edit {
-                Edit::Write(text) => plan_file(plan, path, owner, true, text, formatted, true)?,
-                // What the editor keeps is kept as a file of the project's own is.
-                Edit::Keep => plan_file(plan, path, owner, true, render(ctx)?, formatted, force)?,
-                Edit::Plain => plan_file(plan, path, owner, *one_per_project, render(ctx)?, formatted, force)?,
+            if declared.scope == Scope::Kind && ctx.contains_key("storage_version") {
+                declared.scope = Scope::Shared;
             }
-            plan.set_owner(path, owner);
+            let formatted = templates.is_plain(template);
+            // What the editor keeps is kept as a file of the project's own is.
+            let project = Declared { scope: Scope::Project, ..declared };
+            let make = Purpose::Make { force };
+            match edit {
+                Edit::Write(text) => {
+                    router.route(plan, Purpose::Make { force: true }, path, project, text, formatted)?
+                }
+                Edit::Keep => router.route(plan, make, path, project, render(ctx)?, formatted)?,
+                Edit::Plain => router.route(plan, make, path, declared, render(ctx)?, formatted)?,
+            }
+            plan.set_owner(path, declared);
         }
     }
+    router.finish()?;
     for entry in &entries {
         if let Entry::Fragment { template, path, marker, key } = entry {
             let fragment = templates.render(template, ctx)?;
@@ -91,39 +103,93 @@ mod tests {
     use super::*;
     use crate::scaffold::merge::Decision;
 
-    fn decide(owner: Owner, per_project: bool, current: &str, recorded: Option<&str>, force: bool) -> Option<Decision> {
-        reconcile("f", owner, per_project, Some(current), recorded, "memop's\n", force).ok()
+    const MEMOP: Declared = Declared { owner: Owner::Memop, scope: Scope::Api, refresh: false };
+    const USER: Declared = Declared { owner: Owner::User, ..MEMOP };
+    const REFRESHED: Declared = Declared { refresh: true, ..USER };
+    const GENERATED: Declared = Declared { owner: Owner::Generated, ..MEMOP };
+
+    /// [`reconcile`] of the file `f`, `current` now, whose text then PROJECT.sum records as
+    /// `recorded`, to which memop now renders `memop's\n`.
+    fn decide(declared: Declared, current: Option<&str>, recorded: Option<&str>, purpose: Purpose) -> Option<Decision> {
+        let record = sum::Sum::parse(recorded.map(|id| format!("f {id}\n")).as_deref()).unwrap();
+        let base = reconcile::Base { record: &record, dir: Path::new("."), replay: None };
+        reconcile("f", declared, current, base, "memop's\n", purpose).ok()
     }
 
     #[test]
     fn an_existing_file_is_refused_kept_or_left_as_its_owner_says() {
-        let (kinds, projects) = (false, true);
-        let mine = |owner, per_project, force| decide(owner, per_project, "mine\n", None, force);
-        assert_eq!(mine(Owner::Memop, kinds, false), None, "refused");
-        assert_eq!(mine(Owner::User, kinds, true), Some(Decision::Replace));
-        assert_eq!(mine(Owner::Memop, projects, false), Some(Decision::Keep));
-        assert_eq!(mine(Owner::Memop, projects, true), Some(Decision::Replace));
-        assert_eq!(mine(Owner::Shared, projects, true), Some(Decision::Leave));
-        assert_eq!(mine(Owner::Kind, kinds, false), None);
+        let make = |force| Purpose::Make { force };
+        let mine = |declared, force| decide(declared, Some("mine\n"), None, make(force));
+        let per_project = |declared| Declared { scope: Scope::Project, ..declared };
+        assert_eq!(mine(MEMOP, false), None, "refused");
+        assert_eq!(mine(USER, true), Some(Decision::Replace));
+        assert_eq!(mine(per_project(MEMOP), false), Some(Decision::Keep));
+        assert_eq!(mine(per_project(MEMOP), true), Some(Decision::Replace));
+        assert_eq!(mine(Declared { scope: Scope::Shared, ..MEMOP }, true), Some(Decision::Leave));
+        assert_eq!(mine(Declared { scope: Scope::Kind, ..MEMOP }, false), None);
         // A file memop never wrote is someone's, even one the user may edit.
-        assert_eq!(mine(Owner::UserOnceEdited, kinds, false), None);
-        assert_eq!(mine(Owner::UserOnceEdited, kinds, true), Some(Decision::Replace));
+        assert_eq!(mine(REFRESHED, false), None);
+        assert_eq!(mine(REFRESHED, true), Some(Decision::Replace));
         // Missing, or already memop's text: written, or left.
-        assert_eq!(reconcile("f", Owner::Memop, kinds, None, None, "memop's\n", false).ok(), Some(Decision::Replace));
-        assert_eq!(decide(Owner::Memop, kinds, "memop's\n", None, false), Some(Decision::Leave));
-        let err = reconcile("a.txt", Owner::Memop, kinds, Some("mine\n"), None, "x\n", false).unwrap_err();
+        assert_eq!(decide(MEMOP, None, None, make(false)), Some(Decision::Replace));
+        assert_eq!(decide(MEMOP, Some("memop's\n"), None, make(false)), Some(Decision::Leave));
+        let record = sum::Sum::default();
+        let base = reconcile::Base { record: &record, dir: Path::new("."), replay: None };
+        let err = reconcile("a.txt", MEMOP, Some("mine\n"), base, "x\n", make(false)).unwrap_err();
         assert!(err.to_string().contains("a.txt already exists and memop would change it; pass --force"), "{err}");
     }
 
     #[test]
     fn a_file_the_user_may_edit_is_replaced_only_as_memop_wrote_it() {
-        let id = crate::sum::blob_id("memop's, then\n");
-        let refresh = |current: &str, id: &str| decide(Owner::UserOnceEdited, false, current, Some(id), false);
-        assert_eq!(refresh("memop's, then\n", &id), Some(Decision::Replace));
-        assert_eq!(refresh("mine\n", &id), Some(Decision::Keep));
-        // Recorded by an earlier memop in the `\r\n` it wrote, read in `\n`: no edit.
-        let crlf = crate::sum::blob_id("memop's, then\r\n");
-        assert_eq!(refresh("memop's, then\n", &crlf), Some(Decision::Replace), "line endings are no edit");
+        let id = sum::blob_id("memop's, then\n");
+        for purpose in [Purpose::Make { force: false }, Purpose::Update] {
+            let refresh = |current: &str, id: &str| decide(REFRESHED, Some(current), Some(id), purpose);
+            assert_eq!(refresh("memop's, then\n", &id), Some(Decision::Replace), "{purpose:?}");
+            // Recorded by an earlier memop in the `\r\n` it wrote, read in `\n`: no edit.
+            let crlf = sum::blob_id("memop's, then\r\n");
+            assert_eq!(refresh("memop's, then\n", &crlf), Some(Decision::Replace), "line endings are no edit");
+        }
+        assert_eq!(decide(REFRESHED, Some("mine\n"), Some(&id), Purpose::Make { force: false }), Some(Decision::Keep));
+        let update = decide(REFRESHED, Some("mine\n"), Some(&id), Purpose::Update);
+        assert_eq!(update, Some(Decision::Outdated), "edited: the user's, told of memop's change");
+    }
+
+    /// `memop update`, the chart and the workflow: memop's files merged, the user's made once and
+    /// then left (outdated where memop's text changed), generated ones left to `make manifests`.
+    #[test]
+    fn an_update_brings_memops_files_and_leaves_the_others_to_their_owners() {
+        let then = sum::blob_id("memop's, then\n");
+        let update = |declared, current, recorded| decide(declared, current, recorded, Purpose::Update);
+        assert_eq!(update(MEMOP, Some("memop's, then\n"), Some(&then)), Some(Decision::Replace));
+        assert_eq!(update(MEMOP, None, Some(&then)), Some(Decision::Leave), "deleted by the user");
+        for declared in [USER, GENERATED] {
+            assert_eq!(update(declared, None, None), Some(Decision::Replace), "new to the project: made");
+            assert_eq!(update(declared, Some("memop's\n"), Some(&then)), Some(Decision::Leave));
+        }
+        assert_eq!(update(GENERATED, None, Some(&then)), Some(Decision::Leave), "deleted: stays deleted");
+        assert_eq!(update(USER, None, Some(&then)), Some(Decision::Outdated), "deleted, and memop's text changed");
+        assert_eq!(update(USER, Some("memop's, then\n"), Some(&then)), Some(Decision::Outdated));
+        let now = sum::blob_id("memop's\n");
+        assert_eq!(update(USER, Some("mine\n"), Some(&now)), Some(Decision::Leave), "memop's text did not change");
+        assert_eq!(update(USER, Some("mine\n"), None), Some(Decision::Leave), "never memop's");
+        assert_eq!(update(GENERATED, Some("mine\n"), None), Some(Decision::Outdated), "`make manifests`'");
+    }
+
+    /// `delete api`: every file over memop's text before the change; a generated one replaced
+    /// while as memop wrote it, else left to `make manifests`; one the change does not touch left.
+    #[test]
+    fn a_change_goes_over_memops_text_before_it() {
+        let mut before = Plan::scratch(".", Layout::Current);
+        before.write("f", "memop's, then\n".into()).unwrap();
+        let record = sum::Sum::default();
+        let base = reconcile::Base { record: &record, dir: Path::new("."), replay: Some(&before) };
+        let change = |declared: Declared, current: &str, desired: &str| {
+            reconcile("f", declared, Some(current), base, desired, Purpose::Change).unwrap()
+        };
+        assert_eq!(change(GENERATED, "memop's, then\n", "memop's\n"), Decision::Replace);
+        assert_eq!(change(GENERATED, "mine\n", "memop's\n"), Decision::Outdated);
+        assert_eq!(change(USER, "memop's, then\n", "memop's\n"), Decision::Replace, "as memop wrote it");
+        assert_eq!(change(GENERATED, "mine\n", "memop's, then\n"), Decision::Leave, "untouched by the change");
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
-use super::{Layout, Owner};
+use super::{Declared, Layout};
 
 /// A planned change; `old` is the file as on disk, in its own line endings (which an update
 /// keeps, and a failed apply restores).
@@ -49,8 +49,8 @@ pub struct Plan {
     unchanged: BTreeMap<PathBuf, String>,
     /// Files a fragment was inserted into: their planned text holds what was there before.
     inserted: BTreeSet<PathBuf>,
-    /// Whose each file a template rendered is (see [`Owner`]).
-    owners: BTreeMap<PathBuf, Owner>,
+    /// What the template of each file it rendered declares (see [`Declared`]).
+    declared: BTreeMap<PathBuf, Declared>,
     /// A scratch plan sees no disk: see [`Plan::scratch`].
     scratch: bool,
     /// The layout whose templates the commands render into this plan.
@@ -75,7 +75,7 @@ impl Plan {
             bases: BTreeMap::new(),
             unchanged: BTreeMap::new(),
             inserted: BTreeSet::new(),
-            owners: BTreeMap::new(),
+            declared: BTreeMap::new(),
             scratch: false,
             layout: Layout::Current,
         }
@@ -130,14 +130,15 @@ impl Plan {
         if self.scratch { Ok(None) } else { crate::fs::read_regular(&self.root, path) }
     }
 
-    /// Records whose the file at `path` is, as its template declares.
-    pub fn set_owner(&mut self, path: impl AsRef<Path>, owner: Owner) {
-        self.owners.insert(path.as_ref().to_path_buf(), owner);
+    /// Records whose the file at `path` is, as its template declares (or a command, for a file
+    /// it writes itself: an [`Owner`](super::Owner)).
+    pub fn set_owner(&mut self, path: impl AsRef<Path>, declared: impl Into<Declared>) {
+        self.declared.insert(path.as_ref().to_path_buf(), declared.into());
     }
 
     /// Whose the file at `path` is, when a template of this plan rendered it.
-    pub fn owner(&self, path: &Path) -> Option<Owner> {
-        self.owners.get(path).copied()
+    pub fn declared(&self, path: &Path) -> Option<Declared> {
+        self.declared.get(path).copied()
     }
 
     /// Whether a fragment was inserted into the file at `path`.

@@ -1,36 +1,40 @@
-//! What becomes of a file that a command renders and that may exist already: [`reconcile`]
-//! decides it from the file's owner, its text now, what memop wrote there last and memop's text
-//! now, and [`plan_file`] plans it. memop's files brought to this memop's text go by
-//! [`decide`] (replaced where unedited, merged three ways where edited, kept where no base is
-//! found), and [`Merged`] collects what became of them for `memop update`, the Helm chart and
-//! the update workflow alike.
+//! What becomes of a file that a command renders and that may exist already: one rule,
+//! [`reconcile`], from what the file's template declares ([`Declared`]: memop's, the user's or
+//! generated, and its scope), its text now, its base (what memop wrote there last) and memop's
+//! text now, and why the command renders it ([`Purpose`]: to make it, to bring it to this memop,
+//! or to carry a change of PROJECT into it). `Router` plans each decision and collects what
+//! became of the files (`Merged`) for the command's report: `render_root`, `vendor/`, the lock,
+//! `memop update`'s replay, the Helm chart, the update workflow and `delete api` all go through
+//! it.
 
 use std::path::Path;
 
 use anyhow::{Result, bail};
 
 use super::merge::{Decision, as_recorded, decide};
-use super::{Owner, Plan};
+use super::{Declared, Owner, Plan, Scope};
 use crate::sum::{self, Sum};
 
 /// Where the base of a three-way merge comes from: what memop last wrote at a path.
 #[derive(Clone, Copy)]
-pub enum Base<'a> {
-    /// The text whose git blob id `PROJECT.sum` records, read back from the git repository of
+pub struct Base<'a> {
+    /// `PROJECT.sum`: the git blob id of what memop wrote, read back from the git repository of
     /// the project at `dir`.
-    Recorded { record: &'a Sum, dir: &'a Path },
-    /// memop's text in a replay of the project: of memop 0.1's layout (which kept no record), or
-    /// of the project before a command changed it (`delete api`).
-    Replayed(&'a Plan),
+    pub record: &'a Sum,
+    pub dir: &'a Path,
+    /// memop's text in a replay of the project, where `PROJECT.sum` cannot say it: of memop 0.1's
+    /// layout (which kept no record), or of the project before a command changed it (`delete
+    /// api`). The base of every merge when there is one.
+    pub replay: Option<&'a Plan>,
 }
 
 impl Base<'_> {
     /// Decides what becomes of memop's file at `path`, `current` now, which memop's templates
     /// now render as `new`, by [`decide`] over this base.
-    pub fn decide(self, path: &str, current: Option<&str>, new: &str) -> Result<Decision> {
-        Ok(match self {
-            Base::Recorded { record, dir } => decide(path, current, new, record.get(path), |id| sum::base(dir, id)),
-            Base::Replayed(replay) => {
+    fn decide(self, path: &str, current: Option<&str>, new: &str) -> Result<Decision> {
+        Ok(match self.replay {
+            None => decide(path, current, new, self.record.get(path), |id| sum::base(self.dir, id)),
+            Some(replay) => {
                 let base = replay.read(Path::new(path))?;
                 let recorded = base.as_deref().map(sum::blob_id);
                 decide(path, current, new, recorded.as_deref(), |_| base)
@@ -39,27 +43,64 @@ impl Base<'_> {
     }
 }
 
-/// Decides what becomes of the file a template of `owner` renders as `desired`, which is
-/// `current` now (`None`: missing); `recorded` is the git blob id of what memop last wrote
-/// there (`PROJECT.sum`). A file that is not there, or holds `desired` already, is written or
-/// left; an existing one goes by its owner:
-/// - shared (several APIs extend it at its markers): left, only its markers are memop's;
-/// - with `force` (`--force`): replaced;
-/// - the user's once edited: replaced while as memop wrote it, kept once edited, refused when
-///   memop never wrote it (it is someone's);
-/// - any other: kept when it is one per project (`per_project`: a README or a `.gitignore` the
-///   user may have already), else refused (another kind's file, or the user's, in the way).
+/// Why a command renders a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// To make it (`init`, `create api`, `create webhook`, `edit --force`): one there already is
+    /// left, kept or refused as its scope says, or replaced with `force` (`--force`).
+    Make { force: bool },
+    /// To bring it to this memop's text (`memop update`, and the chart and workflow that later
+    /// commands render again): memop's merged three ways over its base; the user's and generated
+    /// files left to their owners.
+    Update,
+    /// To carry a change of PROJECT into it (`delete api`), over memop's text before the change
+    /// (the base's replay): every file merged as memop's, but a generated one, replaced while as
+    /// memop wrote it and else left to `make manifests`.
+    Change,
+}
+
+/// Decides what becomes of the file at `path` that a template declaring `declared` renders as
+/// `desired`, which is `current` now (`None`: missing), for `purpose`.
+///
+/// To make a file: a file that is not there is written, one that holds `desired` already left;
+/// an existing one goes by its scope and owner:
+/// - shared (several commands extend it at its markers): left, only its markers are memop's;
+/// - with `force`: replaced;
+/// - the user's refreshed while unedited: replaced while as memop wrote it, kept once edited,
+///   refused when memop never wrote it (it is someone's);
+/// - one per project: kept (a README or a `.gitignore` the user may have already);
+/// - else refused (another kind's file, or the user's, in the way).
+///
+/// To bring a file to this memop's text:
+/// - memop's: by [`decide`] over the base (replaced where unedited, merged three ways over the
+///   base where edited, kept without a base, left where the user deleted it);
+/// - one no memop wrote (missing, and neither recorded nor replayed), or the user's refreshed
+///   while as memop wrote it: as memop's (made, or replaced);
+/// - the user's Rust files in a migration from memop 0.1's layout (a base replayed): as memop's,
+///   so that they move to the runtime's API with the user's edits;
+/// - else the user's: left, [`Decision::Outdated`] where memop now writes it otherwise than it
+///   wrote it then;
+/// - generated: left to `make manifests`, [`Decision::Outdated`] where memop's text differs.
+///
+/// To carry a change into a file: left where the change does not touch it; a generated one
+/// replaced where it is missing or as memop wrote it before, else [`Decision::Outdated`]; any
+/// other by [`decide`] over the base.
 ///
 /// A refusal is the error that names `path` and `--force`.
 pub fn reconcile(
     path: &str,
-    owner: Owner,
-    per_project: bool,
+    declared: Declared,
     current: Option<&str>,
-    recorded: Option<&str>,
+    base: Base,
     desired: &str,
-    force: bool,
+    purpose: Purpose,
 ) -> Result<Decision> {
+    let recorded = base.record.get(path);
+    let force = match purpose {
+        Purpose::Make { force } => force,
+        Purpose::Update => return bring(path, declared, current, base, desired),
+        Purpose::Change => return change(path, declared, current, base, desired),
+    };
     let Some(current) = current else { return Ok(Decision::Replace) };
     if current == desired {
         return Ok(Decision::Leave);
@@ -70,21 +111,55 @@ pub fn reconcile(
              be lost)"
         )
     };
-    let memops = recorded.is_some();
-    Ok(match owner {
-        Owner::Shared => Decision::Leave,
+    let refreshed = declared.owner == Owner::User && declared.refresh;
+    Ok(match declared.scope {
+        Scope::Shared => Decision::Leave,
         _ if force => Decision::Replace,
-        Owner::UserOnceEdited if memops && as_recorded(current, recorded) => Decision::Replace,
-        Owner::UserOnceEdited if memops => Decision::Keep,
-        Owner::UserOnceEdited => refuse()?,
-        _ if per_project => Decision::Keep,
-        _ => refuse()?,
+        _ if refreshed && as_recorded(current, recorded) => Decision::Replace,
+        _ if refreshed && recorded.is_some() => Decision::Keep,
+        _ if refreshed => refuse()?,
+        Scope::Project => Decision::Keep,
+        Scope::Api | Scope::Kind => refuse()?,
+    })
+}
+
+/// [`reconcile`] for [`Purpose::Update`].
+fn bring(path: &str, declared: Declared, current: Option<&str>, base: Base, desired: &str) -> Result<Decision> {
+    if declared.owner == Owner::Memop {
+        return base.decide(path, current, desired);
+    }
+    let recorded = base.record.get(path);
+    let replayed = base.replay.map(|replay| replay.read(Path::new(path))).transpose()?.flatten();
+    let made_by_no_memop = current.is_none() && recorded.is_none() && replayed.is_none();
+    let unedited = current.is_some_and(|text| as_recorded(text, recorded));
+    let migrated = replayed.is_some() && path.ends_with(".rs");
+    let user = declared.owner == Owner::User;
+    if made_by_no_memop || (user && ((declared.refresh && unedited) || migrated)) {
+        return base.decide(path, current, desired);
+    }
+    let differs = current.is_some_and(|text| text != desired);
+    Ok(match declared.owner {
+        _ if current == Some(desired) => Decision::Leave,
+        Owner::User if recorded.is_some_and(|id| id != sum::blob_id(desired)) => Decision::Outdated,
+        Owner::Generated if differs => Decision::Outdated,
+        _ => Decision::Leave,
+    })
+}
+
+/// [`reconcile`] for [`Purpose::Change`].
+fn change(path: &str, declared: Declared, current: Option<&str>, base: Base, desired: &str) -> Result<Decision> {
+    let before = base.replay.map(|replay| replay.read(Path::new(path))).transpose()?.flatten();
+    Ok(match declared.owner {
+        _ if before.as_deref() == Some(desired) => Decision::Leave,
+        Owner::Generated if current.is_some_and(|text| before.as_deref() != Some(text)) => Decision::Outdated,
+        Owner::Generated => Decision::Replace,
+        _ => base.decide(path, current, desired)?,
     })
 }
 
 /// Plans the file at `path` that a template of `owner` renders as `desired` by [`reconcile`]
-/// (`formatted`: `desired` needs no formatting pass), noting a file kept and refusing one in
-/// the way.
+/// (`formatted`: `desired` needs no formatting pass; `per_project`: the file is one per project,
+/// as `vendor/` and the lock are), to make it: noting a file kept, refusing one in the way.
 pub fn plan_file(
     plan: &mut Plan,
     path: &str,
@@ -94,30 +169,19 @@ pub fn plan_file(
     formatted: bool,
     force: bool,
 ) -> Result<()> {
-    let current = plan.read(Path::new(path))?;
+    let scope = if per_project { Scope::Project } else { Scope::Api };
+    let declared = Declared { owner, scope, refresh: false };
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
-    match reconcile(path, owner, per_project, current.as_deref(), record.get(path), &desired, force)? {
-        Decision::Replace if formatted => plan.write_formatted(path, desired),
-        Decision::Replace => plan.write(path, desired),
-        Decision::Keep => {
-            plan.note(match owner {
-                Owner::UserOnceEdited => {
-                    format!("kept your {path}, which is not as memop wrote it; memop's new version was not written")
-                }
-                _ => format!("kept your {path}; memop's version was not written"),
-            });
-            Ok(())
-        }
-        // Not [`reconcile`]'s: it merges nothing.
-        Decision::Leave | Decision::Merge { .. } | Decision::Unresolved => Ok(()),
-    }
+    let dir = plan.root().to_path_buf();
+    let mut router = Router::new(Base { record: &record, dir: &dir, replay: None });
+    router.route(plan, Purpose::Make { force }, path, declared, desired, formatted)?;
+    router.finish().map(drop)
 }
 
 /// A file merged with conflicts: its path, the text with markers, and memop's text.
 pub(crate) type Conflict = (String, String, String);
 
-/// What [`merge_memop_files`] did with memop's files: `update`'s, and those of the commands that
-/// plan memop's files of their own (the Helm chart's, the update workflow) beside theirs.
+/// What became of the files a [`Router`] planned, for the command's report.
 #[derive(Debug, Default)]
 pub(crate) struct Merged {
     /// Edited files whose edits and memop's changes were merged.
@@ -131,63 +195,126 @@ pub(crate) struct Merged {
     pub(crate) bases: Vec<(String, String)>,
     /// Files that still hold the conflict markers of an earlier merge.
     pub(crate) unresolved: Vec<String>,
+    /// The user's files that memop now writes otherwise than when it wrote them: the path, the
+    /// id PROJECT.sum records (memop's text then), memop's text now.
+    pub(crate) yours: Vec<(String, String, String)>,
+    /// Generated files that differ from memop's text: `make manifests`'.
+    pub(crate) generated: Vec<String>,
+    /// Files of memop 0.1's framework that the user edited: kept.
+    pub(crate) stranded: Vec<String>,
 }
 
-/// Plans each of `files` (path, memop's text now) over the project's file by [`decide`]:
-/// created when missing unless PROJECT.sum says memop wrote it before (then the user deleted it,
-/// and it stays deleted), replaced when unedited since memop wrote it (`record`), else merged
-/// three ways with what memop wrote then (read from git) as the base.
-pub(crate) fn merge_memop_files(
-    plan: &mut Plan,
-    record: &Sum,
-    dir: &Path,
-    files: Vec<(String, String)>,
-) -> Result<Merged> {
-    let mut merged = Merged::default();
-    for (path, new) in files {
-        let current = plan.read(Path::new(&path))?;
-        let decision = Base::Recorded { record, dir }.decide(&path, current.as_deref(), &new)?;
-        merged.plan(plan, record, path, current.as_deref(), new, decision)?;
+/// Plans the files a command renders, each by [`reconcile`] over one [`Base`], and collects what
+/// became of them.
+pub(crate) struct Router<'a> {
+    base: Base<'a>,
+    merged: Merged,
+}
+
+impl<'a> Router<'a> {
+    pub(crate) fn new(base: Base<'a>) -> Self {
+        Self { base, merged: Merged::default() }
     }
-    refuse_unresolved(&merged.unresolved)?;
-    Ok(merged)
-}
 
-impl Merged {
-    /// Plans what `decision` says of memop's file at `path`, which is `current` now and which
-    /// memop's templates render as `new` (formatted: a merge keeps the user's formatting), and
-    /// notes what became of it.
-    pub(crate) fn plan(
+    /// Plans the file at `path`, which a template declaring `declared` renders as `desired`
+    /// (`formatted`: needing no formatting pass), by [`reconcile`] for `purpose`.
+    pub(crate) fn route(
         &mut self,
         plan: &mut Plan,
-        record: &Sum,
-        path: String,
-        current: Option<&str>,
-        new: String,
-        decision: Decision,
+        purpose: Purpose,
+        path: &str,
+        declared: Declared,
+        desired: String,
+        formatted: bool,
     ) -> Result<()> {
+        let current = plan.read(Path::new(path))?;
+        let decision = reconcile(path, declared, current.as_deref(), self.base, &desired, purpose)?;
+        let merged = &mut self.merged;
+        let record = self.base.record;
         match decision {
             // Already memop's text: recorded as such, so that the next update knows it unedited.
             Decision::Leave => {
-                if current == Some(new.as_str()) && record.get(&path) != Some(sum::blob_id(&new).as_str()) {
-                    plan.set_unchanged(&path, new);
+                if current.as_deref() == Some(desired.as_str())
+                    && record.get(path) != Some(sum::blob_id(&desired).as_str())
+                {
+                    plan.set_unchanged(path, desired);
                 }
             }
-            Decision::Keep => self.kept.push((path.clone(), record.get(&path).is_some())),
-            Decision::Unresolved => self.unresolved.push(path),
-            Decision::Replace => plan.write_formatted(&path, new)?,
+            Decision::Replace if formatted => plan.write_formatted(path, desired)?,
+            Decision::Replace => plan.write(path, desired)?,
+            // A merge keeps the user's formatting (and one with conflict markers would not parse).
             Decision::Merge { text, conflicts } => {
-                plan.write_formatted(&path, text.clone())?;
-                plan.set_base(&path, new.clone());
-                self.bases.push((path.clone(), new.clone()));
+                plan.write_formatted(path, text.clone())?;
+                plan.set_base(path, desired.clone());
+                merged.bases.push((path.to_string(), desired.clone()));
                 match conflicts {
-                    true => self.conflicts.push((path, text, new)),
-                    false => self.merged.push(path),
+                    true => merged.conflicts.push((path.to_string(), text, desired)),
+                    false => merged.merged.push(path.to_string()),
                 }
+            }
+            Decision::Keep => match purpose {
+                Purpose::Update | Purpose::Change => merged.kept.push((path.to_string(), record.get(path).is_some())),
+                Purpose::Make { .. } if declared.refresh => plan.note(format!(
+                    "kept your {path}, which is not as memop wrote it; memop's new version was not written"
+                )),
+                Purpose::Make { .. } => plan.note(format!("kept your {path}; memop's version was not written")),
+            },
+            Decision::Unresolved => merged.unresolved.push(path.to_string()),
+            Decision::Outdated => match declared.owner {
+                Owner::Generated => merged.generated.push(path.to_string()),
+                _ => {
+                    let then = record.get(path).unwrap_or_default().to_string();
+                    merged.yours.push((path.to_string(), then, desired));
+                }
+            },
+        }
+        Ok(())
+    }
+
+    /// Plans removing each file of `replay`, memop's text of the project in memop 0.1's layout,
+    /// that `fresh` (this memop's) no longer has (the framework in `src/manager` and
+    /// `tests/support`), where unedited; an edited one is kept, stranded.
+    fn remove_stranded(&mut self, plan: &mut Plan, replay: &Plan, fresh: &Plan) -> Result<()> {
+        for (path, text) in replay.planned() {
+            if fresh.declared(path).is_some() || fresh.planned().any(|(p, _)| p == path) {
+                continue;
+            }
+            match plan.read(path)? {
+                Some(current) if current == text => plan.remove(path)?,
+                Some(_) => self.merged.stranded.push(path.to_string_lossy().to_string()),
+                None => {}
             }
         }
         Ok(())
     }
+
+    /// What became of the files, once none still holds the conflict markers of an earlier merge
+    /// (see [`refuse_unresolved`]).
+    pub(crate) fn finish(self) -> Result<Merged> {
+        refuse_unresolved(&self.merged.unresolved)?;
+        Ok(self.merged)
+    }
+}
+
+/// Plans every file of `fresh`, memop's text of the project from a replay of PROJECT, over the
+/// project in `plan`, to bring it to this memop (see [`Purpose::Update`]); `base.replay`: the
+/// replay of memop 0.1's layout, for a project made by it, whose files that `fresh` no longer has
+/// are removed where unedited.
+pub(crate) fn update_files(fresh: &Plan, plan: &mut Plan, base: Base) -> Result<Merged> {
+    let mut router = Router::new(base);
+    if let Some(replay) = base.replay {
+        router.remove_stranded(plan, replay, fresh)?;
+    }
+    for (path, new) in fresh.planned() {
+        let shown = path.to_string_lossy();
+        if shown == crate::project::FILE || shown == sum::FILE {
+            continue;
+        }
+        // A file a command writes itself (no template declares it) is memop's.
+        let declared = fresh.declared(path).unwrap_or(Declared::from(Owner::Memop));
+        router.route(plan, Purpose::Update, &shown, declared, new.to_string(), true)?;
+    }
+    router.finish()
 }
 
 /// The note on a file kept as it is ([`Decision::Keep`]): edited since memop wrote it

@@ -33,21 +33,8 @@ pub enum Layout {
     V1,
 }
 
-/// How a template declares that its file is shared (see [`Owner::Shared`]).
-const SHARED: &str = "{# shared:";
-/// How a template declares that its file is memop's (see [`Owner::Memop`]).
-const MEMOP: &str = "{# owner: memop";
-/// How a template declares that its file is the user's once scaffolded (see [`Owner::User`]).
-const USER: &str = "{# owner: user";
-/// How a template declares that its file is memop's until the user edits it (see
-/// [`Owner::UserOnceEdited`]); checked before [`USER`], a prefix of it.
-const USER_ONCE_EDITED: &str = "{# owner: user once edited";
-/// How a template declares that its file is one kind's, whatever its version (see
-/// [`Owner::Kind`]).
-const KIND: &str = "{# owner: kind";
-/// How a template declares that its file is generated from the user's code (see
-/// [`Owner::Generated`]).
-const GENERATED: &str = "{# owner: generated";
+/// How a template declares whose its file is, and the properties of the file (see [`Declared`]).
+const OWNER: &str = "{# owner: ";
 /// How a fragment declares its key (see [`Key`]).
 const KEYS: &[(&str, Key)] = &[("{# key: first-token", Key::FirstToken), ("{# key: image-env", Key::ImageEnv)];
 const PARTIALS: &str = "_partials/";
@@ -55,10 +42,8 @@ const PARTIALS: &str = "_partials/";
 /// One template of a scaffold root, already classified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry {
-    /// Renders to the whole file at `path`, which its template says is whose. `one_per_project`:
-    /// the template's path names no kind (no `__name__` segment), so the file is the project's
-    /// as a whole, which several commands may render (see [`super::render_root`]).
-    File { template: String, path: String, owner: Owner, one_per_project: bool },
+    /// Renders to the whole file at `path`, which its template declares whose it is.
+    File { template: String, path: String, declared: Declared },
     /// Renders to a fragment inserted before `marker` in the file at `path`; a keyed one
     /// replaces what the file has of its key instead, when it has it.
     Fragment { template: String, path: String, marker: String, key: Option<Key> },
@@ -76,36 +61,55 @@ pub enum Key {
     ImageEnv,
 }
 
-/// Whose a generated file is, as its template declares in a first-line Tera comment. Every
-/// template of today's layout declares one (a unit test sees to it); memop 0.1's layout
+/// Whose a generated file is, as its template declares on its first line: `{# owner: memop #}`,
+/// `{# owner: user #}` or `{# owner: generated #}`, then maybe its properties (see [`Declared`]).
+/// Every template of today's layout declares one (a unit test sees to it); memop 0.1's layout
 /// (`layouts/v1`) declares none, and its files are memop's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Owner {
-    /// `{# owner: kind #}`: memop's part of one kind, whatever its version (its RBAC helper
-    /// roles): as [`Owner::Memop`], but a new version of a kind served in several (a context
-    /// with a `storage_version`) finds it there and leaves it.
-    Kind,
-    /// `{# owner: user #}`: the user's once scaffolded (an API's types, a controller's logic, the
-    /// kind's tests, a sample, the chart's `Chart.yaml` and `values.yaml`): an existing one is
-    /// treated as for [`Owner::Memop`], and `memop update` never rewrites it.
-    User,
-    /// `{# owner: user once edited … #}`: the user's once edited (a kind's conversion test,
-    /// which lists every version): rendered again when a command or `memop update` renders it
-    /// and it is as memop wrote it (`PROJECT.sum`); an edited one is kept, and said so.
-    UserOnceEdited,
-    /// `{# owner: generated #}`: generated from the user's code by `make manifests` (a CRD, the
-    /// manager role, the webhook configurations): its editor (see `generated`) or else as for
-    /// [`Owner::Memop`], and `memop update` leaves it to `make manifests`.
-    Generated,
-    /// `{# shared: … #}`: a file several APIs extend at its markers: created once, never
-    /// rewritten.
-    Shared,
-    /// `{# owner: memop … #}`: memop's part of the project or of one API (the Dockerfile, the
-    /// Makefile, CI workflows, `config/`, and the files commands extend at their markers:
-    /// `src/main.rs`, the kustomizations): an existing one is refused (or kept, when it is one per
-    /// project, see [`Entry::File`]) unless the command overwrites (`--force`); `memop update`
-    /// brings it to the current memop, merging the user's edits in.
+    /// memop's (the Makefile, `config/`, `src/main.rs` and the other files commands extend at
+    /// their markers): brought to this memop's text by `memop update`, merged three ways with the
+    /// user's edits over what memop wrote then.
     Memop,
+    /// The user's (an API's types, a controller's logic, samples, the README): written once, and
+    /// never rewritten, but where the template says `refreshed while unedited`.
+    User,
+    /// Generated from the user's code (a CRD, the manager role, the webhook configurations): an
+    /// editor of memop's writes it (see `generated`), and later `make manifests`.
+    Generated,
+}
+
+/// Which commands render a file: what one that finds it there already does with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// One per project (its template's path names no kind: no `__name__` segment), which the
+    /// user may have already (a README): kept.
+    Project,
+    /// One per API: refused, unless the command overwrites (`--force`).
+    Api,
+    /// `scope: kind`: one per kind, whatever its version (its RBAC helper roles): as [`Scope::Api`]
+    /// for the kind's first version, left by a new version.
+    Kind,
+    /// `scope: shared`: made by the first command that renders it, then only extended at its
+    /// markers by the others (a module list, a kustomization): left.
+    Shared,
+}
+
+/// What a template declares of its file: its owner, its scope, and for the user's, whether memop
+/// renders it again while it is as memop wrote it (`refreshed while unedited`: a controller, the
+/// kind's tests, which follow the runtime's API until the user edits them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Declared {
+    pub owner: Owner,
+    pub scope: Scope,
+    pub refresh: bool,
+}
+
+/// A file of `owner` that no template declares (one a command writes itself): one per API.
+impl From<Owner> for Declared {
+    fn from(owner: Owner) -> Self {
+        Self { owner, scope: Scope::Api, refresh: false }
+    }
 }
 
 /// The templates a command needs, parsed once.
@@ -195,9 +199,10 @@ impl Templates {
                     key: KEYS.iter().find(|(header, _)| text.starts_with(header)).map(|(_, key)| *key),
                 },
                 None => {
-                    let owner = declared_owner(text).unwrap_or(Owner::Memop);
-                    let one_per_project = !relative.contains("__");
-                    Entry::File { template: name.clone(), path: resolved, owner, one_per_project }
+                    let scope = if relative.contains("__") { Scope::Api } else { Scope::Project };
+                    let declared =
+                        declared(text, scope).unwrap_or(Declared { owner: Owner::Memop, scope, refresh: false });
+                    Entry::File { template: name.clone(), path: resolved, declared }
                 }
             });
         }
@@ -208,17 +213,29 @@ impl Templates {
     }
 }
 
-/// The owner `text`, a template of a whole file, declares on its first line, if any.
-fn declared_owner(text: &str) -> Option<Owner> {
-    match text {
-        _ if text.starts_with(SHARED) => Some(Owner::Shared),
-        _ if text.starts_with(MEMOP) => Some(Owner::Memop),
-        _ if text.starts_with(USER_ONCE_EDITED) => Some(Owner::UserOnceEdited),
-        _ if text.starts_with(USER) => Some(Owner::User),
-        _ if text.starts_with(KIND) => Some(Owner::Kind),
-        _ if text.starts_with(GENERATED) => Some(Owner::Generated),
-        _ => None,
+/// What `text`, a template of a whole file, declares on its first line, if anything: its owner,
+/// then `, scope: kind` or `, scope: shared` (else `scope`, from the template's path), and
+/// `, refreshed while unedited`.
+fn declared(text: &str, scope: Scope) -> Option<Declared> {
+    let rest = text.strip_prefix(OWNER)?;
+    let owners = [("memop", Owner::Memop), ("user", Owner::User), ("generated", Owner::Generated)];
+    let (owner, mut rest) = owners.into_iter().find_map(|(word, owner)| Some((owner, rest.strip_prefix(word)?)))?;
+    let mut declared = Declared { owner, scope, refresh: false };
+    loop {
+        if let Some(after) = rest.strip_prefix(", scope: kind") {
+            declared.scope = Scope::Kind;
+            rest = after;
+        } else if let Some(after) = rest.strip_prefix(", scope: shared") {
+            declared.scope = Scope::Shared;
+            rest = after;
+        } else if let Some(after) = rest.strip_prefix(", refreshed while unedited") {
+            declared.refresh = true;
+            rest = after;
+        } else {
+            break;
+        }
     }
+    rest.starts_with(' ').then_some(declared)
 }
 
 /// The files a kind may not be named like: the fixed files of the directories where each kind
@@ -265,7 +282,7 @@ fn collect_v1(out: &mut Vec<(String, &'static str)>) {
 /// [`Owner`]) and then a `{% include "…" %}`, into the included template's name and the verbatim
 /// rest; `None` for any other template.
 fn split_plain(text: &'static str) -> Option<(Option<String>, &'static str)> {
-    let text = match declared_owner(text) {
+    let text = match declared(text, Scope::Project) {
         Some(_) => &text[text.find("#}")? + 2..],
         None => text,
     };
@@ -325,12 +342,25 @@ mod tests {
         let files: Vec<&(String, &str)> =
             sources.iter().filter(|(name, _)| !name.starts_with(PARTIALS) && !name.contains('@')).collect();
         assert!(files.len() > 100, "{}", files.len());
-        let undeclared: Vec<&str> =
-            files.iter().filter(|(_, text)| declared_owner(text).is_none()).map(|(name, _)| name.as_str()).collect();
+        let undeclared: Vec<&str> = files
+            .iter()
+            .filter(|(_, text)| declared(text, Scope::Project).is_none())
+            .map(|(name, _)| name.as_str())
+            .collect();
         assert!(
             undeclared.is_empty(),
-            "templates that declare no owner (`{MEMOP} #}}`, `{USER} #}}`, …): {undeclared:#?}"
+            "templates that declare no owner (`{OWNER}memop #}}`, `{OWNER}user #}}`, `{OWNER}generated #}}`, \
+             with maybe `, scope: kind`, `, scope: shared` or `, refreshed while unedited` after it): \
+             {undeclared:#?}"
         );
+        let declared = |text: &str| declared(text, Scope::Project).unwrap();
+        assert_eq!(
+            declared("{# owner: user, refreshed while unedited (why) #}x"),
+            Declared { owner: Owner::User, scope: Scope::Project, refresh: true }
+        );
+        assert_eq!(declared("{# owner: memop, scope: shared #}x").scope, Scope::Shared);
+        assert_eq!(declared("{# owner: memop, scope: kind #}x").scope, Scope::Kind);
+        assert!(super::declared("{# owner: users #}", Scope::Project).is_none(), "no owner of that name");
     }
 
     /// The files a kind's scaffolds make for it to fill in (its types, its controller's logic,
@@ -344,7 +374,8 @@ mod tests {
             sources.iter().filter(|(name, _)| name.contains("__kind_snake__") && name.ends_with(".rs.tera")).collect();
         assert!(kinds.len() >= 8, "{kinds:?}");
         for (name, text) in kinds {
-            assert!(text.starts_with(USER), "{name} does not say `{USER} #}}` or `{USER_ONCE_EDITED} … #}}`");
+            let owner = declared(text, Scope::Api).map(|declared| declared.owner);
+            assert_eq!(owner, Some(Owner::User), "{name} does not say `{OWNER}user #}}`");
         }
     }
 
@@ -415,7 +446,7 @@ mod tests {
         ];
         let mut missing = std::collections::BTreeSet::new();
         for (name, text) in sources.iter().filter(|(n, _)| per_kind.iter().any(|p| n.starts_with(p))) {
-            if name.contains('@') || text.starts_with(SHARED) {
+            if name.contains('@') || declared(text, Scope::Api).is_some_and(|d| d.scope == Scope::Shared) {
                 continue; // fragments inserted into shared files, and shared files: not per-kind files
             }
             // Template expressions make the kind's own names ({{ kind }}Spec and the like).

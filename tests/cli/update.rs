@@ -48,6 +48,22 @@ fn a_fresh_project_is_up_to_date() {
     assert_unchanged(&dir, &before, "update of a fresh project");
 }
 
+/// A file of yours that holds memop's text but that PROJECT.sum does not list (a record that lost
+/// its line) is recorded as memop's by an update that writes, as the chart records its
+/// `Chart.yaml`: the update and the chart once disagreed, and the next update took an edit of it
+/// for memop's text.
+#[test]
+fn a_file_of_yours_as_memop_writes_it_is_recorded() {
+    let (_tmp, dir) = older_project();
+    let sum = read(&dir, "PROJECT.sum");
+    let line = format!("README.md {}\n", blob_id(&read(&dir, "README.md")));
+    assert!(sum.contains(&line), "{sum}");
+    fs::write(dir.join("PROJECT.sum"), sum.replace(&line, "")).unwrap();
+    git(&dir, &["commit", "-qam", "a record that lost a line"]);
+    ok(&dir, "update");
+    assert!(read(&dir, "PROJECT.sum").contains(&line), "README.md recorded again");
+}
+
 /// Webhooks made in another order than their APIs: the update replays them in the order the
 /// webhook server lists them, so it has nothing to change there (it once listed them again in
 /// PROJECT's order).
