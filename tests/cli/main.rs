@@ -18,6 +18,7 @@ mod external_types;
 mod hostile;
 mod info;
 mod init;
+mod project_facts;
 mod rerun;
 mod several_apis;
 mod special_files;

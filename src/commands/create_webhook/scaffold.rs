@@ -51,15 +51,32 @@ struct WebhookEntry {
     skips_manager_namespace: bool,
 }
 
-/// Plans `request`'s files and records the webhooks in `project` (written with the plan).
-pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Result<()> {
+/// Plans `request`'s files, their license headers dated `year`, and records the webhooks in
+/// `project` (written with the plan), in the order they were made.
+pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan, year: i64) -> Result<()> {
     let api = &request.api;
+    let (mut admission, mut conversion) = (project.webhook_order(), project.conversion_order());
     let mut resource = request.existing.clone();
-    resource.webhooks = Some(request.webhooks.clone());
+    let mut webhooks = request.webhooks.clone();
+    // The year of the kind's webhook files: its first `create webhook`'s, or this one's when it
+    // makes them again.
+    webhooks.year = match (&request.existing.webhooks, request.force) {
+        (Some(recorded), false) => recorded.year,
+        _ => project.year_unless_the_projects(year),
+    };
+    resource.webhooks = Some(webhooks);
     project.upsert(resource);
+    let this = project.find(api).expect("upserted").describe();
+    for (order, made) in [(&mut admission, request.admission), (&mut conversion, request.conversion)] {
+        if made && !order.contains(&this) {
+            order.push(this.clone());
+        }
+    }
+    project.set_webhook_order(admission, false);
+    project.set_webhook_order(conversion, true);
 
     let mut ctx = tera::Context::from_serialize(WebhookContext {
-        project: ProjectContext::new(project),
+        project: ProjectContext { year, ..ProjectContext::new(project) },
         api,
         api_namespaced: match api.builtin_kind() {
             Some(builtin) => builtin.namespaced,

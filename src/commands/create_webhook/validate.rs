@@ -99,6 +99,7 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
         conversion: args.conversion || recorded.conversion,
         spoke: spokes.iter().map(Version::to_string).collect(),
         webhook_version: "v1".into(),
+        year: recorded.year,
     };
     Ok(Request { api, existing, admission, conversion: args.conversion, webhooks, spokes, force: args.force })
 }
@@ -119,6 +120,8 @@ impl Request {
             webhooks: None,
             controllers: Vec::new(),
             storage_version: None,
+            year: None,
+            controller_years: Default::default(),
         });
         let recorded = existing.webhooks.clone().unwrap_or_default();
         let (defaulting, validation) = if conversion { (false, false) } else { (asked.defaulting, asked.validation) };
@@ -136,6 +139,7 @@ impl Request {
             conversion: conversion || recorded.conversion,
             spoke: spokes.iter().map(Version::to_string).collect(),
             webhook_version: "v1".into(),
+            year: asked.year,
         };
         Ok(Self { api, existing, admission: !conversion, conversion, webhooks, spokes, force: false })
     }
@@ -200,6 +204,8 @@ fn builtin_resource(args: &Args, project: &Project, builtin: &'static BuiltinKin
         webhooks: None,
         controllers: Vec::new(),
         storage_version: None,
+        year: None,
+        controller_years: Default::default(),
     }))
 }
 
