@@ -237,18 +237,6 @@ fn civil_year(days: i64) -> i64 {
     yoe + era * 400 + i64::from(month <= 2)
 }
 
-/// A command's arguments parsed from `flags` alone (no binary name), as `memop update` replays
-/// the commands PROJECT records.
-pub fn parse_flags<A: clap::Args>(flags: &[String]) -> Result<A> {
-    #[derive(clap::Parser)]
-    #[command(no_binary_name = true)]
-    struct Replay<A: clap::Args> {
-        #[command(flatten)]
-        args: A,
-    }
-    Ok(<Replay<A> as clap::Parser>::try_parse_from(flags)?.args)
-}
-
 #[cfg(test)]
 mod tests {
     use super::civil_year;

@@ -215,9 +215,9 @@ impl Request {
             resource: resource.api.is_some(),
             controller: resource.controller,
             force: false,
-            // A new version of a kind stored in it (create api --storage-version).
-            storage_version: !siblings.is_empty()
-                && project.storage_version(&api).is_some_and(|stored| stored == api.version.as_str()),
+            // A new version of a kind stored in it (create api --storage-version), as its entry
+            // records (`project` holds only the versions replayed so far).
+            storage_version: !siblings.is_empty() && resource.storage_version.as_deref() == Some(api.version.as_str()),
             namespaced: match (&resource.api, api.builtin_kind()) {
                 (Some(found), _) => found.namespaced,
                 (None, Some(builtin)) => builtin.namespaced,
