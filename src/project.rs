@@ -603,7 +603,39 @@ impl Project {
             }
         }
         project.check_storage_versions()?;
+        project.check_facts()?;
         Ok(project)
+    }
+
+    /// Holds the years to four digits (they go into license headers) and each order to the
+    /// resources it orders, each once.
+    fn check_facts(&self) -> Result<()> {
+        let years = self.resources.iter().flat_map(|r| {
+            let webhooks = r.webhooks.as_ref().and_then(|w| w.year);
+            r.year.into_iter().chain(r.controller_years.values().copied()).chain(webhooks)
+        });
+        if let Some(year) = self.year.into_iter().chain(years).find(|year| !(1000..=9999).contains(year)) {
+            bail!("year {year} is not a year of a license header (four digits, such as 2026)");
+        }
+        if self.year.is_none() && self.resources.iter().any(|r| r.year.is_some() || !r.controller_years.is_empty()) {
+            bail!("a resource records its year, and the project none: give the project the year it was made in (year)");
+        }
+        let orders = [
+            ("controllerOrder", &self.controller_order, self.projects_controller_order()),
+            ("webhookOrder", &self.webhook_order, self.ordered(&[], Resource::admits)),
+            ("conversionOrder", &self.conversion_order, self.ordered(&[], Resource::converts)),
+        ];
+        for (field, order, known) in orders {
+            let mut seen = std::collections::BTreeSet::new();
+            if let Some(entry) = order.iter().find(|entry| !known.contains(entry) || !seen.insert(*entry)) {
+                bail!(
+                    "{field} lists {entry:?}, which is not one of {} once; list each of them once (or remove \
+                     {field}: the order of resources)",
+                    known.join(", ")
+                );
+            }
+        }
+        Ok(())
     }
 
     pub fn render(&self) -> Result<String> {
@@ -678,10 +710,10 @@ impl Project {
     /// The modules of the controllers (each kind's, then its named ones), in the order they were
     /// made: [`Project::controller_order`] as recorded, else PROJECT's.
     pub fn controller_order(&self) -> Vec<String> {
-        match self.controller_order.is_empty() {
-            true => self.projects_controller_order(),
-            false => self.controller_order.clone(),
-        }
+        let known = self.projects_controller_order();
+        let mut order: Vec<String> = self.controller_order.iter().filter(|m| known.contains(m)).cloned().collect();
+        order.extend(known.iter().filter(|m| !self.controller_order.contains(m)).cloned().collect::<Vec<_>>());
+        order
     }
 
     fn projects_controller_order(&self) -> Vec<String> {
@@ -697,8 +729,9 @@ impl Project {
 
     /// Records `order` as the order the controllers were made in: only where it is not PROJECT's.
     pub fn set_controller_order(&mut self, order: Vec<String>) {
+        self.controller_order = order;
+        let order = self.controller_order();
         let known = self.projects_controller_order();
-        let order: Vec<String> = order.into_iter().filter(|m| known.contains(m)).collect();
         self.controller_order = if order == known { Vec::new() } else { order };
     }
 
@@ -790,6 +823,19 @@ mod tests {
         let text = sample().render().unwrap().replace(LAYOUT, LAYOUT_V1);
         let error = Project::parse(&text).unwrap_err().to_string();
         assert!(error.contains("made by memop 0.1") && error.contains("--version 0.1.0"), "{error}");
+    }
+
+    #[test]
+    fn the_years_and_orders_replay_reads_are_held_to_their_rules() {
+        let text = sample().render().unwrap();
+        let error = format!("{:#}", Project::parse(&text.replace("year: 2026", "year: 20260")).unwrap_err());
+        assert!(error.contains("year 20260 is not a year"), "{error}");
+        let error = format!("{:#}", Project::parse(&format!("{text}webhookOrder:\n- cache/v1 Redis\n")).unwrap_err());
+        assert!(error.contains("webhookOrder lists \"cache/v1 Redis\""), "{error}");
+        let mut project = sample();
+        project.set_controller_order(vec!["memcached".into()]);
+        assert!(project.controller_order.is_empty(), "PROJECT's order is left implicit");
+        assert_eq!(project.controller_order(), ["memcached"]);
     }
 
     #[test]

@@ -26,9 +26,8 @@ pub fn record(project: &mut Project, plan: &Plan) -> Result<()> {
         return Ok(());
     }
     let now = super::current_year();
-    let year_of = |path: &str| -> Result<Option<i64>> {
-        Ok(plan.read(Path::new(path))?.as_deref().and_then(copyright_year))
-    };
+    let year_of =
+        |path: &str| -> Result<Option<i64>> { Ok(plan.read(Path::new(path))?.as_deref().and_then(copyright_year)) };
     let year = match year_of("src/main.rs")? {
         Some(year) => year,
         None => year_of("src/lib.rs")?.unwrap_or(now),

@@ -60,7 +60,7 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan, year:
             controllers: existing.map(|r| r.controllers.clone()).unwrap_or_default(),
             storage_version: project.storage_version(api).map(str::to_string),
             // The kind's files are this command's (--force remakes them).
-            year: made,
+            year: if existing.is_none() || request.force { made } else { existing.and_then(|r| r.year) },
             controller_years: existing.map(|r| r.controller_years.clone()).unwrap_or_default(),
         });
     }
