@@ -421,10 +421,14 @@ pub struct Webhooks {
     #[serde(default, skip_serializing_if = "is_false")]
     pub validation: bool,
     pub webhook_version: String,
-    /// The year the kind's first `create webhook` (or a later `--force`) made its webhook files
-    /// in, when not the project's.
+    /// The year `create webhook` made the kind's admission webhooks in (or `--force` made them
+    /// again), when not the project's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub year: Option<i64>,
+    /// The year `create webhook --conversion` made the kind's conversion webhook in, when not the
+    /// project's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversion_year: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -611,7 +615,7 @@ impl Project {
     /// resources it orders, each once.
     fn check_facts(&self) -> Result<()> {
         let years = self.resources.iter().flat_map(|r| {
-            let webhooks = r.webhooks.as_ref().and_then(|w| w.year);
+            let webhooks = r.webhooks.iter().flat_map(|w| w.year.into_iter().chain(w.conversion_year));
             r.year.into_iter().chain(r.controller_years.values().copied()).chain(webhooks)
         });
         if let Some(year) = self.year.into_iter().chain(years).find(|year| !(1000..=9999).contains(year)) {

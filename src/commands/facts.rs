@@ -47,12 +47,13 @@ pub fn record(project: &mut Project, plan: &Plan) -> Result<()> {
                 controller_years.insert(name.clone(), made);
             }
         }
-        let webhooks = match &resource.webhooks {
-            Some(_) if resource.admits() => year_of(&names.webhook_path())?,
-            Some(w) => match w.spoke.first() {
-                Some(spoke) => year_of(&names.in_version(crate::names::Version::parse(spoke)?).conversion_path())?,
-                None => None,
-            },
+        let admission = match resource.admits() {
+            true => year_of(&names.webhook_path())?,
+            false => None,
+        };
+        // A spoke's conversion, which the hub's `create webhook --conversion` made.
+        let conversion = match resource.webhooks.as_ref().filter(|w| w.conversion).and_then(|w| w.spoke.first()) {
+            Some(spoke) => year_of(&names.in_version(crate::names::Version::parse(spoke)?).conversion_path())?,
             None => None,
         };
         let project_year = project.year;
@@ -61,7 +62,8 @@ pub fn record(project: &mut Project, plan: &Plan) -> Result<()> {
         resource.year = differs(made);
         resource.controller_years = controller_years.into_iter().filter(|(_, y)| Some(*y) != project_year).collect();
         if let Some(w) = resource.webhooks.as_mut() {
-            w.year = differs(webhooks);
+            w.year = differs(admission);
+            w.conversion_year = differs(conversion);
         }
     }
     let modules = plan.read(Path::new(CONTROLLER_MODULES))?.unwrap_or_default();

@@ -62,10 +62,21 @@ pub fn replay(project: &Project, plan: &Plan, layout: Layout) -> Result<Plan> {
         next.replay(&mut replayed, &mut scratch, made)?;
     }
     let admission = project.webhook_order().into_iter().map(|r| (r, false));
-    for (which, conversion) in admission.chain(project.conversion_order().into_iter().map(|r| (r, true))) {
-        let resource = project.resources.iter().find(|r| r.describe() == which).expect("a resource of PROJECT's");
-        let year = resource.webhooks.as_ref().and_then(|w| w.year).unwrap_or(made);
-        let request = super::create_webhook::Request::replay(resource, conversion, &replayed)?;
+    let commands: Vec<(&Resource, bool, i64)> = admission
+        .chain(project.conversion_order().into_iter().map(|r| (r, true)))
+        .map(|(which, conversion)| {
+            let resource = project.resources.iter().find(|r| r.describe() == which).expect("a resource of PROJECT's");
+            let webhooks = resource.webhooks.as_ref().expect("a resource with webhooks");
+            let year = if conversion { webhooks.conversion_year } else { webhooks.year };
+            (resource, conversion, year.unwrap_or(made))
+        })
+        .collect();
+    // The webhook server's files are the first `create webhook`'s: of the earliest year (admission
+    // webhooks are replayed before conversions, whichever came first).
+    let server_year = commands.iter().map(|(_, _, year)| *year).min();
+    for (resource, conversion, year) in commands {
+        let mut request = super::create_webhook::Request::replay(resource, conversion, &replayed)?;
+        request.server_year = server_year;
         super::create_webhook::replay(&request, &mut replayed, &mut scratch, year).with_context(|| {
             let which = if conversion { "conversion webhook" } else { "admission webhooks" };
             format!("replaying the {which} of {}", resource.describe())

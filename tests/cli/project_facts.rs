@@ -139,8 +139,8 @@ fn update_finds_the_chart_where_project_records_it() {
 #[test]
 fn a_project_without_the_facts_is_completed_once() {
     let (_tmp, dir) = project(&[MEMCACHED, NGINX]);
-    ok_in(&dir, "create webhook --group web --kind Nginx --programmatic-validation", 2027);
-    ok(&dir, "create webhook --group cache --kind Memcached --defaulting");
+    ok(&dir, "create webhook --group web --kind Nginx --programmatic-validation");
+    ok_in(&dir, "create webhook --group cache --kind Memcached --defaulting", 2027);
     let recorded = read(&dir, "PROJECT");
     assert!(recorded.contains("webhookOrder:\n- web/v1alpha1 Nginx\n- cache/v1alpha1 Memcached\n"), "{recorded}");
     assert!(recorded.contains("    year: 2027\n"), "the webhooks' year: {recorded}");
@@ -179,4 +179,25 @@ fn a_project_without_the_facts_is_completed_once() {
     let again = update_in(&dir, 2028);
     assert!(again.stdout.starts_with("Nothing to do"), "{}{}", again.stdout, again.stderr);
     assert_unchanged(&dir, &before, "a second update");
+}
+
+/// A kind's conversion webhook made in one year and its admission webhooks in the next: each
+/// keeps its year, and the webhook server the one of the first `create webhook` (replay makes
+/// the admission webhooks first, whichever came first).
+#[test]
+fn a_kinds_webhooks_keep_the_years_of_their_commands() {
+    let (_tmp, dir) = project(&[MEMCACHED, "--group cache --version v1 --kind Memcached --storage-version"]);
+    ok(&dir, "create webhook --group cache --version v1 --kind Memcached --conversion");
+    ok_in(&dir, "create webhook --group cache --version v1 --kind Memcached --defaulting", 2027);
+    let project = read(&dir, "PROJECT");
+    assert!(project.contains("    webhookVersion: v1\n    year: 2027\n"), "{project}");
+    assert!(read(&dir, "src/webhook/mod.rs").starts_with("// Copyright 2026 "));
+    assert!(read(&dir, "src/webhook/memcached.rs").starts_with("// Copyright 2027 "));
+    committed(&dir);
+    let before = snapshot(&dir);
+    let out = update_in(&dir, 2028);
+    assert!(out.stdout.starts_with("Nothing to do"), "{}{}", out.stdout, out.stderr);
+    // Not even a note that memop writes your webhook's file otherwise now.
+    assert_eq!(out.stderr, "");
+    assert_unchanged(&dir, &before, "an update in a later year");
 }

@@ -58,12 +58,14 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan, year:
     let (mut admission, mut conversion) = (project.webhook_order(), project.conversion_order());
     let mut resource = request.existing.clone();
     let mut webhooks = request.webhooks.clone();
-    // The year of the kind's webhook files: its first `create webhook`'s, or this one's when it
-    // makes them again.
-    webhooks.year = match (&request.existing.webhooks, request.force) {
-        (Some(recorded), false) => recorded.year,
-        _ => project.year_unless_the_projects(year),
-    };
+    // The year of the kind's admission and conversion files: that of the command that made them
+    // (or made them again, with --force).
+    let made = project.year_unless_the_projects(year);
+    let before = request.existing.webhooks.clone().unwrap_or_default();
+    let admitted = before.defaulting || before.validation;
+    webhooks.year = if request.admission && (!admitted || request.force) { made } else { before.year };
+    webhooks.conversion_year =
+        if request.conversion && (!before.conversion || request.force) { made } else { before.conversion_year };
     resource.webhooks = Some(webhooks);
     project.upsert(resource);
     let this = project.find(api).expect("upserted").describe();
@@ -123,7 +125,10 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan, year:
     if request.conversion {
         super::super::refuse_missing_shared(&templates, "webhook-conversion", &ctx, plan, others(true))?;
     }
-    scaffold::render_root(&templates, "webhook", &ctx, plan, request.force)?;
+    // The webhook server's files, which the project's first `create webhook` made.
+    let mut server = ctx.clone();
+    server.insert("year", &request.server_year.unwrap_or(year));
+    scaffold::render_root(&templates, "webhook", &server, plan, request.force)?;
     if request.admission {
         scaffold::render_root(&templates, "webhook-admission", &ctx, plan, request.force)?;
     }

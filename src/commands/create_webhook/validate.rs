@@ -25,6 +25,9 @@ pub struct Request {
     pub spokes: Vec<Version>,
     /// Regenerate the kind's webhook files.
     pub force: bool,
+    /// The year of the webhook server's files (the `webhook` root) where this command makes them:
+    /// in a replay, the year of the project's first `create webhook`; `None`, this command's.
+    pub server_year: Option<i64>,
 }
 
 /// Decides what `args` ask of `project`, or refuses with what to do instead.
@@ -100,8 +103,10 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
         spoke: spokes.iter().map(Version::to_string).collect(),
         webhook_version: "v1".into(),
         year: recorded.year,
+        conversion_year: recorded.conversion_year,
     };
-    Ok(Request { api, existing, admission, conversion: args.conversion, webhooks, spokes, force: args.force })
+    let conversion = args.conversion;
+    Ok(Request { api, existing, admission, conversion, webhooks, spokes, force: args.force, server_year: None })
 }
 
 impl Request {
@@ -140,8 +145,18 @@ impl Request {
             spoke: spokes.iter().map(Version::to_string).collect(),
             webhook_version: "v1".into(),
             year: asked.year,
+            conversion_year: asked.conversion_year,
         };
-        Ok(Self { api, existing, admission: !conversion, conversion, webhooks, spokes, force: false })
+        Ok(Self {
+            api,
+            existing,
+            admission: !conversion,
+            conversion,
+            webhooks,
+            spokes,
+            force: false,
+            server_year: None,
+        })
     }
 }
 
