@@ -31,6 +31,14 @@ pub struct Project {
     /// memop-runtime it depends on: what `memop update` updates from.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub cli_version: String,
+    /// The controllers' modules in the order they were made (as `src/controller/mod.rs` lists
+    /// them), when that is not PROJECT's order, each kind's named controllers right after it
+    /// ([`Project::controller_order`]). Replay makes them in this order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub controller_order: Vec<String>,
+    /// The kinds' conversion webhooks in the order they were made, when that is not PROJECT's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conversion_order: Vec<String>,
     pub crate_name: String,
     pub domain: String,
     pub layout: Vec<String>,
@@ -49,6 +57,15 @@ pub struct Project {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<Resource>,
     pub version: String,
+    /// The kinds' admission webhooks in the order they were made, when that is not PROJECT's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub webhook_order: Vec<String>,
+    /// The year `init` made the project in: the year of the license header of every file memop
+    /// writes, but those of a command run in another year (a resource's `year`). A PROJECT
+    /// without it is of a memop that recorded none of the facts replay needs (the years, the
+    /// orders above): they are read once from the project's files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub year: Option<i64>,
 }
 
 /// The plugins of a project, under kubebuilder's keys.
@@ -119,6 +136,11 @@ pub struct Resource {
     /// The version the kind is stored in, when it is served in several: every version's entry
     /// records it, so replay reads it here and not back out of `STORAGE_VERSIONS` (the user's).
     pub storage_version: Option<String>,
+    /// The year `create api` made (or `--force` remade) the kind's files in, when not the
+    /// project's.
+    pub year: Option<i64>,
+    /// The year each named controller was made in, when not the project's.
+    pub controller_years: std::collections::BTreeMap<String, i64>,
 }
 
 /// A named controller as PROJECT records it, kubebuilder's `controllers: [{name: ...}]`.
@@ -126,6 +148,9 @@ pub struct Resource {
 #[serde(deny_unknown_fields)]
 struct NamedController {
     name: String,
+    /// When it was made in another year than the project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    year: Option<i64>,
 }
 
 /// A resource as PROJECT records it.
@@ -162,6 +187,8 @@ struct Record {
     version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     webhooks: Option<Webhooks>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    year: Option<i64>,
 }
 
 /// The flags whose values PROJECT records, and the fields it records them as.
@@ -211,7 +238,7 @@ impl TryFrom<Record> for Resource {
                     bail!("core: true, and the API server converts a kind of Kubernetes' own itself: no conversion");
                 }
                 let webhooks = record.webhooks.clone();
-                let controllers = named_controllers(&record)?;
+                let (controllers, controller_years) = named_controllers(&record)?;
                 return Ok(Self {
                     names,
                     api: None,
@@ -220,6 +247,8 @@ impl TryFrom<Record> for Resource {
                     webhooks,
                     controllers,
                     storage_version: None,
+                    year: record.year,
+                    controller_years,
                 });
             }
             if record.external {
@@ -258,14 +287,17 @@ impl TryFrom<Record> for Resource {
             if let Some(storage) = &record.storage_version {
                 Version::parse(storage)?;
             }
+            let (controllers, controller_years) = named_controllers(&record)?;
             Ok(Self {
                 names,
                 api: record.api.clone(),
                 controller: record.controller,
                 operand: record.operand.clone(),
                 webhooks: record.webhooks.clone(),
-                controllers: named_controllers(&record)?,
+                controllers,
                 storage_version: record.storage_version.clone(),
+                year: record.year,
+                controller_years,
             })
         };
         // serde shows only the innermost message: say which resource, and why.
@@ -279,7 +311,11 @@ impl From<Resource> for Record {
         Self {
             api: resource.api,
             controller: resource.controller,
-            controllers: resource.controllers.into_iter().map(|name| NamedController { name }).collect(),
+            controllers: resource
+                .controllers
+                .into_iter()
+                .map(|name| NamedController { year: resource.controller_years.get(&name).copied(), name })
+                .collect(),
             core: names.builtin,
             domain: names.domain.to_string(),
             external: names.external,
@@ -292,6 +328,7 @@ impl From<Resource> for Record {
             storage_version: resource.storage_version,
             version: names.version.to_string(),
             webhooks: resource.webhooks,
+            year: resource.year,
         }
     }
 }
@@ -330,20 +367,27 @@ fn external_resource(record: &Record) -> Result<Resource> {
         webhooks: None,
         controllers: Vec::new(),
         storage_version: None,
+        year: record.year,
+        controller_years: Default::default(),
     })
 }
 
-/// The named controllers of `record`, each name held to `--controller-name`'s rule.
-fn named_controllers(record: &Record) -> Result<Vec<String>> {
+/// The named controllers of `record`, each name held to `--controller-name`'s rule, and the
+/// years of those made in another year than the project.
+fn named_controllers(record: &Record) -> Result<(Vec<String>, std::collections::BTreeMap<String, i64>)> {
     let mut names: Vec<String> = Vec::new();
-    for NamedController { name } in &record.controllers {
+    let mut years = std::collections::BTreeMap::new();
+    for NamedController { name, year } in &record.controllers {
         crate::names::ControllerName::parse(name)?;
         if names.contains(name) {
             bail!("its controllers name {name:?} twice");
         }
         names.push(name.clone());
+        if let Some(year) = year {
+            years.insert(name.clone(), *year);
+        }
     }
-    Ok(names)
+    Ok((names, years))
 }
 
 impl Resource {
@@ -377,6 +421,14 @@ pub struct Webhooks {
     #[serde(default, skip_serializing_if = "is_false")]
     pub validation: bool,
     pub webhook_version: String,
+    /// The year `create webhook` made the kind's admission webhooks in (or `--force` made them
+    /// again), when not the project's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub year: Option<i64>,
+    /// The year `create webhook --conversion` made the kind's conversion webhook in, when not the
+    /// project's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversion_year: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -555,7 +607,39 @@ impl Project {
             }
         }
         project.check_storage_versions()?;
+        project.check_facts()?;
         Ok(project)
+    }
+
+    /// Holds the years to four digits (they go into license headers) and each order to the
+    /// resources it orders, each once.
+    fn check_facts(&self) -> Result<()> {
+        let years = self.resources.iter().flat_map(|r| {
+            let webhooks = r.webhooks.iter().flat_map(|w| w.year.into_iter().chain(w.conversion_year));
+            r.year.into_iter().chain(r.controller_years.values().copied()).chain(webhooks)
+        });
+        if let Some(year) = self.year.into_iter().chain(years).find(|year| !(1000..=9999).contains(year)) {
+            bail!("year {year} is not a year of a license header (four digits, such as 2026)");
+        }
+        if self.year.is_none() && self.resources.iter().any(|r| r.year.is_some() || !r.controller_years.is_empty()) {
+            bail!("a resource records its year, and the project none: give the project the year it was made in (year)");
+        }
+        let orders = [
+            ("controllerOrder", &self.controller_order, self.projects_controller_order()),
+            ("webhookOrder", &self.webhook_order, self.ordered(&[], Resource::admits)),
+            ("conversionOrder", &self.conversion_order, self.ordered(&[], Resource::converts)),
+        ];
+        for (field, order, known) in orders {
+            let mut seen = std::collections::BTreeSet::new();
+            if let Some(entry) = order.iter().find(|entry| !known.contains(entry) || !seen.insert(*entry)) {
+                bail!(
+                    "{field} lists {entry:?}, which is not one of {} once; list each of them once (or remove \
+                     {field}: the order of resources)",
+                    known.join(", ")
+                );
+            }
+        }
+        Ok(())
     }
 
     pub fn render(&self) -> Result<String> {
@@ -620,6 +704,72 @@ impl Project {
             None => self.resources.push(resource),
         }
     }
+
+    /// The year of a command run in `year`, as a resource records it: `None` when it is the
+    /// project's.
+    pub fn year_unless_the_projects(&self, year: i64) -> Option<i64> {
+        (self.year != Some(year)).then_some(year)
+    }
+
+    /// The modules of the controllers (each kind's, then its named ones), in the order they were
+    /// made: [`Project::controller_order`] as recorded, else PROJECT's.
+    pub fn controller_order(&self) -> Vec<String> {
+        let known = self.projects_controller_order();
+        let mut order: Vec<String> = self.controller_order.iter().filter(|m| known.contains(m)).cloned().collect();
+        order.extend(known.iter().filter(|m| !self.controller_order.contains(m)).cloned().collect::<Vec<_>>());
+        order
+    }
+
+    fn projects_controller_order(&self) -> Vec<String> {
+        let mut order = Vec::new();
+        for resource in &self.resources {
+            if resource.controller {
+                order.push(resource.names.kind.snake());
+            }
+            order.extend(resource.controllers.iter().map(|name| name.replace('-', "_")));
+        }
+        order
+    }
+
+    /// Records `order` as the order the controllers were made in: only where it is not PROJECT's.
+    pub fn set_controller_order(&mut self, order: Vec<String>) {
+        self.controller_order = order;
+        let order = self.controller_order();
+        let known = self.projects_controller_order();
+        self.controller_order = if order == known { Vec::new() } else { order };
+    }
+
+    /// The kinds with admission webhooks (`group/version Kind`), in the order they were made.
+    pub fn webhook_order(&self) -> Vec<String> {
+        self.ordered(&self.webhook_order, Resource::admits)
+    }
+
+    /// The kinds with a conversion webhook (its hub), in the order they were made.
+    pub fn conversion_order(&self) -> Vec<String> {
+        self.ordered(&self.conversion_order, Resource::converts)
+    }
+
+    /// Records the order admission webhooks (`conversion`: conversion webhooks) were made in:
+    /// only where it is not PROJECT's.
+    pub fn set_webhook_order(&mut self, order: Vec<String>, conversion: bool) {
+        let which: fn(&Resource) -> bool = if conversion { Resource::converts } else { Resource::admits };
+        let known: Vec<String> = self.resources.iter().filter(|r| which(r)).map(Resource::describe).collect();
+        let mut order: Vec<String> = order.into_iter().filter(|r| known.contains(r)).collect();
+        order.extend(known.iter().filter(|r| !order.contains(r)).cloned().collect::<Vec<_>>());
+        let kept = if order == known { Vec::new() } else { order };
+        match conversion {
+            true => self.conversion_order = kept,
+            false => self.webhook_order = kept,
+        }
+    }
+
+    /// The resources `which` selects, as `recorded` orders them (those it does not name after,
+    /// in PROJECT's order).
+    fn ordered(&self, recorded: &[String], which: fn(&Resource) -> bool) -> Vec<String> {
+        let mut order: Vec<String> = self.resources.iter().filter(|r| which(r)).map(Resource::describe).collect();
+        order.sort_by_key(|r| recorded.iter().position(|o| o == r).unwrap_or(usize::MAX));
+        order
+    }
 }
 
 #[cfg(test)]
@@ -638,9 +788,15 @@ mod tests {
             plugins: Plugins::default(),
             project_name: "memcached-operator".into(),
             repo: String::new(),
+            controller_order: Vec::new(),
+            conversion_order: Vec::new(),
+            webhook_order: Vec::new(),
+            year: Some(2026),
             resources: vec![Resource {
                 controllers: Vec::new(),
                 storage_version: None,
+                year: None,
+                controller_years: Default::default(),
                 names: ApiNames::parse("cache", "v1alpha1", "Memcached", None, "example.com").unwrap(),
                 api: Some(Api { crd_version: "v1".into(), namespaced: true }),
                 controller: true,
@@ -671,6 +827,19 @@ mod tests {
         let text = sample().render().unwrap().replace(LAYOUT, LAYOUT_V1);
         let error = Project::parse(&text).unwrap_err().to_string();
         assert!(error.contains("made by memop 0.1") && error.contains("--version 0.1.0"), "{error}");
+    }
+
+    #[test]
+    fn the_years_and_orders_replay_reads_are_held_to_their_rules() {
+        let text = sample().render().unwrap();
+        let error = format!("{:#}", Project::parse(&text.replace("year: 2026", "year: 20260")).unwrap_err());
+        assert!(error.contains("year 20260 is not a year"), "{error}");
+        let error = format!("{:#}", Project::parse(&format!("{text}webhookOrder:\n- cache/v1 Redis\n")).unwrap_err());
+        assert!(error.contains("webhookOrder lists \"cache/v1 Redis\""), "{error}");
+        let mut project = sample();
+        project.set_controller_order(vec!["memcached".into()]);
+        assert!(project.controller_order.is_empty(), "PROJECT's order is left implicit");
+        assert_eq!(project.controller_order(), ["memcached"]);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! `delete api` does: its types, conversion and sample, its entries in PROJECT and in the files
 //! that register it, and its place in the CRD.
 //!
-//! memop knows what every file of the project is from PROJECT (see [`update::replay`]): the
+//! memop knows what every file of the project is from PROJECT (see [`replay`]): the
 //! command replays the project as it is and as it will be without the version, and the
 //! difference is what it plans. A file only the version had goes, unless you edited it (then
 //! `--force`); a file both have and that changes (the kind's module list, `src/main.rs`,
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 
 use super::gvk::GvkArgs;
-use super::update;
+use super::replay::replay;
 use super::{Global, Report, finish};
 use crate::project::{self, Project, Webhooks};
 use crate::resource::ApiNames;
@@ -44,12 +44,13 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let api = args.gvk.names(&project, None)?;
     let mut plan = Plan::new(&global.dir);
     super::create_api::record_storage_versions(&mut project, &plan)?;
+    super::facts::record(&mut project, &plan)?;
     let target = validate(&project, &api, &plan)?;
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
 
-    let old = update::replay(&project, &plan, Layout::Current)?;
+    let old = replay(&project, &plan, Layout::Current)?;
     let mut notes = remove_version(&mut project, &api, &target);
-    let fresh = update::replay(&project, &plan, Layout::Current)?;
+    let fresh = replay(&project, &plan, Layout::Current)?;
 
     let (changes, bases) = plan_difference(&old, &fresh, &mut plan, &record, args.force)?;
     notes.extend(changes);
@@ -157,6 +158,15 @@ fn validate(project: &Project, api: &ApiNames, plan: &Plan) -> Result<Target> {
 /// convert), and its controller (with its operand) and admission webhooks moved to the storage
 /// version. Returns the notes to print.
 fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec<String> {
+    // The order the webhooks and controllers were made in: the deleted version's admission
+    // webhooks keep their place, now the storage version's (the controller's module is the kind's).
+    let (controllers, mut admission, conversion) =
+        (project.controller_order(), project.webhook_order(), project.conversion_order());
+    let deleted = format!("{}/{} {}", api.group, api.version, api.kind);
+    let storage = format!("{}/{} {}", api.group, target.storage, api.kind);
+    if target.admission.is_some() && !admission.contains(&storage) {
+        admission.iter_mut().filter(|r| **r == deleted).for_each(|r| r.clone_from(&storage));
+    }
     project.resources.retain(|r| !r.names.same_gvk(api));
     let version = api.version.to_string();
     let single = project.other_versions(api).count() == 1;
@@ -181,6 +191,7 @@ fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec
         {
             let webhooks = resource.webhooks.get_or_insert_with(|| Webhooks {
                 webhook_version: moved.webhook_version.clone(),
+                year: moved.year,
                 ..Webhooks::default()
             });
             webhooks.defaulting |= moved.defaulting;
@@ -200,6 +211,9 @@ fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec
             resource.controller = true;
         }
     }
+    project.set_controller_order(controllers);
+    project.set_webhook_order(admission, false);
+    project.set_webhook_order(conversion, true);
     notes
 }
 

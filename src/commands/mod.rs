@@ -8,10 +8,12 @@ pub mod create_api;
 pub mod create_webhook;
 pub mod delete_api;
 pub mod external_types;
+mod facts;
 mod gvk;
 pub mod helm;
 pub mod init;
 pub mod plugins;
+pub mod replay;
 mod report;
 pub mod update;
 pub mod version;
@@ -233,18 +235,6 @@ fn civil_year(days: i64) -> i64 {
     let mp = (5 * doy + 2) / 153;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     yoe + era * 400 + i64::from(month <= 2)
-}
-
-/// A command's arguments parsed from `flags` alone (no binary name), as `memop update` replays
-/// the commands PROJECT records.
-pub fn parse_flags<A: clap::Args>(flags: &[String]) -> Result<A> {
-    #[derive(clap::Parser)]
-    #[command(no_binary_name = true)]
-    struct Replay<A: clap::Args> {
-        #[command(flatten)]
-        args: A,
-    }
-    Ok(<Replay<A> as clap::Parser>::try_parse_from(flags)?.args)
 }
 
 #[cfg(test)]

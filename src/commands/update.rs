@@ -23,11 +23,12 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 
+use super::replay::replay;
 use super::{Global, Report, finish};
-use crate::project::{self, Project, Resource, Webhooks};
+use crate::project::{self, Project};
 use crate::scaffold::merge;
 use crate::scaffold::reconcile::{self, Base, Conflict};
-use crate::scaffold::{self, Layout, Plan, RUNTIME_CRATES, Templates};
+use crate::scaffold::{self, Layout, Plan, RUNTIME_CRATES};
 use crate::sum::{self, Sum};
 
 /// Update the project to this memop: its runtime (vendor/, the pins), memop's files and the
@@ -157,6 +158,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     }
     let mut plan = Plan::new(dir);
     super::create_api::record_storage_versions(&mut project, &plan)?;
+    super::facts::record(&mut project, &plan)?;
     let recorded = plan.read(Path::new(sum::FILE))?;
     // memop 0.1 kept no record: its migration knows what it wrote from its templates.
     if recorded.is_none() && !v1 && !args.force {
@@ -308,208 +310,6 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
         ));
     }
     finish(global, plan, report)
-}
-
-/// memop's text of every file of the project, from PROJECT alone: init's scaffold, then `create
-/// api` for each API and `create webhook` for each kind with webhooks, replayed as PROJECT records
-/// them into a scratch plan (which sees no disk), and formatted.
-///
-/// PROJECT keeps no order of the commands but that of its APIs: the webhooks are replayed after
-/// every API, as a kind's spokes are then all there. PROJECT records which version of a kind is
-/// stored; the order the webhooks were made in, which it does not hold, is read from the
-/// project's [`WEBHOOK_SERVER`] as `plan` sees it (see [`webhook_commands`]).
-pub fn replay(project: &Project, plan: &Plan, layout: Layout) -> Result<Plan> {
-    let mut scratch = Plan::scratch(plan.root(), layout);
-    let server = plan.read(Path::new(WEBHOOK_SERVER))?.unwrap_or_default();
-    let mut replayed =
-        Project { cli_version: env!("CARGO_PKG_VERSION").to_string(), resources: Vec::new(), ..project.clone() };
-    let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(&replayed))?;
-    let templates = Templates::load(layout, &["init", "manager-role", super::autoupdate::TEMPLATES])?;
-    scaffold::render_root(&templates, "init", &ctx, &mut scratch, true)?;
-    scaffold::render_root(&templates, "manager-role", &ctx, &mut scratch, true)?;
-    if project.plugins.autoupdate.is_some() {
-        scaffold::render_root(&templates, super::autoupdate::TEMPLATES, &ctx, &mut scratch, true)?;
-    }
-    let mut named = named_controllers(&project.resources, plan)?.into_iter().peekable();
-    let create_api = |flags: Vec<String>, replayed: &mut Project, scratch: &mut Plan| {
-        super::create_api::replay(&flags, replayed, scratch)
-            .with_context(|| format!("replaying `memop create api {}`", flags.join(" ")))
-    };
-    for (at, resource) in project.resources.iter().enumerate() {
-        // The named controllers made before this kind's controller (src/controller/mod.rs lists
-        // the modules in the order they were made), once their own kind is replayed.
-        let before =
-            resource.controller.then(|| controller_position(plan, &resource.names.kind.snake())).transpose()?;
-        while let Some(next) = named.next_if(|n| n.kind_at < at && before.is_some_and(|b| n.position < b)) {
-            create_api(next.flags, &mut replayed, &mut scratch)?;
-        }
-        // Webhooks on a kind of Kubernetes' own, with no controller: `create webhook` alone made it.
-        if resource.api.is_none() && !resource.controller {
-            continue;
-        }
-        create_api(create_api_flags(resource, project, &replayed)?, &mut replayed, &mut scratch)?;
-    }
-    for next in named {
-        create_api(next.flags, &mut replayed, &mut scratch)?;
-    }
-    for (resource, conversion) in webhook_commands(&project.resources, &server) {
-        let request = super::create_webhook::Request::replay(resource, conversion, &replayed)?;
-        super::create_webhook::replay(&request, &mut replayed, &mut scratch).with_context(|| {
-            let which = if conversion { "conversion webhook" } else { "admission webhooks" };
-            format!("replaying the {which} of {}", resource.describe())
-        })?;
-    }
-    scratch.format_rust_required()?;
-    keep_years(&mut scratch, plan)?;
-    Ok(scratch)
-}
-
-/// Gives each file of `scratch` (memop's text, with this year in its license header) the year
-/// the project's copy has: a file made in an earlier year keeps its copyright year, which is not
-/// a change of memop's (without this, every update in a new year would rewrite every header, and
-/// a project of memop 0.1 would look edited everywhere).
-fn keep_years(scratch: &mut Plan, plan: &Plan) -> Result<()> {
-    let now = super::current_year().to_string();
-    let files: Vec<(std::path::PathBuf, String)> =
-        scratch.planned().map(|(path, text)| (path.to_path_buf(), text.to_string())).collect();
-    for (path, text) in files {
-        if copyright_year(&text) != Some(now.as_str()) {
-            continue;
-        }
-        let Some(current) = plan.read(&path)? else { continue };
-        let Some(year) = copyright_year(&current).filter(|year| *year != now) else { continue };
-        let kept = text.replacen(&format!("Copyright {now} "), &format!("Copyright {year} "), 1);
-        scratch.write_formatted(&path, kept)?;
-    }
-    Ok(())
-}
-
-/// The year of a license header (`// Copyright 2026 …` in the first lines), if the text has one.
-fn copyright_year(text: &str) -> Option<&str> {
-    let line = text.lines().take(3).find_map(|line| line.strip_prefix("// Copyright "))?;
-    let year = line.split(' ').next()?;
-    (year.len() == 4 && year.bytes().all(|b| b.is_ascii_digit())).then_some(year)
-}
-
-/// The flags of the `create api` that made `resource`, replayed into `replayed` (the APIs
-/// replayed before it); `project` says which version of a kind is stored.
-fn create_api_flags(resource: &Resource, project: &Project, replayed: &Project) -> Result<Vec<String>> {
-    let api = &resource.names;
-    if api.external {
-        // Its types come from the CRD the project keeps, as `make external-types` writes them.
-        return Ok(vec![
-            format!("--group={}", api.qualified_group),
-            format!("--version={}", api.version),
-            format!("--kind={}", api.kind),
-            format!("--external-api-crd={}", api.external_crd_path()),
-            "--resource=false".into(),
-            format!("--controller={}", resource.controller),
-        ]);
-    }
-    let mut flags = vec![
-        format!("--group={}", api.group),
-        format!("--version={}", api.version),
-        format!("--kind={}", api.kind),
-        format!("--plural={}", api.plural),
-        format!("--resource={}", resource.api.is_some()),
-        format!("--controller={}", resource.controller),
-    ];
-    if let Some(found) = &resource.api {
-        flags.push(format!("--namespaced={}", found.namespaced));
-    }
-    let sibling = replayed.other_versions(api).next().is_some();
-    // A new version of a kind takes its operand from the kind's first version.
-    if let (Some(operand), false) = (&resource.operand, sibling) {
-        flags.push(format!("--image={}", operand.image));
-        flags.push(format!("--image-container-port={}", operand.container_port));
-        if !operand.container_command.is_empty() {
-            flags.push(format!("--image-container-command={}", operand.container_command.join(",")));
-        }
-        if let Some(user) = operand.run_as_user {
-            flags.push(format!("--run-as-user={user}"));
-        }
-    }
-    if sibling && project.storage_version(api).is_some_and(|stored| stored == api.version.to_string()) {
-        flags.push("--storage-version".into());
-    }
-    Ok(flags)
-}
-
-/// A named controller to replay (`create api --controller-name`): its flags, the index of its
-/// kind in PROJECT, and the position of its module in src/controller/mod.rs.
-struct Named {
-    flags: Vec<String>,
-    kind_at: usize,
-    position: usize,
-}
-
-/// The file that lists the controllers' modules, in the order they were made.
-const CONTROLLER_MODULES: &str = "src/controller/mod.rs";
-
-/// Where `module` is declared in [`CONTROLLER_MODULES`] (at the end when it is not).
-fn controller_position(plan: &Plan, module: &str) -> Result<usize> {
-    let text = plan.read(Path::new(CONTROLLER_MODULES))?.unwrap_or_default();
-    Ok(text.find(&format!("pub mod {module};")).unwrap_or(usize::MAX))
-}
-
-/// Every named controller of `resources`, in the order their modules were made.
-fn named_controllers(resources: &[Resource], plan: &Plan) -> Result<Vec<Named>> {
-    let mut named = Vec::new();
-    for (kind_at, resource) in resources.iter().enumerate() {
-        let api = &resource.names;
-        for name in &resource.controllers {
-            let flags = vec![
-                format!("--group={}", api.group),
-                format!("--version={}", api.version),
-                format!("--kind={}", api.kind),
-                "--resource=false".into(),
-                "--controller=true".into(),
-                format!("--controller-name={name}"),
-            ];
-            let position = controller_position(plan, &name.replace('-', "_"))?;
-            named.push(Named { flags, kind_at, position });
-        }
-    }
-    named.sort_by_key(|n| n.position);
-    Ok(named)
-}
-
-/// The file whose routes and conversions list the kinds' webhooks in the order they were made.
-const WEBHOOK_SERVER: &str = "src/webhook/mod.rs";
-
-/// The `create webhook` commands that gave `resources` their webhooks, each a resource and
-/// whether it made its conversion webhook (else its admission webhooks), in the order the
-/// project's [`WEBHOOK_SERVER`] (`server`) says they ran: the kinds' admission webhooks in the
-/// order of their routes there, then their conversion webhooks in the order of their conversions.
-///
-/// Each command adds its kind's lines at the server's markers, so a replay in PROJECT's order
-/// (the APIs') would list them otherwise than memop wrote them when the webhooks were made in
-/// another order: a change of memop's own in every update, and in a project of memop 0.1, whose
-/// text memop knows only from the replay, a conflict with itself. Admission and conversion
-/// webhooks add lines at markers of their own, so a kind that has both is replayed as two
-/// commands with the text of one. A kind the server does not name (an edited server) comes
-/// after those it names, in PROJECT's order.
-fn webhook_commands<'a>(resources: &'a [Resource], server: &str) -> Vec<(&'a Resource, bool)> {
-    let has = |r: &&Resource, which: fn(&Webhooks) -> bool| r.webhooks.as_ref().is_some_and(which);
-    let mut admission: Vec<&Resource> = resources.iter().filter(|r| has(r, |w| w.defaulting || w.validation)).collect();
-    admission.sort_by_key(|r| position(server, &format!("{}::routes()", r.names.kind.snake())));
-    let mut conversion: Vec<&Resource> = resources.iter().filter(|r| has(r, |w| w.conversion)).collect();
-    // The hub's type is the first of its conversions' (`Conversion::between::<Hub, Spoke>`).
-    conversion.sort_by_key(|r| {
-        let api = &r.names;
-        position(server, &format!("crate::api::{}::{}::{},", api.group_module(), api.version, api.kind))
-    });
-    admission.into_iter().map(|r| (r, false)).chain(conversion.into_iter().map(|r| (r, true))).collect()
-}
-
-/// Where `server` first names `path` (not as the tail of a longer path), or after every place
-/// it could.
-fn position(server: &str, path: &str) -> usize {
-    server
-        .match_indices(path)
-        .map(|(at, _)| at)
-        .find(|&at| !server[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
-        .unwrap_or(usize::MAX)
 }
 
 /// Writes only the files in conflict, with their markers, and their records (memop's new
@@ -674,50 +474,6 @@ mod tests {
         );
         let error = pin("[dependencies]\nmemop-runtime = \"0.1\"\n", "0.2.0").unwrap_err().to_string();
         assert!(error.contains("no line `memop-runtime = \"=<version>\"`"), "{error}");
-    }
-
-    /// The webhooks are replayed in the order the server lists them, not PROJECT's: CronJob's
-    /// admission webhook was made before Memcached's, and its conversion comes after every
-    /// admission webhook, as a command of its own.
-    #[test]
-    fn webhooks_replay_in_the_order_the_server_lists_them() {
-        let resource = |group: &str, version: &str, kind: &str, webhooks: Option<Webhooks>| Resource {
-            names: crate::resource::ApiNames::parse(group, version, kind, None, "example.com").unwrap(),
-            api: Some(project::Api { crd_version: "v1".into(), namespaced: true }),
-            controller: false,
-            operand: None,
-            webhooks,
-            controllers: Vec::new(),
-            storage_version: None,
-        };
-        let resources = [
-            resource("cache", "v1alpha1", "Memcached", Some(Webhooks { defaulting: true, ..Webhooks::default() })),
-            resource(
-                "batch",
-                "v1",
-                "CronJob",
-                Some(Webhooks { conversion: true, validation: true, spoke: vec!["v2".into()], ..Webhooks::default() }),
-            ),
-            resource("batch", "v2", "CronJob", None),
-        ];
-        let server = "let router = Router::new().route(CONVERT_PATH, converting(conversions()));\n\
-                      let router = router.merge(cron_job::routes());\n\
-                      let router = router.merge(memcached::routes());\n\
-                      Conversion::between::<crate::api::batch::v1::CronJob, crate::api::batch::v2::CronJob>(),\n";
-        let shown = |replays: Vec<(&Resource, bool)>| -> Vec<String> {
-            replays.iter().map(|(r, conversion)| format!("{} {conversion}", r.describe())).collect()
-        };
-        assert_eq!(
-            shown(webhook_commands(&resources, server)),
-            ["batch/v1 CronJob false", "cache/v1alpha1 Memcached false", "batch/v1 CronJob true"]
-        );
-        // A server that names none of them: PROJECT's order.
-        assert_eq!(
-            shown(webhook_commands(&resources, "")),
-            ["cache/v1alpha1 Memcached false", "batch/v1 CronJob false", "batch/v1 CronJob true"]
-        );
-        // `job::routes()` is not the tail of `cron_job::routes()`.
-        assert_eq!(position(server, "job::routes()"), usize::MAX);
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod info;
 mod init;
 mod messages;
 mod names;
+mod project_facts;
 mod rerun;
 mod safety;
 mod several_apis;

@@ -151,7 +151,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     if request.new_version {
         scaffold::refuse_storage_disagreement(&project, &plan, &request.api)?;
     }
-    let mut notes = scaffold::scaffold(&request, &mut project, &mut plan)?;
+    super::facts::record(&mut project, &plan)?;
+    let mut notes = scaffold::scaffold(&request, &mut project, &mut plan, super::current_year())?;
     notes.splice(0..0, request.notes.iter().cloned());
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
 
@@ -203,12 +204,11 @@ fn summary(request: &Request) -> String {
     }
 }
 
-/// Plans into `plan` what `memop create api` with `flags` plans for `project`, and records the result in
-/// `project`: how `memop update` replays the scaffolds PROJECT records.
-pub fn replay(flags: &[String], project: &mut Project, plan: &mut Plan) -> Result<()> {
-    let args: Args = super::parse_flags(flags)?;
-    let request = external::request(&args, project, plan.root())?;
-    scaffold::scaffold(&request, project, plan)?;
+/// Plans into `plan` what `memop create api` planned for `request` in `year` (see
+/// [`Request::replay`]), and records the result in `project`: how `memop update` replays the
+/// scaffolds PROJECT records.
+pub fn replay(request: &Request, project: &mut Project, plan: &mut Plan, year: i64) -> Result<()> {
+    scaffold::scaffold(request, project, plan, year)?;
     Ok(())
 }
 

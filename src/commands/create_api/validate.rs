@@ -203,6 +203,89 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
     })
 }
 
+impl Request {
+    /// The `create api` that made `resource` (as PROJECT records it), as `memop update` replays it
+    /// into `project` (the commands replayed before it). Typed: PROJECT was validated when it was
+    /// read, so there are no flags to parse and nothing to refuse. An external kind's types are
+    /// made from the CRD the project keeps, as `plan` (the project's files) has it.
+    pub fn replay(resource: &Resource, project: &Project, plan: &crate::scaffold::Plan) -> Result<Self> {
+        let api = resource.names.clone();
+        let siblings: Vec<&Resource> = project.other_versions(&api).collect();
+        let mut request = Request {
+            resource: resource.api.is_some(),
+            controller: resource.controller,
+            force: false,
+            // A new version of a kind stored in it (create api --storage-version), as its entry
+            // records (`project` holds only the versions replayed so far).
+            storage_version: !siblings.is_empty() && resource.storage_version.as_deref() == Some(api.version.as_str()),
+            namespaced: match (&resource.api, api.builtin_kind()) {
+                (Some(found), _) => found.namespaced,
+                (None, Some(builtin)) => builtin.namespaced,
+                (None, None) => true,
+            },
+            // A new version of a kind takes its operand from the kind's first version.
+            operand: match siblings.first() {
+                Some(sibling) => sibling.operand.clone(),
+                None => resource.operand.clone(),
+            },
+            image_flag: false,
+            existing: project.find(&api).cloned(),
+            new_version: !siblings.is_empty(),
+            short_name: None,
+            notes: Vec::new(),
+            external: None,
+            controller_name: None,
+            api,
+        };
+        let api = &request.api;
+        if api.external {
+            let path = api.external_crd_path();
+            let Some(text) = plan.read(std::path::Path::new(&path))? else {
+                bail!("{path} is missing, and {}'s types are made from it; restore it from version control", api.kind);
+            };
+            let crd = crate::names::external::ExternalCrd::find(
+                &text,
+                &path,
+                &api.qualified_group,
+                api.version.as_str(),
+                api.kind.as_str(),
+            )?;
+            request.namespaced = crd.namespaced;
+            request.external = Some(crd);
+        } else if !api.builtin {
+            request.short_name = short_name(project, api);
+        }
+        Ok(request)
+    }
+
+    /// The `create api --controller-name NAME` that added the controller `name` to `resource`'s
+    /// kind, replayed as [`Request::replay`] replays the kind's.
+    pub fn replay_named(resource: &Resource, name: &str, project: &Project) -> Result<Self> {
+        let api = resource.names.clone();
+        let existing = project.find(&api).cloned().unwrap_or_else(|| resource.clone());
+        Ok(Request {
+            resource: false,
+            controller: true,
+            force: false,
+            storage_version: false,
+            namespaced: match (&existing.api, api.builtin_kind()) {
+                (Some(found), _) => found.namespaced,
+                (None, Some(builtin)) => builtin.namespaced,
+                (None, None) => true,
+            },
+            operand: None,
+            image_flag: false,
+            existing: Some(existing),
+            new_version: false,
+            short_name: None,
+            notes: Vec::new(),
+            api,
+            external: None,
+            controller_name: Some(ControllerName::parse(name)?),
+        })
+    }
+}
+
 /// The kind of Kubernetes' own that `args` ask a controller for, as kubebuilder decides it:
 /// `--resource=false`, a group of Kubernetes' own (kubebuilder's spelling or the full API
 /// group), and no API of this project of that group, version and kind (whose types would be

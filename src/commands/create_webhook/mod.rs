@@ -56,7 +56,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut project = Project::load(&global.dir)?;
     let request = validate(&args, &project)?;
     let mut plan = Plan::new(&global.dir);
-    scaffold::scaffold(&request, &mut project, &mut plan)?;
+    super::facts::record(&mut project, &plan)?;
+    scaffold::scaffold(&request, &mut project, &mut plan, super::current_year())?;
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
     let mut report = super::Report::default();
     report.next(next(&request));
@@ -64,10 +65,11 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     super::finish(global, plan, report)
 }
 
-/// Plans into `plan` what `memop create webhook` planned for `request` (see [`Request::replay`]),
-/// and records the result in `project`: how `memop update` replays the scaffolds PROJECT records.
-pub fn replay(request: &Request, project: &mut Project, plan: &mut Plan) -> Result<()> {
-    scaffold::scaffold(request, project, plan)
+/// Plans into `plan` what `memop create webhook` planned for `request` in `year` (see
+/// [`Request::replay`]), and records the result in `project`: how `memop update` replays the
+/// scaffolds PROJECT records.
+pub fn replay(request: &Request, project: &mut Project, plan: &mut Plan, year: i64) -> Result<()> {
+    scaffold::scaffold(request, project, plan, year)
 }
 
 /// What to do once the files are written.

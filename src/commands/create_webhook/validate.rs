@@ -25,6 +25,9 @@ pub struct Request {
     pub spokes: Vec<Version>,
     /// Regenerate the kind's webhook files.
     pub force: bool,
+    /// The year of the webhook server's files (the `webhook` root) where this command makes them:
+    /// in a replay, the year of the project's first `create webhook`; `None`, this command's.
+    pub server_year: Option<i64>,
 }
 
 /// Decides what `args` ask of `project`, or refuses with what to do instead.
@@ -99,8 +102,11 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
         conversion: args.conversion || recorded.conversion,
         spoke: spokes.iter().map(Version::to_string).collect(),
         webhook_version: "v1".into(),
+        year: recorded.year,
+        conversion_year: recorded.conversion_year,
     };
-    Ok(Request { api, existing, admission, conversion: args.conversion, webhooks, spokes, force: args.force })
+    let conversion = args.conversion;
+    Ok(Request { api, existing, admission, conversion, webhooks, spokes, force: args.force, server_year: None })
 }
 
 impl Request {
@@ -119,6 +125,8 @@ impl Request {
             webhooks: None,
             controllers: Vec::new(),
             storage_version: None,
+            year: None,
+            controller_years: Default::default(),
         });
         let recorded = existing.webhooks.clone().unwrap_or_default();
         let (defaulting, validation) = if conversion { (false, false) } else { (asked.defaulting, asked.validation) };
@@ -136,8 +144,19 @@ impl Request {
             conversion: conversion || recorded.conversion,
             spoke: spokes.iter().map(Version::to_string).collect(),
             webhook_version: "v1".into(),
+            year: asked.year,
+            conversion_year: asked.conversion_year,
         };
-        Ok(Self { api, existing, admission: !conversion, conversion, webhooks, spokes, force: false })
+        Ok(Self {
+            api,
+            existing,
+            admission: !conversion,
+            conversion,
+            webhooks,
+            spokes,
+            force: false,
+            server_year: None,
+        })
     }
 }
 
@@ -200,6 +219,8 @@ fn builtin_resource(args: &Args, project: &Project, builtin: &'static BuiltinKin
         webhooks: None,
         controllers: Vec::new(),
         storage_version: None,
+        year: None,
+        controller_years: Default::default(),
     }))
 }
 
