@@ -8,7 +8,7 @@ use super::context::ProjectContext;
 use super::{Global, Report, finish};
 use crate::names::{Domain, ProjectName};
 use crate::project::{self, Project};
-use crate::scaffold::{self, Owner, Plan, Templates};
+use crate::scaffold::{self, Declared, Owner, Plan, Scope, Templates};
 
 /// Initialize a new operator project in the current directory (or -C DIR)
 #[derive(Debug, clap::Args)]
@@ -167,7 +167,9 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     scaffold::render_root(&templates, "manager-role", &ctx, &mut plan, args.force)?;
     scaffold::vendor(&mut plan, args.force)?;
     let lock = crate::scaffold::lockfile::for_project(name.as_str());
-    scaffold::plan_file(&mut plan, "Cargo.lock", Owner::Memop, true, lock, false, args.force)?;
+    // memop's, one per project: a lock the user has already is kept.
+    let declared = Declared::new(Owner::Memop, Scope::Project);
+    scaffold::plan_file(&mut plan, "Cargo.lock", declared, lock, false, args.force)?;
     plan.write(project::FILE, project.render()?)?;
 
     let mut report = Report::default();

@@ -197,11 +197,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.txt"), "mine\n").unwrap();
         let mut plan = Plan::new(dir.path());
-        assert!(plan_file(&mut plan, "a.txt", Owner::Memop, false, "theirs\n".into(), false, false).is_err());
-        plan_file(&mut plan, "a.txt", Owner::Memop, true, "theirs\n".into(), false, false).unwrap();
+        assert!(plan_file(&mut plan, "a.txt", MEMOP, "theirs\n".into(), false, false).is_err(), "one per API");
+        let per_project = Declared::new(Owner::Memop, Scope::Project);
+        plan_file(&mut plan, "a.txt", per_project, "theirs\n".into(), false, false).unwrap();
         assert!(plan.is_empty());
         assert_eq!(plan.notes(), ["kept your a.txt; memop's version was not written"]);
-        plan_file(&mut plan, "a.txt", Owner::Memop, false, "theirs\n".into(), false, true).unwrap();
+        plan_file(&mut plan, "a.txt", MEMOP, "theirs\n".into(), false, true).unwrap();
         assert_eq!(plan.read(Path::new("a.txt")).unwrap().as_deref(), Some("theirs\n"));
     }
 }

@@ -157,20 +157,17 @@ fn change(path: &str, declared: Declared, current: Option<&str>, base: Base, des
     })
 }
 
-/// Plans the file at `path` that a template of `owner` renders as `desired` by [`reconcile`]
-/// (`formatted`: `desired` needs no formatting pass; `per_project`: the file is one per project,
-/// as `vendor/` and the lock are), to make it: noting a file kept, refusing one in the way.
+/// Plans the file at `path` that a template declaring `declared` renders as `desired` by
+/// [`reconcile`] (`formatted`: `desired` needs no formatting pass), to make it: noting a file
+/// kept, refusing one in the way.
 pub fn plan_file(
     plan: &mut Plan,
     path: &str,
-    owner: Owner,
-    per_project: bool,
+    declared: Declared,
     desired: String,
     formatted: bool,
     force: bool,
 ) -> Result<()> {
-    let scope = if per_project { Scope::Project } else { Scope::Api };
-    let declared = Declared { owner, scope, refresh: false };
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
     let dir = plan.root().to_path_buf();
     let mut router = Router::new(Base { record: &record, dir: &dir, replay: None });

@@ -105,10 +105,18 @@ pub struct Declared {
     pub refresh: bool,
 }
 
+impl Declared {
+    /// A file of `owner` in `scope`, not refreshed: what a command declares of a file it writes
+    /// without a template (`vendor/`, the lock).
+    pub const fn new(owner: Owner, scope: Scope) -> Self {
+        Self { owner, scope, refresh: false }
+    }
+}
+
 /// A file of `owner` that no template declares (one a command writes itself): one per API.
 impl From<Owner> for Declared {
     fn from(owner: Owner) -> Self {
-        Self { owner, scope: Scope::Api, refresh: false }
+        Self::new(owner, Scope::Api)
     }
 }
 

@@ -9,7 +9,7 @@
 use anyhow::Result;
 use include_dir::{Dir, include_dir};
 
-use super::{Owner, Plan, plan_file};
+use super::{Declared, Owner, Plan, Scope, plan_file};
 
 static CRATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/crates");
 
@@ -24,7 +24,7 @@ pub const VENDOR: &str = "vendor";
 pub fn vendor(plan: &mut Plan, force: bool) -> Result<()> {
     for (path, contents) in files() {
         // The crates are formatted in memop's repository (its CI checks them).
-        plan_file(plan, &path, Owner::Memop, true, contents, true, force)?;
+        plan_file(plan, &path, Declared::new(Owner::Memop, Scope::Project), contents, true, force)?;
     }
     Ok(())
 }
