@@ -135,16 +135,18 @@ fn main() -> ExitCode {
         true => memop::lock::Lock::take(&global.dir),
         false => Ok(None),
     };
+    // The report of the commands that answer flags: a command that fails still shows them.
+    let mut report = commands::Report::default();
     let result = match (lock, cli.command) {
         (Err(err), _) => Err(err),
-        (Ok(_lock), Command::Init(args)) => commands::init::run(&global, args),
-        (Ok(_lock), Command::Create(Create::Api(args))) => commands::create_api::run(&global, *args),
+        (Ok(_lock), Command::Init(args)) => commands::init::run(&global, args, &mut report),
+        (Ok(_lock), Command::Create(Create::Api(args))) => commands::create_api::run(&global, *args, &mut report),
         (Ok(_lock), Command::Create(Create::Webhook(args))) => commands::create_webhook::run(&global, args),
         (Ok(_lock), Command::Delete(Delete::Api(args))) => commands::delete_api::run(&global, args),
         (Ok(_lock), Command::Update(args)) => commands::update::run(&global, args),
         (Ok(_lock), Command::ExternalTypes(args)) => commands::external_types::run(&global, args),
         (Ok(_), Command::Version) => commands::say(&commands::version::text()),
-        (Ok(_lock), Command::Edit(args)) => commands::helm::run(&global, args),
+        (Ok(_lock), Command::Edit(args)) => commands::helm::run(&global, args, &mut report),
         (Ok(_), Command::Alpha(_)) => Err(anyhow::anyhow!(
             "memop has no `alpha` commands: for `alpha update`, run `memop update` (it moves the \
              project to this memop's runtime); for `alpha generate`, run `memop init` in a new \
@@ -152,6 +154,8 @@ fn main() -> ExitCode {
         )),
         (Ok(_), Command::Completion(args)) => commands::completion::run::<Cli>(args),
     };
+    // Before the error, where the command would have printed them first.
+    commands::print_answers(&mut report);
     if result.is_err() {
         // Deepest first; a directory that is not empty (another init's) stays.
         for made in &made_dirs {

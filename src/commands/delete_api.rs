@@ -75,7 +75,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         api.kind, target.storage, api.version
     ));
     report.merged(chart, super::helm::FRESH_CHART);
-    finish(global, plan, report)
+    finish(global, plan, &mut report)
 }
 
 /// What the deletion leaves: the version the kind is stored as, which takes the controller and

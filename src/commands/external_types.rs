@@ -52,5 +52,5 @@ pub fn run(global: &Global, _args: Args) -> Result<()> {
              --controller=true` adds one.\n",
         );
     }
-    finish(global, plan, Report::default())
+    finish(global, plan, &mut Report::default())
 }

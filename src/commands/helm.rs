@@ -66,7 +66,7 @@ pub struct Args {
     namespaced: Option<String>,
 }
 
-pub fn run(global: &Global, args: Args) -> Result<()> {
+pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
     if args.multigroup.is_some() || args.namespaced.is_some() {
         bail!(
             "memop's `edit` only adds plugins (--plugins=helm/v2-alpha, autoupdate/v1-alpha): a memop project always supports \
@@ -81,9 +81,8 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
              plugins `edit` adds, as memop's layout has kubebuilder's others built in"
         );
     }
-    let notes = super::plugins::answer(super::plugins::Command::Edit, &args.plugins)?;
-    for note in &notes {
-        crate::warn_line!("note: {note}");
+    for note in super::plugins::answer(super::plugins::Command::Edit, &args.plugins)? {
+        report.answer(note);
     }
     let helm = args.plugins.iter().any(|p| super::plugins::is_helm(p));
     let autoupdate = args.plugins.iter().any(|p| super::plugins::is_autoupdate(p));
@@ -91,12 +90,13 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         bail!("--memop-git belongs to --plugins=autoupdate/v1-alpha: the repository its workflow installs memop from");
     }
     if !helm && !autoupdate {
-        // Only plugins whose parts every memop project has (each noted above).
+        // Only plugins whose parts every memop project has (each answered).
+        super::print_answers(report);
         return super::say("Nothing to do: the project already has what these plugins add.\n");
     }
     let mut project = Project::load(&global.dir)?;
     if !helm {
-        return edit_autoupdate(global, &args, project);
+        return edit_autoupdate(global, &args, project, report);
     }
     let output = match (&args.output_dir, &project.plugins.helm) {
         (Some(dir), _) => dir.trim_end_matches('/').to_string(),
@@ -135,7 +135,6 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
         false => Merged::default(),
     };
     plan.write(project::FILE, project.render()?)?;
-    let mut report = Report::default();
     report.next(format!(
         "\nThe Helm chart of {name} is in {output}/{CHART}. Next:\n  $ helm lint {output}/{CHART}\n  \
          $ helm install {name} {output}/{CHART} -n {name}-system --create-namespace \\\n      \
@@ -188,12 +187,11 @@ const AUTOUPDATE_NEXT: &str = "\nThe update workflow is .github/workflows/auto-u
 const FRESH_WORKFLOW: &str = "`memop edit --plugins=autoupdate/v1-alpha --force` in a copy of the project";
 
 /// `edit --plugins=autoupdate/v1-alpha` alone.
-fn edit_autoupdate(global: &Global, args: &Args, mut project: Project) -> Result<()> {
+fn edit_autoupdate(global: &Global, args: &Args, mut project: Project, report: &mut Report) -> Result<()> {
     let mut plan = Plan::new(&global.dir);
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
     let merged = add_autoupdate(args, &mut project, &mut plan, &record)?;
     plan.write(project::FILE, project.render()?)?;
-    let mut report = Report::default();
     report.next(AUTOUPDATE_NEXT);
     report.merged(merged, FRESH_WORKFLOW);
     super::finish(global, plan, report)

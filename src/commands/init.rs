@@ -54,9 +54,9 @@ pub struct Args {
 /// Files whose presence means the directory already holds a project.
 const PROJECT_MARKERS: &[&str] = &[project::FILE, "Cargo.toml", "src/main.rs"];
 
-pub fn run(global: &Global, args: Args) -> Result<()> {
+pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
     for note in super::plugins::answer(super::plugins::Command::Init, &args.plugins)? {
-        crate::warn_line!("note: {note}");
+        report.answer(note);
     }
     let dir = &global.dir;
     let domain = Domain::parse(&args.domain)?;
@@ -132,10 +132,10 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     // As kubebuilder: other files are no reason to refuse, but worth a word (not under --force,
     // which says the user knows what is there).
     if let (Some(others), false) = (other_files(dir), args.force) {
-        crate::warn_line!(
-            "warning: the directory is not empty ({others}); memop keeps files it would otherwise \
-             write, but initializing in an empty directory is safer"
-        );
+        report.answer_warning(format!(
+            "the directory is not empty ({others}); memop keeps files it would otherwise write, but \
+             initializing in an empty directory is safer"
+        ));
     }
 
     let project = Project {
@@ -172,7 +172,6 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     scaffold::plan_file(&mut plan, "Cargo.lock", declared, lock, false, args.force)?;
     plan.write(project::FILE, project.render()?)?;
 
-    let mut report = Report::default();
     report.next("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached\n");
     finish(global, plan, report)
 }

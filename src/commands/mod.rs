@@ -93,11 +93,19 @@ pub fn refuse_missing_shared<'a>(
     Ok(())
 }
 
+/// Prints the answers to flags of `report` that are not printed yet (see [`Report::answer`]):
+/// `finish` prints them first, and `main` those of a command that failed before it.
+pub fn print_answers(report: &mut Report) {
+    for line in report.take_answers() {
+        crate::warn_line!("{line}");
+    }
+}
+
 /// Formats the plan and records it in `PROJECT.sum`, then shows it (a dry run) or writes it and
-/// keeps the report's merge bases at once; only then prints the plan's warnings, the files and the
-/// report, in that order for a dry run as for a real one. Fails, once all is printed, when files
-/// are in conflict.
-pub fn finish(global: &Global, mut plan: Plan, report: Report) -> Result<()> {
+/// keeps the report's merge bases at once; only then prints the report's answers to flags, the
+/// plan's warnings, the files and the rest of the report, in that order for a dry run as for a
+/// real one. Fails, once all is printed, when files are in conflict.
+pub fn finish(global: &Global, mut plan: Plan, report: &mut Report) -> Result<()> {
     plan.format_rust()?;
     record(&mut plan)?;
     // The last moment to stop: after it, the plan is written whole.
@@ -116,6 +124,7 @@ pub fn finish(global: &Global, mut plan: Plan, report: Report) -> Result<()> {
             (written_files(&root, &applied), true)
         }
     };
+    print_answers(report);
     for warning in warnings {
         crate::warn_line!("warning: {warning}");
     }

@@ -3,6 +3,10 @@
 //!
 //! A dry run builds the same report as the real run and prints it in the same order; it only
 //! leaves out what follows the writing (the next steps, the files merged), which it did not do.
+//!
+//! The answers to flags (kubebuilder's plugins, `--make`, `init` in a directory that is not
+//! empty) come first. They show on a refusal too: `main` prints the answers that `finish` did
+//! not, before the error.
 
 use anyhow::{Result, bail};
 
@@ -12,6 +16,9 @@ use crate::scaffold::reconcile::{Merged, kept_note};
 /// command goes, printed by [`super::finish`].
 #[derive(Debug, Default)]
 pub struct Report {
+    /// The answers to the command's flags, as printed on standard error: first, and also when
+    /// the command then fails.
+    answers: Vec<String>,
     items: Vec<Item>,
     /// memop's text of the files merged or left to the user, by path: kept (where git reads it
     /// back) as the base of the next merge, as soon as the files are written.
@@ -38,6 +45,22 @@ pub(super) enum Line {
 }
 
 impl Report {
+    /// Notes `text`, which answers a flag, as `note: …`: before anything else the command prints,
+    /// on a refusal too.
+    pub fn answer(&mut self, text: impl std::fmt::Display) {
+        self.answers.push(format!("note: {text}"));
+    }
+
+    /// [`Report::answer`] as a warning, `warning: …`.
+    pub fn answer_warning(&mut self, text: impl std::fmt::Display) {
+        self.answers.push(format!("warning: {text}"));
+    }
+
+    /// The answers not printed yet, as lines of standard error: each is printed once.
+    pub(super) fn take_answers(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.answers)
+    }
+
     /// Says `text` after the files, in a dry run too.
     pub fn say(&mut self, text: impl Into<String>) {
         self.items.push(Item::Say(text.into()));
@@ -183,6 +206,22 @@ mod tests {
         assert_eq!(report.lines(false), dry);
         assert_eq!(report.bases, [("Makefile".to_string(), "all:".to_string())]);
         assert_eq!(report.notes().collect::<Vec<_>>(), ["the kind is new", &kept["note: ".len()..]]);
+    }
+
+    /// The answers to flags are printed apart from the lines, first (by `finish`, or by `main`
+    /// before an error), and once: taking them leaves none.
+    #[test]
+    fn answers_to_flags_are_taken_once_apart_from_the_lines() {
+        let mut report = report();
+        report.answer("--make is kubebuilder's");
+        report.answer_warning("the directory is not empty (notes.txt)");
+        let lines = report.lines(true);
+        assert!(!lines.iter().any(|line| matches!(line, Line::Err(text) if text.contains("kubebuilder's"))));
+        assert!(!report.notes().any(|note| note.contains("kubebuilder's")), "not update's notes");
+        let answers = ["note: --make is kubebuilder's", "warning: the directory is not empty (notes.txt)"];
+        assert_eq!(report.take_answers(), answers);
+        assert!(report.take_answers().is_empty(), "printed once");
+        assert_eq!(report.lines(true), lines);
     }
 
     /// Both runs end with the same conflict, each saying what became of the rest.

@@ -309,7 +309,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
             dropped.join(" ")
         ));
     }
-    finish(global, plan, report)
+    finish(global, plan, &mut report)
 }
 
 /// Writes only the files in conflict, with their markers, and their records (memop's new
@@ -324,7 +324,7 @@ fn write_conflicts(global: &Global, conflicts: &[&Conflict]) -> Result<()> {
     }
     let mut report = Report::default();
     report.keep_bases(conflicts.iter().map(|(p, _, new)| (p.clone(), new.clone())));
-    finish(global, marked, report)?;
+    finish(global, marked, &mut report)?;
     let paths: Vec<&str> = conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
     if global.dry_run {
         bail!(

@@ -293,3 +293,50 @@ fn update_brings_agents_md_and_keeps_the_users_own() {
     assert!(out.stderr.contains("note: AGENTS.md is not as memop writes it"), "{}", out.stderr);
     assert_eq!(read(&dir, "AGENTS.md"), "# Ours\n");
 }
+
+/// An answer to a flag (kubebuilder's `--plugins` and `--make`, `init` in a directory that is
+/// not empty) is part of the command's report: shown once, first on standard error, whether the
+/// command is refused, is a dry run, or writes.
+#[test]
+fn a_flags_answer_shows_once_first_on_a_refusal_and_in_a_dry_run() {
+    /// Runs `line` in `dir`, expecting `code`; returns stderr, and asserts the run changed nothing
+    /// when it was to fail or only show.
+    fn stderr(dir: &Path, line: &str, code: i32, writes: bool) -> String {
+        let before = snapshot(dir);
+        let out = memop(dir, line).assert().code(code).get_output().clone();
+        if !writes {
+            assert_unchanged(dir, &before, line);
+        }
+        String::from_utf8(out.stderr).unwrap()
+    }
+    let make = "note: --make is kubebuilder's; memop never runs make after scaffolding (run `make manifests` \
+                yourself)\n";
+    let (_tmp, dir) = project(&[]);
+    let refusal = stderr(&dir, "create api --group cache --kind memcached --make", 1, false);
+    assert!(refusal.starts_with(make), "{refusal}");
+    assert!(refusal[make.len()..].starts_with("error: ") && count(&refusal, "--make") == 1, "{refusal}");
+    assert_eq!(stderr(&dir, "--dry-run create api --group cache --kind Memcached --make", 0, false), make);
+    assert_eq!(stderr(&dir, "create api --group cache --kind Memcached --make", 0, true), make);
+
+    let go = "note: --plugins go/v4: memop always scaffolds its one layout (Rust, with kustomize's config/), which \
+              follows go/v4's\n";
+    let refusal = stderr(&dir, "edit --plugins=go/v4 --memop-git https://git.example.com/memop", 1, false);
+    assert!(refusal.starts_with(go) && refusal[go.len()..].starts_with("error: --memop-git belongs"), "{refusal}");
+    assert_eq!(stderr(&dir, "edit --plugins=go/v4", 0, false), go, "nothing to do");
+
+    let tmp = scratch();
+    let cargo = tmp.path().join("cargo");
+    fs::create_dir(&cargo).unwrap();
+    fs::write(cargo.join("Cargo.toml"), "[package]\n").unwrap();
+    let refusal = stderr(&cargo, "init --domain example.com --plugins go/v4", 1, false);
+    assert!(refusal.starts_with(go) && refusal[go.len()..].starts_with("error: "), "{refusal}");
+    let mine = tmp.path().join("mine");
+    fs::create_dir(&mine).unwrap();
+    fs::write(mine.join("notes.txt"), "mine\n").unwrap();
+    let answers = format!(
+        "{go}warning: the directory is not empty (notes.txt); memop keeps files it would otherwise write, but \
+         initializing in an empty directory is safer\n"
+    );
+    assert_eq!(stderr(&mine, "--dry-run init --domain example.com --plugins go/v4", 0, false), answers);
+    assert_eq!(stderr(&mine, "init --domain example.com --plugins go/v4", 0, true), answers);
+}

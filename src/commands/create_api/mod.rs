@@ -134,15 +134,14 @@ impl Args {
     }
 }
 
-pub fn run(global: &Global, args: Args) -> Result<()> {
+pub fn run(global: &Global, args: Args, report: &mut super::Report) -> Result<()> {
     let command = super::plugins::Command::CreateApi { image: args.image.is_some() };
     for note in super::plugins::answer(command, &args.plugins)? {
-        crate::warn_line!("note: {note}");
+        report.answer(note);
     }
     if args.make.is_some() {
-        crate::warn_line!(
-            "note: --make is kubebuilder's; memop never runs make after scaffolding (run `make manifests` yourself)"
-        );
+        report
+            .answer("--make is kubebuilder's; memop never runs make after scaffolding (run `make manifests` yourself)");
     }
     let mut project = Project::load(&global.dir)?;
     let request = external::request(&args, &project, &global.dir)?;
@@ -156,7 +155,6 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     notes.splice(0..0, request.notes.iter().cloned());
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
 
-    let mut report = super::Report::default();
     report.say(summary(&request));
     for note in &notes {
         report.note(note);

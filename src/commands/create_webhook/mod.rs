@@ -62,7 +62,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut report = super::Report::default();
     report.next(next(&request));
     report.merged(chart, super::helm::FRESH_CHART);
-    super::finish(global, plan, report)
+    super::finish(global, plan, &mut report)
 }
 
 /// Plans into `plan` what `memop create webhook` planned for `request` in `year` (see
