@@ -405,6 +405,16 @@ impl Resource {
     pub fn converts(&self) -> bool {
         self.webhooks.as_ref().is_some_and(|w| w.conversion)
     }
+
+    /// Whether the kind's objects live in a namespace: as its types say, or as Kubernetes says of
+    /// a kind of its own; namespaced otherwise (an external kind's scope is its CRD's).
+    pub fn namespaced(&self) -> bool {
+        match (&self.api, self.names.builtin_kind()) {
+            (Some(api), _) => api.namespaced,
+            (None, Some(builtin)) => builtin.namespaced,
+            (None, None) => true,
+        }
+    }
 }
 
 /// The webhooks of a kind, as kubebuilder records them (a conversion webhook on the hub version,
@@ -626,8 +636,8 @@ impl Project {
         }
         let orders = [
             ("controllerOrder", &self.controller_order, self.projects_controller_order()),
-            ("webhookOrder", &self.webhook_order, self.ordered(&[], Resource::admits)),
-            ("conversionOrder", &self.conversion_order, self.ordered(&[], Resource::converts)),
+            ("webhookOrder", &self.webhook_order, self.kinds(Resource::admits)),
+            ("conversionOrder", &self.conversion_order, self.kinds(Resource::converts)),
         ];
         for (field, order, known) in orders {
             let mut seen = std::collections::BTreeSet::new();
@@ -714,10 +724,7 @@ impl Project {
     /// The modules of the controllers (each kind's, then its named ones), in the order they were
     /// made: [`Project::controller_order`] as recorded, else PROJECT's.
     pub fn controller_order(&self) -> Vec<String> {
-        let known = self.projects_controller_order();
-        let mut order: Vec<String> = self.controller_order.iter().filter(|m| known.contains(m)).cloned().collect();
-        order.extend(known.iter().filter(|m| !self.controller_order.contains(m)).cloned().collect::<Vec<_>>());
-        order
+        in_order(self.projects_controller_order(), &self.controller_order)
     }
 
     fn projects_controller_order(&self) -> Vec<String> {
@@ -733,43 +740,45 @@ impl Project {
 
     /// Records `order` as the order the controllers were made in: only where it is not PROJECT's.
     pub fn set_controller_order(&mut self, order: Vec<String>) {
-        self.controller_order = order;
-        let order = self.controller_order();
-        let known = self.projects_controller_order();
-        self.controller_order = if order == known { Vec::new() } else { order };
+        self.controller_order = unless_projects(self.projects_controller_order(), &order);
     }
 
     /// The kinds with admission webhooks (`group/version Kind`), in the order they were made.
     pub fn webhook_order(&self) -> Vec<String> {
-        self.ordered(&self.webhook_order, Resource::admits)
+        in_order(self.kinds(Resource::admits), &self.webhook_order)
     }
 
     /// The kinds with a conversion webhook (its hub), in the order they were made.
     pub fn conversion_order(&self) -> Vec<String> {
-        self.ordered(&self.conversion_order, Resource::converts)
+        in_order(self.kinds(Resource::converts), &self.conversion_order)
     }
 
     /// Records the order admission webhooks (`conversion`: conversion webhooks) were made in:
     /// only where it is not PROJECT's.
     pub fn set_webhook_order(&mut self, order: Vec<String>, conversion: bool) {
-        let which: fn(&Resource) -> bool = if conversion { Resource::converts } else { Resource::admits };
-        let known: Vec<String> = self.resources.iter().filter(|r| which(r)).map(Resource::describe).collect();
-        let mut order: Vec<String> = order.into_iter().filter(|r| known.contains(r)).collect();
-        order.extend(known.iter().filter(|r| !order.contains(r)).cloned().collect::<Vec<_>>());
-        let kept = if order == known { Vec::new() } else { order };
         match conversion {
-            true => self.conversion_order = kept,
-            false => self.webhook_order = kept,
+            true => self.conversion_order = unless_projects(self.kinds(Resource::converts), &order),
+            false => self.webhook_order = unless_projects(self.kinds(Resource::admits), &order),
         }
     }
 
-    /// The resources `which` selects, as `recorded` orders them (those it does not name after,
-    /// in PROJECT's order).
-    fn ordered(&self, recorded: &[String], which: fn(&Resource) -> bool) -> Vec<String> {
-        let mut order: Vec<String> = self.resources.iter().filter(|r| which(r)).map(Resource::describe).collect();
-        order.sort_by_key(|r| recorded.iter().position(|o| o == r).unwrap_or(usize::MAX));
-        order
+    /// The resources `which` selects (`group/version Kind`), in PROJECT's order.
+    fn kinds(&self, which: fn(&Resource) -> bool) -> Vec<String> {
+        self.resources.iter().filter(|r| which(r)).map(Resource::describe).collect()
     }
+}
+
+/// `known` (PROJECT's order) as `recorded` orders it: those it names first, in its order, then
+/// the others in PROJECT's.
+fn in_order(mut known: Vec<String>, recorded: &[String]) -> Vec<String> {
+    known.sort_by_key(|entry| recorded.iter().position(|r| r == entry).unwrap_or(usize::MAX));
+    known
+}
+
+/// What PROJECT records of `order` over `known` (PROJECT's order): nothing where they agree.
+fn unless_projects(known: Vec<String>, order: &[String]) -> Vec<String> {
+    let order = in_order(known.clone(), order);
+    if order == known { Vec::new() } else { order }
 }
 
 #[cfg(test)]

@@ -43,7 +43,6 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut project = Project::load(&global.dir)?;
     let api = args.gvk.names(&project, None)?;
     let mut plan = Plan::new(&global.dir);
-    super::create_api::record_storage_versions(&mut project, &plan)?;
     super::facts::record(&mut project, &plan)?;
     let target = validate(&project, &api, &plan)?;
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
@@ -120,7 +119,7 @@ fn validate(project: &Project, api: &ApiNames, plan: &Plan) -> Result<Target> {
             api.crd_name()
         );
     }
-    super::create_api::refuse_storage_disagreement(project, plan, api)?;
+    super::facts::refuse_storage_disagreement(project, plan, api)?;
     let storage = project.storage_version(api).map(str::to_string).with_context(|| {
         format!(
             "neither PROJECT (storageVersion) nor src/api/mod.rs (STORAGE_VERSIONS) says which version of {kind} is \

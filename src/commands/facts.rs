@@ -1,14 +1,17 @@
 //! What replay needs beyond the commands PROJECT lists, read once out of the files of a project
-//! whose PROJECT an earlier memop wrote without it: the year each command wrote its files in
-//! (their license headers), and the order the controllers and webhooks were made in (the lines
-//! of `src/controller/mod.rs` and `src/webhook/mod.rs`). Once recorded, PROJECT is the truth: a
-//! file the user edits since changes nothing memop replays.
+//! whose PROJECT an earlier memop wrote without it: the version each kind served in several is
+//! stored in (`STORAGE_VERSIONS`), the year each command wrote its files in (their license
+//! headers), and the order the controllers and webhooks were made in (the lines of
+//! `src/controller/mod.rs` and `src/webhook/mod.rs`). Once recorded, PROJECT is the truth: a
+//! file the user edits since changes nothing memop replays (but a `STORAGE_VERSIONS` that
+//! disagrees with PROJECT is refused, see [`refuse_storage_disagreement`]).
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use crate::project::Project;
+use crate::resource::ApiNames;
 use crate::scaffold::Plan;
 
 /// The file that lists the controllers' modules, in the order they were made.
@@ -17,11 +20,13 @@ const CONTROLLER_MODULES: &str = "src/controller/mod.rs";
 /// The file whose routes and conversions list the kinds' webhooks in the order they were made.
 const WEBHOOK_SERVER: &str = "src/webhook/mod.rs";
 
-/// Records in `project`, when its PROJECT has no `year` (an earlier memop's), the years and
-/// orders replay reads, from the project's files as `plan` sees them. A file that says nothing
-/// (no license header, a line the user removed) gives PROJECT's default: the project's year,
-/// PROJECT's order.
+/// Records in `project` what replay reads and an earlier memop's PROJECT left out, from the
+/// project's files as `plan` sees them: the storage version of each kind served in several
+/// versions (see [`record_storage_versions`]); and, when PROJECT has no
+/// `year`, the years and orders. A file that says nothing (no license header, a line the user
+/// removed) gives PROJECT's default: the project's year, PROJECT's order.
 pub fn record(project: &mut Project, plan: &Plan) -> Result<()> {
+    record_storage_versions(project, plan)?;
     if project.year.is_some() {
         return Ok(());
     }
@@ -56,14 +61,17 @@ pub fn record(project: &mut Project, plan: &Plan) -> Result<()> {
             Some(spoke) => year_of(&names.in_version(crate::names::Version::parse(spoke)?).conversion_path())?,
             None => None,
         };
-        let project_year = project.year;
-        let differs = |made: Option<i64>| made.filter(|made| Some(*made) != project_year);
+        let differs = |made: Option<i64>| made.and_then(|made| project.year_unless_the_projects(made));
+        let (made, admission, conversion) = (differs(made), differs(admission), differs(conversion));
+        let controller_years = (controller_years.into_iter())
+            .filter_map(|(name, y)| Some((name, project.year_unless_the_projects(y)?)))
+            .collect();
         let resource = &mut project.resources[at];
-        resource.year = differs(made);
-        resource.controller_years = controller_years.into_iter().filter(|(_, y)| Some(*y) != project_year).collect();
+        resource.year = made;
+        resource.controller_years = controller_years;
         if let Some(w) = resource.webhooks.as_mut() {
-            w.year = differs(admission);
-            w.conversion_year = differs(conversion);
+            w.year = admission;
+            w.conversion_year = conversion;
         }
     }
     let modules = plan.read(Path::new(CONTROLLER_MODULES))?.unwrap_or_default();
@@ -74,6 +82,56 @@ pub fn record(project: &mut Project, plan: &Plan) -> Result<()> {
     let (admission, conversion) = webhook_orders(project, &server);
     project.set_webhook_order(admission, false);
     project.set_webhook_order(conversion, true);
+    Ok(())
+}
+
+/// The file whose `STORAGE_VERSIONS` says which version of each kind the code stores.
+const STORAGE_TABLE: &str = "src/api/mod.rs";
+
+/// The version of `api`'s kind that the code stores, as `STORAGE_VERSIONS` in src/api/mod.rs
+/// (the user's to change) lists it: one entry per CRD, written by the keyed fragment
+/// `resource/src/api/mod.rs@storage-versions.tera`; `None` when it has no entry (a kind served
+/// in one version) or the file is gone.
+fn code_storage_version(plan: &Plan, api: &ApiNames) -> Result<Option<String>> {
+    let text = plan.read(Path::new(STORAGE_TABLE))?.unwrap_or_default();
+    let entry_start = format!("(\"{}\", \"", api.crd_name());
+    let recorded = text.lines().find_map(|line| line.trim().strip_prefix(&entry_start)?.split('"').next());
+    Ok(recorded.map(str::to_string))
+}
+
+/// Records in `project` the storage version of each kind with several versions that a PROJECT of
+/// an older memop left out, read once from the code's `STORAGE_VERSIONS`.
+pub fn record_storage_versions(project: &mut Project, plan: &Plan) -> Result<()> {
+    let unrecorded: Vec<ApiNames> = project
+        .resources
+        .iter()
+        .filter(|r| r.api.is_some() && project.other_versions(&r.names).next().is_some())
+        .filter(|r| project.storage_version(&r.names).is_none())
+        .map(|r| r.names.clone())
+        .collect();
+    for api in unrecorded {
+        if let Some(version) = code_storage_version(plan, &api)? {
+            project.set_storage_version(&api, Some(&version));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses to go on when the code stores `api`'s kind in another version than PROJECT records:
+/// what memop would do depends on which one is right, and only the user knows.
+pub fn refuse_storage_disagreement(project: &Project, plan: &Plan, api: &ApiNames) -> Result<()> {
+    let (Some(recorded), Some(code)) = (project.storage_version(api), code_storage_version(plan, api)?) else {
+        return Ok(());
+    };
+    if recorded != code {
+        bail!(
+            "PROJECT records storageVersion {recorded} for {kind}, but {STORAGE_TABLE} stores it as {code} \
+             (its entry of STORAGE_VERSIONS); memop cannot tell which is right. If the code stores the kind \
+             as you want, set `storageVersion: {code}` in each of {kind}'s entries in PROJECT; else change the \
+             entry of STORAGE_VERSIONS back to {recorded}. Then run this command again",
+            kind = api.kind
+        );
+    }
     Ok(())
 }
 

@@ -169,7 +169,7 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
     let lock = crate::scaffold::lockfile::for_project(name.as_str());
     // memop's, one per project: a lock the user has already is kept.
     let declared = Declared::new(Owner::Memop, Scope::Project);
-    scaffold::plan_file(&mut plan, "Cargo.lock", declared, lock, false, args.force)?;
+    scaffold::plan_files(&mut plan, [("Cargo.lock".to_string(), lock)], declared, false, args.force)?;
     plan.write(project::FILE, project.render()?)?;
 
     report.next("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached\n");

@@ -333,7 +333,7 @@ mod tests {
         assert!(crate_root["names"].contains("embedded") && crate_root["scaffold"].contains("sum"), "{crate_root:?}");
         assert_no_circle(&crate_root);
         let commands = imports("commands");
-        assert!(commands["helm"].contains("autoupdate") && commands["update"].contains("create_api"), "{commands:?}");
+        assert!(commands["helm"].contains("autoupdate") && commands["update"].contains("replay"), "{commands:?}");
         assert_no_circle(&commands);
         let scaffold = imports("scaffold");
         assert!(scaffold["reconcile"].contains("merge"), "{scaffold:?}");

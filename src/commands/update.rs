@@ -157,7 +157,6 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
         refuse_a_dirty_tree(dir)?;
     }
     let mut plan = Plan::new(dir);
-    super::create_api::record_storage_versions(&mut project, &plan)?;
     super::facts::record(&mut project, &plan)?;
     let recorded = plan.read(Path::new(sum::FILE))?;
     // memop 0.1 kept no record: its migration knows what it wrote from its templates.

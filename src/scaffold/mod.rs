@@ -18,7 +18,7 @@ pub use crate::embedded::{
 };
 pub use generated::rbac;
 pub use plan::{Applied, Plan};
-pub use reconcile::{Purpose, plan_file, reconcile};
+pub use reconcile::{Purpose, plan_files, reconcile};
 pub use templates::{Declared, Entry, Key, Layout, Owner, Scope, Templates, reserved_kind_files};
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
@@ -197,12 +197,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.txt"), "mine\n").unwrap();
         let mut plan = Plan::new(dir.path());
-        assert!(plan_file(&mut plan, "a.txt", MEMOP, "theirs\n".into(), false, false).is_err(), "one per API");
+        assert!(
+            plan_files(&mut plan, [("a.txt".into(), "theirs\n".into())], MEMOP, false, false).is_err(),
+            "one per API"
+        );
         let per_project = Declared::new(Owner::Memop, Scope::Project);
-        plan_file(&mut plan, "a.txt", per_project, "theirs\n".into(), false, false).unwrap();
+        plan_files(&mut plan, [("a.txt".into(), "theirs\n".into())], per_project, false, false).unwrap();
         assert!(plan.is_empty());
         assert_eq!(plan.notes(), ["kept your a.txt; memop's version was not written"]);
-        plan_file(&mut plan, "a.txt", MEMOP, "theirs\n".into(), false, true).unwrap();
+        plan_files(&mut plan, [("a.txt".into(), "theirs\n".into())], MEMOP, false, true).unwrap();
         assert_eq!(plan.read(Path::new("a.txt")).unwrap().as_deref(), Some("theirs\n"));
     }
 }

@@ -34,12 +34,17 @@ impl Base<'_> {
     fn decide(self, path: &str, current: Option<&str>, new: &str) -> Result<Decision> {
         Ok(match self.replay {
             None => decide(path, current, new, self.record.get(path), |id| sum::base(self.dir, id)),
-            Some(replay) => {
-                let base = replay.read(Path::new(path))?;
+            Some(_) => {
+                let base = self.replayed(path)?;
                 let recorded = base.as_deref().map(sum::blob_id);
                 decide(path, current, new, recorded.as_deref(), |_| base)
             }
         })
+    }
+
+    /// memop's text of `path` in the replay, if there is one and it has the file.
+    fn replayed(self, path: &str) -> Result<Option<String>> {
+        Ok(self.replay.map(|replay| replay.read(Path::new(path))).transpose()?.flatten())
     }
 }
 
@@ -129,7 +134,7 @@ fn bring(path: &str, declared: Declared, current: Option<&str>, base: Base, desi
         return base.decide(path, current, desired);
     }
     let recorded = base.record.get(path);
-    let replayed = base.replay.map(|replay| replay.read(Path::new(path))).transpose()?.flatten();
+    let replayed = base.replayed(path)?;
     let made_by_no_memop = current.is_none() && recorded.is_none() && replayed.is_none();
     let unedited = current.is_some_and(|text| as_recorded(text, recorded));
     let migrated = replayed.is_some() && path.ends_with(".rs");
@@ -148,7 +153,7 @@ fn bring(path: &str, declared: Declared, current: Option<&str>, base: Base, desi
 
 /// [`reconcile`] for [`Purpose::Change`].
 fn change(path: &str, declared: Declared, current: Option<&str>, base: Base, desired: &str) -> Result<Decision> {
-    let before = base.replay.map(|replay| replay.read(Path::new(path))).transpose()?.flatten();
+    let before = base.replayed(path)?;
     Ok(match declared.owner {
         _ if before.as_deref() == Some(desired) => Decision::Leave,
         Owner::Generated if current.is_some_and(|text| before.as_deref() != Some(text)) => Decision::Outdated,
@@ -157,21 +162,22 @@ fn change(path: &str, declared: Declared, current: Option<&str>, base: Base, des
     })
 }
 
-/// Plans the file at `path` that a template declaring `declared` renders as `desired` by
-/// [`reconcile`] (`formatted`: `desired` needs no formatting pass), to make it: noting a file
-/// kept, refusing one in the way.
-pub fn plan_file(
+/// Plans files a command writes without a template (`vendor/`, the lock), each a path and memop's
+/// text, all declaring `declared`, by [`reconcile`] (`formatted`: the texts need no formatting
+/// pass), to make them: noting a file kept, refusing one in the way.
+pub fn plan_files(
     plan: &mut Plan,
-    path: &str,
+    files: impl IntoIterator<Item = (String, String)>,
     declared: Declared,
-    desired: String,
     formatted: bool,
     force: bool,
 ) -> Result<()> {
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
     let dir = plan.root().to_path_buf();
     let mut router = Router::new(Base { record: &record, dir: &dir, replay: None });
-    router.route(plan, Purpose::Make { force }, path, declared, desired, formatted)?;
+    for (path, desired) in files {
+        router.route(plan, Purpose::Make { force }, &path, declared, desired, formatted)?;
+    }
     router.finish().map(drop)
 }
 

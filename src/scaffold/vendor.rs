@@ -9,7 +9,7 @@
 use anyhow::Result;
 use include_dir::{Dir, include_dir};
 
-use super::{Declared, Owner, Plan, Scope, plan_file};
+use super::{Declared, Owner, Plan, Scope, plan_files};
 
 static CRATES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/crates");
 
@@ -22,11 +22,8 @@ pub const VENDOR: &str = "vendor";
 /// Plans `vendor/<crate>/…` for each of [`RUNTIME_CRATES`]: memop's, one per project, so a
 /// file there already is kept unless `force`.
 pub fn vendor(plan: &mut Plan, force: bool) -> Result<()> {
-    for (path, contents) in files() {
-        // The crates are formatted in memop's repository (its CI checks them).
-        plan_file(plan, &path, Declared::new(Owner::Memop, Scope::Project), contents, true, force)?;
-    }
-    Ok(())
+    // The crates are formatted in memop's repository (its CI checks them).
+    plan_files(plan, files(), Declared::new(Owner::Memop, Scope::Project), true, force)
 }
 
 /// Every vendored file, as (its path in the project, `vendor/<crate>/…`; its contents with

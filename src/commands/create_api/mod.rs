@@ -17,7 +17,6 @@ use super::gvk::GvkArgs;
 use crate::project::Project;
 use crate::scaffold::Plan;
 
-pub use scaffold::{record_storage_versions, refuse_storage_disagreement};
 pub use validate::{Request, validate};
 
 /// Scaffold a Kubernetes API: its Rust types, CRD, sample and controller
@@ -146,11 +145,10 @@ pub fn run(global: &Global, args: Args, report: &mut super::Report) -> Result<()
     let mut project = Project::load(&global.dir)?;
     let request = external::request(&args, &project, &global.dir)?;
     let mut plan = Plan::new(&global.dir);
-    scaffold::record_storage_versions(&mut project, &plan)?;
-    if request.new_version {
-        scaffold::refuse_storage_disagreement(&project, &plan, &request.api)?;
-    }
     super::facts::record(&mut project, &plan)?;
+    if request.new_version {
+        super::facts::refuse_storage_disagreement(&project, &plan, &request.api)?;
+    }
     let mut notes = scaffold::scaffold(&request, &mut project, &mut plan, super::current_year())?;
     notes.splice(0..0, request.notes.iter().cloned());
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;

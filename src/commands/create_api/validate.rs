@@ -218,11 +218,7 @@ impl Request {
             // A new version of a kind stored in it (create api --storage-version), as its entry
             // records (`project` holds only the versions replayed so far).
             storage_version: !siblings.is_empty() && resource.storage_version.as_deref() == Some(api.version.as_str()),
-            namespaced: match (&resource.api, api.builtin_kind()) {
-                (Some(found), _) => found.namespaced,
-                (None, Some(builtin)) => builtin.namespaced,
-                (None, None) => true,
-            },
+            namespaced: resource.namespaced(),
             // A new version of a kind takes its operand from the kind's first version.
             operand: match siblings.first() {
                 Some(sibling) => sibling.operand.clone(),
@@ -268,11 +264,7 @@ impl Request {
             controller: true,
             force: false,
             storage_version: false,
-            namespaced: match (&existing.api, api.builtin_kind()) {
-                (Some(found), _) => found.namespaced,
-                (None, Some(builtin)) => builtin.namespaced,
-                (None, None) => true,
-            },
+            namespaced: existing.namespaced(),
             operand: None,
             image_flag: false,
             existing: Some(existing),
