@@ -28,8 +28,9 @@
 //!   that operators meet: an update may not change a Deployment's selector, nor give an object
 //!   two controller owner references. Server-owned metadata (uid, name, namespace,
 //!   creation and deletion timestamps) is silently kept on update instead of being rejected.
-//! - Garbage collection runs synchronously, in background mode: orphaning, foreground deletion,
-//!   delete preconditions and `deletecollection` are not supported. `dryRun` is refused (400).
+//! - Garbage collection runs synchronously, in background mode: orphaning, foreground deletion
+//!   and `deletecollection` are not supported (a delete's propagation policy is ignored; its
+//!   preconditions are checked). `dryRun` is refused (400).
 //! - `limit`/`continue` are ignored (lists return everything). Field selectors accept any dotted
 //!   path, compared as a string. Watches send no periodic bookmarks (only the end-of-initial-events
 //!   bookmark of streaming lists) and the event history is unbounded, so no watch ever gets
@@ -259,10 +260,17 @@ impl State {
                 self.update(target, key, &old, parse_json(body)?).map(ok)
             }
             (Verb::Patch, Some(name)) => self.patch(target, name, query, content_type, body),
-            (Verb::Delete, Some(name)) if !target.status => self
-                .delete(&target.key(name))
-                .map(ok)
-                .ok_or_else(|| target.not_found(name)),
+            (Verb::Delete, Some(name)) if !target.status => {
+                let key = target.key(name);
+                let object = self
+                    .objects
+                    .get(&key)
+                    .ok_or_else(|| target.not_found(name))?;
+                check_preconditions(object, body)?;
+                self.delete(&key)
+                    .map(ok)
+                    .ok_or_else(|| target.not_found(name))
+            }
             _ => Err(Failure::new(405, format!("{verb:?} is not allowed here"))),
         }
     }
@@ -900,6 +908,25 @@ fn has_finalizers(object: &Value) -> bool {
     object["metadata"]["finalizers"]
         .as_array()
         .is_some_and(|finalizers| !finalizers.is_empty())
+}
+
+/// The preconditions of a delete (`DeleteOptions.preconditions` in its body), checked as the
+/// real server checks them: a UID or resourceVersion other than the object's is a 409 Conflict.
+fn check_preconditions(object: &Value, body: &[u8]) -> Result<(), Failure> {
+    let options: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    for (field, name) in [("uid", "UID"), ("resourceVersion", "ResourceVersion")] {
+        let Some(wanted) = options["preconditions"][field].as_str() else {
+            continue;
+        };
+        let actual = object["metadata"][field].as_str().unwrap_or_default();
+        if wanted != actual {
+            let message = format!(
+                "Precondition failed: {name} in precondition: {wanted}, {name} in object meta: {actual}"
+            );
+            return Err(Failure::new(409, message));
+        }
+    }
+    Ok(())
 }
 
 fn is_terminating(object: &Value) -> bool {

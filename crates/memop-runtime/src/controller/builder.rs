@@ -40,12 +40,15 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::Controller as KubeController;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{self, finalizer};
-use kube::runtime::{reflector, watcher};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -133,16 +136,20 @@ pub trait Reconciler: Send + Sync + Sized + 'static {
     }
 }
 
+/// What else brings an object of kind `K` to its reconcile, besides a change of its own: the
+/// objects it owns ([`Builder::owns`]) or is related to ([`Builder::watches`]). Each is added
+/// to kube's controller when it runs.
+type Trigger<K> = Box<dyn FnOnce(KubeController<K>) -> KubeController<K> + Send + Sync>;
+
 /// Says what a controller watches and how; [`Builder::build`] gives the [`Controller`].
-pub struct Builder<K: Resource<DynamicType = ()> + 'static> {
+pub struct Builder<K: Kind> {
     name: &'static str,
     shared: Shared,
     watch: watcher::Config,
     finalizer: Option<&'static str>,
     field_manager: Option<String>,
     resync: Duration,
-    owns: Vec<Operand>,
-    _kind: std::marker::PhantomData<fn() -> K>,
+    triggers: Vec<Trigger<K>>,
 }
 
 impl<K: Kind> Builder<K> {
@@ -157,8 +164,7 @@ impl<K: Kind> Builder<K> {
             finalizer: None,
             field_manager: None,
             resync: RESYNC,
-            owns: Vec::new(),
-            _kind: std::marker::PhantomData,
+            triggers: Vec::new(),
         }
     }
 
@@ -189,9 +195,64 @@ impl<K: Kind> Builder<K> {
     }
 
     /// Reconciles the owner of every object of `operand` that changes, as kube's
-    /// `Controller::owns` and controller-runtime's `Owns()` do.
-    pub fn owns(mut self, operand: &Operand) -> Self {
-        self.owns.push(operand.clone());
+    /// `Controller::owns` and controller-runtime's `Owns()` do; fed by the operand's own
+    /// cache, so that the kind is watched once. Call it once for each kind the controller owns.
+    pub fn owns<O>(mut self, operand: &Operand<O>) -> Self
+    where
+        O: Kind + Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    {
+        let operand = operand.clone();
+        self.triggers.push(Box::new(move |controller| {
+            operand.cache().owned_by(controller)
+        }));
+        self
+    }
+
+    /// Reconciles the objects that `map` names whenever an object of kind `W` that `config`
+    /// selects changes (is created, changed or deleted): controller-runtime's
+    /// `Watches(&W{}, handler.EnqueueRequestsFromMapFunc(map))`, for objects that are related
+    /// to the controller's without being owned by them (a Secret that an object names, say).
+    ///
+    /// `W` is watched in the manager's namespace (or all), from when the controller runs; the
+    /// watch is kept an eye on as the controller's own is (`/readyz` names it `name` while it
+    /// goes without an answer, and `memop_watch_errors_total{watch="<name>"}` counts its
+    /// errors), and retried with backoff. Nothing of it is cached: `map` gets each object as
+    /// it changes, with the controller's cache of its own objects, and names the objects to
+    /// reconcile (say, those in the cache that refer to it).
+    pub fn watches<W, I>(
+        mut self,
+        name: &'static str,
+        config: watcher::Config,
+        map: impl Fn(W, &reflector::Store<K>) -> I + Send + Sync + 'static,
+    ) -> Self
+    where
+        W: Kind,
+        I: IntoIterator<Item = ObjectRef<K>> + 'static,
+        I::IntoIter: Send,
+    {
+        let shared = self.shared.clone();
+        self.triggers.push(Box::new(move |controller| {
+            let api = <W::Scope as WatchScope>::api(
+                shared.client.clone(),
+                shared.watch_namespace.as_deref(),
+            );
+            let (api, pulse) = shared.watched(name, api);
+            let config = watcher::Config {
+                bookmarks: true,
+                ..config
+            };
+            let changes = watcher(api, config)
+                .default_backoff()
+                .inspect(move |event| {
+                    if let Err(err) = event {
+                        pulse.failed();
+                        tracing::warn!(watch = name, error = %err, "cannot list or watch; retrying");
+                    }
+                })
+                .touched_objects();
+            let objects = controller.store();
+            controller.watches_stream(changes, move |object| map(object, &objects))
+        }));
         self
     }
 
@@ -224,7 +285,7 @@ impl<K: Kind> Builder<K> {
             finalizer: self.finalizer,
             field_manager,
             resync: self.resync,
-            owns: self.owns,
+            triggers: self.triggers,
             reconciler,
         }
     }
@@ -249,7 +310,8 @@ pub struct Controller<R: Reconciler> {
     finalizer: Option<&'static str>,
     field_manager: String,
     resync: Duration,
-    owns: Vec<Operand>,
+    /// Taken when it runs.
+    triggers: Vec<Trigger<R::Object>>,
     instruments: Instruments,
     recorder: Recorder,
     reconciler: R,
@@ -282,8 +344,8 @@ impl<R: Reconciler> Controller<R> {
             }
             None => unreachable!("a controller runs once: run takes it"),
         };
-        for operand in &self.owns {
-            controller = operand.cache().owned_by(controller);
+        for trigger in std::mem::take(&mut self.triggers) {
+            controller = trigger(controller);
         }
         // Sharded: the objects of buckets that become this replica's were skipped until then,
         // and may have changed meanwhile; every cached object is looked at again (those of
@@ -442,7 +504,7 @@ pub struct Report {
 }
 
 impl Report {
-    fn new<K: Resource<DynamicType = ()>>(
+    pub(crate) fn new<K: Resource<DynamicType = ()>>(
         object: &K,
         conditions: &[Condition],
         owned: &[&str],

@@ -24,12 +24,14 @@ use crate::manager::sharding::Shard;
 
 mod builder;
 mod cache;
+mod clock;
 mod drift;
 mod events;
 mod instruments;
 mod owned;
 mod status;
 pub use builder::{Builder, Controller, Kind, RESYNC, Reconciler, Report};
+pub use clock::Clock;
 pub use drift::{APPLIED_HASH, label_value, stamp};
 pub(crate) use drift::{claims_fingerprint, fingerprint, fingerprint_patch, in_sync};
 pub use events::Recorder;

@@ -76,6 +76,86 @@ struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
     seen: AtomicU64,
     /// Whether the first list is in (then `objects` holds everything).
     listed: watch::Sender<bool>,
+    /// The objects of each controller, once [`Owned::children`] asked (built then from
+    /// `objects`, and kept by the watch after): a cache that is never asked spends nothing on
+    /// it.
+    by_owner: Mutex<Option<OwnerIndex<K>>>,
+}
+
+/// The cached objects by the UID of their controller (the owner reference with
+/// `controller: true`): controller-runtime's field index on `.metadata.controller`, which the
+/// book's CronJob controller lists its Jobs by.
+struct OwnerIndex<K: Resource<DynamicType = ()>> {
+    children: HashMap<String, HashSet<ObjectRef<K>>>,
+    controller: HashMap<ObjectRef<K>, String>,
+}
+
+impl<K: Resource<DynamicType = ()>> OwnerIndex<K> {
+    fn new() -> Self {
+        Self {
+            children: HashMap::new(),
+            controller: HashMap::new(),
+        }
+    }
+
+    /// Files `key` under the controller `metadata` names (if any), and nowhere else.
+    fn set(&mut self, key: &ObjectRef<K>, metadata: &ObjectMeta) {
+        let controller = metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|r| r.controller == Some(true))
+            .map(|r| &r.uid);
+        if self.controller.get(key) == controller {
+            return;
+        }
+        self.remove(key);
+        if let Some(uid) = controller {
+            self.children
+                .entry(uid.clone())
+                .or_default()
+                .insert(key.clone());
+            self.controller.insert(key.clone(), uid.clone());
+        }
+    }
+
+    fn remove(&mut self, key: &ObjectRef<K>) {
+        let Some(uid) = self.controller.remove(key) else {
+            return;
+        };
+        if let Some(children) = self.children.get_mut(&uid) {
+            children.remove(key);
+            if children.is_empty() {
+                self.children.remove(&uid);
+            }
+        }
+    }
+}
+
+impl<K: Resource<DynamicType = ()> + Clone + 'static> Cache<K> {
+    /// Caches `object` (as the watch saw it) under `key`.
+    fn insert(&self, key: ObjectRef<K>, object: &K)
+    where
+        K: Serialize,
+    {
+        // The index follows the objects: it is looked at after they changed, so that one built
+        // meanwhile ([`Owned::children`]) saw the change or is told of it here.
+        self.objects
+            .write()
+            .expect("cache lock")
+            .insert(key.clone(), compact(object));
+        if let Some(index) = self.by_owner.lock().expect("index lock").as_mut() {
+            index.set(&key, object.meta());
+        }
+    }
+
+    /// Drops `key` from the cache.
+    fn remove(&self, key: &ObjectRef<K>) {
+        self.objects.write().expect("cache lock").remove(key);
+        if let Some(index) = self.by_owner.lock().expect("index lock").as_mut() {
+            index.remove(key);
+        }
+    }
 }
 
 impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K> {
@@ -221,6 +301,7 @@ where
             objects: RwLock::default(),
             seen: AtomicU64::new(0),
             listed: watch::Sender::new(false),
+            by_owner: Mutex::default(),
         });
         let changes: Arc<Mutex<Option<Arc<Changes<K>>>>> = Arc::default();
         let (api, pulse) = shared.watched(name, api);
@@ -266,11 +347,7 @@ where
                         watcher::Event::InitApply(object) => {
                             let key = ObjectRef::from_obj(object);
                             relisted.insert(key.clone());
-                            cache
-                                .objects
-                                .write()
-                                .expect("cache lock")
-                                .insert(key, compact(object));
+                            cache.insert(key, object);
                             object
                         }
                         watcher::Event::InitDone => {
@@ -287,10 +364,14 @@ where
                             // (Not what was applied to objects made since the list: their
                             // events, and they, come next.)
                             let mut applied = applied.lock().expect("applied lock");
+                            let mut index = cache.by_owner.lock().expect("index lock");
                             for key in gone {
                                 applied.remove(&key);
+                                if let Some(index) = index.as_mut() {
+                                    index.remove(&key);
+                                }
                             }
-                            drop(applied);
+                            drop((applied, index));
                             if let Some(holding) = &holding {
                                 holding.listed();
                             }
@@ -301,17 +382,12 @@ where
                             continue;
                         }
                         watcher::Event::Apply(object) => {
-                            let key = ObjectRef::from_obj(object);
-                            cache
-                                .objects
-                                .write()
-                                .expect("cache lock")
-                                .insert(key, compact(object));
+                            cache.insert(ObjectRef::from_obj(object), object);
                             object
                         }
                         watcher::Event::Delete(object) => {
                             let key = ObjectRef::from_obj(object);
-                            cache.objects.write().expect("cache lock").remove(&key);
+                            cache.remove(&key);
                             // What was applied to it is of no use any more, whoever deleted
                             // it (the garbage collector after its owner, say).
                             applied.lock().expect("applied lock").remove(&key);
@@ -360,6 +436,39 @@ where
     pub async fn get(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
         self.ready().await;
         self.cached(&ObjectRef::new(name).within(namespace))
+    }
+
+    /// The cached objects that `owner` controls (whose owner reference with `controller: true`
+    /// names its UID), once the cache has listed them all, in no particular order: what
+    /// controller-runtime's `List(ctx, &children, client.MatchingFields{ownerKey: name})` gives
+    /// over a cache indexed by owner, without a request to the API server. The index is built
+    /// at the first call and kept by the watch after; an owner not yet created (no UID) has
+    /// none.
+    pub async fn children<P: Resource>(&self, owner: &P) -> Vec<Arc<K>> {
+        self.ready().await;
+        let Some(uid) = owner.meta().uid.as_deref() else {
+            return Vec::new();
+        };
+        let keys: Vec<ObjectRef<K>> = {
+            let mut index = self.cache.by_owner.lock().expect("index lock");
+            let index = index.get_or_insert_with(|| {
+                let mut index = OwnerIndex::new();
+                for (key, json) in self.cache.objects.read().expect("cache lock").iter() {
+                    if let Ok(object) = serde_json::from_slice::<Metadata>(json) {
+                        index.set(key, &object.metadata);
+                    }
+                }
+                index
+            });
+            index
+                .children
+                .get(uid)
+                .into_iter()
+                .flatten()
+                .cloned()
+                .collect()
+        };
+        keys.iter().filter_map(|key| self.cached(key)).collect()
     }
 
     /// Waits until the cache has listed the objects once (at once after that).
@@ -607,6 +716,13 @@ impl Burst {
             self.since = None;
         }
     }
+}
+
+/// The metadata of a cached object, read without the rest of it.
+#[derive(serde::Deserialize)]
+struct Metadata {
+    #[serde(default)]
+    metadata: ObjectMeta,
 }
 
 /// `object` as compact JSON.
