@@ -229,12 +229,11 @@ where
                 state,
             };
         }
-        let written = match &resize {
-            Some(patch) => api.patch(&name, &merge, patch).await,
-            None => {
-                let apply = PatchParams::apply(&this.manager).force();
-                api.patch(&name, &apply, &Patch::Apply(&desired)).await
-            }
+        let apply = PatchParams::apply(&this.manager).force();
+        let written = match (&resize, &current) {
+            (Some(patch), _) => api.patch(&name, &merge, patch).await,
+            (None, Some(_)) => api.patch(&name, &apply, &Patch::Apply(&desired)).await,
+            (None, None) => self.create_by_apply(&api, owner, &desired).await,
         };
         // An admission webhook or policy rewrote one of our fields on the way in: record what
         // they look like now on the object, so that the operator's next process does not take
@@ -271,22 +270,52 @@ where
         }
     }
 
+    /// Creates `desired` with a server-side apply that cannot take over an object of that name
+    /// the cache does not hold (someone else's, which the label selector leaves out): the
+    /// apply carries a resourceVersion no object has, a precondition that a creation ignores
+    /// and an update fails (409), so that it creates or changes nothing. The object found
+    /// then is read: `owner`'s (made by an earlier process, its label taken off) is applied
+    /// again without the precondition; someone else's is the error, which
+    /// [`Self::failed`] reports as [`Outcome::NotOwned`].
+    async fn create_by_apply<P: Resource<DynamicType = ()>>(
+        &self,
+        api: &Api<K>,
+        owner: &P,
+        desired: &K,
+    ) -> kube::Result<K> {
+        let name = desired.name_any();
+        let apply = PatchParams::apply(&self.inner.manager).force();
+        let mut creation = desired.clone();
+        creation.meta_mut().resource_version = Some(NO_OBJECTS_VERSION.to_string());
+        match api.patch(&name, &apply, &Patch::Apply(&creation)).await {
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                match api.get_opt(&name).await? {
+                    Some(found) if !controlled_by(&found, owner) => Err(kube::Error::Api(status)),
+                    _ => api.patch(&name, &apply, &Patch::Apply(desired)).await,
+                }
+            }
+            written => written,
+        }
+    }
+
     /// Creates `desired`, controlled by `owner`, unless it exists: an object made once and
     /// never changed after (a Job, whose template cannot change; a Secret generated once), as
     /// controller-runtime's `Create` makes the book's Jobs. Nothing is compared: an object of
     /// that name that `owner` controls is [`Outcome::InSync`] as it is, one it does not
-    /// control is [`Outcome::NotOwned`]. Give it a name that says what it is for (the book
-    /// names a Job after its scheduled time), so that a reconcile that runs before the cache
-    /// has seen the creation finds it created (the API server says it exists, and it is
-    /// read).
+    /// control is [`Outcome::NotOwned`]. A reconcile that comes before the cache has seen this
+    /// process's creation gets [`Outcome::Pending`], and writes nothing. Give it a name that
+    /// says what it is for (the book names a Job after its scheduled time): then one made by
+    /// an earlier process of the controller's, which the cache does not hold, is found by the
+    /// API server's answer that it exists.
     pub async fn create<P: Resource<DynamicType = ()>>(&self, owner: &P, desired: K) -> Outcome<K> {
         let this = &self.inner;
         let (name, namespace) = (desired.name_any(), desired.namespace().unwrap_or_default());
         let key = format!("{namespace}/{name}");
         let size = self.replicas(&desired);
-        let existing = match this.objects.get(&namespace, &name).await {
-            Some(cached) => Some(cached),
-            None => {
+        let existing = match this.objects.observe(&desired).await {
+            // Created by this process a moment ago; the cache has not seen it yet.
+            Observed::Pending(wait) => return Outcome::Pending(wait),
+            Observed::Absent => {
                 let api: Api<K> = Api::namespaced(this.client.clone(), &namespace);
                 let params = PostParams {
                     field_manager: Some(this.manager.clone()),
@@ -297,7 +326,8 @@ where
                         this.objects.applied(&desired, &created);
                         return Outcome::Created(self.settled(&key, Arc::new(created), size));
                     }
-                    // Made a moment ago, by this controller (the cache lags) or someone else.
+                    // Made by someone else, or by this controller before it restarted, without
+                    // the label the cache selects by.
                     Err(kube::Error::Api(status)) if status.is_already_exists() => {
                         match api.get_opt(&name).await {
                             Ok(live) => live.map(Arc::new),
@@ -307,6 +337,7 @@ where
                     Err(error) => return self.failed(&api, owner, None, false, &name, error).await,
                 }
             }
+            observed => observed.object().cloned(),
         };
         match existing {
             Some(other) if !controlled_by(other.as_ref(), owner) => {
@@ -549,6 +580,11 @@ impl<K: Kind> State<K> {
         }
     }
 }
+
+/// A resourceVersion that no object has (etcd's revisions are counted from 1 and never come
+/// near it): the precondition of an apply that must only create (see
+/// `Operand::create_by_apply`).
+const NO_OBJECTS_VERSION: &str = "9223372036854775807";
 
 /// How long a change that waits for a place among the rollouts asks again.
 const ROLLOUT_WAIT: Duration = Duration::from_secs(30);
@@ -801,7 +837,7 @@ mod tests {
             "Failed to update the Deployment owner: (conflict)".into(),
         );
         let deployment_failed = failed.condition(condition::DEGRADED).unwrap().clone();
-        let mut third = report(&[deployment_failed.clone()]);
+        let mut third = report(std::slice::from_ref(&deployment_failed));
         let in_sync = Outcome::InSync(state::<Secret>(secret, false));
         assert!(in_sync.report(&mut third).is_ok());
         assert_eq!(
