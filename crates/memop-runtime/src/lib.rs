@@ -10,7 +10,8 @@
 //! - [`controller`]: the controller [`controller::Builder`] and what it runs around each
 //!   reconcile (time limit, span, metrics, per-object backoff, panic recovery, the finalizer,
 //!   status writes), status conditions and server-side-apply helpers;
-//! - [`operand`]: the Deployment a controller keeps for each object ([`operand::Operand`]);
+//! - [`operand`]: what a controller keeps for each object, of any namespaced kind
+//!   ([`operand::Operand`]): a Deployment, rolled out at a pace, a Service, the Jobs of a CronJob;
 //! - [`rbac`] and [`manifests`]: the manager's role and the CRDs that `make manifests` writes;
 //! - [`webhook`]: the admission and conversion webhook server and its certificates;
 //! - [`migration`]: the migration of stored objects to a kind's storage version, and the pruning
