@@ -464,7 +464,7 @@ async fn a_failed_storage_version_migration_is_not_the_end_of_the_migration() {
         .expect("creating the migration");
     let status = json!({ "status": { "conditions": [{
         "type": "Failed", "status": "True", "reason": "MigrationFailed",
-        "message": "the test failed it", "lastUpdateTime": "2026-12-05T00:00:00Z",
+        "message": "the test failed it", "lastTransitionTime": "2026-12-05T00:00:00Z",
     }] } });
     migrations
         .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
