@@ -542,6 +542,7 @@ impl Shard {
             leases,
             config,
             others: HashMap::new(),
+            listed: Instant::now(),
         };
         let task = tokio::spawn(round.run(stopped));
         *shard
@@ -737,6 +738,8 @@ struct Rounds {
     config: Config,
     /// The other Leases of the ring, by name, as last seen.
     others: HashMap<String, Member>,
+    /// When the last list of the ring's Leases that succeeded was made.
+    listed: Instant,
 }
 
 impl Rounds {
@@ -795,7 +798,7 @@ impl Rounds {
                     renewed = Some(sent);
                     if suspended {
                         suspended = false;
-                        self.resume(sent);
+                        self.resume();
                     }
                 }
                 Some(Attempt::HeldBy(holder)) if renewed.is_some() => {
@@ -865,13 +868,21 @@ impl Rounds {
         self.shard.inner.stopped.send_replace(true);
     }
 
-    /// Acts again after a renewal sent at `sent`: the buckets become active as their claims
-    /// are confirmed, from this round's list on.
-    fn resume(&self, sent: Instant) {
-        tracing::info!(
-            after = ?sent.elapsed(),
-            "renewed the shard lease again; resuming as the claims are confirmed"
-        );
+    /// Acts again after a renewal: the buckets become active as their claims are confirmed,
+    /// from this round's list on.
+    ///
+    /// The time since its last successful list does not count against the others' Leases:
+    /// it could not read them meanwhile, and after an outage of the API server they could not
+    /// be renewed either, so judging them by the versions it saw last would take every other
+    /// member for expired and claim (and list) every bucket for a round. Each Lease keeps the
+    /// time it had left when it was last listed. (Judging a Lease expired later than a lease
+    /// duration after it was seen is always safe: it only delays a takeover.)
+    fn resume(&mut self) {
+        tracing::info!("renewed the shard lease again; resuming as the claims are confirmed");
+        let blind = self.listed.elapsed();
+        for member in self.others.values_mut() {
+            member.seen += blind;
+        }
         self.shard.inner.stopped.send_replace(false);
     }
 
@@ -883,6 +894,7 @@ impl Rounds {
             .list(&ListParams::default().labels(&selector))
             .await?;
         let now = Instant::now();
+        self.listed = now;
         let own = self.config.lease_name();
         let mut seen = HashMap::new();
         for lease in list.items {
