@@ -76,8 +76,8 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
         holder(&env).await.as_deref() == Some(IDENTITY)
     })
     .await;
-    // Written as a field manager of this replica's own, so that two standbys racing for a free
-    // Lease cannot both win.
+    // Written as a field manager of this process's own (its name and UUID), so that two
+    // standbys racing for a free Lease cannot both win.
     let lease = Api::<Lease>::namespaced(env.admin.clone(), &env.namespace);
     let lease = lease.get(LEASE).await.unwrap();
     let managers: Vec<_> = lease
@@ -86,7 +86,10 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
         .filter_map(|f| f.manager.clone())
         .collect();
     assert!(
-        !managers.is_empty() && managers.iter().all(|m| m.ends_with(IDENTITY)),
+        !managers.is_empty()
+            && managers
+                .iter()
+                .all(|m| replica_of(m) == format!("leader-election-{IDENTITY}")),
         "{managers:?}"
     );
 
