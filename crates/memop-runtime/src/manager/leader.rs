@@ -855,6 +855,39 @@ mod tests {
         assert_eq!(fake.holder(), two.as_str());
     }
 
+    /// The same on the real control plane: two processes of one name, each trying every retry
+    /// period, never both hold the Lease, and the second never takes it while the first
+    /// renews it.
+    #[tokio::test]
+    async fn two_processes_of_one_name_never_both_hold_the_lease_on_the_real_control_plane() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture");
+        let Some(env) = memop_test::TestEnv::real_for(&fixture).await else {
+            return;
+        };
+        let leases: Api<LeaseObject> = Api::namespaced(env.admin.clone(), &env.namespace);
+        let (one, two) = (process_identity("pod-0"), process_identity("pod-0"));
+        let mut first = Elector::new(leases.clone(), NAME, &one);
+        let mut second = Elector::new(leases.clone(), NAME, &two);
+        let mut held = [0, 0];
+        for round in 0..6 {
+            let a = first.try_acquire_or_renew().await;
+            let b = second.try_acquire_or_renew().await;
+            assert!(
+                a != Attempt::Held || b != Attempt::Held,
+                "round {round}: both processes of \"pod-0\" hold the lease"
+            );
+            held[0] += usize::from(a == Attempt::Held);
+            held[1] += usize::from(b == Attempt::Held);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert_eq!(held, [6, 0]);
+        let lease = leases.get(NAME).await.unwrap();
+        assert_eq!(
+            lease.spec.unwrap().holder_identity.as_deref(),
+            Some(one.as_str())
+        );
+    }
+
     #[test]
     fn a_process_identity_is_its_name_and_a_uuid_of_its_own() {
         let (one, two) = (process_identity("pod-0"), process_identity("pod-0"));
