@@ -844,6 +844,29 @@ async fn a_partitioned_shard_stops_before_its_objects_are_taken() {
             assert_eq!(after[&write.object], replica.identity);
         }
     }
+
+    // The partition heals: B, which never left the ring, renews its Lease again and acts on
+    // its buckets once the others have drained them back, never while they act on them.
+    assert!(
+        !b.shard.is_lost(),
+        "B left the ring: its manager would exit"
+    );
+    let overlaps = Overlaps::watch(vec![a.shard.clone(), b.shard.clone(), c.shard.clone()]);
+    b.log.heal();
+    let healed = Instant::now();
+    settled(&[&a, &b, &c]).await;
+    println!(
+        "B acted on its buckets again {:?} after the partition healed",
+        healed.elapsed()
+    );
+    touch(&env, &cut_off, 1_000).await;
+    eventually("B reconciles its objects again", WAIT, || async {
+        (objects(&env).await.iter())
+            .filter(|o| cut_off.contains(&o.name_any()))
+            .all(|o| o.annotations().get(BY).map(String::as_str) == Some("shard-b"))
+    })
+    .await;
+    overlaps.check().await;
 }
 
 #[tokio::test]
