@@ -19,7 +19,9 @@
 //!    kube-controller-manager's storage version migrator to report it `Succeeded`;
 //! 3. where the server serves no migration API (before 1.35, or with the API disabled), or
 //!    nothing processes the migration for two minutes (kube-controller-manager without its
-//!    `storage-version-migrator-controller`), it says so and rewrites every object itself: an empty merge patch of each, guarded by its
+//!    `storage-version-migrator-controller`), or the migration `Failed` (its name is fixed, so
+//!    every later attempt would find it failed again), it says so and rewrites every object
+//!    itself: an empty merge patch of each, guarded by its
 //!    `resourceVersion`, which the API server stores in the storage version (the write the
 //!    migrator makes; a conflict means the object was written meanwhile, so it is migrated);
 //! 4. it prunes `status.storedVersions` to the storage version, guarded by the CRD's
@@ -84,7 +86,8 @@ pub enum Method {
         /// `storagemigration.k8s.io/v1` or `/v1beta1`.
         api_version: String,
     },
-    /// By the manager, which wrote each object again (the server serves no migration API).
+    /// By the manager, which wrote each object again (the server serves no migration API,
+    /// nothing processed the migration, or it failed).
     Rewrite {
         /// How many objects were written.
         objects: usize,
@@ -123,9 +126,6 @@ enum Retry {
     /// The CRD changed under the migration (a new generation): start again.
     #[error("the CRD changed during the migration; starting again")]
     Changed,
-    /// The migration failed on the server.
-    #[error("StorageVersionMigration {name} failed: {message}")]
-    Failed { name: String, message: String },
 }
 
 impl StorageMigration {
@@ -332,7 +332,11 @@ impl StorageMigration {
                 return Ok(Some(name));
             }
             if let Some(message) = true_condition(&current, "Failed") {
-                return Err(Retry::Failed { name, message }.into());
+                // Its name is fixed by the CRD, the storage version and the generation: every
+                // later attempt would find it Failed again, for ever. The rewrite is what the
+                // migrator would have done.
+                tracing::warn!(migration = %name, %message, "StorageVersionMigration failed; rewriting every object instead");
+                return Ok(None);
             }
             // kube-controller-manager's migrator sets a condition within seconds; a migration
             // that has none for minutes is one that nothing runs (the API served, but the
@@ -517,7 +521,7 @@ fn describe(method: &Method) -> String {
             format!("StorageVersionMigration {name}, {api_version}")
         }
         Method::Rewrite { objects } => {
-            format!("rewrote {objects} objects: the server serves no {GROUP}")
+            format!("rewrote {objects} objects: no {GROUP} migration could migrate them")
         }
     }
 }

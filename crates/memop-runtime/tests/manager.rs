@@ -38,9 +38,10 @@ const LEASE: &str = "example-operator.example.com";
 const WAIT: Duration = Duration::from_secs(60);
 /// The example's `Operator::name`: who its events are reported by.
 const OPERATOR_NAME: &str = "example-operator";
-/// The manager's lease holder identity (in a pod, the pod's name).
+/// The manager's replica name (in a pod, the pod's name): its lease holder identity is this
+/// name and a UUID of the process, `<name>_<uuid>`.
 const IDENTITY: &str = "manager-under-test";
-/// The identity of a second replica.
+/// The name of a second replica.
 const STANDBY: &str = "standby-replica";
 /// How long a lease lasts without renewal, from when a standby last saw it renewed (client-go's
 /// default, which the manager uses).
@@ -75,8 +76,8 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
         holder(&env).await.as_deref() == Some(IDENTITY)
     })
     .await;
-    // Written as a field manager of this replica's own, so that two standbys racing for a free
-    // Lease cannot both win.
+    // Written as a field manager of this process's own (its name and UUID), so that two
+    // standbys racing for a free Lease cannot both win.
     let lease = Api::<Lease>::namespaced(env.admin.clone(), &env.namespace);
     let lease = lease.get(LEASE).await.unwrap();
     let managers: Vec<_> = lease
@@ -85,7 +86,10 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
         .filter_map(|f| f.manager.clone())
         .collect();
     assert!(
-        !managers.is_empty() && managers.iter().all(|m| m.ends_with(IDENTITY)),
+        !managers.is_empty()
+            && managers
+                .iter()
+                .all(|m| replica_of(m) == format!("leader-election-{IDENTITY}")),
         "{managers:?}"
     );
 
@@ -827,7 +831,12 @@ async fn sharded_managers_split_the_objects_and_a_stopped_one_hands_its_share_ov
     eventually("the buckets split between the two", WAIT, || async {
         match (claims(ONE).await, claims(TWO).await) {
             (Some((Some(h1), c1)), Some((Some(h2), c2))) => {
-                h1 == ONE && h2 == TWO && c1 & c2 == 0 && c1 | c2 == u64::MAX && c1 != 0 && c2 != 0
+                replica_of(&h1) == ONE
+                    && replica_of(&h2) == TWO
+                    && c1 & c2 == 0
+                    && c1 | c2 == u64::MAX
+                    && c1 != 0
+                    && c2 != 0
             }
             _ => false,
         }
@@ -941,10 +950,22 @@ fn kubeconfig(env: &TestEnv) -> PathBuf {
     }
 }
 
+/// The replica that holds the leader election Lease: its holder identity's name, without the
+/// process's UUID.
 async fn holder(env: &TestEnv) -> Option<String> {
     let leases: Api<Lease> = Api::namespaced(env.admin.clone(), &env.namespace);
     let lease = leases.get_opt(LEASE).await.unwrap();
-    lease.and_then(|l| l.spec?.holder_identity)
+    let identity = lease.and_then(|l| l.spec?.holder_identity)?;
+    Some(replica_of(&identity).to_string())
+}
+
+/// The replica of a manager's holder identity, `<name>_<uuid>`: its name (a holder written by
+/// a test, with no UUID, as it is).
+fn replica_of(identity: &str) -> &str {
+    match identity.rsplit_once('_') {
+        Some((name, uuid)) if uuid.len() == 36 => name,
+        _ => identity,
+    }
 }
 
 /// The example manager binary, built (if it is not already) on first use.

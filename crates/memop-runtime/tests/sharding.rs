@@ -844,6 +844,29 @@ async fn a_partitioned_shard_stops_before_its_objects_are_taken() {
             assert_eq!(after[&write.object], replica.identity);
         }
     }
+
+    // The partition heals: B, which never left the ring, renews its Lease again and acts on
+    // its buckets once the others have drained them back, never while they act on them.
+    assert!(
+        !b.shard.is_lost(),
+        "B left the ring: its manager would exit"
+    );
+    let overlaps = Overlaps::watch(vec![a.shard.clone(), b.shard.clone(), c.shard.clone()]);
+    b.log.heal();
+    let healed = Instant::now();
+    settled(&[&a, &b, &c]).await;
+    println!(
+        "B acted on its buckets again {:?} after the partition healed",
+        healed.elapsed()
+    );
+    touch(&env, &cut_off, 1_000).await;
+    eventually("B reconciles its objects again", WAIT, || async {
+        (objects(&env).await.iter())
+            .filter(|o| cut_off.contains(&o.name_any()))
+            .all(|o| o.annotations().get(BY).map(String::as_str) == Some("shard-b"))
+    })
+    .await;
+    overlaps.check().await;
 }
 
 #[tokio::test]
@@ -879,4 +902,135 @@ async fn the_lease_of_a_replica_gone_for_good_is_deleted_after_ten_lease_duratio
     );
     // The live member's stays.
     assert!(leases.get_opt(&lease_a).await.unwrap().is_some());
+}
+
+/// Two processes of one replica name (a StatefulSet pod force-deleted from a partitioned node
+/// and its replacement, or a `POD_NAME` fixed in a patch) share one Lease name: only the one
+/// that holds it acts, the other waits until it has expired, then takes every bucket over.
+#[tokio::test]
+async fn two_processes_of_one_name_never_act_on_the_same_bucket() {
+    let Some(env) = TestEnv::real_for(&fixture()).await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    create_objects(&env, 1).await;
+    let first = Replica::start(&env, "shard-a").await;
+    settled(&[&first]).await;
+    converged(&env, 1).await;
+    let twin = Replica::start(&env, "shard-a").await;
+    let overlaps = Overlaps::watch(vec![first.shard.clone(), twin.shard.clone()]);
+    // Three lease durations in which both run, the first renewing: the twin acts on nothing.
+    tokio::time::sleep(TIMINGS.lease_duration * 3).await;
+    assert_eq!(twin.shard.active(), 0, "the twin acts");
+    assert_eq!(first.shard.active(), u64::MAX);
+    assert!(!first.shard.is_lost() && !twin.shard.is_lost());
+    let leases = Api::<Lease>::namespaced(env.admin.clone(), &env.namespace);
+    let lease = leases.get(&format!("{RING}-shard-shard-a")).await.unwrap();
+    let holder = lease.spec.unwrap().holder_identity.unwrap();
+    assert_eq!(holder, first.shard.identity());
+    assert!(holder.starts_with("shard-a_"), "{holder}");
+
+    // The first is killed: the twin takes the Lease once it has expired, and every bucket.
+    first.kill();
+    let killed = Instant::now();
+    eventually("the twin took every bucket", WAIT, || async {
+        twin.shard.active() == u64::MAX
+    })
+    .await;
+    let took = killed.elapsed();
+    println!("the twin took over {took:?} after the first was killed");
+    assert!(
+        took >= TIMINGS.lease_duration - TIMINGS.retry_period,
+        "{took:?}"
+    );
+    assert_eq!(twin.shard.members(), ["shard-a"]);
+    touch(&env, &(0..OBJECTS).map(name).collect::<Vec<_>>(), 2).await;
+    converged(&env, 2).await;
+    overlaps.check().await;
+}
+
+/// An API server outage longer than the renew deadline (every request of every replica fails,
+/// for two lease durations): every shard stops acting by its renew deadline, but none leaves
+/// the ring (its manager would exit, and all would restart and relist together as the API
+/// server comes back); each keeps its caches, and they resume with the buckets they held once
+/// their requests go through again.
+#[tokio::test]
+async fn an_api_server_outage_stops_every_shard_and_each_resumes_with_its_buckets() {
+    let Some(env) = TestEnv::real_for(&fixture()).await else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let [a, b, c] = three_converged(&env).await;
+    let replicas = [&a, &b, &c];
+    let masks: Vec<u64> = replicas.iter().map(|r| r.shard.active()).collect();
+    let cached: Vec<usize> = replicas.iter().map(|r| r.store.state().len()).collect();
+    let overlaps = Overlaps::watch(vec![a.shard.clone(), b.shard.clone(), c.shard.clone()]);
+    const VERBS: [Verb; 7] = [
+        Verb::Get,
+        Verb::List,
+        Verb::Watch,
+        Verb::Create,
+        Verb::Update,
+        Verb::Patch,
+        Verb::Delete,
+    ];
+    for replica in replicas {
+        for verb in VERBS {
+            replica.log.fail_next(verb, "*", 503, usize::MAX);
+        }
+    }
+    let outage = Instant::now();
+    eventually("every shard stopped acting", WAIT, || async {
+        replicas.iter().all(|r| r.shard.active() == 0)
+    })
+    .await;
+    let stopped = outage.elapsed();
+    assert!(
+        stopped <= TIMINGS.renew_deadline + TIMINGS.retry_period + Duration::from_secs(1),
+        "still acting {stopped:?} into the outage"
+    );
+    tokio::time::sleep_until(outage + TIMINGS.lease_duration * 2).await;
+    for (replica, cached) in replicas.iter().zip(&cached) {
+        assert!(
+            !replica.shard.is_lost(),
+            "{} left the ring in the outage: its manager exits",
+            replica.identity
+        );
+        assert!(replica.shard.is_stopped(), "{}", replica.identity);
+        assert_eq!(replica.store.state().len(), *cached, "{}", replica.identity);
+    }
+
+    for replica in replicas {
+        replica.log.clear();
+        replica.log.heal();
+    }
+    let healed = Instant::now();
+    settled(&replicas).await;
+    let resumed = healed.elapsed();
+    println!(
+        "every shard stopped {stopped:?} into an outage of {:?}, and all acted again {resumed:?} after it",
+        TIMINGS.lease_duration * 2
+    );
+    for (replica, mask) in replicas.iter().zip(masks) {
+        assert_eq!(replica.shard.active(), mask, "{}", replica.identity);
+        assert!(!replica.shard.is_stopped());
+    }
+    assert!(
+        resumed <= TIMINGS.retry_period * 6 + Duration::from_secs(2),
+        "resumed {resumed:?} after the outage"
+    );
+    touch(&env, &(0..OBJECTS).map(name).collect::<Vec<_>>(), 2).await;
+    converged(&env, 2).await;
+    for replica in replicas {
+        let lists = (replica.log.requests().iter())
+            .filter(|r| r.verb == Verb::List && r.resource == "configmaps")
+            .count();
+        println!(
+            "{} listed ConfigMaps {lists} times after the outage",
+            replica.identity
+        );
+        // Its claims did not change: its caches did not start over.
+        assert_eq!(lists, 0, "{} relisted", replica.identity);
+    }
+    overlaps.check().await;
 }

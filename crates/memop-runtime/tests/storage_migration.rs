@@ -375,6 +375,139 @@ async fn an_object_written_during_the_rewrite_is_not_written_again() {
     assert_eq!(stored_versions(&crds.get(CRD).await.unwrap()), ["v1"]);
 }
 
+/// A `StorageVersionMigration` marked `Failed` (by kube-controller-manager, after an error
+/// listing or writing the objects) does not block the migration for ever: its name is fixed by
+/// the CRD, the storage version and the generation, so every attempt finds it again; the
+/// manager rewrites the objects itself instead, and prunes.
+#[tokio::test]
+async fn a_failed_storage_version_migration_is_not_the_end_of_the_migration() {
+    let Some(env) = TestEnv::real_for(&fixture()).await else {
+        return;
+    };
+    // A CRD of its own: the control plane, and its cluster-scoped CRDs, serve the whole binary.
+    const GROUP: &str = "failing.example.com";
+    const CRD: &str = "gizmos.failing.example.com";
+    let mut definition = crd("v1alpha1", &["v1alpha1", "v1"]);
+    definition.metadata.name = Some(CRD.into());
+    definition.spec.group = GROUP.into();
+    definition.spec.names.kind = "Gizmo".into();
+    definition.spec.names.plural = "gizmos".into();
+    definition.spec.names.singular = Some("gizmo".into());
+    definition.spec.names.list_kind = Some("GizmoList".into());
+    let crds = Api::<CustomResourceDefinition>::all(env.admin.clone());
+    crds.create(&PostParams::default(), &definition)
+        .await
+        .expect("creating the CRD");
+    let gizmos = |version: &str| ApiResource {
+        group: GROUP.into(),
+        version: version.into(),
+        api_version: format!("{GROUP}/{version}"),
+        kind: "Gizmo".into(),
+        plural: "gizmos".into(),
+    };
+    let old = Api::<DynamicObject>::namespaced_with(
+        env.admin.clone(),
+        &env.namespace,
+        &gizmos("v1alpha1"),
+    );
+    for i in 0..3 {
+        let mut object = gadget("v1alpha1", i);
+        object.types.as_mut().unwrap().api_version = format!("{GROUP}/v1alpha1");
+        object.types.as_mut().unwrap().kind = "Gizmo".into();
+        // The CRD is served within moments of its creation.
+        let mut created = false;
+        for _ in 0..100 {
+            if old.create(&PostParams::default(), &object).await.is_ok() {
+                created = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(created, "a v1alpha1 Gizmo");
+    }
+    let mut moved = crds.get(CRD).await.unwrap();
+    let mut to_v1 = definition.spec.clone();
+    for version in &mut to_v1.versions {
+        version.storage = version.name == "v1";
+    }
+    moved.spec = to_v1;
+    let moved = crds
+        .replace(CRD, &PostParams::default(), &moved)
+        .await
+        .expect("moving the storage to v1");
+    let generation = moved.metadata.generation.unwrap();
+
+    // The migration of this CRD, storage version and generation is there already, and
+    // Failed: made before, for a resource that is not there, so that kube-controller-manager
+    // cannot make it succeed, and marked Failed through its status.
+    let migrations = Api::<DynamicObject>::all_with(
+        env.admin.clone(),
+        &ApiResource {
+            group: migration::GROUP.into(),
+            version: "v1".into(),
+            api_version: format!("{}/v1", migration::GROUP),
+            kind: "StorageVersionMigration".into(),
+            plural: "storageversionmigrations".into(),
+        },
+    );
+    let name = format!("{CRD}-v1-{generation}");
+    let failed: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{}/v1", migration::GROUP),
+        "kind": "StorageVersionMigration",
+        "metadata": { "name": name },
+        "spec": { "resource": { "group": "nowhere.example.com", "resource": "nothings" } },
+    }))
+    .unwrap();
+    migrations
+        .create(&PostParams::default(), &failed)
+        .await
+        .expect("creating the migration");
+    let status = json!({ "status": { "conditions": [{
+        "type": "Failed", "status": "True", "reason": "MigrationFailed",
+        "message": "the test failed it", "lastTransitionTime": "2026-12-05T00:00:00Z",
+    }] } });
+    migrations
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("marking the migration Failed");
+
+    let shared = Shared::new(&OPERATOR, env.admin.clone(), None);
+    let migration = StorageMigration::new([CRD]).with_poll_interval(Duration::from_millis(300));
+    let outcome = tokio::time::timeout(Duration::from_secs(60), migration.migrate(&shared, CRD))
+        .await
+        .expect("the migration finishes within a minute");
+    let outcome = outcome.expect("a failed StorageVersionMigration blocks the migration");
+    assert_eq!(
+        outcome,
+        Outcome::Migrated {
+            from: vec!["v1alpha1".into()],
+            to: "v1".into(),
+            method: Method::Rewrite { objects: 3 },
+        }
+    );
+    assert_eq!(stored_versions(&crds.get(CRD).await.unwrap()), ["v1"]);
+    // v1alpha1 can go: every object is stored in v1.
+    let mut removed = crds.get(CRD).await.unwrap();
+    removed.spec.versions.retain(|version| version.name == "v1");
+    crds.replace(CRD, &PostParams::default(), &removed)
+        .await
+        .expect("removing v1alpha1");
+    let new =
+        Api::<DynamicObject>::namespaced_with(env.admin.clone(), &env.namespace, &gizmos("v1"));
+    let mut read = 0;
+    for _ in 0..100 {
+        match new.list(&ListParams::default()).await {
+            Ok(list) if list.items.len() == 3 => {
+                read = 3;
+                break;
+            }
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    assert_eq!(read, 3, "every Gizmo reads in v1");
+    crds.delete(CRD, &Default::default()).await.unwrap();
+}
+
 async fn wait_for(
     crds: &Api<CustomResourceDefinition>,
     ready: impl Fn(&CustomResourceDefinition) -> bool,

@@ -116,6 +116,14 @@ impl RequestLog {
         self.lock().delays.push((verb, resource.to_owned(), delay));
     }
 
+    /// Drops the faults and delays still pending: the requests go through again (the end of
+    /// an outage that `fail_next(verb, "*", 503, usize::MAX)` began, say).
+    pub fn heal(&self) {
+        let mut state = self.lock();
+        state.faults.clear();
+        state.delays.clear();
+    }
+
     /// Every request sent since the log was last cleared, in order, failed ones included.
     pub fn requests(&self) -> Vec<Request> {
         self.lock().log.clone()

@@ -231,6 +231,8 @@ fn jittered(period: Duration, key: &str) -> Duration {
 /// 5 ms doubling on each consecutive failure, at most 5 minutes, a success resetting it; and
 /// overall, at most 10 retries a second after a burst of 100, so that a failure of every
 /// object at once (the API server down, a webhook gone) does not become a flood of retries.
+/// A delay clamped at the 5 minutes is moved by up to a tenth either way, by the object (as
+/// the resync is), so that the retries the clamp holds do not all come back in one second.
 #[derive(Default)]
 pub(crate) struct Backoff {
     /// Per object: consecutive failures, and when the last one happened.
@@ -262,6 +264,15 @@ impl Backoff {
         key: &ObjectRef<K>,
         now: Instant,
     ) -> Action {
+        Action::requeue(self.delay_at(key, now))
+    }
+
+    /// Records a failure of `key` at `now`, and returns how long to wait before retrying it.
+    fn delay_at<K: kube::Resource<DynamicType = ()>>(
+        &self,
+        key: &ObjectRef<K>,
+        now: Instant,
+    ) -> Duration {
         // Entries of objects that went away, looked for whenever the map has doubled (not at
         // every failure: that would walk every failing object per failure).
         let entries = self.failures.lock().expect("backoff lock").len();
@@ -276,7 +287,15 @@ impl Backoff {
         *count = count.saturating_add(1);
         *last = now;
         drop(failures);
-        Action::requeue(delay.max(self.overall(now)))
+        let delay = delay.max(self.overall(now));
+        if delay >= Self::MAX {
+            // Clamped: give or take a tenth, by the object, so that objects that failed
+            // together (ten thousand when the API server went down) do not come back in one
+            // second, every five minutes.
+            jittered(Self::MAX, &key.to_string())
+        } else {
+            delay
+        }
     }
 
     /// Takes a place in the overall schedule at `now`: how long that retry must wait, at most
@@ -326,10 +345,9 @@ mod tests {
         for _ in 0..30 {
             backoff.failed(&key);
         }
-        assert_eq!(
-            backoff.failed(&key),
-            Action::requeue(Duration::from_secs(300))
-        );
+        // At the limit, give or take a tenth, by the object.
+        let clamped = jittered(Duration::from_secs(300), &key.to_string());
+        assert_eq!(backoff.failed(&key), Action::requeue(clamped));
         backoff.succeeded(&key);
         assert_eq!(
             backoff.failed(&key),
@@ -369,8 +387,8 @@ mod tests {
         let delays: Vec<_> = (0..10_000)
             .map(|i| backoff.failed_at(&key(i), now))
             .collect();
-        let limit = Action::requeue(Backoff::MAX);
-        assert_eq!(delays.last(), Some(&limit));
+        let limit = |i: usize| Action::requeue(jittered(Backoff::MAX, &key(i).to_string()));
+        assert_eq!(delays.last(), Some(&limit(9_999)));
         // And failures faster than the overall rate for an hour.
         for second in 0..3_600 {
             let at = now + Duration::from_secs(second);
@@ -379,7 +397,46 @@ mod tests {
             }
         }
         let last = now + Duration::from_secs(3_599);
-        assert_eq!(backoff.failed_at(&key(99_999), last), limit);
+        assert_eq!(backoff.failed_at(&key(99_999), last), limit(99_999));
+    }
+
+    /// Ten thousand objects failing at once (the API server down): the retries the clamp
+    /// holds at the backoff limit are spread over a fifth of it, not sent back as one herd in
+    /// the second they failed in, period after period.
+    #[test]
+    fn clamped_retries_come_back_spread_out_not_as_a_herd() {
+        let backoff = Backoff::default();
+        let now = Instant::now();
+        let key = |i: usize| ObjectRef::<ConfigMap>::new(&format!("o{i}")).within("ns");
+        let delays: Vec<Duration> = (0..10_000)
+            .map(|i| backoff.delay_at(&key(i), now))
+            .collect();
+        let mut per_second: HashMap<u64, usize> = HashMap::new();
+        for delay in &delays {
+            *per_second.entry(delay.as_secs()).or_default() += 1;
+        }
+        let (second, most) = per_second.iter().max_by_key(|(_, n)| **n).unwrap();
+        println!("at most {most} of 10,000 retries in one second (the second {second} s after)");
+        assert!(
+            *most <= 200,
+            "{most} of 10,000 retries in the second {second} s after the failure"
+        );
+        // Within a tenth of the limit either way, and the same object at the same place.
+        let (low, high) = (Backoff::MAX.mul_f64(0.9), Backoff::MAX.mul_f64(1.1));
+        assert!(
+            delays.iter().all(|d| *d <= high),
+            "a retry later than {high:?}"
+        );
+        let clamped = delays.iter().filter(|d| **d >= low).count();
+        assert!(clamped > 6_000, "{clamped}");
+        let again = Backoff::default();
+        for i in 0..10_000 {
+            again.failed_at(&key(i), now);
+        }
+        assert_eq!(
+            again.delay_at(&key(9_999), now),
+            backoff.delay_at(&key(9_999), now)
+        );
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub(super) const RELEASE_TIMEOUT: Duration = Duration::from_secs(1);
 pub struct Config {
     lease_name: String,
     namespace: Option<String>,
+    name: String,
     identity: String,
 }
 
@@ -59,18 +60,18 @@ impl Config {
         &self.lease_name
     }
 
-    /// This replica's identity: the pod's name.
-    pub fn identity(&self) -> &str {
-        &self.identity
+    /// This replica's name: the pod's name, as logs show it.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
-    /// The Lease of `operator`, as `flags` name it.
+    /// The Lease of `operator`, as `flags` name it, for this process.
     pub fn from_flags(operator: &Operator, flags: &Flags) -> Self {
-        // In a pod, POD_NAME (set from the downward API in config/manager) or else HOSTNAME is
-        // the pod's name: unique per replica, which is what a lease holder identity must be.
-        let identity = std::env::var("POD_NAME")
-            .or_else(|_| std::env::var("HOSTNAME"))
-            .unwrap_or_else(|_| format!("{}-{}", operator.name, std::process::id()));
+        Self::for_replica(operator, flags, &replica_name(operator))
+    }
+
+    /// The Lease of `operator`, as `flags` name it, for a process of replica `name`.
+    pub(super) fn for_replica(operator: &Operator, flags: &Flags, name: &str) -> Self {
         Self {
             lease_name: flags
                 .leader_election_id
@@ -80,9 +81,50 @@ impl Config {
                 .leader_election_namespace
                 .clone()
                 .filter(|ns| !ns.is_empty()),
-            identity,
+            name: name.to_string(),
+            identity: process_identity(name),
         }
     }
+}
+
+/// This replica's name: in a pod, POD_NAME (set from the downward API in config/manager) or
+/// else HOSTNAME, the pod's name; outside one, the operator's name and the process id.
+pub(super) fn replica_name(operator: &Operator) -> String {
+    std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| format!("{}-{}", operator.name, std::process::id()))
+}
+
+/// The holder identity of a process of replica `name`: `<name>_<a random UUID>`, as
+/// kube-controller-manager and controller-runtime make it (`id + "_" + uuid.NewUUID()`). A
+/// name alone is not unique per process: two pods of one StatefulSet ordinal (one
+/// force-deleted from a partitioned node), a `POD_NAME` fixed in a patch, or `HOSTNAME` under
+/// `hostNetwork` (the node's name) give two processes one name, and a Lease held by one's own
+/// identity is renewed at once, so both would lead for ever.
+pub(super) fn process_identity(name: &str) -> String {
+    format!("{name}_{}", uuid_v4())
+}
+
+/// A random (version 4) UUID, from the operating system's generator.
+fn uuid_v4() -> String {
+    use ring::rand::SecureRandom as _;
+    let mut bytes = [0u8; 16];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .expect("the operating system's random generator");
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
 }
 
 /// A held lease, renewed in the background until it is released, abandoned or lost.
@@ -101,12 +143,12 @@ pub async fn acquire(client: Client, config: &Config, shutdown: &Shutdown) -> Op
         .unwrap_or_else(|| client.default_namespace().to_string());
     let leases = Api::namespaced(client, &namespace);
     let mut elector = Elector::new(leases, &config.lease_name, &config.identity);
-    tracing::info!(lease = %config.lease_name, %namespace, identity = %config.identity, "waiting to become the leader");
+    tracing::info!(lease = %config.lease_name, %namespace, replica = %config.name, identity = %config.identity, "waiting to become the leader");
     let renewed = tokio::select! {
         renewed = elector.lead() => renewed,
         () = shutdown.wait() => return None,
     };
-    tracing::info!(identity = %config.identity, "became the leader");
+    tracing::info!(replica = %config.name, identity = %config.identity, "became the leader");
     Some(Lease::renew(elector, renewed))
 }
 
@@ -548,7 +590,14 @@ mod tests {
 
         /// The elector of replica `who`.
         fn elector(&self, who: &str) -> Elector {
+            self.elector_as(who, who)
+        }
+
+        /// The elector of process `who` (the name of its requests here), holding the Lease as
+        /// `identity`.
+        fn elector_as(&self, who: &str, identity: &str) -> Elector {
             let fake = self.clone();
+            let holder = identity.to_string();
             let identity = who.to_string();
             let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
                 let (fake, who) = (fake.clone(), identity.clone());
@@ -565,7 +614,7 @@ mod tests {
                 }
             });
             let leases = Api::namespaced(Client::new(service, "default"), "default");
-            Elector::new(leases, NAME, who)
+            Elector::new(leases, NAME, &holder)
         }
 
         fn spec(&self) -> Value {
@@ -756,5 +805,102 @@ mod tests {
         fake.state().write_spec(held_by("other", Timestamp::now()));
         assert!(!elector.release().await.unwrap());
         assert_eq!(fake.holder(), "other");
+    }
+
+    /// Two processes of one replica name (a StatefulSet pod force-deleted from a partitioned
+    /// node and its replacement, a `POD_NAME` fixed in a patch, `HOSTNAME` under hostNetwork)
+    /// never both hold the Lease: the second takes it only once the first has stopped renewing
+    /// it, a lease duration later, as from any other replica.
+    #[tokio::test(start_paused = true)]
+    async fn two_processes_of_one_name_never_both_hold_the_lease() {
+        let fake = Fake::default();
+        let (one, two) = (process_identity("a"), process_identity("a"));
+        let mut first = fake.elector_as("first", &one);
+        let mut second = fake.elector_as("second", &two);
+        for round in 0..5 {
+            let (a, b) = (
+                first.try_acquire_or_renew().await,
+                second.try_acquire_or_renew().await,
+            );
+            assert!(
+                a != Attempt::Held || b != Attempt::Held,
+                "round {round}: both processes of \"a\" hold the lease"
+            );
+            assert_eq!(a, Attempt::Held, "round {round}");
+            tokio::time::sleep(RETRY_PERIOD).await;
+        }
+        // The first keeps renewing: the second waits, whatever its name.
+        let lease = Lease::renew(first, Instant::now() - RETRY_PERIOD);
+        let standby = tokio::spawn(async move { second.lead().await });
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(
+            !standby.is_finished(),
+            "took a lease held by another process"
+        );
+        assert_eq!(fake.holder(), one.as_str());
+        // Killed: the second takes it a lease duration after the last renewal it saw.
+        lease.abandon();
+        let stopped = Instant::now();
+        let taken = bounded(standby).await.unwrap();
+        assert!(
+            taken >= stopped + LEASE_DURATION - RETRY_PERIOD,
+            "{:?}",
+            taken - stopped
+        );
+        assert!(
+            taken <= stopped + LEASE_DURATION + RETRY_PERIOD,
+            "{:?}",
+            taken - stopped
+        );
+        assert_eq!(fake.holder(), two.as_str());
+    }
+
+    /// The same on the real control plane: two processes of one name, each trying every retry
+    /// period, never both hold the Lease, and the second never takes it while the first
+    /// renews it.
+    #[tokio::test]
+    async fn two_processes_of_one_name_never_both_hold_the_lease_on_the_real_control_plane() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture");
+        let Some(env) = memop_test::TestEnv::real_for(&fixture).await else {
+            return;
+        };
+        let leases: Api<LeaseObject> = Api::namespaced(env.admin.clone(), &env.namespace);
+        let (one, two) = (process_identity("pod-0"), process_identity("pod-0"));
+        let mut first = Elector::new(leases.clone(), NAME, &one);
+        let mut second = Elector::new(leases.clone(), NAME, &two);
+        let mut held = [0, 0];
+        for round in 0..6 {
+            let a = first.try_acquire_or_renew().await;
+            let b = second.try_acquire_or_renew().await;
+            assert!(
+                a != Attempt::Held || b != Attempt::Held,
+                "round {round}: both processes of \"pod-0\" hold the lease"
+            );
+            held[0] += usize::from(a == Attempt::Held);
+            held[1] += usize::from(b == Attempt::Held);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert_eq!(held, [6, 0]);
+        let lease = leases.get(NAME).await.unwrap();
+        assert_eq!(
+            lease.spec.unwrap().holder_identity.as_deref(),
+            Some(one.as_str())
+        );
+    }
+
+    #[test]
+    fn a_process_identity_is_its_name_and_a_uuid_of_its_own() {
+        let (one, two) = (process_identity("pod-0"), process_identity("pod-0"));
+        assert_ne!(one, two);
+        for identity in [&one, &two] {
+            let (name, uuid) = identity.split_once('_').unwrap();
+            assert_eq!(name, "pod-0");
+            assert_eq!(uuid.len(), 36, "{uuid}");
+            assert_eq!(uuid.as_bytes()[14], b'4', "a version 4 UUID: {uuid}");
+            assert!(
+                uuid.chars().all(|c| c == '-' || c.is_ascii_hexdigit()),
+                "{uuid}"
+            );
+        }
     }
 }

@@ -423,10 +423,12 @@ impl Manager {
             anyhow::bail!("lost leadership; exiting so that another replica takes over");
         }
         if lost_shard {
-            // The others take this replica's objects once its Lease has expired: stop at once,
-            // and restart as a new member.
+            // Another process of this replica's name holds its Lease (a replica that merely
+            // failed to renew stops acting and rejoins without exiting): stop at once.
             running.abort_all();
-            anyhow::bail!("lost the shard lease; exiting so that the other replicas take over");
+            anyhow::bail!(
+                "another process holds this replica's shard lease; exiting so that one process acts for it"
+            );
         }
         // Whatever ended the run, stop everything else and give it a bounded time to finish.
         self.shared.shutdown.trigger();
@@ -475,10 +477,11 @@ impl Manager {
     }
 }
 
-/// Resolves when this replica has lost its shard Lease; never without sharding.
+/// Resolves when this replica has lost its shard Lease for good (another process holds it);
+/// never without sharding. An API server out of reach only stops it acting until it renews.
 async fn shard_lost(shard: &Option<sharding::Shard>) {
     match shard {
-        Some(shard) => shard.lost().await,
+        Some(shard) => shard.gone().await,
         None => std::future::pending().await,
     }
 }

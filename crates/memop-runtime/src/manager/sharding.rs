@@ -14,7 +14,11 @@
 //!   without it, which is what the new owner waits for;
 //! - a replica that has not renewed its Lease for the renew deadline stops acting at once, as a
 //!   leader does: the others judge its Lease expired only a lease duration after they saw it
-//!   renewed.
+//!   renewed. It keeps its caches and its claims, and goes on trying to renew; once it has
+//!   (the API server is back), each bucket it claims becomes active again only as a new claim
+//!   does, once a list made after that renewal shows no other live member claiming it. So an
+//!   API server outage stops every replica, and none exits: they resume together as it
+//!   comes back, with their caches.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -141,7 +145,10 @@ pub struct Config {
     ring: String,
     /// The namespace of the Leases, or the client's default namespace.
     namespace: Option<String>,
-    /// This replica's identity (the pod's name): unique among the live replicas.
+    /// This replica's name (the pod's name): its Lease's, and its name as a member of the ring.
+    name: String,
+    /// The holder identity of this process in its Lease: `<name>_<uuid>`, unique per process,
+    /// so that of two processes of one name only one holds the Lease.
     identity: String,
     /// The label key that marks the ring's Leases: `<domain>/shard-ring`.
     ring_label: String,
@@ -151,13 +158,16 @@ pub struct Config {
 }
 
 impl Config {
-    /// Replica `identity` of ring `ring` (`--leader-election-id`) of `operator`, with its Lease
-    /// in `namespace` (or the client's default namespace), with client-go's timings.
-    pub fn new(operator: &Operator, ring: &str, namespace: Option<&str>, identity: &str) -> Self {
+    /// A process of replica `name` (the pod's name) of ring `ring` (`--leader-election-id`)
+    /// of `operator`, with its Lease in `namespace` (or the client's default namespace), with
+    /// client-go's timings. Its holder identity is `name` and a UUID of its own: another
+    /// process of the same name does not take its Lease while it renews it.
+    pub fn new(operator: &Operator, ring: &str, namespace: Option<&str>, name: &str) -> Self {
         Self {
             ring: ring.to_string(),
             namespace: namespace.filter(|ns| !ns.is_empty()).map(str::to_string),
-            identity: identity.to_string(),
+            name: name.to_string(),
+            identity: super::leader::process_identity(name),
             ring_label: format!("{}/shard-ring", operator.domain),
             claims_annotation: format!("{}/shard-buckets", operator.domain),
             timings: Timings::default(),
@@ -171,7 +181,7 @@ impl Config {
             operator,
             leader.lease_name(),
             flags.leader_election_namespace.as_deref(),
-            leader.identity(),
+            leader.name(),
         )
     }
 
@@ -187,9 +197,18 @@ impl Config {
         self
     }
 
-    /// The name of this replica's Lease: `<ring>-shard-<identity>`.
+    /// The name of this replica's Lease: `<ring>-shard-<name>`, the same for every process of
+    /// the replica.
     pub fn lease_name(&self) -> String {
-        format!("{}-shard-{}", self.ring, self.identity)
+        format!("{}-shard-{}", self.ring, self.name)
+    }
+
+    /// The name of the member whose Lease is `lease`: its name after `<ring>-shard-`.
+    fn member_of<'a>(&self, lease: &'a str) -> Option<&'a str> {
+        lease
+            .strip_prefix(&self.ring)
+            .and_then(|rest| rest.strip_prefix("-shard-"))
+            .filter(|name| !name.is_empty())
     }
 
     /// The value of the ring label: the ring's name, or its hash when that is too long for a
@@ -251,7 +270,9 @@ impl Table {
             let want = wanted & (1 << b) != 0;
             self.phases[b] = match (self.phases[b], want) {
                 (Phase::Free, true) => Phase::Claiming,
-                (Phase::Claiming, false) => Phase::Free,
+                // (In flight only in a bucket that was active when the replica stopped acting:
+                // claimed until that reconcile is gone.)
+                (Phase::Claiming, false) if self.in_flight[b] == 0 => Phase::Free,
                 (Phase::Active, false) => Phase::Draining,
                 // Still claimed all along: no one else can have acted on it meanwhile.
                 (Phase::Draining, true) => Phase::Active,
@@ -306,6 +327,19 @@ impl Table {
     pub(crate) fn end(&mut self, bucket: u16) {
         let b = usize::from(bucket);
         self.in_flight[b] = self.in_flight[b].saturating_sub(1);
+    }
+
+    /// Stops acting on every bucket until the next renewal: every bucket acted on or draining
+    /// is claimed again, as a new claim is, so that it becomes active again only once a list
+    /// made after a renewal shows no other live member claiming it (another may have taken it
+    /// meanwhile, having judged this replica's Lease expired). The claims stay, and with them
+    /// the caches.
+    pub(crate) fn suspend(&mut self) {
+        for phase in &mut self.phases {
+            if matches!(*phase, Phase::Active | Phase::Draining) {
+                *phase = Phase::Claiming;
+            }
+        }
     }
 
     /// Stops acting on every bucket, for good.
@@ -381,14 +415,18 @@ pub struct Shard {
 }
 
 struct Inner {
+    name: String,
     identity: String,
     /// The annotation of the claims (written empty on release).
     claims_annotation: String,
     table: Mutex<Table>,
     /// How many times buckets became active: controllers reconcile their objects again on each.
     activations: watch::Sender<u64>,
-    /// Whether the Lease is lost.
+    /// Whether the Lease is lost, for good.
     lost: watch::Sender<bool>,
+    /// Whether this replica acts on nothing now: its Lease lost, or not renewed within the
+    /// renew deadline (until it is renewed again).
+    stopped: watch::Sender<bool>,
     /// The buckets whose objects this replica's caches hold: the claimed ones (see
     /// [`Holding`]).
     wanted: watch::Sender<u64>,
@@ -483,11 +521,13 @@ impl Shard {
         let (stop, stopped) = oneshot::channel();
         let shard = Self {
             inner: Arc::new(Inner {
+                name: config.name.clone(),
                 identity: config.identity.clone(),
                 claims_annotation: config.claims_annotation.clone(),
                 table: Mutex::default(),
                 activations: watch::Sender::new(0),
                 lost: watch::Sender::new(false),
+                stopped: watch::Sender::new(false),
                 wanted: watch::Sender::new(0),
                 caches: Mutex::default(),
                 members: Mutex::default(),
@@ -495,13 +535,14 @@ impl Shard {
                 task: Mutex::default(),
             }),
         };
-        tracing::info!(lease = %config.lease_name(), %namespace, identity = %config.identity, "joining the shard ring");
+        tracing::info!(lease = %config.lease_name(), %namespace, replica = %config.name, identity = %config.identity, "joining the shard ring");
         let round = Rounds {
             shard: shard.clone(),
             elector,
             leases,
             config,
             others: HashMap::new(),
+            listed: Instant::now(),
         };
         let task = tokio::spawn(round.run(stopped));
         *shard
@@ -519,7 +560,12 @@ impl Shard {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// This replica's identity.
+    /// This replica's name: the pod's name, its name as a member of the ring.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// This process's holder identity in its Lease: its name and a UUID.
     pub fn identity(&self) -> &str {
         &self.inner.identity
     }
@@ -529,7 +575,7 @@ impl Shard {
         self.table().active()
     }
 
-    /// The live members it saw at its last round, itself included, in order.
+    /// The names of the live members it saw at its last round, itself included, in order.
     pub fn members(&self) -> Vec<String> {
         self.inner
             .members
@@ -586,15 +632,35 @@ impl Shard {
         self.inner.activations.subscribe()
     }
 
-    /// Whether this replica lost its Lease, or left (and acts on nothing any more).
+    /// Whether this replica lost its Lease for good (another process holds it), or left (and
+    /// acts on nothing any more).
     pub fn is_lost(&self) -> bool {
         *self.inner.lost.borrow()
     }
 
-    /// Resolves when this replica has lost its Lease (it has not renewed it within the renew
-    /// deadline, or another holder is in it), or left ([`Shard::release`],
-    /// [`Shard::abandon`]). It acts on nothing from then on: reconciles in flight are dropped.
+    /// Whether this replica has stopped acting, for now or for good: it has not renewed its
+    /// Lease within the renew deadline (the API server is out of reach, say) and not since,
+    /// or it lost its Lease, or left.
+    pub fn is_stopped(&self) -> bool {
+        *self.inner.stopped.borrow()
+    }
+
+    /// Resolves when this replica stops acting: it has not renewed its Lease within the renew
+    /// deadline, another process holds it, or it left ([`Shard::release`],
+    /// [`Shard::abandon`]); at once if it has stopped. Reconciles in flight are dropped then.
+    /// A replica that stopped for want of a renewal acts again once it has renewed.
     pub async fn lost(&self) {
+        let _ = self
+            .inner
+            .stopped
+            .subscribe()
+            .wait_for(|&stopped| stopped)
+            .await;
+    }
+
+    /// Resolves when this replica has stopped for good: another process holds its Lease, or it
+    /// left. The manager exits then; not while the API server is out of reach.
+    pub async fn gone(&self) {
         let _ = self.inner.lost.subscribe().wait_for(|&lost| lost).await;
     }
 
@@ -602,6 +668,7 @@ impl Shard {
     /// its buckets once its Lease has expired. It acts on nothing from then on.
     pub fn abandon(&self) {
         self.table().lose();
+        self.inner.stopped.send_replace(true);
         self.inner.lost.send_replace(true);
         if let Some(task) = self
             .inner
@@ -629,6 +696,7 @@ impl Shard {
         // What is still in flight is dropped (see `Controller::reconcile`) before the Lease,
         // and its claims, go.
         self.table().lose();
+        self.inner.stopped.send_replace(true);
         self.inner.lost.send_replace(true);
         let stop = self
             .inner
@@ -670,6 +738,8 @@ struct Rounds {
     config: Config,
     /// The other Leases of the ring, by name, as last seen.
     others: HashMap<String, Member>,
+    /// When the last list of the ring's Leases that succeeded was made.
+    listed: Instant,
 }
 
 impl Rounds {
@@ -677,18 +747,30 @@ impl Rounds {
         let timings = self.config.timings;
         // Before the first renewal that succeeds, nothing is claimed: no deadline to keep.
         let mut renewed: Option<Instant> = None;
+        // Whether it stopped acting for want of a renewal within the renew deadline.
+        let mut suspended = false;
         let mut wanted = 0;
         let mut next = Instant::now();
         loop {
-            let deadline = renewed.map(|at| at + timings.renew_deadline);
+            let deadline = renewed
+                .map(|at| at + timings.renew_deadline)
+                .filter(|_| !suspended);
             let wake = deadline.map_or(next, |deadline| next.min(deadline));
             tokio::select! {
                 () = tokio::time::sleep_until(wake) => {}
                 _ = &mut stop => return self.elector,
             }
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                self.lose("the shard lease was not renewed within the renew deadline");
-                return self.elector;
+                // The others judge its Lease expired a lease duration after they last saw it
+                // change: stop acting now. But do not leave: while the API server is out of
+                // reach nobody can take the buckets over, and once it is back this replica
+                // resumes with its caches (and a replica cut off alone is taken over, then
+                // rejoins as its Lease is renewed).
+                self.suspend(timings.renew_deadline);
+                suspended = true;
+                if Instant::now() < next {
+                    continue;
+                }
             }
             let sent = Instant::now();
             next = sent + timings.retry_period;
@@ -703,12 +785,22 @@ impl Rounds {
             let annotations = json!({ &self.config.claims_annotation: value });
             self.elector.set_metadata("annotations", annotations);
             let attempt = self.elector.try_acquire_or_renew();
-            let attempt = match deadline {
-                Some(deadline) => tokio::time::timeout_at(deadline, attempt).await.ok(),
-                None => Some(attempt.await),
+            let attempt = match (deadline, suspended) {
+                (Some(deadline), false) => tokio::time::timeout_at(deadline, attempt).await.ok(),
+                // Trying to renew again: as long as a renewal may take.
+                (_, true) => tokio::time::timeout(timings.renew_deadline, attempt)
+                    .await
+                    .ok(),
+                (None, false) => Some(attempt.await),
             };
             match attempt {
-                Some(Attempt::Held) => renewed = Some(sent),
+                Some(Attempt::Held) => {
+                    renewed = Some(sent);
+                    if suspended {
+                        suspended = false;
+                        self.resume();
+                    }
+                }
                 Some(Attempt::HeldBy(holder)) if renewed.is_some() => {
                     self.lose(&format!("{holder} holds this replica's shard lease"));
                     return self.elector;
@@ -740,7 +832,7 @@ impl Rounds {
             let uncached = !self.shard.cached();
             let activated = self.shard.table().confirm(claims, others | uncached);
             let members = self.members();
-            wanted = assigned(&self.config.identity, members.iter().map(String::as_str));
+            wanted = assigned(&self.config.name, members.iter().map(String::as_str));
             *self
                 .shard
                 .inner
@@ -761,7 +853,37 @@ impl Rounds {
     fn lose(&self, why: &str) {
         tracing::warn!("{why}; acting on no bucket any more");
         self.shard.table().lose();
+        self.shard.inner.stopped.send_replace(true);
         self.shard.inner.lost.send_replace(true);
+    }
+
+    /// Stops acting until the next renewal, keeping the claims and the caches.
+    fn suspend(&self, deadline: Duration) {
+        tracing::warn!(
+            ?deadline,
+            "the shard lease was not renewed within the renew deadline; acting on no bucket \
+             until it is renewed (caches and claims kept)"
+        );
+        self.shard.table().suspend();
+        self.shard.inner.stopped.send_replace(true);
+    }
+
+    /// Acts again after a renewal: the buckets become active as their claims are confirmed,
+    /// from this round's list on.
+    ///
+    /// The time since its last successful list does not count against the others' Leases:
+    /// it could not read them meanwhile, and after an outage of the API server they could not
+    /// be renewed either, so judging them by the versions it saw last would take every other
+    /// member for expired and claim (and list) every bucket for a round. Each Lease keeps the
+    /// time it had left when it was last listed. (Judging a Lease expired later than a lease
+    /// duration after it was seen is always safe: it only delays a takeover.)
+    fn resume(&mut self) {
+        tracing::info!("renewed the shard lease again; resuming as the claims are confirmed");
+        let blind = self.listed.elapsed();
+        for member in self.others.values_mut() {
+            member.seen += blind;
+        }
+        self.shard.inner.stopped.send_replace(false);
     }
 
     /// Reads the ring's Leases, and returns the buckets claimed by its other live members.
@@ -772,6 +894,7 @@ impl Rounds {
             .list(&ListParams::default().labels(&selector))
             .await?;
         let now = Instant::now();
+        self.listed = now;
         let own = self.config.lease_name();
         let mut seen = HashMap::new();
         for lease in list.items {
@@ -829,14 +952,16 @@ impl Rounds {
             tokio::spawn(delete_departed(self.leases.clone(), name, version));
         }
     }
-    /// The live members: this replica, and the holders of the live Leases of the others.
+    /// The live members, by name: this replica, and the replicas of the live Leases of the
+    /// others. By name, not by holder identity: the assignment stays with a replica across
+    /// the restarts of its process (a StatefulSet's pods keep their buckets).
     fn members(&self) -> Vec<String> {
         let now = Instant::now();
         let mut members: BTreeMap<String, ()> = BTreeMap::new();
-        members.insert(self.config.identity.clone(), ());
-        for member in self.others.values().filter(|m| m.live(now)) {
-            if let Some(holder) = &member.spec.holder_identity {
-                members.insert(holder.clone(), ());
+        members.insert(self.config.name.clone(), ());
+        for (lease, _) in self.others.iter().filter(|(_, m)| m.live(now)) {
+            if let Some(name) = self.config.member_of(lease) {
+                members.insert(name.to_string(), ());
             }
         }
         members.into_keys().collect()
@@ -1084,6 +1209,35 @@ mod tests {
         let claims = table.plan(u64::MAX);
         table.confirm(claims, 0);
         assert!(!table.begin(5));
+    }
+
+    #[test]
+    fn a_replica_that_stops_acting_keeps_its_claims_and_acts_again_only_once_confirmed() {
+        let mut table = Table::default();
+        let claims = table.plan(0b111);
+        table.confirm(claims, 0);
+        assert!(table.begin(0));
+        // Bucket 2 is assigned elsewhere: it drains.
+        assert_eq!(table.plan(0b011), 0b111);
+        // The renew deadline passes: nothing is acted on, every claim stays (the caches too).
+        table.suspend();
+        assert_eq!(table.active(), 0);
+        assert!(!table.begin(1));
+        assert_eq!(table.claims(), 0b111);
+        // A draining bucket assigned back is not active again at the next plan, as it would
+        // be had it stayed claimed and renewed all along.
+        assert_eq!(table.plan(0b111), 0b111);
+        assert_eq!(table.active(), 0);
+        // Bucket 0, whose reconcile was in flight when it stopped, is no longer assigned: it
+        // stays claimed until that reconcile is gone.
+        assert_eq!(table.plan(0b110), 0b111);
+        table.end(0);
+        assert_eq!(table.plan(0b110), 0b110);
+        // Renewed again: another member took bucket 1 meanwhile (it judged this replica's
+        // Lease expired), so only bucket 2 becomes active.
+        assert_eq!(table.confirm(0b110, 0b010), 0b100);
+        assert!(!table.begin(1));
+        assert!(table.begin(2));
     }
 
     /// The delete of a departed replica's Lease is conditional: a replica that came back and
