@@ -233,7 +233,8 @@ where
         let written = match (&resize, &current) {
             (Some(patch), _) => api.patch(&name, &merge, patch).await,
             (None, Some(_)) => api.patch(&name, &apply, &Patch::Apply(&desired)).await,
-            (None, None) => self.create_by_apply(&api, owner, &desired).await,
+            // Boxed: a creation is rare, and its future would make every reconcile's larger.
+            (None, None) => Box::pin(self.create_by_apply(&api, owner, &desired)).await,
         };
         // An admission webhook or policy rewrote one of our fields on the way in: record what
         // they look like now on the object, so that the operator's next process does not take
