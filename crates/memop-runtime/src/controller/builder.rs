@@ -554,6 +554,15 @@ impl Report {
         Error::Invalid(message)
     }
 
+    /// The reasons of the events recorded so far.
+    #[cfg(test)]
+    pub(crate) fn recorded(&self) -> Vec<&str> {
+        self.events
+            .iter()
+            .map(|(_, reason, _)| reason.as_str())
+            .collect()
+    }
+
     /// Condition `type_` as the report has it now.
     pub fn condition(&self, type_: &str) -> Option<&Condition> {
         self.conditions.iter().find(|c| c.type_ == type_)

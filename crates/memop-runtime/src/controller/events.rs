@@ -1,18 +1,24 @@
-//! An events.k8s.io/v1 event recorder that stays small at scale.
+//! An events.k8s.io/v1 event recorder that stays small at scale, and writes a repeated event
+//! as client-go's does.
 //!
-//! kube's `Recorder` writes the same Events as this one (a new Event the first time, a patch
-//! of its `series` for a repeat within six minutes, as client-go's recorder does), but to
-//! recognise repeats it keeps every Event it wrote in the last six minutes, whole, in one hash
-//! table, and scans that table on every publish. At 10,000 objects, each with one `Created`
-//! event, that table is a single allocation of about 21 MiB, a fifth of the manager's peak
-//! memory (docs/performance.md). This recorder keeps, per recent event, only what a repeat
-//! needs: the Event's name, its namespace and its count, under a 64-bit hash of its identity,
-//! and it forgets them in the order they expire instead of scanning everything.
+//! kube's `Recorder` writes a new Event the first time and a patch of its `series` for every
+//! repeat within six minutes, and to recognise repeats it keeps every Event it wrote in the last
+//! six minutes, whole, in one hash table, and scans that table on every publish. At 10,000
+//! objects, each with one `Created` event, that table is a single allocation of about 21 MiB, a
+//! fifth of the manager's peak memory (docs/performance.md); and an event a reconcile repeats
+//! every 30 seconds on 10,000 objects is 330 patches a second. This recorder keeps, per recent
+//! event, only what a repeat needs (the Event's name, its namespace and counts) under a 64-bit
+//! hash of its identity, and forgets them in the order they expire instead of scanning
+//! everything; and it writes as client-go's `events` broadcaster does: the first occurrence
+//! (a new Event) and the second (its `series`), then counts later repeats in memory, writing
+//! the count when the series ends (six minutes after its last occurrence) and every 30 minutes
+//! while it goes on.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::{Event as K8sEvent, EventSeries};
@@ -24,16 +30,23 @@ use kube::runtime::events::{Event, EventType, Reporter};
 use serde_json::json;
 
 /// How long after its last occurrence an event is still continued as a series (client-go's
-/// and kube's six minutes).
+/// and kube's six minutes); then the series ends, and its count is written.
 const SERIES_WINDOW: SignedDuration = SignedDuration::from_mins(6);
+/// How often a series that goes on has its count written (client-go's 30 minutes).
+const SERIES_REFRESH: SignedDuration = SignedDuration::from_mins(30);
+/// How often the recorder looks for series to end or refresh.
+const FLUSH_EVERY: Duration = Duration::from_secs(60);
 
-/// Publishes events about objects, as kube's `Recorder` does, with a bounded memory of the
+/// Publishes events about objects, as client-go's recorder does, with a bounded memory of the
 /// recent ones. Cheap to clone: clones share that memory.
 #[derive(Clone)]
 pub struct Recorder {
     client: Client,
     reporter: Reporter,
     recent: Arc<Mutex<Recent>>,
+    /// Whether the task that writes the counts of ended and long series runs (started by the
+    /// first repeat; it ends with the last clone of the recorder).
+    flushing: Arc<std::sync::Once>,
 }
 
 impl Recorder {
@@ -43,13 +56,15 @@ impl Recorder {
             client,
             reporter,
             recent: Arc::default(),
+            flushing: Arc::new(std::sync::Once::new()),
         }
     }
 
     /// Records `event` about the object `regarding` (its namespace is the Event's; a
     /// cluster-scoped object's events go to `default`). A repeat within six minutes of the
-    /// last one (same type, action, reason, object and related object) increments the
-    /// series of the Event already written instead of writing another.
+    /// last one (same type, action, reason, object and related object) continues the series
+    /// of the Event already written: the second occurrence is written at once, later ones are
+    /// counted and their count written when the series ends or every 30 minutes.
     ///
     /// # Errors
     ///
@@ -61,37 +76,92 @@ impl Recorder {
     ) -> Result<(), kube::Error> {
         let now = Timestamp::now();
         let key = identity(event, regarding);
-        let repeat = self
-            .recent
-            .lock()
-            .expect("the recent events are never poisoned")
-            .repeat(key, now);
         let namespace = regarding.namespace.as_deref().unwrap_or("default");
-        let events: Api<K8sEvent> = Api::namespaced(self.client.clone(), namespace);
-        let written = match repeat {
-            Some(Repeat { name, count }) => {
-                let series = EventSeries {
-                    count,
-                    last_observed_time: MicroTime(now),
-                };
-                let patch = Patch::Merge(json!({ "series": series }));
-                events.patch(&name, &PatchParams::default(), &patch).await?;
-                Written { name, count }
+        let repeat = self.recent().repeat(key, namespace, now);
+        match repeat {
+            Some(Repeat::Counted) => {
+                self.start_flushing();
+                Ok(())
+            }
+            Some(Repeat::Write(series)) => {
+                let result = self.write_series(&series, now).await;
+                self.recent().written_series(key, series.count, now);
+                result
             }
             None => {
                 let new = self.event(event, regarding, now);
+                let events: Api<K8sEvent> = Api::namespaced(self.client.clone(), namespace);
                 let created = events.create(&PostParams::default(), &new).await?;
-                Written {
+                let written = Written {
                     name: created.metadata.name.unwrap_or_default(),
+                    namespace: namespace.to_string(),
                     count: 1,
-                }
+                    written: 1,
+                    written_at: now,
+                };
+                self.recent().written(key, written, now);
+                Ok(())
             }
+        }
+    }
+
+    /// Writes the counts of the series that ended by `now` (their last occurrence six minutes
+    /// ago) or went on for 30 minutes since their count was last written, as client-go's
+    /// broadcaster does with its timers. The recorder calls it every minute once an event
+    /// repeated; tests call it with the time they want.
+    pub(crate) async fn flush(&self, now: Timestamp) {
+        let due = self.recent().due(now);
+        for series in due {
+            if let Err(err) = self.write_series(&series, now).await {
+                tracing::debug!(event = %series.name, error = %err, "could not write an event's count");
+            }
+        }
+    }
+
+    /// Patches the series of an Event with its count.
+    async fn write_series(&self, series: &Series, now: Timestamp) -> Result<(), kube::Error> {
+        let events: Api<K8sEvent> = Api::namespaced(self.client.clone(), &series.namespace);
+        let patch = Patch::Merge(json!({ "series": EventSeries {
+            count: series.count,
+            last_observed_time: MicroTime(series.last.unwrap_or(now)),
+        } }));
+        events
+            .patch(&series.name, &PatchParams::default(), &patch)
+            .await
+            .map(|_| ())
+    }
+
+    /// Starts the task that flushes the series every minute, once; it holds the recorder's
+    /// memory weakly, and ends when the recorder is dropped.
+    fn start_flushing(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
         };
+        self.flushing.call_once(|| {
+            let (client, reporter) = (self.client.clone(), self.reporter.clone());
+            let recent: Weak<Mutex<Recent>> = Arc::downgrade(&self.recent);
+            runtime.spawn(async move {
+                loop {
+                    tokio::time::sleep(FLUSH_EVERY).await;
+                    let Some(recent) = recent.upgrade() else {
+                        return;
+                    };
+                    let recorder = Self {
+                        client: client.clone(),
+                        reporter: reporter.clone(),
+                        recent,
+                        flushing: Arc::new(std::sync::Once::new()),
+                    };
+                    recorder.flush(Timestamp::now()).await;
+                }
+            });
+        });
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, Recent> {
         self.recent
             .lock()
             .expect("the recent events are never poisoned")
-            .written(key, written, now);
-        Ok(())
     }
 
     /// A new Event for `event` about `regarding`, named as kube and client-go name them: the
@@ -155,17 +225,33 @@ fn identity(event: &Event, regarding: &ObjectReference) -> u64 {
     hasher.finish()
 }
 
-/// An Event written recently, and how many times it happened.
+/// An Event written recently: how many times it happened, and how many its series on the API
+/// server says.
 struct Written {
     name: String,
+    namespace: String,
     count: i32,
+    written: i32,
+    written_at: Timestamp,
 }
 
-/// What a repeat of a recent event writes: the next count of that Event's series.
+/// A series' count to write.
 #[derive(Debug, PartialEq)]
-struct Repeat {
+struct Series {
     name: String,
+    namespace: String,
     count: i32,
+    /// When it last happened (`None`: now).
+    last: Option<Timestamp>,
+}
+
+/// What a repeat of a recent event does.
+#[derive(Debug, PartialEq)]
+enum Repeat {
+    /// The second occurrence: its series is written at once.
+    Write(Series),
+    /// A later one: counted, written later.
+    Counted,
 }
 
 /// The events written in the last [`SERIES_WINDOW`], by identity, and the order in which they
@@ -176,16 +262,27 @@ struct Recent {
     /// (last occurrence, identity), oldest first. An event that happens again gets a newer
     /// entry; its older ones are skipped when they come up.
     expiry: VecDeque<(Timestamp, u64)>,
+    /// The counts of series that ended before they were written, to write.
+    ended: Vec<Series>,
 }
 
 impl Recent {
     /// The repeat that an event of identity `key` happening at `now` is, if it is one.
-    fn repeat(&mut self, key: u64, now: Timestamp) -> Option<Repeat> {
+    fn repeat(&mut self, key: u64, namespace: &str, now: Timestamp) -> Option<Repeat> {
         self.forget_expired(now);
-        self.events.get(&key).map(|(written, _)| Repeat {
+        let (written, last) = self.events.get_mut(&key)?;
+        written.count += 1;
+        *last = now;
+        self.expiry.push_back((now, key));
+        if written.written > 1 {
+            return Some(Repeat::Counted);
+        }
+        Some(Repeat::Write(Series {
             name: written.name.clone(),
-            count: written.count + 1,
-        })
+            namespace: namespace.to_string(),
+            count: written.count,
+            last: Some(now),
+        }))
     }
 
     /// Remembers that the event of identity `key` was written at `now`.
@@ -194,15 +291,52 @@ impl Recent {
         self.expiry.push_back((now, key));
     }
 
+    /// Remembers that the series of `key` was written with `count` at `now`.
+    fn written_series(&mut self, key: u64, count: i32, now: Timestamp) {
+        if let Some((written, _)) = self.events.get_mut(&key) {
+            written.written = written.written.max(count);
+            written.written_at = now;
+        }
+    }
+
+    /// The series to write at `now`: those that ended with a count not yet written, and
+    /// those whose count was last written 30 minutes ago or more and has grown since.
+    fn due(&mut self, now: Timestamp) -> Vec<Series> {
+        self.forget_expired(now);
+        let mut due = std::mem::take(&mut self.ended);
+        for (written, last) in self.events.values_mut() {
+            if written.count > written.written && written.written_at + SERIES_REFRESH <= now {
+                due.push(Series {
+                    name: written.name.clone(),
+                    namespace: written.namespace.clone(),
+                    count: written.count,
+                    last: Some(*last),
+                });
+                written.written = written.count;
+                written.written_at = now;
+            }
+        }
+        due
+    }
+
     fn forget_expired(&mut self, now: Timestamp) {
         while let Some(&(at, key)) = self.expiry.front() {
             if at + SERIES_WINDOW > now {
                 break;
             }
             self.expiry.pop_front();
-            // Forget the event only if this was its last occurrence.
-            if self.events.get(&key).is_some_and(|(_, last)| *last == at) {
-                self.events.remove(&key);
+            // Forget the event only if this was its last occurrence; a series whose last
+            // counts were not written yet gets them written.
+            if self.events.get(&key).is_some_and(|(_, last)| *last == at)
+                && let Some((written, last)) = self.events.remove(&key)
+                && written.count > written.written
+            {
+                self.ended.push(Series {
+                    name: written.name,
+                    namespace: written.namespace,
+                    count: written.count,
+                    last: Some(last),
+                });
             }
         }
         if self.events.is_empty() {
@@ -238,10 +372,13 @@ mod tests {
         }
     }
 
-    fn written(name: &str, count: i32) -> Written {
+    fn written(name: &str, at: Timestamp) -> Written {
         Written {
             name: name.into(),
-            count,
+            namespace: "default".into(),
+            count: 1,
+            written: 1,
+            written_at: at,
         }
     }
 
@@ -270,32 +407,70 @@ mod tests {
     }
 
     #[test]
+    fn the_second_occurrence_is_written_later_ones_counted_and_written_when_the_series_ends() {
+        let start = Timestamp::from_second(1_000_000).unwrap();
+        let mut recent = Recent::default();
+        assert_eq!(recent.repeat(1, "default", start), None);
+        recent.written(1, written("a.1", start), start);
+
+        let minute = |n: i64| start + SignedDuration::from_mins(n);
+        let second = recent.repeat(1, "default", minute(1));
+        let series = |count, at| Series {
+            name: "a.1".into(),
+            namespace: "default".into(),
+            count,
+            last: Some(at),
+        };
+        assert_eq!(second, Some(Repeat::Write(series(2, minute(1)))));
+        recent.written_series(1, 2, minute(1));
+        // Every repeat after that, each within six minutes of the one before: counted only.
+        for n in 2..=20 {
+            assert_eq!(
+                recent.repeat(1, "default", minute(n)),
+                Some(Repeat::Counted)
+            );
+            assert!(recent.due(minute(n)).is_empty(), "minute {n}");
+        }
+        // Nothing for six minutes: the series ended, and its count is written once.
+        assert_eq!(recent.due(minute(26)), vec![series(21, minute(20))]);
+        assert!(recent.due(minute(27)).is_empty());
+        assert!(recent.events.is_empty());
+    }
+
+    #[test]
+    fn a_series_that_goes_on_has_its_count_written_every_thirty_minutes() {
+        let start = Timestamp::from_second(1_000_000).unwrap();
+        let minute = |n: i64| start + SignedDuration::from_mins(n);
+        let mut recent = Recent::default();
+        recent.written(1, written("a.1", start), start);
+        recent.repeat(1, "default", minute(1));
+        recent.written_series(1, 2, minute(1));
+        let mut writes = Vec::new();
+        for n in 2..=70 {
+            recent.repeat(1, "default", minute(n));
+            writes.extend(recent.due(minute(n)).into_iter().map(|s| (n, s.count)));
+        }
+        // At minute n it happened n + 1 times: at 0, then every minute.
+        assert_eq!(writes, [(31, 32), (61, 62)]);
+    }
+
+    #[test]
     fn a_repeat_within_six_minutes_of_the_last_continues_the_series() {
         let start = Timestamp::from_second(1_000_000).unwrap();
         let mut recent = Recent::default();
-        assert_eq!(recent.repeat(1, start), None);
-        recent.written(1, written("a.1", 1), start);
-
+        recent.written(1, written("a.1", start), start);
         let later = start + SignedDuration::from_mins(5);
-        let repeat = recent.repeat(1, later);
-        assert_eq!(
-            repeat,
-            Some(Repeat {
-                name: "a.1".into(),
-                count: 2
-            })
-        );
-        recent.written(1, written("a.1", 2), later);
+        assert!(matches!(
+            recent.repeat(1, "default", later),
+            Some(Repeat::Write(_))
+        ));
+        recent.written_series(1, 2, later);
 
         // Seven minutes after the first, but two after the last: still the same series, and
         // the first occurrence's expiry did not forget it.
         let again = start + SignedDuration::from_mins(7);
-        assert_eq!(recent.repeat(1, again).map(|r| r.count), Some(3));
-        assert_eq!(
-            recent.expiry.len(),
-            1,
-            "the first occurrence's expiry was passed"
-        );
+        assert_eq!(recent.repeat(1, "default", again), Some(Repeat::Counted));
+        assert_eq!(recent.events[&1].0.count, 3);
     }
 
     #[test]
@@ -303,21 +478,22 @@ mod tests {
         let start = Timestamp::from_second(1_000_000).unwrap();
         let mut recent = Recent::default();
         for key in 0..10_000 {
-            recent.written(key, written("x", 1), start);
+            recent.written(key, written("x", start), start);
         }
-        recent.written(
-            10_000,
-            written("y", 1),
-            start + SignedDuration::from_mins(3),
-        );
+        let three = start + SignedDuration::from_mins(3);
+        recent.written(10_000, written("y", three), three);
 
         let after = start + SERIES_WINDOW;
-        assert_eq!(recent.repeat(0, after), None);
+        assert_eq!(recent.repeat(0, "default", after), None);
         assert_eq!(recent.events.len(), 1);
-        assert_eq!(recent.repeat(10_000, after).map(|r| r.count), Some(2));
+        assert!(matches!(
+            recent.repeat(10_000, "default", after),
+            Some(Repeat::Write(_))
+        ));
+        recent.written_series(10_000, 2, after);
 
         assert_eq!(
-            recent.repeat(10_000, after + SignedDuration::from_mins(3)),
+            recent.repeat(10_000, "default", after + SERIES_WINDOW),
             None
         );
         assert!(recent.events.is_empty() && recent.expiry.is_empty());
@@ -326,5 +502,36 @@ mod tests {
             0,
             "the burst's table was released"
         );
+        assert!(recent.ended.is_empty(), "every count was written");
+    }
+
+    /// On the in-memory API server: an event a reconcile repeats every 30 seconds costs two
+    /// writes, not one a repeat, and the series' count is written when it ends.
+    #[tokio::test]
+    async fn a_repeated_event_is_written_twice_then_once_more_when_its_series_ends() {
+        use k8s_openapi::api::events::v1::Event as K8sEvent;
+        let env = memop_test::TestEnv::in_memory();
+        let reporter = Reporter {
+            controller: "memcached".into(),
+            instance: None,
+        };
+        let recorder = Recorder::new(env.operator.clone(), reporter);
+        let waiting = event("RolloutWaiting", "An update of Deployment a waits");
+        for _ in 0..20 {
+            recorder.publish(&waiting, &reference("a")).await.unwrap();
+        }
+        assert_eq!(env.requests.writes("events"), 2, "the Event and its series");
+        let events = Api::<K8sEvent>::namespaced(env.admin.clone(), "default");
+        let written = events.list(&Default::default()).await.unwrap().items;
+        assert_eq!(written.len(), 1);
+        assert_eq!(written[0].series.as_ref().map(|s| s.count), Some(2));
+
+        // Six minutes after the last repeat, the series has ended: its count is written.
+        recorder.flush(Timestamp::now() + SERIES_WINDOW).await;
+        assert_eq!(env.requests.writes("events"), 3);
+        let written = events.list(&Default::default()).await.unwrap().items;
+        assert_eq!(written[0].series.as_ref().map(|s| s.count), Some(20));
+        recorder.flush(Timestamp::now() + SERIES_WINDOW * 2).await;
+        assert_eq!(env.requests.writes("events"), 3, "written once");
     }
 }

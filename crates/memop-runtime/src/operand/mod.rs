@@ -652,6 +652,12 @@ impl<K: Kind> Outcome<K> {
                     "An update of {} waits: {max} rollouts of the operator's are under way (--max-concurrent-rollouts)",
                     state.title()
                 );
+                // Said once when the wait begins, not at each look every 30 seconds (a fleet
+                // upgraded a few at a time has thousands waiting, for hours).
+                let said = report.condition(condition::DEGRADED).is_some_and(|c| {
+                    c.reason == condition::ROLLOUT_WAITING
+                        && c.observed_generation == report.generation()
+                });
                 state.report(report, false);
                 report.set(
                     condition::DEGRADED,
@@ -659,7 +665,9 @@ impl<K: Kind> Outcome<K> {
                     condition::ROLLOUT_WAITING,
                     message.clone(),
                 );
-                report.event(EventType::Normal, condition::ROLLOUT_WAITING, message);
+                if !said {
+                    report.event(EventType::Normal, condition::ROLLOUT_WAITING, message);
+                }
                 Ok(Action::requeue(ROLLOUT_WAIT))
             }
         }
@@ -845,6 +853,26 @@ mod tests {
             third.condition(condition::DEGRADED),
             Some(&deployment_failed)
         );
+    }
+
+    #[test]
+    fn a_rollout_that_waits_is_told_once_not_at_each_look() {
+        let deployment = json!({ "metadata": { "name": "a", "generation": 1 },
+            "spec": { "selector": {}, "template": {} } });
+        let waiting = || Outcome::Waiting {
+            max: 10,
+            state: state::<Deployment>(deployment.clone(), true),
+        };
+        let mut first = report(&[]);
+        assert!(waiting().report(&mut first).is_ok());
+        assert_eq!(first.recorded(), [condition::ROLLOUT_WAITING]);
+        let conditions: Vec<_> = [condition::AVAILABLE, condition::DEGRADED]
+            .iter()
+            .filter_map(|t| first.condition(t).cloned())
+            .collect();
+        let mut again = report(&conditions);
+        assert!(waiting().report(&mut again).is_ok());
+        assert!(again.recorded().is_empty(), "{:?}", again.recorded());
     }
 
     #[test]
