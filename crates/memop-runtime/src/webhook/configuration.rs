@@ -38,6 +38,12 @@ impl Webhook {
     /// server asked about the manager's own Pod while no manager was up would refuse that Pod,
     /// and the manager could never start again (kubebuilder's "webhook bootstrap problem").
     /// A custom resource's group always has a dot, and the manager needs none of its objects.
+    ///
+    /// Such a webhook also skips the [`SYSTEM_NAMESPACES`], and the API server waits for it
+    /// [`SYSTEM_KIND_TIMEOUT_SECONDS`]. A namespace selector cannot keep a webhook on a
+    /// cluster-scoped kind (Nodes, Namespaces) away from anything: such a webhook is called for
+    /// every object of the kind, and, under `failurePolicy: Fail`, refuses them all while no
+    /// manager answers.
     pub fn skips_manager_namespace(&self) -> bool {
         !self.group.contains('.') || self.group.ends_with(".k8s.io")
     }
@@ -47,15 +53,30 @@ impl Webhook {
 /// which no one can set otherwise).
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
+/// The namespaces of Kubernetes' own that a webhook on a kind of Kubernetes' own skips besides
+/// the manager's: the cluster's own components (CNI, kube-proxy, CoreDNS) run in `kube-system`,
+/// and every node's heartbeat is a Lease in `kube-node-lease`. Under `failurePolicy: Fail`, a
+/// webhook on Pods or Leases whose manager is down would otherwise refuse them, and the cluster
+/// could not heal (a new node's CNI, say) until the manager ran again, which may need them.
+pub const SYSTEM_NAMESPACES: [&str; 2] = ["kube-node-lease", "kube-system"];
+
+/// How long the API server waits for a webhook on a kind of Kubernetes' own before it fails
+/// the request: 5 s, half the default, since such requests (a Pod, a Deployment) are on the
+/// paths of everyone's workloads.
+pub const SYSTEM_KIND_TIMEOUT_SECONDS: i32 = 5;
+
 /// The namespace selector of a webhook that [skips the manager's
-/// namespace](Webhook::skips_manager_namespace): every namespace but `namespace`, by its
-/// [`NAMESPACE_NAME_LABEL`].
+/// namespace](Webhook::skips_manager_namespace): every namespace but `namespace` and the
+/// [`SYSTEM_NAMESPACES`], by its [`NAMESPACE_NAME_LABEL`]. `namespace` comes first:
+/// `config/default` replaces the first value with the manager's namespace.
 pub fn manager_namespace_selector(namespace: &str) -> LabelSelector {
+    let mut values = vec![namespace.to_string()];
+    values.extend(SYSTEM_NAMESPACES.map(String::from));
     LabelSelector {
         match_expressions: Some(vec![LabelSelectorRequirement {
             key: NAMESPACE_NAME_LABEL.into(),
             operator: "NotIn".into(),
-            values: Some(vec![namespace.into()]),
+            values: Some(values),
         }]),
         match_labels: None,
     }
@@ -130,6 +151,7 @@ pub fn configurations(
                     match_conditions: match_conditions(webhook),
                     rules: rules(webhook),
                     side_effects: "None".into(),
+                    timeout_seconds: timeout_seconds(webhook),
                     ..MutatingWebhook::default()
                 })
                 .collect(),
@@ -147,6 +169,7 @@ pub fn configurations(
                     match_conditions: match_conditions(webhook),
                     rules: rules(webhook),
                     side_effects: "None".into(),
+                    timeout_seconds: timeout_seconds(webhook),
                     ..ValidatingWebhook::default()
                 })
                 .collect(),
@@ -155,11 +178,20 @@ pub fn configurations(
     (mutating, validating)
 }
 
+/// How long the API server waits for `webhook`: [`SYSTEM_KIND_TIMEOUT_SECONDS`] for a webhook
+/// on a kind of Kubernetes' own, the API server's default (10 s) for the others.
+fn timeout_seconds(webhook: &Webhook) -> Option<i32> {
+    webhook
+        .skips_manager_namespace()
+        .then_some(SYSTEM_KIND_TIMEOUT_SECONDS)
+}
+
 /// `config/webhook/manifests.yaml`: the webhook configurations of `webhooks`, calling the
 /// `webhook-service` Service of config/webhook, in order of name. A webhook that [skips the
 /// manager's namespace](Webhook::skips_manager_namespace) has the [selector of every other
-/// namespace](manager_namespace_selector), naming kustomize's placeholder `system`, which
-/// `config/default` replaces with the manager's namespace, as it does the Service's.
+/// namespace](manager_namespace_selector), naming kustomize's placeholder `system` first, which
+/// `config/default` replaces with the manager's namespace, as it does the Service's, and a
+/// timeout of [`SYSTEM_KIND_TIMEOUT_SECONDS`].
 pub fn manifests_yaml(webhooks: &[Webhook]) -> String {
     let mut webhooks = webhooks.to_vec();
     // By name, so that the file does not depend on the order kinds were added in.
@@ -206,15 +238,22 @@ pub fn manifests_yaml(webhooks: &[Webhook]) -> String {
             } else {
                 format!("  matchConditions:\n{match_conditions}")
             };
-            let namespace_selector = if webhook.skips_manager_namespace() {
-                format!(
-                    "  namespaceSelector:\n    matchExpressions:\n    - key: {NAMESPACE_NAME_LABEL}\n      operator: NotIn\n      values:\n      - system\n"
+            let (namespace_selector, timeout) = if webhook.skips_manager_namespace() {
+                let values: String = SYSTEM_NAMESPACES
+                    .iter()
+                    .map(|namespace| format!("      - {namespace}\n"))
+                    .collect();
+                (
+                    format!(
+                        "  namespaceSelector:\n    matchExpressions:\n    - key: {NAMESPACE_NAME_LABEL}\n      operator: NotIn\n      values:\n      - system\n{values}"
+                    ),
+                    format!("  timeoutSeconds: {SYSTEM_KIND_TIMEOUT_SECONDS}\n"),
                 )
             } else {
-                String::new()
+                (String::new(), String::new())
             };
             yaml.push_str(&format!(
-                "- admissionReviewVersions:\n  - v1\n  clientConfig:\n    service:\n      name: webhook-service\n      namespace: system\n      path: {path}\n  failurePolicy: Fail\n{match_conditions}  name: {name}\n{namespace_selector}  rules:\n  - apiGroups:\n    - {group}\n    apiVersions:\n    - {version}\n    operations:\n{operations}    resources:\n    - {resource}\n  sideEffects: None\n",
+                "- admissionReviewVersions:\n  - v1\n  clientConfig:\n    service:\n      name: webhook-service\n      namespace: system\n      path: {path}\n  failurePolicy: Fail\n{match_conditions}  name: {name}\n{namespace_selector}  rules:\n  - apiGroups:\n    - {group}\n    apiVersions:\n    - {version}\n    operations:\n{operations}    resources:\n    - {resource}\n  sideEffects: None\n{timeout}",
                 path = webhook.path,
                 name = webhook.name,
                 // The core group is `""`, which YAML must quote.

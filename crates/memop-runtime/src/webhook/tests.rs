@@ -733,15 +733,20 @@ fn webhooks_on_kubernetes_kinds_skip_the_managers_namespace() {
         .skip(1)
         .map(|document| serde_saphyr::from_str(document).unwrap())
         .collect();
+    // The manager's namespace (first: config/default puts the real one there), and the
+    // cluster's own, whose Pods and node Leases must not wait for a manager that is down.
     let selector = json!({ "matchExpressions": [
-        { "key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["system"] }
+        { "key": "kubernetes.io/metadata.name", "operator": "NotIn",
+          "values": ["system", "kube-node-lease", "kube-system"] }
     ]});
     for webhook in documents[0]["webhooks"].as_array().unwrap() {
         let name = webhook["name"].as_str().unwrap();
         if name.starts_with("mthing") {
             assert!(webhook.get("namespaceSelector").is_none(), "{yaml}");
+            assert!(webhook.get("timeoutSeconds").is_none(), "{yaml}");
         } else {
             assert_eq!(webhook["namespaceSelector"], selector, "{name}: {yaml}");
+            assert_eq!(webhook["timeoutSeconds"], json!(5), "{name}: {yaml}");
         }
         if name.starts_with("mpod") {
             assert_eq!(webhook["rules"][0]["apiGroups"], json!([""]), "{yaml}");
