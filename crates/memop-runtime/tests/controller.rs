@@ -97,3 +97,44 @@ async fn a_panic_in_one_reconcile_fails_that_object_and_the_controller_goes_on()
         .unwrap()
         .unwrap();
 }
+
+/// A reconciler of a kind whose status is another controller's: it reports a failure, as
+/// `Outcome::report` does for a write that failed.
+struct Guest;
+
+impl Reconciler for Guest {
+    type Object = ConfigMap;
+
+    fn conditions(_: &ConfigMap) -> &[Condition] {
+        &[]
+    }
+
+    async fn apply(&self, _: &ConfigMap, report: &mut Report) -> Result<Action> {
+        Err(report.stuck("Refused", "the other controller's object".into()))
+    }
+}
+
+#[tokio::test]
+async fn a_controller_that_writes_no_status_leaves_the_status_to_its_owner() {
+    for writes in [true, false] {
+        let env = TestEnv::in_memory();
+        let shared = Shared::new(&OPERATOR, env.operator.clone(), Some(env.namespace.clone()));
+        let controller = Builder::new("guests", &shared)
+            .writes_status(writes)
+            .build(Guest);
+        let object = Arc::new(create(&env, "theirs").await);
+        assert!(controller.reconcile(object).await.is_err());
+        let requests = env.requests.requests();
+        let status_writes = requests
+            .iter()
+            .filter(|r| r.resource == "configmaps/status")
+            .count();
+        assert_eq!(
+            status_writes,
+            usize::from(writes),
+            "writes_status({writes})"
+        );
+        // The event is recorded either way.
+        assert_eq!(env.requests.writes("events"), 1, "writes_status({writes})");
+    }
+}

@@ -194,6 +194,43 @@ async fn an_owned_object_of_any_kind_is_written_only_where_it_differs_and_never_
 }
 
 #[tokio::test]
+async fn what_every_owned_object_carries_is_added_where_the_desired_one_lacks_it() {
+    for env in backends().await {
+        let shared = Shared::new(&OPERATOR, env.operator.clone(), Some(env.namespace.clone()));
+        let secrets = Operand::<Secret>::new(&shared, "secrets", MANAGER);
+        let owner = owner(&env, "owner", json!({})).await;
+        // The Secret as a reconcile would write it by hand: no label, no owner, no hash.
+        let bare = || {
+            let mut secret = secret(&owner, "bare", "x");
+            secret.labels_mut().clear();
+            secret.metadata.owner_references = None;
+            secret.annotations_mut().clear();
+            secret
+        };
+        let outcome = secrets.ensure(&owner, bare()).await;
+        assert!(matches!(outcome, Outcome::Created(_)), "{outcome:?}");
+        let written = Api::<Secret>::namespaced(env.admin.clone(), &env.namespace)
+            .get("bare")
+            .await
+            .unwrap();
+        assert_eq!(written.labels()["app.kubernetes.io/managed-by"], MANAGER);
+        assert_eq!(written.owner_references()[0].uid, owner.uid().unwrap());
+        assert!(written.annotations().contains_key("memop.rs/applied-hash"));
+        // So the cache holds it, and the next reconcile writes nothing.
+        eventually(
+            "the cache holds the Secret",
+            Duration::from_secs(10),
+            || async { secrets.cache().contains(&env.namespace, "bare") },
+        )
+        .await;
+        let before = writes(&env, "secrets");
+        let outcome = secrets.ensure(&owner, bare()).await;
+        assert!(matches!(outcome, Outcome::InSync(_)), "{outcome:?}");
+        assert_eq!(writes(&env, "secrets"), before);
+    }
+}
+
+#[tokio::test]
 async fn an_owners_children_are_listed_from_the_cache_by_controller() {
     for env in backends().await {
         let shared = Shared::new(&OPERATOR, env.operator.clone(), Some(env.namespace.clone()));

@@ -149,6 +149,7 @@ pub struct Builder<K: Kind> {
     finalizer: Option<&'static str>,
     field_manager: Option<String>,
     resync: Duration,
+    status: bool,
     triggers: Vec<Trigger<K>>,
 }
 
@@ -164,6 +165,7 @@ impl<K: Kind> Builder<K> {
             finalizer: None,
             field_manager: None,
             resync: RESYNC,
+            status: true,
             triggers: Vec::new(),
         }
     }
@@ -191,6 +193,16 @@ impl<K: Kind> Builder<K> {
     /// a tenth: [`Report::resync`].
     pub fn resync(mut self, period: Duration) -> Self {
         self.resync = period;
+        self
+    }
+
+    /// Whether the controller writes the conditions its reconciles report into the objects'
+    /// status (yes unless said). Say no for a kind whose status is another controller's (a
+    /// kind of Kubernetes' own, another operator's): a force-applied `status.conditions` would
+    /// replace that controller's conditions, or take the types over from it, and the two would
+    /// fight. The report's events are still recorded.
+    pub fn writes_status(mut self, writes: bool) -> Self {
+        self.status = writes;
         self
     }
 
@@ -285,6 +297,7 @@ impl<K: Kind> Builder<K> {
             finalizer: self.finalizer,
             field_manager,
             resync: self.resync,
+            status: self.status,
             triggers: self.triggers,
             reconciler,
         }
@@ -310,6 +323,8 @@ pub struct Controller<R: Reconciler> {
     finalizer: Option<&'static str>,
     field_manager: String,
     resync: Duration,
+    /// Whether it writes the reported conditions ([`Builder::writes_status`]).
+    status: bool,
     /// Taken when it runs.
     triggers: Vec<Trigger<R::Object>>,
     instruments: Instruments,
@@ -429,7 +444,11 @@ impl<R: Reconciler> Controller<R> {
         match result {
             // While owned objects are written in bulk, they come first: a report of progress
             // waits (a failure is reported at once).
-            Ok(_) if report.held && report.changes(R::conditions(object), R::CONDITIONS) => {
+            Ok(_)
+                if self.status
+                    && report.held
+                    && report.changes(R::conditions(object), R::CONDITIONS) =>
+            {
                 Ok(Action::requeue(REPORT_WAIT))
             }
             Ok(action) => {
@@ -468,6 +487,9 @@ impl<R: Reconciler> Controller<R> {
     }
 
     async fn write_status(&self, object: &R::Object, report: &Report) -> Result<()> {
+        if !self.status {
+            return Ok(());
+        }
         self.instruments
             .write_conditions(
                 &self.api(object),

@@ -123,7 +123,7 @@ where
     }
 
     fn with(shared: &Shared, name: &'static str, manager: &str, pacing: Option<Pacing<K>>) -> Self {
-        let selector = format!("app.kubernetes.io/managed-by={manager}");
+        let selector = format!("{MANAGED_BY_LABEL}={manager}");
         let config = watcher::Config::default().labels(&selector);
         Self {
             inner: Arc::new(Inner {
@@ -160,6 +160,10 @@ where
     /// An object of that name that `owner` does not control is never taken over (as
     /// controller-runtime's `SetControllerReference` refuses to): [`Outcome::NotOwned`].
     pub async fn ensure<P: Resource<DynamicType = ()>>(&self, owner: &P, desired: K) -> Outcome<K> {
+        let desired = match self.completed(owner, desired, true) {
+            Ok(desired) => desired,
+            Err(outcome) => return outcome,
+        };
         let this = &self.inner;
         let name = desired.name_any();
         let namespace = desired.namespace().unwrap_or_default();
@@ -309,6 +313,10 @@ where
     /// an earlier process of the controller's, which the cache does not hold, is found by the
     /// API server's answer that it exists.
     pub async fn create<P: Resource<DynamicType = ()>>(&self, owner: &P, desired: K) -> Outcome<K> {
+        let desired = match self.completed(owner, desired, false) {
+            Ok(desired) => desired,
+            Err(outcome) => return outcome,
+        };
         let this = &self.inner;
         let (name, namespace) = (desired.name_any(), desired.namespace().unwrap_or_default());
         let key = format!("{namespace}/{name}");
@@ -375,6 +383,57 @@ where
             Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
             Err(error) => Err(error.into()),
         }
+    }
+
+    /// `desired` with what every object of the operand carries, where it lacks it: the label
+    /// `app.kubernetes.io/managed-by=<manager>` the cache selects by, and a controller owner
+    /// reference to `owner` ([`controller_reference`]); and, to compare (`stamp`), the hash of
+    /// what is applied ([`stamp`](crate::controller::stamp), made again if anything was
+    /// added). An object that has them all is as it was given. An owner not yet created (no
+    /// UID) is a failure to report.
+    fn completed<P: Resource<DynamicType = ()>>(
+        &self,
+        owner: &P,
+        mut desired: K,
+        stamp: bool,
+    ) -> std::result::Result<K, Outcome<K>> {
+        let mut added = false;
+        let label = desired
+            .labels()
+            .get(MANAGED_BY_LABEL)
+            .is_some_and(|value| *value == self.inner.manager);
+        if !label {
+            desired
+                .labels_mut()
+                .insert(MANAGED_BY_LABEL.into(), self.inner.manager.clone());
+            added = true;
+        }
+        if !desired
+            .owner_references()
+            .iter()
+            .any(|r| r.controller == Some(true))
+        {
+            match controller_reference(owner) {
+                Ok(reference) => desired.owner_references_mut().push(reference),
+                Err(error) => {
+                    return Err(Outcome::Failed {
+                        reason: condition::CREATE_FAILED,
+                        message: error.to_string(),
+                        error: kube::Error::Service(error.to_string().into()),
+                    });
+                }
+            }
+            added = true;
+        }
+        let stamped = desired.annotations().contains_key(APPLIED_HASH);
+        if stamp && (added || !stamped) {
+            desired.annotations_mut().remove(APPLIED_HASH);
+            if desired.annotations().is_empty() {
+                desired.meta_mut().annotations = None;
+            }
+            desired = crate::controller::stamp(desired);
+        }
+        Ok(desired)
     }
 
     /// The replicas `object` asks for, if it is a workload that says.
@@ -581,6 +640,10 @@ impl<K: Kind> State<K> {
         }
     }
 }
+
+/// The label every object of an operand carries, with the operand's manager as its value: the
+/// operand's cache holds the objects so labelled only.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 
 /// A resourceVersion that no object has (etcd's revisions are counted from 1 and never come
 /// near it): the precondition of an apply that must only create (see
