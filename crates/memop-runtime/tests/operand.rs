@@ -62,6 +62,17 @@ const RULES: &[Rule] = &[
         resources: &["events"],
         verbs: &["create", "patch"],
     },
+    // The Tallies of the status-field test.
+    Rule {
+        api_group: "operand.example.com",
+        resources: &["tallies"],
+        verbs: &["list", "watch"],
+    },
+    Rule {
+        api_group: "operand.example.com",
+        resources: &["tallies/status"],
+        verbs: &["patch"],
+    },
 ];
 
 fn fixture() -> std::path::PathBuf {
@@ -529,5 +540,159 @@ async fn a_controller_owns_several_kinds_and_watches_related_objects() {
             .expect("the controller stops on shutdown")
             .unwrap()
             .unwrap();
+    }
+}
+
+/// A kind of the test's own, with a status the controller writes fields of.
+#[derive(
+    kube::CustomResource,
+    serde::Deserialize,
+    serde::Serialize,
+    Clone,
+    Debug,
+    Default,
+    schemars::JsonSchema,
+)]
+#[kube(
+    group = "operand.example.com",
+    version = "v1",
+    kind = "Tally",
+    namespaced,
+    status = "TallyStatus"
+)]
+struct TallySpec {
+    /// Whether the reconcile fails before it reports its fields.
+    fails: bool,
+    /// The count to report (none: absent).
+    count: Option<i64>,
+}
+
+#[derive(serde::Deserialize, serde::Serialize, Clone, Debug, Default, schemars::JsonSchema)]
+struct TallyStatus {
+    #[serde(default)]
+    conditions: Vec<Condition>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seen: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    count: Option<i64>,
+}
+
+struct Counter;
+
+impl Reconciler for Counter {
+    type Object = Tally;
+    const CONDITIONS: &'static [&'static str] = &[memop_runtime::controller::condition::AVAILABLE];
+    const STATUS_FIELDS: &'static [&'static str] = &["seen", "count"];
+
+    fn conditions(object: &Tally) -> &[Condition] {
+        object
+            .status
+            .as_ref()
+            .map(|s| s.conditions.as_slice())
+            .unwrap_or_default()
+    }
+
+    async fn apply(&self, object: &Tally, report: &mut Report) -> Result<Action> {
+        if object.spec.fails {
+            return Err(report.stuck("Fails", "told to".into()));
+        }
+        report.set(
+            memop_runtime::controller::condition::AVAILABLE,
+            true,
+            "Counted",
+            "counted".into(),
+        );
+        report.status_field("seen", object.name_any());
+        report.status_field("count", object.spec.count);
+        Ok(Action::await_change())
+    }
+}
+
+#[tokio::test]
+async fn status_fields_are_written_with_the_conditions_once_and_kept_on_paths_that_do_not_report_them()
+ {
+    use kube::CustomResourceExt;
+    for env in backends().await {
+        if env.is_real() {
+            let crd = serde_json::to_value(Tally::crd()).unwrap();
+            memop_test::envtest::apply(&env.admin, &crd).await;
+            let crds = Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(env.admin.clone());
+            eventually(
+                "the CRD is established",
+                Duration::from_secs(20),
+                || async {
+                    crds.get("tallies.operand.example.com")
+                        .await
+                        .ok()
+                        .and_then(|crd| crd.status)
+                        .is_some_and(|s| {
+                            s.conditions
+                                .unwrap_or_default()
+                                .iter()
+                                .any(|c| c.type_ == "Established" && c.status == "True")
+                        })
+                },
+            )
+            .await;
+        }
+        let shared = Shared::new(&OPERATOR, env.operator.clone(), Some(env.namespace.clone()));
+        let controller = Builder::new("tallies", &shared).build(Counter);
+        let tallies = Api::<Tally>::namespaced(env.admin.clone(), &env.namespace);
+        let tally = Tally::new(
+            "t",
+            TallySpec {
+                fails: false,
+                count: Some(3),
+            },
+        );
+        let created = tallies
+            .create(&PostParams::default(), &tally)
+            .await
+            .unwrap();
+
+        let status_writes = || {
+            env.requests
+                .requests()
+                .iter()
+                .filter(|r| r.resource == "tallies/status")
+                .count()
+        };
+        controller.reconcile(Arc::new(created)).await.unwrap();
+        assert_eq!(status_writes(), 1, "conditions and fields in one write");
+        let read = tallies.get("t").await.unwrap();
+        let status = read.status.clone().unwrap();
+        assert_eq!((status.seen.as_deref(), status.count), (Some("t"), Some(3)));
+        assert_eq!(status.conditions.len(), 1);
+
+        // Nothing differs: nothing written.
+        controller.reconcile(Arc::new(read)).await.unwrap();
+        assert_eq!(status_writes(), 1, "in sync");
+
+        // A failure before the fields are reported: its condition is written, the fields stay.
+        let patch = json!({ "spec": { "fails": true } });
+        let read = tallies
+            .patch("t", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+        assert!(controller.reconcile(Arc::new(read)).await.is_err());
+        assert_eq!(status_writes(), 2);
+        let status = tallies.get("t").await.unwrap().status.unwrap();
+        assert_eq!((status.seen.as_deref(), status.count), (Some("t"), Some(3)));
+        assert_eq!(status.conditions[0].status, "False");
+
+        // A field reported absent goes (the real API server's apply removes what its manager
+        // set and leaves out; the in-memory one merges instead).
+        let patch = json!({ "spec": { "fails": false, "count": null } });
+        let read = tallies
+            .patch("t", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+        controller.reconcile(Arc::new(read)).await.unwrap();
+        assert_eq!(status_writes(), 3);
+        let status = tallies.get("t").await.unwrap().status.unwrap();
+        assert_eq!(status.seen.as_deref(), Some("t"));
+        if env.is_real() {
+            assert_eq!(status.count, None, "removed");
+        }
     }
 }

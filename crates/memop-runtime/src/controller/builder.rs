@@ -108,6 +108,12 @@ pub trait Reconciler: Send + Sync + Sized + 'static {
     /// other writers' conditions stay theirs).
     const CONDITIONS: &'static [&'static str] = &[condition::AVAILABLE, condition::DEGRADED];
 
+    /// The top-level fields of the status, besides `conditions`, that this controller writes
+    /// ([`Report::status_field`]): every status write holds each of them, as the reconcile
+    /// reported it or else as the object has it, so that a write on a path that did not report
+    /// one (an early failure) leaves it as it is. None unless said.
+    const STATUS_FIELDS: &'static [&'static str] = &[];
+
     /// The status conditions `object` reports now.
     fn conditions(object: &Self::Object) -> &[Condition];
 
@@ -498,6 +504,7 @@ impl<R: Reconciler> Controller<R> {
                 R::CONDITIONS,
                 R::conditions(object),
                 &report.conditions,
+                (R::STATUS_FIELDS, &report.fields),
             )
             .await
     }
@@ -523,6 +530,9 @@ pub struct Report {
     held: bool,
     resync: Action,
     name: String,
+    /// The status fields besides the conditions that the reconcile reported
+    /// ([`Report::status_field`]); null for one that is to be absent.
+    fields: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Report {
@@ -543,7 +553,18 @@ impl Report {
             held: false,
             resync: resync(object, period),
             name: object.name_any(),
+            fields: serde_json::Map::new(),
         }
+    }
+
+    /// Reports status field `field` (one of [`Reconciler::STATUS_FIELDS`]) as `value`, or as
+    /// absent when `value` serializes to null (`None`): the runtime writes it with the
+    /// conditions, in the one status write after the reconcile, made when either differs from
+    /// what the object's status holds. The book's CronJob rebuilds `status.active` and
+    /// `status.lastScheduleTime` from its Jobs on every reconcile so.
+    pub fn status_field(&mut self, field: &str, value: impl Serialize) {
+        let value = serde_json::to_value(value).unwrap_or(serde_json::Value::Null);
+        self.fields.insert(field.to_string(), value);
     }
 
     /// Sets condition `type_` (its `lastTransitionTime` kept unless its status changes).
@@ -632,6 +653,13 @@ impl Instruments {
     /// only those types, so that other writers' conditions stay theirs (`conditions` is a list
     /// keyed by type). An object deleted meanwhile is no error: there is nothing left to
     /// report on. Any other failure is one, a 404 from a missing status subresource included.
+    ///
+    /// The status fields the controller writes (`fields`: those it declares, and those the
+    /// reconcile reported, [`Report::status_field`]) go in the same write, which is made when
+    /// a reported one differs from the object's too. Each declared field is in every write, as
+    /// reported or else as the object has it: a server-side apply removes what its manager
+    /// set before and leaves out.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn write_conditions<K>(
         &self,
         api: &Api<K>,
@@ -640,19 +668,47 @@ impl Instruments {
         owned: &[&str],
         current: &[Condition],
         conditions: &[Condition],
+        (fields, reported): (&[&str], &serde_json::Map<String, serde_json::Value>),
     ) -> Result<()>
     where
-        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug,
     {
         let ours = owned_conditions(conditions, owned);
-        if owned_conditions(current, owned) == ours {
+        let null = serde_json::Value::Null;
+        let status = if fields.is_empty() && reported.is_empty() {
+            null.clone()
+        } else {
+            serde_json::to_value(object)
+                .ok()
+                .and_then(|object| object.get("status").cloned())
+                .unwrap_or_default()
+        };
+        let fields_differ = reported
+            .iter()
+            .any(|(field, value)| status.get(field).unwrap_or(&null) != value);
+        if owned_conditions(current, owned) == ours && !fields_differ {
             return Ok(());
         }
         let name = object.name_any();
+        let mut written = serde_json::Map::new();
+        if !owned.is_empty() {
+            written.insert("conditions".into(), serde_json::json!(ours));
+        }
+        let declared = fields.iter().map(|field| field.to_string());
+        for field in declared.chain(reported.keys().cloned()) {
+            let value = reported
+                .get(&field)
+                .or_else(|| status.get(&field))
+                .unwrap_or(&null);
+            if !value.is_null() {
+                written.insert(field, value.clone());
+            }
+        }
+        let status = written;
         let patch = Patch::Apply(serde_json::json!({
             "apiVersion": K::api_version(&()),
             "kind": K::kind(&()),
-            "status": { "conditions": ours },
+            "status": status,
         }));
         let params = PatchParams::apply(field_manager).force();
         match api.patch_status(&name, &params, &patch).await {
