@@ -251,3 +251,114 @@ fn an_external_kind_whose_module_is_a_named_controllers_is_refused() {
     refused(&dir, WIDGET, &["invalid --kind \"Widget\"", "is the controller widget's"]);
     assert_eq!(snapshot(&dir), before, "a refusal writes nothing");
 }
+
+/// A CRD of one kind, `kind` of `group`, served as `plural`, with the given scope and schema of
+/// its spec (YAML flow style).
+fn crd(group: &str, kind: &str, plural: &str, scope: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: {plural}.{group}\n\
+         spec:\n  group: {group}\n  names: {{kind: {kind}, plural: {plural}}}\n  scope: {scope}\n  versions:\n  \
+         - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        \
+         properties:\n          spec: {spec}\n"
+    )
+}
+
+/// The `create api` of an external `kind` of `group` in version v1, from `file`.
+fn external(group: &str, kind: &str, file: &str) -> String {
+    format!(
+        "create api --group {group} --version v1 --kind {kind} --external-api-crd {file} --resource=false --controller=true"
+    )
+}
+
+#[test]
+fn an_external_kind_keeps_its_crds_plural_scope_and_names_and_every_later_command_takes_its_project() {
+    // Plurals that are not kubebuilder's plural of the kind: irregular (postgreses, chaoses), or
+    // not made from the kind at all (Knative's knativeservings), of either scope.
+    let (_tmp, dir) = project(&[]);
+    let kinds = [
+        ("db.example.org", "Postgres", "postgreses", "Namespaced"),
+        ("chaos.example.org", "Chaos", "chaoses", "Cluster"),
+        ("operator.knative.dev", "Serving", "knativeservings", "Namespaced"),
+    ];
+    for (group, kind, plural, scope) in kinds {
+        let file = format!("{plural}.yaml");
+        fs::write(dir.join(&file), crd(group, kind, plural, scope, "{type: object}")).unwrap();
+        ok(&dir, &external(group, kind, &file));
+        let kept = format!("config/external-crds/{group}_{plural}.yaml");
+        assert!(read(&dir, &kept).contains(&format!("name: {plural}.{group}")), "{kept}");
+        let project = read(&dir, "PROJECT");
+        assert!(project.contains(&format!("  plural: {plural}\n")), "{project}");
+        let controller = read(&dir, &format!("src/controller/{}.rs", kind.to_lowercase()));
+        assert!(controller.contains(&format!("resources: &[\"{plural}\"]")), "{controller}");
+        let types = read(&dir, &format!("src/external/{}.rs", kind.to_lowercase()));
+        assert_eq!(types.contains("namespaced"), scope == "Namespaced", "{types}");
+    }
+    // Every later command takes the PROJECT create api wrote, and has nothing to change.
+    let before = snapshot(&dir);
+    for line in ["update", "external-types", "--dry-run update", "--dry-run create api --group cache --kind Memcached"]
+    {
+        ok(&dir, line);
+    }
+    assert_unchanged(&dir, &before, "update and external-types");
+    ok(&dir, "create api --group cache --kind Memcached");
+    ok(&dir, &format!("{} --force", external("db.example.org", "Postgres", "postgreses.yaml")));
+    ok(&dir, "update");
+    assert!(read(&dir, "PROJECT").contains("  plural: postgreses\n"));
+}
+
+#[test]
+fn external_kinds_that_would_share_a_crd_with_another_kind_are_refused_before_anything_is_written() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    let object = "{type: object}";
+    let files = [
+        ("stats.yaml", crd("metrics.example.org", "Stat", "stats", "Namespaced", object)),
+        ("statistics.yaml", crd("metrics.example.org", "Statistic", "stats", "Namespaced", object)),
+        ("stat-singular.yaml", crd("metrics.example.org", "Tally", "stat", "Namespaced", object)),
+        ("shards.yaml", crd("cache.example.com", "Shard", "shards", "Namespaced", object)),
+        ("memcacheds.yaml", crd("cache.example.com", "Memcache", "memcacheds", "Namespaced", object)),
+        ("memcached.yaml", crd("cache.example.com", "Memcached", "memcacheds", "Namespaced", object)),
+    ];
+    for (file, text) in &files {
+        fs::write(dir.join(file), text).unwrap();
+    }
+    ok(&dir, &external("metrics.example.org", "Stat", "stats.yaml"));
+    let kept = read(&dir, "config/external-crds/metrics.example.org_stats.yaml");
+    // Another external kind of the group with the same plural (one CRD name, one kept file), or
+    // whose plural is the other's singular name.
+    refused(
+        &dir,
+        &external("metrics.example.org", "Statistic", "statistics.yaml"),
+        &["Statistic", "stats.metrics.example.org", "Stat", "--external-api-crd"],
+    );
+    refused(&dir, &external("metrics.example.org", "Tally", "stat-singular.yaml"), &["Tally", "stat", "Stat"]);
+    assert_eq!(read(&dir, "config/external-crds/metrics.example.org_stats.yaml"), kept);
+    // An external kind of the project's own group, with the plural of the project's own kind.
+    refused(
+        &dir,
+        &external("cache.example.com", "Memcache", "memcacheds.yaml"),
+        &["memcacheds.cache.example.com", "Memcached"],
+    );
+    // The project's own kind, given as an external one: refused already, as its own.
+    refused(&dir, &external("cache.example.com", "Memcached", "memcached.yaml"), &["this project's own kind"]);
+    // An external kind of the project's group, then the project's own kind of that name, or of
+    // its plural: the API server would serve one CRD of each name.
+    ok(&dir, &external("cache.example.com", "Shard", "shards.yaml"));
+    refused(
+        &dir,
+        "create api --group cache --version v1 --kind Shard --controller=false",
+        &["Shard", "another project's kind", "shards.cache.example.com"],
+    );
+    refused(
+        &dir,
+        "create api --group cache --version v2 --kind Shard",
+        &["Shard", "another project's kind", "shards.cache.example.com"],
+    );
+    refused(
+        &dir,
+        "create api --group cache --version v1 --kind Shardling --plural shards",
+        &["shards.cache.example.com", "Shard"],
+    );
+    // Nothing is refused when the groups differ.
+    ok(&dir, "create api --group metrics --version v1 --kind Statistic --plural stats");
+    ok(&dir, "update");
+}

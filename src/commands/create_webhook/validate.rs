@@ -75,6 +75,16 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
                 other.group
             );
         }
+        // A named controller's files (`src/controller/<name>.rs`, `tests/<name>.rs`) are its own.
+        if let Some(name) = resource.controllers.iter().find(|n| file_names.contains(&n.replace('-', "_"))) {
+            bail!(
+                "{kind}'s webhook files would be named {}, as the files of the controller {name} of {} already are \
+                 (src/controller/{0}.rs, tests/{0}.rs); rename that controller (its files, and its name in PROJECT's \
+                 controllers) first",
+                name.replace('-', "_"),
+                other.gvk()
+            );
+        }
         if admission && resource.admits() && !other.same_kind(&api) && other.kind.snake() == kind.snake() {
             bail!(
                 "{} in group {} already has webhooks in {}, which {gvk}'s would need too; memop names webhook \
