@@ -148,9 +148,12 @@ impl ExternalCrd {
     pub fn rust_types(&self, version: &str, source: &str) -> Result<String> {
         let generator = kopium::TypeGenerator::builder().api_version(Some(version.to_string())).emit_docs(true).build();
         let crd = serde_yaml::from_value(self.crd.clone()).context("the CRD does not parse as a CRD")?;
-        let types = generator
-            .generate_rust_types_for(&crd, None::<&str>)
-            .with_context(|| format!("kopium cannot write Rust types for {} {version}", self.kind))?;
+        self.refuse_untypable(version)?;
+        let cannot = || format!("kopium cannot write Rust types for {} {version}", self.kind);
+        // Whatever else kopium cannot take is refused as such, not as a crash.
+        let types = quietly(|| generator.generate_rust_types_for(&crd, None::<&str>))
+            .map_err(|panic| anyhow::anyhow!("{}: {panic}; pass a CRD it can type", cannot()))?
+            .with_context(cannot)?;
         // kopium's own header names its version; memop's says how to regenerate.
         let body = types.trim_start_matches(|c| c != '#').to_string();
         Ok(format!(
@@ -159,6 +162,60 @@ impl ExternalCrd {
             env!("CARGO_PKG_VERSION"),
             self.kind
         ))
+    }
+
+    /// Refuses, naming the property, what kopium cannot type in `version`: a property no Rust
+    /// field name can spell (`.`, `@`: kopium panics), and one whose type it names but does not
+    /// write (it names the struct of an object property `aB` `…Ab` and the field's type `…AB`):
+    /// the types would not compile.
+    fn refuse_untypable(&self, version: &str) -> Result<()> {
+        let versions = self.crd["spec"]["versions"].as_sequence().map(Vec::as_slice).unwrap_or_default();
+        let schema = versions.iter().find(|v| v["name"].as_str() == Some(version)).map(|v| &v["schema"]);
+        let Some(schema) = schema.map(|s| &s["openAPIV3Schema"]).filter(|s| !s.is_null()) else { return Ok(()) };
+        let schema = serde_yaml::from_value(schema.clone()).context("the CRD's schema does not parse as one")?;
+        let config = kopium::Config::default();
+        let containers = kopium::analyze(schema, &self.kind, config)
+            .with_context(|| format!("kopium cannot read the schema of {} {version}", self.kind))?
+            .output();
+        let defined: Vec<&str> = containers.iter().map(|c| c.name.as_str()).collect();
+        let theirs = format!("the CRD of {} {version}", self.kind);
+        for container in containers.iter().filter(|c| !c.is_enum) {
+            for member in &container.members {
+                // kopium's own renaming, one property at a time.
+                let mut alone = kopium::Container {
+                    name: container.name.clone(),
+                    members: vec![kopium::Member { name: member.name.clone(), ..Default::default() }],
+                    ..Default::default()
+                };
+                if quietly(move || alone.rename()).is_err() {
+                    bail!(
+                        "{theirs} has a property {:?} (a field of {}) that no Rust field name can spell, so kopium \
+                         cannot write the kind's types: remove it from the schema in your copy of the CRD (or give \
+                         its object x-kubernetes-preserve-unknown-fields: true instead of properties)",
+                        member.name,
+                        container.name
+                    );
+                }
+                let undefined = member
+                    .type_
+                    .split(['<', '>', ',', ' '])
+                    .filter(|name| !name.is_empty())
+                    .find(|name| !KOPIUM_TYPES.contains(name) && !defined.contains(name));
+                if let Some(undefined) = undefined {
+                    bail!(
+                        "{theirs} has a property {:?} (a field of {}) that kopium types as {undefined}, a type it \
+                         does not write (kopium spells the types of properties made of one-letter words, as aB, two \
+                         ways), so the kind's types would not compile: in your copy of the CRD, give {:?} \
+                         x-kubernetes-preserve-unknown-fields: true instead of its properties (its value is then a map \
+                         of JSON values), or remove it",
+                        member.name,
+                        container.name,
+                        member.name
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 
     /// An object of the kind in `version` that the API server accepts, from the CRD's schema:
@@ -179,52 +236,147 @@ impl ExternalCrd {
             "metadata": { "name": name },
         });
         if let Some(spec) = schema["properties"].get("spec") {
-            object["spec"] = fill(spec);
+            object["spec"] = fill(spec, "spec", 0, &mut Budget::default())
+                .with_context(|| format!("the CRD of {} {version} cannot give a sample object", self.kind))?;
         }
         Ok(object)
     }
 }
 
-/// The smallest value `schema` accepts: its default, else its first allowed value, else, by
-/// type, an object of its required fields, a list of its minimum length, a placeholder.
-fn fill(schema: &Json) -> Json {
-    if let Some(default) = schema.get("default") {
-        return default.clone();
+/// The types kopium's output uses without writing them: Rust's, and those its prelude imports.
+const KOPIUM_TYPES: &[&str] = &[
+    "String",
+    "bool",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "i128",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "u128",
+    "f32",
+    "f64",
+    "Option",
+    "Vec",
+    "BTreeMap",
+    "HashMap",
+    "serde_json::Value",
+    "IntOrString",
+    "DateTime",
+    "Utc",
+    "NaiveDate",
+    "Condition",
+    "ObjectReference",
+];
+
+/// `f`'s value, or the message of its panic, with nothing printed (kopium panics where it cannot
+/// go on).
+fn quietly<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> std::result::Result<T, String> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(f);
+    std::panic::set_hook(hook);
+    result.map_err(|payload| {
+        let text = payload.downcast_ref::<String>().cloned();
+        text.or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "a panic".into())
+    })
+}
+
+/// How far [`fill`] goes for a sample object: the tests of an external kind's controller hold
+/// it as a literal, and another project's CRD is not to make memop (or those tests) grow without
+/// bound.
+mod bounds {
+    /// The longest string (`minLength`).
+    pub const TEXT: u64 = 4096;
+    /// The longest list (`minItems`).
+    pub const ITEMS: u64 = 256;
+    /// The deepest nesting of objects and lists.
+    pub const DEPTH: usize = 32;
+    /// The most values in all, and the most bytes of text in all.
+    pub const VALUES: usize = 4096;
+    pub const BYTES: usize = 64 << 10;
+}
+
+/// What [`fill`] has made so far, against [`bounds`].
+#[derive(Default)]
+struct Budget {
+    values: usize,
+    bytes: usize,
+}
+
+/// The smallest value `schema` (at `path`, `spec.owner.name`) accepts: its default, else its
+/// first allowed value, else, by type, an object of its required fields, a list of its minimum
+/// length, a placeholder; refused, naming the field, beyond [`bounds`].
+fn fill(schema: &Json, path: &str, depth: usize, budget: &mut Budget) -> Result<Json> {
+    let beyond = |what: String| {
+        anyhow::anyhow!(
+            "the CRD's schema requires {path} to {what}, more than memop writes into the sample object of the \
+             generated tests; memop cannot make an object of this kind to test its controller with: pass a CRD \
+             whose schema asks for less (in your copy of it)"
+        )
+    };
+    if depth > bounds::DEPTH {
+        return Err(beyond(format!("be nested deeper than {} levels", bounds::DEPTH)));
     }
-    if let Some(first) = schema["enum"].as_array().and_then(|e| e.first()) {
-        return first.clone();
+    budget.values += 1;
+    if budget.values > bounds::VALUES || budget.bytes > bounds::BYTES {
+        return Err(beyond(format!(
+            "hold, with the fields before it, more than {} values or {} KiB of text",
+            bounds::VALUES,
+            bounds::BYTES >> 10
+        )));
     }
-    if schema["x-kubernetes-int-or-string"] == true {
-        return json!(1);
-    }
-    match schema["type"].as_str() {
-        Some("object") => {
-            let required = schema["required"].as_array().map(Vec::as_slice).unwrap_or_default();
-            let fields = required
-                .iter()
-                .filter_map(Json::as_str)
-                .map(|field| (field.to_string(), fill(&schema["properties"][field])))
-                .collect();
-            Json::Object(fields)
-        }
-        Some("array") => {
-            let length = schema["minItems"].as_u64().unwrap_or(0);
-            Json::Array((0..length).map(|_| fill(&schema["items"])).collect())
-        }
-        Some("integer") | Some("number") => {
-            json!(schema["minimum"].as_f64().map_or(1, |m| m.max(1.0) as i64))
-        }
-        Some("boolean") => json!(false),
-        Some("string") => match schema["format"].as_str() {
-            Some("date-time") => json!("2026-01-01T00:00:00Z"),
-            Some("date") => json!("2026-01-01"),
-            _ => {
-                let length = schema["minLength"].as_u64().unwrap_or(0).max(7) as usize;
-                json!("example".chars().cycle().take(length).collect::<String>())
+    let value = if let Some(default) = schema.get("default") {
+        default.clone()
+    } else if let Some(first) = schema["enum"].as_array().and_then(|e| e.first()) {
+        first.clone()
+    } else if schema["x-kubernetes-int-or-string"] == true {
+        json!(1)
+    } else {
+        match schema["type"].as_str() {
+            Some("object") => {
+                let required = schema["required"].as_array().map(Vec::as_slice).unwrap_or_default();
+                let mut fields = serde_json::Map::new();
+                for field in required.iter().filter_map(Json::as_str) {
+                    let at = format!("{path}.{field}");
+                    fields.insert(field.to_string(), fill(&schema["properties"][field], &at, depth + 1, budget)?);
+                }
+                Json::Object(fields)
             }
-        },
-        _ => json!({}),
-    }
+            Some("array") => {
+                let length = schema["minItems"].as_u64().unwrap_or(0);
+                if length > bounds::ITEMS {
+                    return Err(beyond(format!("hold at least {length} items (minItems {length})")));
+                }
+                let items = (0..length).map(|i| fill(&schema["items"], &format!("{path}[{i}]"), depth + 1, budget));
+                Json::Array(items.collect::<Result<_>>()?)
+            }
+            Some("integer") | Some("number") => {
+                json!(schema["minimum"].as_f64().map_or(1, |m| m.max(1.0) as i64))
+            }
+            Some("boolean") => json!(false),
+            Some("string") => match schema["format"].as_str() {
+                Some("date-time") => json!("2026-01-01T00:00:00Z"),
+                Some("date") => json!("2026-01-01"),
+                _ => {
+                    let min = schema["minLength"].as_u64().unwrap_or(0);
+                    if min > bounds::TEXT {
+                        return Err(beyond(format!("be at least {min} characters long (minLength {min})")));
+                    }
+                    // "example", cut to maxLength, at least minLength long.
+                    let max = schema["maxLength"].as_u64().unwrap_or(u64::MAX);
+                    let length = 7.min(max).max(min) as usize;
+                    budget.bytes += length;
+                    json!("example".chars().cycle().take(length).collect::<String>())
+                }
+            },
+            _ => json!({}),
+        }
+    };
+    Ok(value)
 }
 
 #[cfg(test)]

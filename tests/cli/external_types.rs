@@ -362,3 +362,69 @@ fn external_kinds_that_would_share_a_crd_with_another_kind_are_refused_before_an
     ok(&dir, "create api --group metrics --version v1 --kind Statistic --plural stats");
     ok(&dir, "update");
 }
+
+#[test]
+fn a_sample_object_the_schema_makes_unbounded_is_refused_naming_the_field() {
+    let (_tmp, dir) = project(&[]);
+    // Each is finite here, so that the test ends before the fix too, but far past what a test
+    // file holds (an unbounded one took many GB).
+    let deep = (0..40).fold("{type: string}".to_string(), |inner, _| {
+        format!("{{type: object, required: [next], properties: {{next: {inner}}}}}")
+    });
+    let cases = [
+        (
+            "{type: object, required: [name], properties: {name: {type: string, minLength: 10000000}}}",
+            &["spec.name", "minLength 10000000"][..],
+        ),
+        (
+            "{type: object, required: [rows], properties: {rows: {type: array, minItems: 300, items: {type: array, \
+             minItems: 300, items: {type: string}}}}}",
+            &["spec.rows", "minItems 300"][..],
+        ),
+        (deep.as_str(), &["spec.next.next.next", "deeper than"][..]),
+    ];
+    for (spec, expected) in cases {
+        fs::write(dir.join("big.yaml"), crd("big.example.org", "Big", "bigs", "Namespaced", spec)).unwrap();
+        let mut expected = expected.to_vec();
+        expected.extend(["the CRD of Big", "sample"]);
+        refused(&dir, &external("big.example.org", "Big", "big.yaml"), &expected);
+    }
+    // Within the bounds: as the schema asks.
+    let spec = "{type: object, required: [name, tags], properties: {name: {type: string, minLength: 12, maxLength: \
+                20}, code: {type: string}, tags: {type: array, minItems: 2, items: {type: string, maxLength: 3}}}}";
+    fs::write(dir.join("big.yaml"), crd("big.example.org", "Big", "bigs", "Namespaced", spec)).unwrap();
+    ok(&dir, &external("big.example.org", "Big", "big.yaml"));
+    let tests = read(&dir, "tests/big.rs");
+    let sample = "\"name\": \"exampleexamp\",\n        \"tags\": [\n          \"exa\",\n          \"exa\"\n        ]";
+    assert!(tests.contains(sample), "{tests}");
+}
+
+#[test]
+fn properties_kopium_cannot_type_are_refused_naming_the_property() {
+    let (_tmp, dir) = project(&[]);
+    let cases = [
+        // kopium panicked (exit 101): no Rust field name can spell these.
+        ("{type: object, properties: {'.': {type: string}}}", "\".\""),
+        ("{type: object, properties: {ok: {type: object, properties: {'@': {type: integer}}}}}", "\"@\""),
+        // kopium named the field's type NsAB and the struct NsAb: the types did not compile.
+        ("{type: object, properties: {aB: {type: object, properties: {c: {type: string}}}}}", "\"aB\""),
+    ];
+    for (spec, property) in cases {
+        fs::write(dir.join("ns.yaml"), crd("toys.example.org", "Ns", "nss", "Namespaced", spec)).unwrap();
+        let stderr = refused(&dir, &external("toys.example.org", "Ns", "ns.yaml"), &[property, "the CRD of Ns"]);
+        assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{stderr}");
+    }
+    // The same properties in a CRD the project keeps, for `make external-types` and `update`.
+    fs::write(dir.join("ns.yaml"), crd("toys.example.org", "Ns", "nss", "Namespaced", "{type: object}")).unwrap();
+    ok(&dir, &external("toys.example.org", "Ns", "ns.yaml"));
+    let kept = "config/external-crds/toys.example.org_nss.yaml";
+    let good = read(&dir, kept);
+    for (spec, property) in cases {
+        fs::write(dir.join(kept), crd("toys.example.org", "Ns", "nss", "Namespaced", spec)).unwrap();
+        for line in ["external-types", "update --allow-dirty"] {
+            refused(&dir, line, &[property]);
+        }
+    }
+    fs::write(dir.join(kept), good).unwrap();
+    ok(&dir, "external-types");
+}
