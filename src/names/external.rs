@@ -137,6 +137,36 @@ impl ExternalCrd {
         })
     }
 
+    /// The CRD the project keeps at `path` for its external `kind` of `group` in `version`, served
+    /// as `plural` (PROJECT's, which names the file and the controller's rules), as
+    /// `make external-types` and `memop update` read it: a CRD replaced by one of another plural
+    /// (another CRD, to the API server) is refused, and so is a cluster-scoped one in a project
+    /// made with `--namespaced` (`namespaced_project`), as `create api` refuses them.
+    pub fn kept(
+        text: &str,
+        path: &str,
+        (group, version, kind, plural): (&str, &str, &str, &str),
+        namespaced_project: bool,
+    ) -> Result<Self> {
+        let crd = Self::find(text, path, group, version, kind)?;
+        if crd.plural != plural {
+            bail!(
+                "{path} serves {kind} as {}, but PROJECT records it as {plural}, which names that file and the \
+                 controller's RULES: to the API server a CRD of another plural is another CRD. Put back a CRD of \
+                 {kind} that serves it as {plural} (memop does not rename a kind's CRD)",
+                crd.plural
+            );
+        }
+        if namespaced_project && !crd.namespaced {
+            bail!(
+                "{path} makes {kind} cluster-scoped, and this project was initialized with --namespaced: its \
+                 manager's Role, bound in one namespace, cannot grant access to cluster-scoped kinds; put back a \
+                 namespaced CRD of {kind}"
+            );
+        }
+        Ok(crd)
+    }
+
     /// The CRD as the project keeps it in [`CRD_DIR`].
     pub fn yaml(&self) -> Result<String> {
         Ok(serde_yaml::to_string(&self.crd)?)

@@ -428,3 +428,27 @@ fn properties_kopium_cannot_type_are_refused_naming_the_property() {
     fs::write(dir.join(kept), good).unwrap();
     ok(&dir, "external-types");
 }
+
+#[test]
+fn a_kept_crd_replaced_by_one_of_another_plural_or_scope_the_project_cannot_take_is_refused() {
+    let tmp = scratch();
+    let dir = tmp.path().join("proj");
+    fs::create_dir(&dir).unwrap();
+    ok(&dir, "init --domain example.com --namespaced");
+    fs::write(dir.join("toys.yaml"), TOYS).unwrap();
+    ok(&dir, WIDGET);
+    let kept = "config/external-crds/toys.example.org_widgets.yaml";
+    let good = read(&dir, kept);
+    // Another plural: to the API server, another CRD; PROJECT, the file's name and RULES say widgets.
+    fs::write(dir.join(kept), good.replace("plural: widgets", "plural: widgetz")).unwrap();
+    for line in ["external-types", "update --allow-dirty"] {
+        refused(&dir, line, &[kept, "widgetz", "PROJECT records", "widgets"]);
+    }
+    // Cluster-scoped, in a --namespaced project.
+    fs::write(dir.join(kept), good.replace("scope: Namespaced", "scope: Cluster")).unwrap();
+    for line in ["external-types", "update --allow-dirty"] {
+        refused(&dir, line, &[kept, "cluster-scoped", "--namespaced"]);
+    }
+    fs::write(dir.join(kept), good).unwrap();
+    ok(&dir, "external-types");
+}

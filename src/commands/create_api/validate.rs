@@ -239,13 +239,8 @@ impl Request {
             let Some(text) = plan.read(std::path::Path::new(&path))? else {
                 bail!("{path} is missing, and {}'s types are made from it; restore it from version control", api.kind);
             };
-            let crd = crate::names::external::ExternalCrd::find(
-                &text,
-                &path,
-                &api.qualified_group,
-                api.version.as_str(),
-                api.kind.as_str(),
-            )?;
+            let names = (api.qualified_group.as_str(), api.version.as_str(), api.kind.as_str(), api.plural.as_str());
+            let crd = crate::names::external::ExternalCrd::kept(&text, &path, names, project.namespaced)?;
             request.namespaced = crd.namespaced;
             request.external = Some(crd);
         } else if !api.builtin {
