@@ -41,6 +41,21 @@ pub struct Args {
 
 pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut project = Project::load(&global.dir)?;
+    if let Some(theirs) = args.gvk.theirs(&project) {
+        bail!(
+            "{} is {}, with no types of the project's (a controller over a kind that is not yours): memop \
+             deletes versions of the project's own kinds only; remove the controller by hand (its module in \
+             src/controller/, its line there and its registration in src/main.rs and src/manifests.rs, its tests, \
+             and its entry in PROJECT{})",
+            theirs.describe(),
+            if theirs.names.external { "another project's kind" } else { "Kubernetes' own kind" },
+            if theirs.names.external {
+                ", and its types in src/external/ and CRD in config/external-crds/"
+            } else {
+                ""
+            }
+        );
+    }
     let api = args.gvk.names(&project, None)?;
     let mut plan = Plan::new(&global.dir);
     super::facts::record(&mut project, &plan)?;

@@ -452,3 +452,30 @@ fn a_kept_crd_replaced_by_one_of_another_plural_or_scope_the_project_cannot_take
     fs::write(dir.join(kept), good).unwrap();
     ok(&dir, "external-types");
 }
+
+#[test]
+fn delete_api_and_create_webhook_on_a_kind_that_is_not_the_projects_say_so() {
+    let (_tmp, dir) = toys_project(&["--group core --version v1 --kind Pod --resource=false --controller=true"]);
+    ok(&dir, WIDGET);
+    // The group whole, or as PROJECT splits it.
+    for group in ["toys.example.org", "toys"] {
+        refused(
+            &dir,
+            &format!("delete api --group {group} --version v1 --kind Widget"),
+            &["toys/v1 Widget is another project's kind", "remove the controller by hand", "config/external-crds/"],
+        );
+    }
+    refused(
+        &dir,
+        "delete api --group core --version v1 --kind Pod",
+        &["core/v1 Pod is Kubernetes' own kind", "remove the controller by hand"],
+    );
+    refused(
+        &dir,
+        "create webhook --group toys.example.org --version v1 --kind Widget --defaulting",
+        &[
+            "toys.example.org/v1, Kind=Widget is another project's kind",
+            "memop scaffolds webhooks on the project's own",
+        ],
+    );
+}

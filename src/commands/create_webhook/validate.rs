@@ -172,6 +172,15 @@ impl Request {
 
 /// PROJECT's entry of the project's own kind `args` name, which must have types.
 fn own_resource(args: &Args, project: &Project) -> Result<Resource> {
+    if let Some(theirs) = args.gvk.theirs(project).filter(|r| r.names.external) {
+        bail!(
+            "{} is another project's kind (its CRD is kept in {}): its webhooks are that project's, which serves \
+             and stores it, and memop scaffolds webhooks on the project's own kinds and Kubernetes' only; validate \
+             or default its objects in that project, or in your controller's reconcile",
+            theirs.names.gvk(),
+            theirs.names.external_crd_path()
+        );
+    }
     let named = args.gvk.names(project, None)?;
     let (gvk, kind) = (named.gvk(), &named.kind);
     let Some(existing) = project.find(&named).cloned() else {
