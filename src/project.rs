@@ -107,6 +107,22 @@ pub fn check_memop_git(url: &str) -> Result<()> {
              https://HOST/PATH (or ssh://, git://), of letters, digits and -._~:/@+% only"
         );
     }
+    // `user@host`: a user name is ssh's; a password, or a token before `@`, is a credential.
+    let (user, server) = host.rsplit_once('@').map_or((None, host), |(user, server)| (Some(user), server));
+    if let Some(user) = user.filter(|user| scheme != "ssh" || user.contains(':')) {
+        let shown = url.replacen(&format!("{user}@"), "…@", 1);
+        bail!(
+            "{shown:?} holds credentials before its host (user:password@, or a token@), which memop would write \
+             into PROJECT and the committed workflow: give the URL without them (the workflow's git uses the \
+             credentials of the runner, and an ssh:// URL may name its user alone, as git@)"
+        );
+    }
+    if server.is_empty() || server.starts_with('-') {
+        bail!(
+            "{url:?}: its host {server:?} is empty or starts with -, which git would take for an option; give the \
+             host of memop's repository"
+        );
+    }
     Ok(())
 }
 
