@@ -245,6 +245,26 @@ impl ExternalCrd {
                 }
             }
         }
+        // Two object properties whose types kopium names alike (`fooBar`, `foo_bar`): it writes the
+        // second type with an X, and types both fields as the first (the second's fields lost).
+        let used = |name: &str| {
+            containers.iter().flat_map(|c| &c.members).any(|m| m.type_.split(['<', '>', ',', ' ']).any(|t| t == name))
+        };
+        if let Some(unused) = containers.iter().find(|c| c.level > 0 && !used(&c.name)) {
+            let alike = unused.name.trim_end_matches('X');
+            let members = containers.iter().flat_map(|c| &c.members);
+            let named: Vec<String> = members
+                .filter(|m| m.type_.split(['<', '>', ',', ' ']).any(|t| t == alike))
+                .map(|m| format!("{:?}", m.name))
+                .collect();
+            bail!(
+                "{theirs} has object properties {} whose types kopium names alike ({alike}), and it types them all as \
+                 one of them, so the kind's types would lose the others' fields: in your copy of the CRD, give all \
+                 but one of them x-kubernetes-preserve-unknown-fields: true instead of their properties (their \
+                 values are then maps of JSON values), or remove them",
+                named.join(", ")
+            );
+        }
         Ok(())
     }
 

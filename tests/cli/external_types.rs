@@ -408,6 +408,12 @@ fn properties_kopium_cannot_type_are_refused_naming_the_property() {
         ("{type: object, properties: {ok: {type: object, properties: {'@': {type: integer}}}}}", "\"@\""),
         // kopium named the field's type NsAB and the struct NsAb: the types did not compile.
         ("{type: object, properties: {aB: {type: object, properties: {c: {type: string}}}}}", "\"aB\""),
+        // kopium typed both fields as NsFooBar (the second one's b lost), and wrote NsFooBarX unused.
+        (
+            "{type: object, properties: {fooBar: {type: object, properties: {a: {type: string}}}, foo_bar: {type: \
+             object, properties: {b: {type: integer}}}}}",
+            "\"fooBar\", \"foo_bar\"",
+        ),
     ];
     for (spec, property) in cases {
         fs::write(dir.join("ns.yaml"), crd("toys.example.org", "Ns", "nss", "Namespaced", spec)).unwrap();
