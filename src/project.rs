@@ -366,11 +366,15 @@ fn external_resource(record: &Record) -> Result<Resource> {
         bail!("external: true, and memop scaffolds no named controllers (controllers) over another project's kind");
     }
     let kind = Kind::parse(&record.kind)?;
-    let plural = match &record.plural {
-        Some(plural) => Plural::parse(plural)?,
-        None => Plural::for_kind(&kind)?,
-    };
     let qualified_group = format!("{}.{}", record.group, record.domain);
+    // memop 0.3.0 recorded no irregular plural of an external kind, only in its path: read there.
+    let kept = format!("{}/{qualified_group}_", crate::names::external::CRD_DIR);
+    let in_path = record.path.as_deref().and_then(|p| p.strip_prefix(&kept)?.strip_suffix(".yaml"));
+    let plural = match (&record.plural, in_path) {
+        (Some(plural), _) => Plural::parse(plural)?,
+        (None, Some(plural)) if Plural::parse(plural).is_ok() => Plural::parse(plural)?,
+        (None, _) => Plural::for_kind(&kind)?,
+    };
     let names = ApiNames::external(&qualified_group, &record.version, kind.as_str(), plural.as_str())?;
     let expected = names.external_crd_path();
     if record.path.as_deref() != Some(expected.as_str()) {

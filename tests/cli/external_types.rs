@@ -304,6 +304,14 @@ fn an_external_kind_keeps_its_crds_plural_scope_and_names_and_every_later_comman
     ok(&dir, &format!("{} --force", external("db.example.org", "Postgres", "postgreses.yaml")));
     ok(&dir, "update");
     assert!(read(&dir, "PROJECT").contains("  plural: postgreses\n"));
+
+    // A PROJECT memop 0.3.0 wrote (no plural, the plural in the CRD's path) is read again, and
+    // the plural recorded by the next command that writes it.
+    let good = read(&dir, "PROJECT");
+    fs::write(dir.join("PROJECT"), good.replace("  plural: postgreses\n", "")).unwrap();
+    ok(&dir, "external-types");
+    ok(&dir, "update");
+    assert_eq!(read(&dir, "PROJECT"), good);
 }
 
 #[test]
