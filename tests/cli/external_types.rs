@@ -350,7 +350,8 @@ fn external_kinds_that_would_share_a_crd_with_another_kind_are_refused_before_an
     refused(&dir, &external("cache.example.com", "Memcached", "memcached.yaml"), &["this project's own kind"]);
     // An external kind of the project's group, then the project's own kind of that name, or of
     // its plural: the API server would serve one CRD of each name.
-    ok(&dir, &external("cache.example.com", "Shard", "shards.yaml"));
+    let stderr = ok(&dir, &external("cache.example.com", "Shard", "shards.yaml")).stderr;
+    assert!(stderr.contains("note: Shard's group cache.example.com is in this project's domain"), "{stderr}");
     refused(
         &dir,
         "create api --group cache --version v1 --kind Shard --controller=false",

@@ -116,6 +116,16 @@ fn validate_external(args: &Args, project: &Project, dir: &Path, file: &Path) ->
     }
     super::validate::refuse_shared_crd(project, &api)?;
     super::validate::refuse_module_clashes(project, &api)?;
+    let mut notes = Vec::new();
+    if crd.group.strip_suffix(&project.domain).is_some_and(|g| g.ends_with('.')) {
+        notes.push(format!(
+            "{kind}'s group {} is in this project's domain ({}), as the project's own kinds' groups are: if {kind} is \
+             this project's to define, define it with `memop create api --group {} --version {} --kind {kind}` \
+             instead (its types, CRD and sample then the project's); the API server serves one CRD of each name, \
+             so the project cannot define {kind} (nor a kind of its plural) beside this one",
+            crd.group, project.domain, api.group, api.version
+        ));
+    }
     Ok(Request {
         api,
         resource: false,
@@ -128,7 +138,7 @@ fn validate_external(args: &Args, project: &Project, dir: &Path, file: &Path) ->
         existing,
         new_version: false,
         short_name: None,
-        notes: Vec::new(),
+        notes,
         external: Some(crd),
         controller_name: None,
     })
