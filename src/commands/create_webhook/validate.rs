@@ -181,7 +181,15 @@ fn own_resource(args: &Args, project: &Project) -> Result<Resource> {
             theirs.names.external_crd_path()
         );
     }
-    let named = args.gvk.names(project, None)?;
+    let named = args.gvk.names(project, None).map_err(|err| {
+        // A kind no project may define (`Event`), in a group of Kubernetes' own: what memop
+        // knows of that group says more than the kind's name rule.
+        let gvk = &args.gvk;
+        match builtin::group(&gvk.group).map(|group| builtin::find(group, &gvk.version, &gvk.kind)) {
+            Some(Err(theirs)) => theirs,
+            _ => err,
+        }
+    })?;
     let (gvk, kind) = (named.gvk(), &named.kind);
     let Some(existing) = project.find(&named).cloned() else {
         bail!(
