@@ -209,7 +209,8 @@ impl ExternalCrd {
             .output();
         let defined: Vec<&str> = containers.iter().map(|c| c.name.as_str()).collect();
         let theirs = format!("the CRD of {} {version}", self.kind);
-        for container in containers.iter().filter(|c| !c.is_enum) {
+        // The root (level 0) is not written: kube's derive makes it, of `metadata` and the spec.
+        for container in containers.iter().filter(|c| !c.is_enum && c.level > 0) {
             for member in &container.members {
                 // kopium's own renaming, one property at a time.
                 let mut alone = kopium::Container {
@@ -250,13 +251,15 @@ impl ExternalCrd {
         let used = |name: &str| {
             containers.iter().flat_map(|c| &c.members).any(|m| m.type_.split(['<', '>', ',', ' ']).any(|t| t == name))
         };
-        if let Some(unused) = containers.iter().find(|c| c.level > 0 && !used(&c.name)) {
-            let alike = unused.name.trim_end_matches('X');
+        // (kopium writes some types no field uses, as an enum of integers: those are no loss.)
+        let typed_as = |alike: &str| -> Vec<String> {
             let members = containers.iter().flat_map(|c| &c.members);
-            let named: Vec<String> = members
-                .filter(|m| m.type_.split(['<', '>', ',', ' ']).any(|t| t == alike))
-                .map(|m| format!("{:?}", m.name))
-                .collect();
+            let typed = members.filter(|m| m.type_.split(['<', '>', ',', ' ']).any(|t| t == alike));
+            typed.map(|m| format!("{:?}", m.name)).collect()
+        };
+        let unused = containers.iter().filter(|c| c.level > 0 && c.name.ends_with('X') && !used(&c.name));
+        let lost = unused.map(|c| (c.name.trim_end_matches('X'), typed_as(c.name.trim_end_matches('X'))));
+        if let Some((alike, named)) = lost.into_iter().find(|(_, named)| named.len() > 1) {
             bail!(
                 "{theirs} has object properties {} whose types kopium names alike ({alike}), and it types them all as \
                  one of them, so the kind's types would lose the others' fields: in your copy of the CRD, give all \
@@ -513,6 +516,43 @@ spec:
         assert!(types.contains(r#"#[kube(group = "toys.example.org", version = "v1", kind = "Widget""#), "{types}");
         assert!(types.contains("pub struct WidgetSpec") && types.contains("pub color: WidgetColor"), "{types}");
         assert!(!types.contains("kopium version"), "{types}");
+    }
+
+    /// Shapes real CRDs have (cert-manager's, Gateway API's): the root's own `metadata`,
+    /// `apiVersion` and `kind` (types kopium leaves to kube's derive), an enum of integers (a type
+    /// kopium writes and no field uses), and two alike objects of identical fields (one type).
+    #[test]
+    fn kopium_types_the_shapes_of_real_crds_without_a_refusal() {
+        let crd = "\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.toys.example.org}
+spec:
+  group: toys.example.org
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          apiVersion: {type: string}
+          kind: {type: string}
+          metadata: {type: object}
+          spec:
+            type: object
+            properties:
+              redirect: {type: object, properties: {statusCode: {type: integer, enum: [301, 302]}}}
+              fooBar: {type: object, properties: {a: {type: string}}}
+              foo_bar: {type: object, properties: {a: {type: string}}}
+              podIP: {type: object, properties: {vCPU: {type: string}}}
+";
+        let crd = ExternalCrd::find(crd, "w.yaml", "toys.example.org", "v1", "Widget").unwrap();
+        let types = crd.rust_types("v1", "w.yaml").unwrap();
+        assert!(types.contains("pub foo_bar_x: Option<WidgetFooBar>") && types.contains("pub pod_ip:"), "{types}");
     }
 
     #[test]
