@@ -400,29 +400,32 @@ pub(super) fn refuse_shared_crd(project: &Project, api: &ApiNames) -> Result<()>
             if other.external == api.external {
                 continue;
             }
-            let (theirs, ours) = if other.external { (other, api) } else { (api, other) };
+            if api.external {
+                bail!(
+                    "{kind} of group {group} is this project's own kind (its types are {}), and the API server serves \
+                     one CRD of each name: drop --external-api-crd, and add a controller over the project's own \
+                     kind: memop create api --group {} --version {} --kind {kind} --resource=false --controller=true",
+                    other.types_path(),
+                    other.group,
+                    other.version
+                );
+            }
             bail!(
-                "{kind} of group {group} is another project's kind (its CRD {} is kept in {}) and the project's own                  kind ({}), but the API server serves one CRD of each name: {}",
-                theirs.crd_name(),
-                theirs.external_crd_path(),
-                ours.types_path(),
-                if api.external {
-                    format!(
-                        "drop --external-api-crd, and add a controller over the project's own kind: memop create api                          --group {} --version {} --kind {kind} --resource=false --controller=true",
-                        other.group, other.version
-                    )
-                } else {
-                    format!(
-                        "choose another kind, or control {kind} as the other project's: memop create api --group                          {group} --version {} --kind {kind} --external-api-crd FILE --resource=false                          --controller=true",
-                        other.version
-                    )
-                }
+                "{kind} of group {group} is another project's kind in this project (its CRD {} is kept in {}), and \
+                 the API server serves one CRD of each name, so the project cannot define {kind} too: choose another \
+                 kind, or control {kind} as the other project's (memop create api --group {group} --version {} \
+                 --kind {kind} --external-api-crd FILE --resource=false --controller=true)",
+                other.crd_name(),
+                other.external_crd_path(),
+                other.version
             );
         }
         let names = |n: &ApiNames| [n.plural.to_string(), n.kind.lower()];
         if let Some(name) = names(api).into_iter().find(|name| names(other).contains(name)) {
             bail!(
-                "{kind} of group {group} ({}) would be served as {name}, as {} {} of that group already is (CRD                  {}, plural {}, singular {}), and the API server serves each name of a group once, so the two CRDs                  cannot both be installed: {}",
+                "{kind} of group {group} ({}) would be served as {name}, as {} {} of that group already is (CRD \
+                 {}, plural {}, singular {}), and the API server serves each name of a group once, so the two CRDs \
+                 cannot both be installed: {}",
                 whose(api),
                 whose(other),
                 other.kind,
@@ -430,7 +433,8 @@ pub(super) fn refuse_shared_crd(project: &Project, api: &ApiNames) -> Result<()>
                 other.plural,
                 other.kind.lower(),
                 if api.external {
-                    "the project controls one of the two kinds only; pass --external-api-crd a CRD whose names no                      other kind of the group has"
+                    "the project controls one of the two kinds only; pass --external-api-crd a CRD whose names no \
+                     other kind of the group has"
                         .to_string()
                 } else {
                     format!("choose another kind, or another plural with --plural (not {})", api.plural)
