@@ -413,11 +413,10 @@ pub(super) fn refuse_shared_crd(project: &Project, api: &ApiNames) -> Result<()>
             bail!(
                 "{kind} of group {group} is another project's kind in this project (its CRD {} is kept in {}), and \
                  the API server serves one CRD of each name, so the project cannot define {kind} too: choose another \
-                 kind, or control {kind} as the other project's (memop create api --group {group} --version {} \
-                 --kind {kind} --external-api-crd FILE --resource=false --controller=true)",
+                 kind or group (the project's controller over {kind} is src/controller/{}.rs)",
                 other.crd_name(),
                 other.external_crd_path(),
-                other.version
+                other.kind.snake()
             );
         }
         let names = |n: &ApiNames| [n.plural.to_string(), n.kind.lower()];
