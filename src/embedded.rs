@@ -27,6 +27,35 @@ pub(crate) fn collect(dir: &'static Dir<'static>, out: &mut Vec<(String, &'stati
     }
 }
 
+/// The files a kind may not be named like: the fixed files of the directories where each kind
+/// gets a file named after it (`tests/e2e.rs` beside `tests/<kind>.rs`, for instance). A kind
+/// named like one would overwrite it, or be refused as existing. Paths as generated.
+pub fn reserved_kind_files() -> &'static [String] {
+    static PATHS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    PATHS.get_or_init(|| {
+        let mut templates = Vec::new();
+        collect(&TEMPLATES, &mut templates);
+        // The output path of each whole-file template: without its root and suffix.
+        let outputs: Vec<&str> = templates
+            .iter()
+            .filter_map(|(path, _)| path.split_once('/')?.1.strip_suffix(SUFFIX))
+            .filter(|path| !path.contains('@'))
+            .collect();
+        let dir = |path: &str| path.rsplit_once('/').map_or("", |(dir, _)| dir).to_string();
+        let file = |path: &str| path.rsplit('/').next().unwrap_or(path).to_string();
+        let per_kind: std::collections::BTreeSet<String> =
+            outputs.iter().filter(|p| file(p).starts_with("__kind_snake__")).map(|p| dir(p)).collect();
+        let mut paths: Vec<String> = outputs
+            .iter()
+            .filter(|p| per_kind.contains(&dir(p)) && !file(p).contains("__") && p.ends_with(".rs"))
+            .map(|p| p.to_string())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        paths
+    })
+}
+
 /// The `Cargo.toml` template every generated project starts from.
 pub fn project_manifest() -> &'static str {
     TEMPLATES.get_file("init/Cargo.toml.tera").and_then(|f| f.contents_utf8()).unwrap_or_default()

@@ -93,6 +93,45 @@ pub fn read_regular(root: &Path, path: &Path) -> Result<Option<String>> {
     }
 }
 
+/// The text of a file the user names (`--external-api-crd FILE`: anywhere, through links, as
+/// any path they give), by `flag`: a regular file of at most `limit` bytes, UTF-8. Anything else
+/// (a FIFO, which would wait forever for a writer; a device such as `/dev/zero`, which never
+/// ends; a directory) is refused before it is opened, and checked again once open; a longer file
+/// is refused without being read whole. `shown` is the path as given.
+pub fn read_given(path: &Path, shown: &str, flag: &str, limit: u64) -> Result<String> {
+    use std::io::Read as _;
+    let fix = "pass the path of a regular file";
+    let cannot = || format!("{flag} {shown}: cannot read it; {fix}");
+    let refuse = |kind: &fs::FileType| -> Result<String> {
+        bail!("{flag} {shown} is {}, not a regular file: memop reads regular files only; {fix}", file_kind(kind))
+    };
+    let meta = fs::metadata(path).with_context(cannot)?;
+    if !meta.is_file() {
+        return refuse(&meta.file_type());
+    }
+    let file = fs::File::open(path).with_context(cannot)?;
+    let meta = file.metadata().with_context(cannot)?;
+    if !meta.is_file() {
+        return refuse(&meta.file_type());
+    }
+    let too_long = || {
+        anyhow::anyhow!(
+            "{flag} {shown} is longer than {} MiB, which no file of CustomResourceDefinitions is (the API server \
+             takes objects of a few MiB); {fix} of the kind's CRD",
+            limit >> 20
+        )
+    };
+    if meta.len() > limit {
+        return Err(too_long());
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes).with_context(cannot)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_long());
+    }
+    String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{flag} {shown} is not UTF-8 text; {fix} of YAML, in UTF-8"))
+}
+
 /// The refusal of something at `path` that is not the regular file or directory (`wanted`) memop
 /// expects there.
 pub(crate) fn not_regular(path: &Path, kind: &fs::FileType, wanted: &str) -> String {

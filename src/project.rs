@@ -107,6 +107,22 @@ pub fn check_memop_git(url: &str) -> Result<()> {
              https://HOST/PATH (or ssh://, git://), of letters, digits and -._~:/@+% only"
         );
     }
+    // `user@host`: a user name is ssh's; a password, or a token before `@`, is a credential.
+    let (user, server) = host.rsplit_once('@').map_or((None, host), |(user, server)| (Some(user), server));
+    if let Some(user) = user.filter(|user| scheme != "ssh" || user.contains(':')) {
+        let shown = url.replacen(&format!("{user}@"), "…@", 1);
+        bail!(
+            "{shown:?} holds credentials before its host (user:password@, or a token@), which memop would write \
+             into PROJECT and the committed workflow: give the URL without them (the workflow's git uses the \
+             credentials of the runner, and an ssh:// URL may name its user alone, as git@)"
+        );
+    }
+    if server.is_empty() || server.starts_with('-') {
+        bail!(
+            "{url:?}: its host {server:?} is empty or starts with -, which git would take for an option; give the \
+             host of memop's repository"
+        );
+    }
     Ok(())
 }
 
@@ -322,8 +338,9 @@ impl From<Resource> for Record {
             path: names.external.then(|| names.external_crd_path()),
             group: names.group.to_string(),
             operand: resource.operand,
-            plural: (!names.builtin && !names.external && !names.plural.is_regular_for(&names.kind))
-                .then(|| names.plural.to_string()),
+            // An external kind's plural is its CRD's: recorded whenever it is not the regular one
+            // (`postgreses`, `knativeservings`), as the reader takes the regular one otherwise.
+            plural: (!names.builtin && !names.plural.is_regular_for(&names.kind)).then(|| names.plural.to_string()),
             kind: names.kind.to_string(),
             storage_version: resource.storage_version,
             version: names.version.to_string(),
@@ -349,11 +366,15 @@ fn external_resource(record: &Record) -> Result<Resource> {
         bail!("external: true, and memop scaffolds no named controllers (controllers) over another project's kind");
     }
     let kind = Kind::parse(&record.kind)?;
-    let plural = match &record.plural {
-        Some(plural) => Plural::parse(plural)?,
-        None => Plural::for_kind(&kind)?,
-    };
     let qualified_group = format!("{}.{}", record.group, record.domain);
+    // memop 0.3.0 recorded no irregular plural of an external kind, only in its path: read there.
+    let kept = format!("{}/{qualified_group}_", crate::names::external::CRD_DIR);
+    let in_path = record.path.as_deref().and_then(|p| p.strip_prefix(&kept)?.strip_suffix(".yaml"));
+    let plural = match (&record.plural, in_path) {
+        (Some(plural), _) => Plural::parse(plural)?,
+        (None, Some(plural)) if Plural::parse(plural).is_ok() => Plural::parse(plural)?,
+        (None, _) => Plural::for_kind(&kind)?,
+    };
     let names = ApiNames::external(&qualified_group, &record.version, kind.as_str(), plural.as_str())?;
     let expected = names.external_crd_path();
     if record.path.as_deref() != Some(expected.as_str()) {
@@ -616,6 +637,7 @@ impl Project {
                 bail!("it lists the resource {at} twice");
             }
         }
+        project.check_named_controllers()?;
         project.check_storage_versions()?;
         project.check_facts()?;
         Ok(project)
@@ -763,6 +785,91 @@ impl Project {
     }
 
     /// The resources `which` selects (`group/version Kind`), in PROJECT's order.
+    /// Why a controller named `name` cannot be one of `api`'s kind's (`create api
+    /// --controller-name`, or PROJECT's `controllers`): its module and files
+    /// (`src/controller/<module>.rs`, `tests/<module>.rs`) would be a kind's controller's, another
+    /// named controller's, a kind's webhook files, or a file every project has. A kind's webhook
+    /// files count where the kind has those webhooks, and with `unmade` where it has not yet
+    /// (`create webhook` would write them later). `None` when it may; the controller `name` of
+    /// `api`'s kind itself is no clash. With the reason, another name to suggest, when there is one.
+    pub fn named_controller_clash(&self, api: &ApiNames, name: &str, unmade: bool) -> Option<(String, Option<String>)> {
+        let module = name.replace('-', "_");
+        for resource in &self.resources {
+            let other = &resource.names;
+            if resource.controller && (other.kind.lower() == name || other.kind.snake() == module) {
+                return Some((
+                    format!(
+                        "the controller of {} is named {} (module {})",
+                        other.gvk(),
+                        other.kind.lower(),
+                        other.kind.snake()
+                    ),
+                    Some(format!("{}-audit", other.kind.kebab())),
+                ));
+            }
+            let itself = |n: &&String| other.same_gvk(api) && n.as_str() == name;
+            if let Some(clash) =
+                resource.controllers.iter().filter(|n| !itself(n)).find(|n| n.replace('-', "_") == module)
+            {
+                return Some((format!("its module {module} is the controller {clash}'s (of {})", other.gvk()), None));
+            }
+            let webhooks = resource.webhooks.clone().unwrap_or_default();
+            let (admits, converts) = (webhooks.defaulting || webhooks.validation, webhooks.conversion);
+            if other.webhook_file_names(admits, converts).contains(&module) {
+                return Some((
+                    format!(
+                        "its files would be named {module}, as the webhook files of the kind {} already are",
+                        other.kind
+                    ),
+                    None,
+                ));
+            }
+            if unmade && !other.external && other.webhook_file_names(true, true).contains(&module) {
+                return Some((
+                    format!(
+                        "its files would be named {module}, as the webhook files of the kind {} would be \
+                         (tests/{module}.rs, which `create webhook` writes for it)",
+                        other.kind
+                    ),
+                    None,
+                ));
+            }
+        }
+        let file = format!("{module}.rs");
+        let reserved = crate::embedded::reserved_kind_files();
+        let path = reserved.iter().find(|p| p.rsplit('/').next() == Some(file.as_str()))?;
+        Some((format!("its file name {file} would clash with a file every project has ({path})"), None))
+    }
+
+    /// Holds PROJECT's named controllers (`controllers`) to the rules of `create api
+    /// --controller-name` that keep their files apart from every other file, naming the field.
+    fn check_named_controllers(&self) -> Result<()> {
+        let mut seen = std::collections::BTreeMap::new();
+        for resource in &self.resources {
+            for name in &resource.controllers {
+                let at = resource.describe();
+                if let Some(first) = seen.insert(name.clone(), at.clone()) {
+                    bail!(
+                        "its resources {first} and {at} both list the controller {name:?} (controllers), and a \
+                         controller's name is its module's: remove one of the two, or rename it (and its files)"
+                    );
+                }
+            }
+        }
+        for resource in &self.resources {
+            for name in &resource.controllers {
+                let at = resource.describe();
+                if let Some((reason, _)) = self.named_controller_clash(&resource.names, name, false) {
+                    bail!(
+                        "its resource {at}: its controller {name:?} (controllers: [{{name: {name}}}]) cannot be \
+                         named so: {reason}; remove it from controllers, or rename it there (and its files)"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn kinds(&self, which: fn(&Resource) -> bool) -> Vec<String> {
         self.resources.iter().filter(|r| which(r)).map(Resource::describe).collect()
     }

@@ -41,6 +41,21 @@ pub struct Args {
 
 pub fn run(global: &Global, args: Args) -> Result<()> {
     let mut project = Project::load(&global.dir)?;
+    if let Some(theirs) = args.gvk.theirs(&project) {
+        bail!(
+            "{} is {}, with no types of the project's (a controller over a kind that is not yours): memop \
+             deletes versions of the project's own kinds only; remove the controller by hand (its module in \
+             src/controller/, its line there and its registration in src/main.rs and src/manifests.rs, its tests, \
+             and its entry in PROJECT{})",
+            theirs.describe(),
+            if theirs.names.external { "another project's kind" } else { "Kubernetes' own kind" },
+            if theirs.names.external {
+                ", and its types in src/external/ and CRD in config/external-crds/"
+            } else {
+                ""
+            }
+        );
+    }
     let api = args.gvk.names(&project, None)?;
     let mut plan = Plan::new(&global.dir);
     super::facts::record(&mut project, &plan)?;
@@ -166,6 +181,10 @@ fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec
     if target.admission.is_some() && !admission.contains(&storage) {
         admission.iter_mut().filter(|r| **r == deleted).for_each(|r| r.clone_from(&storage));
     }
+    // The version's named controllers (`create api --controller-name`) go with its first one: to
+    // the storage version, each in its module, with the year it was made in.
+    let (named, named_years) =
+        project.find(api).map(|r| (r.controllers.clone(), r.controller_years.clone())).unwrap_or_default();
     project.resources.retain(|r| !r.names.same_gvk(api));
     let version = api.version.to_string();
     let single = project.other_versions(api).count() == 1;
@@ -206,8 +225,25 @@ fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec
         if resource.webhooks.as_ref().is_some_and(|w| !w.conversion && !w.defaulting && !w.validation) {
             resource.webhooks = None;
         }
-        if target.controller && resource.names.version.to_string() == target.storage {
-            resource.controller = true;
+        if resource.names.version.to_string() == target.storage {
+            resource.controller |= target.controller;
+            if !named.is_empty() {
+                resource.controllers.extend(named.iter().cloned());
+                resource.controller_years.extend(named_years.clone());
+                notes.push(format!(
+                    "{}'s controller{} {} moved to {}: {} take{} its types now",
+                    api.kind,
+                    if named.len() == 1 { "" } else { "s" },
+                    named.join(", "),
+                    target.storage,
+                    named
+                        .iter()
+                        .map(|n| format!("src/controller/{}.rs", n.replace('-', "_")))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if named.len() == 1 { "s" } else { "" },
+                ));
+            }
         }
     }
     project.set_controller_order(controllers);
@@ -233,13 +269,14 @@ fn plan_difference(
     force: bool,
 ) -> Result<(Vec<String>, Bases)> {
     let skip = |path: &Path| path == Path::new(project::FILE) || path == Path::new(sum::FILE);
-    let mut edited = Vec::new();
+    let (mut edited, mut gone) = (Vec::new(), Vec::new());
     for (path, text) in old.planned().filter(|(path, _)| !skip(path)) {
         if fresh.planned().any(|(p, _)| p == path) {
             continue;
         }
         match plan.read(path)? {
-            None => {}
+            // Gone already (a run killed among its renames): its record goes too.
+            None => gone.push(path.to_path_buf()),
             Some(current) if current == text => plan.remove(path)?,
             Some(current) if merge::as_recorded(&current, record.get(&path.to_string_lossy())) => plan.remove(path)?,
             Some(_) if force => plan.remove(path)?,
@@ -254,6 +291,11 @@ fn plan_difference(
             if edited.len() == 1 { "s" } else { "" },
             if edited.len() == 1 { "it" } else { "them" }
         );
+    }
+    if gone.iter().any(|path| record.get(&path.to_string_lossy().replace('\\', "/")).is_some()) {
+        let mut kept = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
+        gone.iter().for_each(|path| kept.forget(path));
+        plan.write(sum::FILE, kept.render(env!("CARGO_PKG_VERSION")))?;
     }
     let dir = plan.root().to_path_buf();
     let mut router = Router::new(Base { record, dir: &dir, replay: Some(old) });

@@ -39,7 +39,8 @@ pub fn run(global: &Global, _args: Args) -> Result<()> {
                 api.kind
             )
         })?;
-        let crd = ExternalCrd::find(&text, &path, &api.qualified_group, api.version.as_str(), api.kind.as_str())?;
+        let names = (api.qualified_group.as_str(), api.version.as_str(), api.kind.as_str(), api.plural.as_str());
+        let crd = ExternalCrd::kept(&text, &path, names, project.namespaced)?;
         // A CRD copied in as its project publishes it is kept as `create api` keeps one: the
         // kind's CRD alone, without that project's labels and annotations.
         plan.write(&path, crd.yaml()?)?;

@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use crate::names::{Domain, Group, Kind, Plural, Version};
-use crate::project::Project;
+use crate::project::{Project, Resource};
 use crate::resource::ApiNames;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -41,5 +41,22 @@ impl GvkArgs {
             (None, None) => Plural::for_kind(&kind)?,
         };
         Ok(ApiNames::new(group, version, kind, plural, &domain))
+    }
+
+    /// PROJECT's entry of the kind these flags name when it is not the project's own: another
+    /// project's (its group whole, `cert-manager.io`, or split, `cert-manager`), or Kubernetes'
+    /// (in kubebuilder's spelling of its group, or the full API group). `None` for the
+    /// project's own kinds, which [`GvkArgs::names`] names.
+    pub fn theirs<'a>(&self, project: &'a Project) -> Option<&'a Resource> {
+        let builtin = crate::names::builtin::group(&self.group);
+        project.resources.iter().find(|r| {
+            let n = &r.names;
+            let group = match (n.external, n.builtin) {
+                (true, _) => n.qualified_group == self.group || n.group.as_str() == self.group,
+                (_, true) => builtin.is_some_and(|g| g == n.group.as_str()),
+                _ => false,
+            };
+            group && n.version.as_str() == self.version && n.kind.as_str() == self.kind
+        })
     }
 }

@@ -137,6 +137,36 @@ impl ExternalCrd {
         })
     }
 
+    /// The CRD the project keeps at `path` for its external `kind` of `group` in `version`, served
+    /// as `plural` (PROJECT's, which names the file and the controller's rules), as
+    /// `make external-types` and `memop update` read it: a CRD replaced by one of another plural
+    /// (another CRD, to the API server) is refused, and so is a cluster-scoped one in a project
+    /// made with `--namespaced` (`namespaced_project`), as `create api` refuses them.
+    pub fn kept(
+        text: &str,
+        path: &str,
+        (group, version, kind, plural): (&str, &str, &str, &str),
+        namespaced_project: bool,
+    ) -> Result<Self> {
+        let crd = Self::find(text, path, group, version, kind)?;
+        if crd.plural != plural {
+            bail!(
+                "{path} serves {kind} as {}, but PROJECT records it as {plural}, which names that file and the \
+                 controller's RULES: to the API server a CRD of another plural is another CRD. Put back a CRD of \
+                 {kind} that serves it as {plural} (memop does not rename a kind's CRD)",
+                crd.plural
+            );
+        }
+        if namespaced_project && !crd.namespaced {
+            bail!(
+                "{path} makes {kind} cluster-scoped, and this project was initialized with --namespaced: its \
+                 manager's Role, bound in one namespace, cannot grant access to cluster-scoped kinds; put back a \
+                 namespaced CRD of {kind}"
+            );
+        }
+        Ok(crd)
+    }
+
     /// The CRD as the project keeps it in [`CRD_DIR`].
     pub fn yaml(&self) -> Result<String> {
         Ok(serde_yaml::to_string(&self.crd)?)
@@ -148,9 +178,12 @@ impl ExternalCrd {
     pub fn rust_types(&self, version: &str, source: &str) -> Result<String> {
         let generator = kopium::TypeGenerator::builder().api_version(Some(version.to_string())).emit_docs(true).build();
         let crd = serde_yaml::from_value(self.crd.clone()).context("the CRD does not parse as a CRD")?;
-        let types = generator
-            .generate_rust_types_for(&crd, None::<&str>)
-            .with_context(|| format!("kopium cannot write Rust types for {} {version}", self.kind))?;
+        self.refuse_untypable(version)?;
+        let cannot = || format!("kopium cannot write Rust types for {} {version}", self.kind);
+        // Whatever else kopium cannot take is refused as such, not as a crash.
+        let types = quietly(|| generator.generate_rust_types_for(&crd, None::<&str>))
+            .map_err(|panic| anyhow::anyhow!("{}: {panic}; pass a CRD it can type", cannot()))?
+            .with_context(cannot)?;
         // kopium's own header names its version; memop's says how to regenerate.
         let body = types.trim_start_matches(|c| c != '#').to_string();
         Ok(format!(
@@ -159,6 +192,83 @@ impl ExternalCrd {
             env!("CARGO_PKG_VERSION"),
             self.kind
         ))
+    }
+
+    /// Refuses, naming the property, what kopium cannot type in `version`: a property no Rust
+    /// field name can spell (`.`, `@`: kopium panics), and one whose type it names but does not
+    /// write (it names the struct of an object property `aB` `…Ab` and the field's type `…AB`):
+    /// the types would not compile.
+    fn refuse_untypable(&self, version: &str) -> Result<()> {
+        let versions = self.crd["spec"]["versions"].as_sequence().map(Vec::as_slice).unwrap_or_default();
+        let schema = versions.iter().find(|v| v["name"].as_str() == Some(version)).map(|v| &v["schema"]);
+        let Some(schema) = schema.map(|s| &s["openAPIV3Schema"]).filter(|s| !s.is_null()) else { return Ok(()) };
+        let schema = serde_yaml::from_value(schema.clone()).context("the CRD's schema does not parse as one")?;
+        let config = kopium::Config::default();
+        let containers = kopium::analyze(schema, &self.kind, config)
+            .with_context(|| format!("kopium cannot read the schema of {} {version}", self.kind))?
+            .output();
+        let defined: Vec<&str> = containers.iter().map(|c| c.name.as_str()).collect();
+        let theirs = format!("the CRD of {} {version}", self.kind);
+        // The root (level 0) is not written: kube's derive makes it, of `metadata` and the spec.
+        for container in containers.iter().filter(|c| !c.is_enum && c.level > 0) {
+            for member in &container.members {
+                // kopium's own renaming, one property at a time.
+                let mut alone = kopium::Container {
+                    name: container.name.clone(),
+                    members: vec![kopium::Member { name: member.name.clone(), ..Default::default() }],
+                    ..Default::default()
+                };
+                if quietly(move || alone.rename()).is_err() {
+                    bail!(
+                        "{theirs} has a property {:?} (a field of {}) that no Rust field name can spell, so kopium \
+                         cannot write the kind's types: remove it from the schema in your copy of the CRD (or give \
+                         its object x-kubernetes-preserve-unknown-fields: true instead of properties)",
+                        member.name,
+                        container.name
+                    );
+                }
+                let undefined = member
+                    .type_
+                    .split(['<', '>', ',', ' '])
+                    .filter(|name| !name.is_empty())
+                    .find(|name| !KOPIUM_TYPES.contains(name) && !defined.contains(name));
+                if let Some(undefined) = undefined {
+                    bail!(
+                        "{theirs} has a property {:?} (a field of {}) that kopium types as {undefined}, a type it \
+                         does not write (kopium spells the types of properties made of one-letter words, as aB, two \
+                         ways), so the kind's types would not compile: in your copy of the CRD, give {:?} \
+                         x-kubernetes-preserve-unknown-fields: true instead of its properties (its value is then a map \
+                         of JSON values), or remove it",
+                        member.name,
+                        container.name,
+                        member.name
+                    );
+                }
+            }
+        }
+        // Two object properties whose types kopium names alike (`fooBar`, `foo_bar`): it writes the
+        // second type with an X, and types both fields as the first (the second's fields lost).
+        let used = |name: &str| {
+            containers.iter().flat_map(|c| &c.members).any(|m| m.type_.split(['<', '>', ',', ' ']).any(|t| t == name))
+        };
+        // (kopium writes some types no field uses, as an enum of integers: those are no loss.)
+        let typed_as = |alike: &str| -> Vec<String> {
+            let members = containers.iter().flat_map(|c| &c.members);
+            let typed = members.filter(|m| m.type_.split(['<', '>', ',', ' ']).any(|t| t == alike));
+            typed.map(|m| format!("{:?}", m.name)).collect()
+        };
+        let unused = containers.iter().filter(|c| c.level > 0 && c.name.ends_with('X') && !used(&c.name));
+        let lost = unused.map(|c| (c.name.trim_end_matches('X'), typed_as(c.name.trim_end_matches('X'))));
+        if let Some((alike, named)) = lost.into_iter().find(|(_, named)| named.len() > 1) {
+            bail!(
+                "{theirs} has object properties {} whose types kopium names alike ({alike}), and it types them all as \
+                 one of them, so the kind's types would lose the others' fields: in your copy of the CRD, give all \
+                 but one of them x-kubernetes-preserve-unknown-fields: true instead of their properties (their \
+                 values are then maps of JSON values), or remove them",
+                named.join(", ")
+            );
+        }
+        Ok(())
     }
 
     /// An object of the kind in `version` that the API server accepts, from the CRD's schema:
@@ -179,52 +289,147 @@ impl ExternalCrd {
             "metadata": { "name": name },
         });
         if let Some(spec) = schema["properties"].get("spec") {
-            object["spec"] = fill(spec);
+            object["spec"] = fill(spec, "spec", 0, &mut Budget::default())
+                .with_context(|| format!("the CRD of {} {version} cannot give a sample object", self.kind))?;
         }
         Ok(object)
     }
 }
 
-/// The smallest value `schema` accepts: its default, else its first allowed value, else, by
-/// type, an object of its required fields, a list of its minimum length, a placeholder.
-fn fill(schema: &Json) -> Json {
-    if let Some(default) = schema.get("default") {
-        return default.clone();
+/// The types kopium's output uses without writing them: Rust's, and those its prelude imports.
+const KOPIUM_TYPES: &[&str] = &[
+    "String",
+    "bool",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "i128",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "u128",
+    "f32",
+    "f64",
+    "Option",
+    "Vec",
+    "BTreeMap",
+    "HashMap",
+    "serde_json::Value",
+    "IntOrString",
+    "DateTime",
+    "Utc",
+    "NaiveDate",
+    "Condition",
+    "ObjectReference",
+];
+
+/// `f`'s value, or the message of its panic, with nothing printed (kopium panics where it cannot
+/// go on).
+fn quietly<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> std::result::Result<T, String> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(f);
+    std::panic::set_hook(hook);
+    result.map_err(|payload| {
+        let text = payload.downcast_ref::<String>().cloned();
+        text.or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "a panic".into())
+    })
+}
+
+/// How far [`fill`] goes for a sample object: the tests of an external kind's controller hold
+/// it as a literal, and another project's CRD is not to make memop (or those tests) grow without
+/// bound.
+mod bounds {
+    /// The longest string (`minLength`).
+    pub const TEXT: u64 = 4096;
+    /// The longest list (`minItems`).
+    pub const ITEMS: u64 = 256;
+    /// The deepest nesting of objects and lists.
+    pub const DEPTH: usize = 32;
+    /// The most values in all, and the most bytes of text in all.
+    pub const VALUES: usize = 4096;
+    pub const BYTES: usize = 64 << 10;
+}
+
+/// What [`fill`] has made so far, against [`bounds`].
+#[derive(Default)]
+struct Budget {
+    values: usize,
+    bytes: usize,
+}
+
+/// The smallest value `schema` (at `path`, `spec.owner.name`) accepts: its default, else its
+/// first allowed value, else, by type, an object of its required fields, a list of its minimum
+/// length, a placeholder; refused, naming the field, beyond [`bounds`].
+fn fill(schema: &Json, path: &str, depth: usize, budget: &mut Budget) -> Result<Json> {
+    let beyond = |what: String| {
+        anyhow::anyhow!(
+            "the CRD's schema requires {path} to {what}, more than memop writes into the sample object of the \
+             generated tests; memop cannot make an object of this kind to test its controller with: pass a CRD \
+             whose schema asks for less (in your copy of it)"
+        )
+    };
+    if depth > bounds::DEPTH {
+        return Err(beyond(format!("be nested deeper than {} levels", bounds::DEPTH)));
     }
-    if let Some(first) = schema["enum"].as_array().and_then(|e| e.first()) {
-        return first.clone();
+    budget.values += 1;
+    if budget.values > bounds::VALUES || budget.bytes > bounds::BYTES {
+        return Err(beyond(format!(
+            "hold, with the fields before it, more than {} values or {} KiB of text",
+            bounds::VALUES,
+            bounds::BYTES >> 10
+        )));
     }
-    if schema["x-kubernetes-int-or-string"] == true {
-        return json!(1);
-    }
-    match schema["type"].as_str() {
-        Some("object") => {
-            let required = schema["required"].as_array().map(Vec::as_slice).unwrap_or_default();
-            let fields = required
-                .iter()
-                .filter_map(Json::as_str)
-                .map(|field| (field.to_string(), fill(&schema["properties"][field])))
-                .collect();
-            Json::Object(fields)
-        }
-        Some("array") => {
-            let length = schema["minItems"].as_u64().unwrap_or(0);
-            Json::Array((0..length).map(|_| fill(&schema["items"])).collect())
-        }
-        Some("integer") | Some("number") => {
-            json!(schema["minimum"].as_f64().map_or(1, |m| m.max(1.0) as i64))
-        }
-        Some("boolean") => json!(false),
-        Some("string") => match schema["format"].as_str() {
-            Some("date-time") => json!("2026-01-01T00:00:00Z"),
-            Some("date") => json!("2026-01-01"),
-            _ => {
-                let length = schema["minLength"].as_u64().unwrap_or(0).max(7) as usize;
-                json!("example".chars().cycle().take(length).collect::<String>())
+    let value = if let Some(default) = schema.get("default") {
+        default.clone()
+    } else if let Some(first) = schema["enum"].as_array().and_then(|e| e.first()) {
+        first.clone()
+    } else if schema["x-kubernetes-int-or-string"] == true {
+        json!(1)
+    } else {
+        match schema["type"].as_str() {
+            Some("object") => {
+                let required = schema["required"].as_array().map(Vec::as_slice).unwrap_or_default();
+                let mut fields = serde_json::Map::new();
+                for field in required.iter().filter_map(Json::as_str) {
+                    let at = format!("{path}.{field}");
+                    fields.insert(field.to_string(), fill(&schema["properties"][field], &at, depth + 1, budget)?);
+                }
+                Json::Object(fields)
             }
-        },
-        _ => json!({}),
-    }
+            Some("array") => {
+                let length = schema["minItems"].as_u64().unwrap_or(0);
+                if length > bounds::ITEMS {
+                    return Err(beyond(format!("hold at least {length} items (minItems {length})")));
+                }
+                let items = (0..length).map(|i| fill(&schema["items"], &format!("{path}[{i}]"), depth + 1, budget));
+                Json::Array(items.collect::<Result<_>>()?)
+            }
+            Some("integer") | Some("number") => {
+                json!(schema["minimum"].as_f64().map_or(1, |m| m.max(1.0) as i64))
+            }
+            Some("boolean") => json!(false),
+            Some("string") => match schema["format"].as_str() {
+                Some("date-time") => json!("2026-01-01T00:00:00Z"),
+                Some("date") => json!("2026-01-01"),
+                _ => {
+                    let min = schema["minLength"].as_u64().unwrap_or(0);
+                    if min > bounds::TEXT {
+                        return Err(beyond(format!("be at least {min} characters long (minLength {min})")));
+                    }
+                    // "example", cut to maxLength, at least minLength long.
+                    let max = schema["maxLength"].as_u64().unwrap_or(u64::MAX);
+                    let length = 7.min(max).max(min) as usize;
+                    budget.bytes += length;
+                    json!("example".chars().cycle().take(length).collect::<String>())
+                }
+            },
+            _ => json!({}),
+        }
+    };
+    Ok(value)
 }
 
 #[cfg(test)]
@@ -311,6 +516,43 @@ spec:
         assert!(types.contains(r#"#[kube(group = "toys.example.org", version = "v1", kind = "Widget""#), "{types}");
         assert!(types.contains("pub struct WidgetSpec") && types.contains("pub color: WidgetColor"), "{types}");
         assert!(!types.contains("kopium version"), "{types}");
+    }
+
+    /// Shapes real CRDs have (cert-manager's, Gateway API's): the root's own `metadata`,
+    /// `apiVersion` and `kind` (types kopium leaves to kube's derive), an enum of integers (a type
+    /// kopium writes and no field uses), and two alike objects of identical fields (one type).
+    #[test]
+    fn kopium_types_the_shapes_of_real_crds_without_a_refusal() {
+        let crd = "\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.toys.example.org}
+spec:
+  group: toys.example.org
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          apiVersion: {type: string}
+          kind: {type: string}
+          metadata: {type: object}
+          spec:
+            type: object
+            properties:
+              redirect: {type: object, properties: {statusCode: {type: integer, enum: [301, 302]}}}
+              fooBar: {type: object, properties: {a: {type: string}}}
+              foo_bar: {type: object, properties: {a: {type: string}}}
+              podIP: {type: object, properties: {vCPU: {type: string}}}
+";
+        let crd = ExternalCrd::find(crd, "w.yaml", "toys.example.org", "v1", "Widget").unwrap();
+        let types = crd.rust_types("v1", "w.yaml").unwrap();
+        assert!(types.contains("pub foo_bar_x: Option<WidgetFooBar>") && types.contains("pub pod_ip:"), "{types}");
     }
 
     #[test]

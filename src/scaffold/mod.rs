@@ -13,13 +13,14 @@ pub mod reconcile;
 mod templates;
 mod vendor;
 
+pub use crate::embedded::reserved_kind_files;
 pub use crate::embedded::{
     dependencies, dependency_crates, generated_names, locked_packages, project_manifest, without_tera,
 };
 pub use generated::rbac;
 pub use plan::{Applied, Plan};
 pub use reconcile::{Purpose, plan_files, reconcile};
-pub use templates::{Declared, Entry, Key, Layout, Owner, Scope, Templates, reserved_kind_files};
+pub use templates::{Declared, Entry, Key, Layout, Owner, Scope, Templates};
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
 use std::path::Path;
@@ -190,6 +191,8 @@ mod tests {
         assert_eq!(change(GENERATED, "mine\n", "memop's\n"), Decision::Outdated);
         assert_eq!(change(USER, "memop's, then\n", "memop's\n"), Decision::Replace, "as memop wrote it");
         assert_eq!(change(GENERATED, "mine\n", "memop's, then\n"), Decision::Leave, "untouched by the change");
+        // A run killed among its renames wrote the new text already: left, and recorded as memop's.
+        assert_eq!(change(GENERATED, "memop's\n", "memop's\n"), Decision::Leave, "changed already");
     }
 
     #[test]

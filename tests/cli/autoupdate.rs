@@ -190,3 +190,28 @@ fn check_with_actionlint(dir: &Path) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_memop_git_host_git_would_take_for_an_option_or_a_url_with_credentials_is_refused() {
+    let (_tmp, dir) = project(&[]);
+    for (url, expected) in [
+        ("ssh://-oProxyCommand/x", "starts with -"),
+        ("https://-oProxyCommand/x", "starts with -"),
+        ("ssh://git@-oProxyCommand/x", "starts with -"),
+        ("https://user:ghp_secret@github.com/tools/memop", "credentials"),
+        ("https://ghp_secret@github.com/tools/memop", "credentials"),
+        ("ssh://git:secret@github.com/tools/memop", "credentials"),
+    ] {
+        let stderr = refused(&dir, &format!("edit --plugins=autoupdate/v1-alpha --memop-git {url}"), &[expected]);
+        assert!(
+            !stderr.contains("ghp_secret") && !stderr.contains(":secret"),
+            "the message repeats a secret: {stderr}"
+        );
+    }
+    // An ssh user is no credential.
+    ok(&dir, "edit --plugins=autoupdate/v1-alpha --memop-git ssh://git@github.com/tools/memop");
+    // Nor is PROJECT's memopGit read back with one.
+    let project = read(&dir, "PROJECT").replace("ssh://git@github.com", "https://user:pw@github.com");
+    fs::write(dir.join("PROJECT"), project).unwrap();
+    refused(&dir, "update --allow-dirty", &["memopGit", "credentials"]);
+}

@@ -115,3 +115,77 @@ fn controller_names_are_refused_with_the_fix() {
     fs::write(dir.join("PROJECT"), project).unwrap();
     refused(&dir, &format!("create api {MEMCACHED} --controller-name y"), &["invalid --controller-name \"Bad_Name\""]);
 }
+
+#[test]
+fn a_named_controller_with_a_kinds_webhook_file_names_is_refused_whether_or_not_the_kind_has_webhooks() {
+    // No webhooks yet: `create webhook` would write tests/<kind>_webhook.rs and
+    // tests/<kind>_conversion.rs over the controller's tests later.
+    let (_tmp, dir) = project(&["--group cache --kind Memcached", DEPLOYMENT]);
+    for name in ["memcached-webhook", "memcached-conversion", "deployment-webhook"] {
+        refused(
+            &dir,
+            &format!("create api {MEMCACHED} --controller-name {name}"),
+            &[&format!("invalid --controller-name \"{name}\""), "webhook files of the kind", "choose another"],
+        );
+    }
+    // A named controller an earlier memop accepted: `create webhook` refuses to write its files
+    // over it, naming the controller, rather than overwriting its tests.
+    ok(&dir, &format!("create api {MEMCACHED} --controller-name memcached-audit"));
+    ok(&dir, "create api --group cache --version v1 --kind Memcached");
+    for (name, flags) in [("memcached-conversion", "--conversion"), ("memcached-webhook", "--defaulting")] {
+        let module = name.replace('-', "_");
+        let project = read(&dir, "PROJECT").replace("memcached-audit", name).replace("memcached_audit", &module);
+        fs::write(dir.join("PROJECT"), project).unwrap();
+        for file in ["src/controller", "tests"] {
+            fs::rename(dir.join(format!("{file}/memcached_audit.rs")), dir.join(format!("{file}/{module}.rs")))
+                .unwrap();
+        }
+        refused(
+            &dir,
+            &format!("create webhook --group cache --version v1 --kind Memcached {flags}"),
+            &[&format!("as the files of the controller {name} of"), "rename that controller"],
+        );
+        for file in ["src/controller", "tests"] {
+            fs::rename(dir.join(format!("{file}/{module}.rs")), dir.join(format!("{file}/memcached_audit.rs")))
+                .unwrap();
+        }
+        let project = read(&dir, "PROJECT").replace(name, "memcached-audit").replace(&module, "memcached_audit");
+        fs::write(dir.join("PROJECT"), project).unwrap();
+    }
+}
+
+#[test]
+fn projects_named_controllers_are_held_to_every_rule_of_the_flag() {
+    let (_tmp, dir) = project(&["--group cache --kind Memcached"]);
+    ok(&dir, "create webhook --group cache --version v1alpha1 --kind Memcached --defaulting");
+    ok(&dir, &format!("create api {MEMCACHED} --controller-name memcached-audit"));
+    ok(&dir, "create api --group toys --kind Widget");
+    let good = read(&dir, "PROJECT");
+    assert!(!good.contains("controllerOrder"), "{good}");
+    let cases: &[(&str, &str)] = &[
+        // memop's test of the webhook certificates, tests/webhook_certs.rs.
+        ("webhook-certs", "would clash with a file every project has (tests/webhook_certs.rs)"),
+        ("e2e", "would clash with a file every project has (tests/e2e.rs)"),
+        ("manifests", "would clash with a file every project has"),
+        // A kind's own controller, its module or its webhook files.
+        ("memcached", "the controller of cache/v1alpha1, Kind=Memcached is named memcached"),
+        ("widget", "the controller of toys/v1alpha1, Kind=Widget is named widget"),
+        ("memcached-webhook", "as the webhook files of the kind Memcached already are"),
+    ];
+    for (name, reason) in cases {
+        fs::write(dir.join("PROJECT"), good.replace("- name: memcached-audit", &format!("- name: {name}"))).unwrap();
+        for line in ["update --allow-dirty", "--dry-run update --allow-dirty", "external-types"] {
+            refused(&dir, line, &["PROJECT", &format!("its controller \"{name}\" (controllers"), reason]);
+        }
+    }
+    // Two kinds listing one controller name.
+    let twice = good.replace(
+        "  controller: true\n  domain: example.com\n  group: toys\n",
+        "  controller: true\n  controllers:\n  - name: memcached-audit\n  domain: example.com\n  group: toys\n",
+    );
+    assert_ne!(twice, good, "{good}");
+    fs::write(dir.join("PROJECT"), twice).unwrap();
+    refused(&dir, "update --allow-dirty", &["both list the controller \"memcached-audit\""]);
+    fs::write(dir.join("PROJECT"), good).unwrap();
+    assert!(ok(&dir, "update --allow-dirty").stdout.starts_with("Nothing to do"));
+}

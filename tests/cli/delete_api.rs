@@ -164,3 +164,81 @@ fn admission_webhooks_move_to_the_storage_version_with_your_edits() {
     assert_eq!(count(&project, "validation: true"), 1, "{project}");
     assert!(ok(&dir, "update --allow-dirty").stdout.starts_with("Nothing to do"));
 }
+
+#[test]
+fn every_controller_of_the_kind_moves_to_the_storage_version_with_your_edits() {
+    let (_tmp, dir) = two_versions();
+    let named = "--resource=false --controller=true --controller-name";
+    ok(&dir, &format!("create api --group cache --version v1alpha1 --kind Memcached {named} memcached-report"));
+    ok(&dir, &format!("create api --group cache --version v1alpha1 --kind Memcached {named} memcached-audit"));
+    ok(&dir, &format!("create api --group cache --version v1 --kind Memcached {named} memcached-stats"));
+    append(&dir, "src/controller/memcached_audit.rs", "\n// Audited by hand.\n");
+
+    // The dry run shows no controller removed.
+    let out = memop(&dir, &format!("--dry-run {DELETE}")).assert().success().get_output().clone();
+    let shown = String::from_utf8(out.stdout).unwrap();
+    for module in ["memcached_report", "memcached_audit", "memcached_stats"] {
+        for file in [format!("src/controller/{module}.rs"), format!("tests/{module}.rs")] {
+            assert!(!shown.contains(&format!("remove {file}")), "{file}:\n{shown}");
+        }
+    }
+
+    let out = ok(&dir, DELETE);
+    assert!(out.stderr.contains("memcached-report, memcached-audit moved to v1"), "{}", out.stderr);
+    for (module, name) in [("memcached_report", "memcached-report"), ("memcached_audit", "memcached-audit")] {
+        let controller = read(&dir, &format!("src/controller/{module}.rs"));
+        assert!(controller.contains("use crate::api::cache::v1::Memcached;"), "{controller}");
+        assert!(controller.contains(&format!("pub const NAME: &str = \"{name}\";")), "{controller}");
+        assert!(dir.join(format!("tests/{module}.rs")).exists(), "tests/{module}.rs");
+        once(&dir, "src/main.rs", &format!("controller::{module}::register(&mut manager);"));
+        once(&dir, "src/controller/mod.rs", &format!("pub mod {module};"));
+    }
+    assert!(read(&dir, "src/controller/memcached_audit.rs").ends_with("// Audited by hand.\n"));
+    let project = read(&dir, "PROJECT");
+    for name in ["memcached-report", "memcached-audit", "memcached-stats"] {
+        assert_eq!(count(&project, &format!("- name: {name}\n")), 1, "{project}");
+    }
+    assert_eq!(naming(&dir, "v1alpha1"), Vec::<PathBuf>::new());
+    assert!(ok(&dir, "update --allow-dirty").stdout.starts_with("Nothing to do"));
+}
+
+/// Copies the files of `from` into `to`, the same tree.
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for (path, node) in snapshot(from) {
+        match node {
+            Node::Dir => fs::create_dir_all(to.join(path)).unwrap(),
+            Node::File(bytes) => fs::write(to.join(path), bytes).unwrap(),
+        }
+    }
+}
+
+#[test]
+fn a_deletion_killed_before_project_is_written_completes_on_the_rerun_with_no_stale_record() {
+    // A SIGKILL among the renames of `delete api`: the files removed and changed are, PROJECT and
+    // PROJECT.sum (renamed last) are not. Run again, it leaves what the uninterrupted run leaves.
+    let (_tmp, whole) = two_versions();
+    let killed_tmp = scratch();
+    let killed = killed_tmp.path().join("proj");
+    copy_tree(&whole, &killed);
+    let before = snapshot(&whole);
+    ok(&whole, DELETE);
+    let after = snapshot(&whole);
+    for path in changed(&before, &after) {
+        if path == Path::new("PROJECT") || path == Path::new("PROJECT.sum") {
+            continue;
+        }
+        match after.get(&path) {
+            Some(Node::File(bytes)) => fs::write(killed.join(&path), bytes).unwrap(),
+            Some(Node::Dir) => fs::create_dir_all(killed.join(&path)).unwrap(),
+            None if killed.join(&path).is_dir() => fs::remove_dir_all(killed.join(&path)).unwrap(),
+            None => fs::remove_file(killed.join(&path)).unwrap_or(()),
+        }
+    }
+    let gone = "config/certmanager/certificate-webhook.yaml";
+    assert!(!killed.join(gone).exists() && read(&killed, "PROJECT.sum").contains(gone));
+    ok(&killed, DELETE);
+    assert!(!read(&killed, "PROJECT.sum").contains(gone), "{}", read(&killed, "PROJECT.sum"));
+    assert_eq!(read(&killed, "PROJECT.sum"), read(&whole, "PROJECT.sum"));
+    assert_eq!(changed(&after, &snapshot(&killed)), Vec::<PathBuf>::new(), "the rerun's tree is the whole run's");
+}

@@ -251,3 +251,246 @@ fn an_external_kind_whose_module_is_a_named_controllers_is_refused() {
     refused(&dir, WIDGET, &["invalid --kind \"Widget\"", "is the controller widget's"]);
     assert_eq!(snapshot(&dir), before, "a refusal writes nothing");
 }
+
+/// A CRD of one kind, `kind` of `group`, served as `plural`, with the given scope and schema of
+/// its spec (YAML flow style).
+fn crd(group: &str, kind: &str, plural: &str, scope: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: {plural}.{group}\n\
+         spec:\n  group: {group}\n  names: {{kind: {kind}, plural: {plural}}}\n  scope: {scope}\n  versions:\n  \
+         - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        \
+         properties:\n          spec: {spec}\n"
+    )
+}
+
+/// The `create api` of an external `kind` of `group` in version v1, from `file`.
+fn external(group: &str, kind: &str, file: &str) -> String {
+    format!(
+        "create api --group {group} --version v1 --kind {kind} --external-api-crd {file} --resource=false --controller=true"
+    )
+}
+
+#[test]
+fn an_external_kind_keeps_its_crds_plural_scope_and_names_and_every_later_command_takes_its_project() {
+    // Plurals that are not kubebuilder's plural of the kind: irregular (postgreses, chaoses), or
+    // not made from the kind at all (Knative's knativeservings), of either scope.
+    let (_tmp, dir) = project(&[]);
+    let kinds = [
+        ("db.example.org", "Postgres", "postgreses", "Namespaced"),
+        ("chaos.example.org", "Chaos", "chaoses", "Cluster"),
+        ("operator.knative.dev", "Serving", "knativeservings", "Namespaced"),
+    ];
+    for (group, kind, plural, scope) in kinds {
+        let file = format!("{plural}.yaml");
+        fs::write(dir.join(&file), crd(group, kind, plural, scope, "{type: object}")).unwrap();
+        ok(&dir, &external(group, kind, &file));
+        let kept = format!("config/external-crds/{group}_{plural}.yaml");
+        assert!(read(&dir, &kept).contains(&format!("name: {plural}.{group}")), "{kept}");
+        let project = read(&dir, "PROJECT");
+        assert!(project.contains(&format!("  plural: {plural}\n")), "{project}");
+        let controller = read(&dir, &format!("src/controller/{}.rs", kind.to_lowercase()));
+        assert!(controller.contains(&format!("resources: &[\"{plural}\"]")), "{controller}");
+        let types = read(&dir, &format!("src/external/{}.rs", kind.to_lowercase()));
+        assert_eq!(types.contains("namespaced"), scope == "Namespaced", "{types}");
+    }
+    // Every later command takes the PROJECT create api wrote, and has nothing to change.
+    let before = snapshot(&dir);
+    for line in ["update", "external-types", "--dry-run update", "--dry-run create api --group cache --kind Memcached"]
+    {
+        ok(&dir, line);
+    }
+    assert_unchanged(&dir, &before, "update and external-types");
+    ok(&dir, "create api --group cache --kind Memcached");
+    ok(&dir, &format!("{} --force", external("db.example.org", "Postgres", "postgreses.yaml")));
+    ok(&dir, "update");
+    assert!(read(&dir, "PROJECT").contains("  plural: postgreses\n"));
+
+    // A PROJECT memop 0.3.0 wrote (no plural, the plural in the CRD's path) is read again, and
+    // the plural recorded by the next command that writes it.
+    let good = read(&dir, "PROJECT");
+    fs::write(dir.join("PROJECT"), good.replace("  plural: postgreses\n", "")).unwrap();
+    ok(&dir, "external-types");
+    ok(&dir, "update");
+    assert_eq!(read(&dir, "PROJECT"), good);
+}
+
+#[test]
+fn external_kinds_that_would_share_a_crd_with_another_kind_are_refused_before_anything_is_written() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    let object = "{type: object}";
+    let files = [
+        ("stats.yaml", crd("metrics.example.org", "Stat", "stats", "Namespaced", object)),
+        ("statistics.yaml", crd("metrics.example.org", "Statistic", "stats", "Namespaced", object)),
+        ("stat-singular.yaml", crd("metrics.example.org", "Tally", "stat", "Namespaced", object)),
+        ("shards.yaml", crd("cache.example.com", "Shard", "shards", "Namespaced", object)),
+        ("memcacheds.yaml", crd("cache.example.com", "Memcache", "memcacheds", "Namespaced", object)),
+        ("memcached.yaml", crd("cache.example.com", "Memcached", "memcacheds", "Namespaced", object)),
+    ];
+    for (file, text) in &files {
+        fs::write(dir.join(file), text).unwrap();
+    }
+    ok(&dir, &external("metrics.example.org", "Stat", "stats.yaml"));
+    let kept = read(&dir, "config/external-crds/metrics.example.org_stats.yaml");
+    // Another external kind of the group with the same plural (one CRD name, one kept file), or
+    // whose plural is the other's singular name.
+    refused(
+        &dir,
+        &external("metrics.example.org", "Statistic", "statistics.yaml"),
+        &["Statistic", "stats.metrics.example.org", "Stat", "--external-api-crd"],
+    );
+    refused(&dir, &external("metrics.example.org", "Tally", "stat-singular.yaml"), &["Tally", "stat", "Stat"]);
+    assert_eq!(read(&dir, "config/external-crds/metrics.example.org_stats.yaml"), kept);
+    // An external kind of the project's own group, with the plural of the project's own kind.
+    refused(
+        &dir,
+        &external("cache.example.com", "Memcache", "memcacheds.yaml"),
+        &["memcacheds.cache.example.com", "Memcached"],
+    );
+    // The project's own kind, given as an external one: refused already, as its own.
+    refused(&dir, &external("cache.example.com", "Memcached", "memcached.yaml"), &["this project's own kind"]);
+    // An external kind of the project's group, then the project's own kind of that name, or of
+    // its plural: the API server would serve one CRD of each name.
+    let stderr = ok(&dir, &external("cache.example.com", "Shard", "shards.yaml")).stderr;
+    assert!(stderr.contains("note: Shard's group cache.example.com is in this project's domain"), "{stderr}");
+    refused(
+        &dir,
+        "create api --group cache --version v1 --kind Shard --controller=false",
+        &["Shard", "another project's kind", "shards.cache.example.com"],
+    );
+    refused(
+        &dir,
+        "create api --group cache --version v2 --kind Shard",
+        &["Shard", "another project's kind", "shards.cache.example.com"],
+    );
+    refused(
+        &dir,
+        "create api --group cache --version v1 --kind Shardling --plural shards",
+        &["shards.cache.example.com", "Shard"],
+    );
+    // Nothing is refused when the groups differ.
+    ok(&dir, "create api --group metrics --version v1 --kind Statistic --plural stats");
+    ok(&dir, "update");
+}
+
+#[test]
+fn a_sample_object_the_schema_makes_unbounded_is_refused_naming_the_field() {
+    let (_tmp, dir) = project(&[]);
+    // Each is finite here, so that the test ends before the fix too, but far past what a test
+    // file holds (an unbounded one took many GB).
+    let deep = (0..40).fold("{type: string}".to_string(), |inner, _| {
+        format!("{{type: object, required: [next], properties: {{next: {inner}}}}}")
+    });
+    let cases = [
+        (
+            "{type: object, required: [name], properties: {name: {type: string, minLength: 10000000}}}",
+            &["spec.name", "minLength 10000000"][..],
+        ),
+        (
+            "{type: object, required: [rows], properties: {rows: {type: array, minItems: 300, items: {type: array, \
+             minItems: 300, items: {type: string}}}}}",
+            &["spec.rows", "minItems 300"][..],
+        ),
+        (deep.as_str(), &["spec.next.next.next", "deeper than"][..]),
+    ];
+    for (spec, expected) in cases {
+        fs::write(dir.join("big.yaml"), crd("big.example.org", "Big", "bigs", "Namespaced", spec)).unwrap();
+        let mut expected = expected.to_vec();
+        expected.extend(["the CRD of Big", "sample"]);
+        refused(&dir, &external("big.example.org", "Big", "big.yaml"), &expected);
+    }
+    // Within the bounds: as the schema asks.
+    let spec = "{type: object, required: [name, tags], properties: {name: {type: string, minLength: 12, maxLength: \
+                20}, code: {type: string}, tags: {type: array, minItems: 2, items: {type: string, maxLength: 3}}}}";
+    fs::write(dir.join("big.yaml"), crd("big.example.org", "Big", "bigs", "Namespaced", spec)).unwrap();
+    ok(&dir, &external("big.example.org", "Big", "big.yaml"));
+    let tests = read(&dir, "tests/big.rs");
+    let sample = "\"name\": \"exampleexamp\",\n        \"tags\": [\n          \"exa\",\n          \"exa\"\n        ]";
+    assert!(tests.contains(sample), "{tests}");
+}
+
+#[test]
+fn properties_kopium_cannot_type_are_refused_naming_the_property() {
+    let (_tmp, dir) = project(&[]);
+    let cases = [
+        // kopium panicked (exit 101): no Rust field name can spell these.
+        ("{type: object, properties: {'.': {type: string}}}", "\".\""),
+        ("{type: object, properties: {ok: {type: object, properties: {'@': {type: integer}}}}}", "\"@\""),
+        // kopium named the field's type NsAB and the struct NsAb: the types did not compile.
+        ("{type: object, properties: {aB: {type: object, properties: {c: {type: string}}}}}", "\"aB\""),
+        // kopium typed both fields as NsFooBar (the second one's b lost), and wrote NsFooBarX unused.
+        (
+            "{type: object, properties: {fooBar: {type: object, properties: {a: {type: string}}}, foo_bar: {type: \
+             object, properties: {b: {type: integer}}}}}",
+            "\"fooBar\", \"foo_bar\"",
+        ),
+    ];
+    for (spec, property) in cases {
+        fs::write(dir.join("ns.yaml"), crd("toys.example.org", "Ns", "nss", "Namespaced", spec)).unwrap();
+        let stderr = refused(&dir, &external("toys.example.org", "Ns", "ns.yaml"), &[property, "the CRD of Ns"]);
+        assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{stderr}");
+    }
+    // The same properties in a CRD the project keeps, for `make external-types` and `update`.
+    fs::write(dir.join("ns.yaml"), crd("toys.example.org", "Ns", "nss", "Namespaced", "{type: object}")).unwrap();
+    ok(&dir, &external("toys.example.org", "Ns", "ns.yaml"));
+    let kept = "config/external-crds/toys.example.org_nss.yaml";
+    let good = read(&dir, kept);
+    for (spec, property) in cases {
+        fs::write(dir.join(kept), crd("toys.example.org", "Ns", "nss", "Namespaced", spec)).unwrap();
+        for line in ["external-types", "update --allow-dirty"] {
+            refused(&dir, line, &[property]);
+        }
+    }
+    fs::write(dir.join(kept), good).unwrap();
+    ok(&dir, "external-types");
+}
+
+#[test]
+fn a_kept_crd_replaced_by_one_of_another_plural_or_scope_the_project_cannot_take_is_refused() {
+    let tmp = scratch();
+    let dir = tmp.path().join("proj");
+    fs::create_dir(&dir).unwrap();
+    ok(&dir, "init --domain example.com --namespaced");
+    fs::write(dir.join("toys.yaml"), TOYS).unwrap();
+    ok(&dir, WIDGET);
+    let kept = "config/external-crds/toys.example.org_widgets.yaml";
+    let good = read(&dir, kept);
+    // Another plural: to the API server, another CRD; PROJECT, the file's name and RULES say widgets.
+    fs::write(dir.join(kept), good.replace("plural: widgets", "plural: widgetz")).unwrap();
+    for line in ["external-types", "update --allow-dirty"] {
+        refused(&dir, line, &[kept, "widgetz", "PROJECT records", "widgets"]);
+    }
+    // Cluster-scoped, in a --namespaced project.
+    fs::write(dir.join(kept), good.replace("scope: Namespaced", "scope: Cluster")).unwrap();
+    for line in ["external-types", "update --allow-dirty"] {
+        refused(&dir, line, &[kept, "cluster-scoped", "--namespaced"]);
+    }
+    fs::write(dir.join(kept), good).unwrap();
+    ok(&dir, "external-types");
+}
+
+#[test]
+fn delete_api_and_create_webhook_on_a_kind_that_is_not_the_projects_say_so() {
+    let (_tmp, dir) = toys_project(&["--group core --version v1 --kind Pod --resource=false --controller=true"]);
+    ok(&dir, WIDGET);
+    // The group whole, or as PROJECT splits it.
+    for group in ["toys.example.org", "toys"] {
+        refused(
+            &dir,
+            &format!("delete api --group {group} --version v1 --kind Widget"),
+            &["toys/v1 Widget is another project's kind", "remove the controller by hand", "config/external-crds/"],
+        );
+    }
+    refused(
+        &dir,
+        "delete api --group core --version v1 --kind Pod",
+        &["core/v1 Pod is Kubernetes' own kind", "remove the controller by hand"],
+    );
+    refused(
+        &dir,
+        "create webhook --group toys.example.org --version v1 --kind Widget --defaulting",
+        &[
+            "toys.example.org/v1, Kind=Widget is another project's kind",
+            "memop scaffolds webhooks on the project's own",
+        ],
+    );
+}

@@ -251,3 +251,30 @@ fn a_fifo_as_project_is_refused_by_name_at_once() {
     mkfifo(&dir.join("PROJECT"));
     refused_within(&dir, "create api --group cache --kind Memcached", "PROJECT is a FIFO, not a regular file");
 }
+
+#[test]
+fn a_special_file_as_external_api_crd_is_refused_at_once() {
+    let (tmp, dir) = project(&[]);
+    let fifo = tmp.path().join("crd.fifo");
+    mkfifo(&fifo);
+    // (A snapshot would read the FIFO through the link.)
+    let before = snapshot(&dir);
+    std::os::unix::fs::symlink(&fifo, dir.join("link.yaml")).unwrap();
+    let flags = "--group toys.example.org --version v1 --kind Widget --resource=false --controller=true";
+    let cases = [
+        (fifo.display().to_string(), "is a FIFO, not a regular file"),
+        ("link.yaml".to_string(), "--external-api-crd link.yaml is a FIFO, not a regular file"),
+        ("/dev/zero".to_string(), "--external-api-crd /dev/zero is a character device, not a regular file"),
+        (".".to_string(), "--external-api-crd . is a directory, not a regular file"),
+    ];
+    for (file, message) in &cases {
+        for dry in ["", "--dry-run "] {
+            let line = format!("{dry}create api {flags} --external-api-crd {file}");
+            let stderr = refused_within(&dir, &line, message);
+            assert!(stderr.contains("pass the path of a regular file"), "{stderr}");
+        }
+    }
+    fs::remove_file(dir.join("link.yaml")).unwrap();
+    fs::remove_file(&fifo).unwrap();
+    assert_unchanged(&dir, &before, "create api --external-api-crd over special files");
+}

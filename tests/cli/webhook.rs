@@ -108,3 +108,13 @@ fn a_dry_run_writes_nothing() {
     assert!(out.stdout.contains("src/webhook/memcached.rs"), "{}", out.stdout);
     assert_unchanged(&dir, &before, "--dry-run create webhook");
 }
+
+#[test]
+fn a_webhook_on_a_kind_of_kubernetes_memop_does_not_know_says_what_it_knows() {
+    let (_tmp, dir) = project(&[]);
+    refused(
+        &dir,
+        "create webhook --group core --version v1 --kind Event --defaulting",
+        &["core/v1 Event is not a Kubernetes type memop knows", "Pod"],
+    );
+}

@@ -6,12 +6,16 @@
 
 use std::path::Path;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
 
 use super::{Args, Request, validate};
 use crate::names::external::ExternalCrd;
 use crate::project::Project;
 use crate::resource::ApiNames;
+
+/// The longest `--external-api-crd` file memop reads: a CRD the API server takes is at most a few
+/// MiB (etcd's limit), and a file of many of them (cert-manager's) far less than this.
+const MAX_CRD_FILE: u64 = 64 << 20;
 
 /// Decides what `args` ask of `project` (in `dir`, which a relative `--external-api-crd` is
 /// read from, as every path memop is given): an external kind's controller with
@@ -63,8 +67,7 @@ fn validate_external(args: &Args, project: &Project, dir: &Path, file: &Path) ->
         Some(domain) => format!("{}.{domain}", gvk.group),
         None => gvk.group.clone(),
     };
-    let text = std::fs::read_to_string(dir.join(file))
-        .with_context(|| format!("--external-api-crd {shown}: cannot read it; pass the path of the kind's CRD file"))?;
+    let text = crate::fs::read_given(&dir.join(file), &shown.to_string(), "--external-api-crd", MAX_CRD_FILE)?;
     let crd = ExternalCrd::find(&text, &shown.to_string(), &group, &gvk.version, &gvk.kind)?;
     let api = ApiNames::external(&crd.group, &gvk.version, &crd.kind, &crd.plural)?;
     let (kind, theirs) = (&api.kind, format!("{} is another project's kind ({}/{})", gvk.kind, crd.group, gvk.version));
@@ -111,7 +114,18 @@ fn validate_external(args: &Args, project: &Project, dir: &Path, file: &Path) ->
             api.gvk()
         );
     }
+    super::validate::refuse_shared_crd(project, &api)?;
     super::validate::refuse_module_clashes(project, &api)?;
+    let mut notes = Vec::new();
+    if crd.group.strip_suffix(&project.domain).is_some_and(|g| g.ends_with('.')) {
+        notes.push(format!(
+            "{kind}'s group {} is in this project's domain ({}), as the project's own kinds' groups are: if {kind} is \
+             this project's to define, define it with `memop create api --group {} --version {} --kind {kind}` \
+             instead (its types, CRD and sample then the project's); the API server serves one CRD of each name, \
+             so the project cannot define {kind} (nor a kind of its plural) beside this one",
+            crd.group, project.domain, api.group, api.version
+        ));
+    }
     Ok(Request {
         api,
         resource: false,
@@ -124,7 +138,7 @@ fn validate_external(args: &Args, project: &Project, dir: &Path, file: &Path) ->
         existing,
         new_version: false,
         short_name: None,
-        notes: Vec::new(),
+        notes,
         external: Some(crd),
         controller_name: None,
     })

@@ -96,7 +96,8 @@ pub struct Args {
 
     /// The CRD (YAML) of another project's kind to scaffold a controller over, with
     /// `--resource=false --controller=true` and the CRD's group (`--group cert-manager.io`): memop
-    /// keeps it in config/external-crds/ and writes the kind's Rust types with kopium
+    /// keeps it in config/external-crds/ and writes the kind's Rust types with kopium (a relative
+    /// FILE is relative to -C DIR, as every path memop is given)
     #[arg(long, value_name = "FILE")]
     external_api_crd: Option<std::path::PathBuf>,
 

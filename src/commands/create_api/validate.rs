@@ -239,13 +239,8 @@ impl Request {
             let Some(text) = plan.read(std::path::Path::new(&path))? else {
                 bail!("{path} is missing, and {}'s types are made from it; restore it from version control", api.kind);
             };
-            let crd = crate::names::external::ExternalCrd::find(
-                &text,
-                &path,
-                &api.qualified_group,
-                api.version.as_str(),
-                api.kind.as_str(),
-            )?;
+            let names = (api.qualified_group.as_str(), api.version.as_str(), api.kind.as_str(), api.plural.as_str());
+            let crd = crate::names::external::ExternalCrd::kept(&text, &path, names, project.namespaced)?;
             request.namespaced = crd.namespaced;
             request.external = Some(crd);
         } else if !api.builtin {
@@ -388,6 +383,67 @@ pub(super) fn refuse_module_clashes(project: &Project, api: &ApiNames) -> Result
     Ok(())
 }
 
+/// Refuses an API whose CRD would be another kind's, where one of the two is another project's
+/// kind (the project's own kinds are held to the same rule in [`check_conflicts`]): the API
+/// server serves a group's kinds by their plural and singular names (a CRD is named
+/// `<plural>.<group>`), each once, and the project keeps an external kind's CRD in a file named
+/// after them. Said before anything is written, whichever of the two came first.
+pub(super) fn refuse_shared_crd(project: &Project, api: &ApiNames) -> Result<()> {
+    let whose = |names: &ApiNames| if names.external { "another project's kind" } else { "the project's own kind" };
+    for resource in project.others(api) {
+        let other = &resource.names;
+        if other.builtin || other.qualified_group != api.qualified_group || !(other.external || api.external) {
+            continue;
+        }
+        let (kind, group) = (&api.kind, &api.qualified_group);
+        if other.kind == api.kind {
+            if other.external == api.external {
+                continue;
+            }
+            if api.external {
+                bail!(
+                    "{kind} of group {group} is this project's own kind (its types are {}), and the API server serves \
+                     one CRD of each name: drop --external-api-crd, and add a controller over the project's own \
+                     kind: memop create api --group {} --version {} --kind {kind} --resource=false --controller=true",
+                    other.types_path(),
+                    other.group,
+                    other.version
+                );
+            }
+            bail!(
+                "{kind} of group {group} is another project's kind in this project (its CRD {} is kept in {}), and \
+                 the API server serves one CRD of each name, so the project cannot define {kind} too: choose another \
+                 kind or group (the project's controller over {kind} is src/controller/{}.rs)",
+                other.crd_name(),
+                other.external_crd_path(),
+                other.kind.snake()
+            );
+        }
+        let names = |n: &ApiNames| [n.plural.to_string(), n.kind.lower()];
+        if let Some(name) = names(api).into_iter().find(|name| names(other).contains(name)) {
+            bail!(
+                "{kind} of group {group} ({}) would be served as {name}, as {} {} of that group already is (CRD \
+                 {}, plural {}, singular {}), and the API server serves each name of a group once, so the two CRDs \
+                 cannot both be installed: {}",
+                whose(api),
+                whose(other),
+                other.kind,
+                other.crd_name(),
+                other.plural,
+                other.kind.lower(),
+                if api.external {
+                    "the project controls one of the two kinds only; pass --external-api-crd a CRD whose names no \
+                     other kind of the group has"
+                        .to_string()
+                } else {
+                    format!("choose another kind, or another plural with --plural (not {})", api.plural)
+                }
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A kind's controller module, `src/controller/<kind>.rs`, must not be a named controller's.
 fn refuse_named_module(project: &Project, kind: &Kind) -> Result<()> {
     for resource in &project.resources {
@@ -447,7 +503,6 @@ fn validate_named(args: &Args, project: &Project, name: &str) -> Result<Request>
             if api.builtin { " --resource=false --controller=true" } else { "" }
         );
     };
-    let module = name.module();
     for resource in &project.resources {
         let other = &resource.names;
         if resource.controllers.iter().any(|n| n == name.as_str()) {
@@ -460,39 +515,13 @@ fn validate_named(args: &Args, project: &Project, name: &str) -> Result<Request>
                 if resource.names.same_gvk(&api) { " (or pass --force to regenerate it)" } else { "" }
             );
         }
-        if resource.controller && (other.kind.lower() == name.as_str() || other.kind.snake() == module) {
-            bail!(
-                "invalid --controller-name \"{name}\": the controller of {} is named {} (module {}); choose another \
-                 --controller-name (e.g. \"{}-audit\")",
-                other.gvk(),
-                other.kind.lower(),
-                other.kind.snake(),
-                other.kind.kebab()
-            );
-        }
-        if let Some(clash) = resource.controllers.iter().find(|n| n.replace('-', "_") == module) {
-            bail!(
-                "invalid --controller-name \"{name}\": its module {module} is the controller {clash}'s (of {}); \
-                 choose another --controller-name",
-                other.gvk()
-            );
-        }
-        let webhooks = resource.webhooks.clone().unwrap_or_default();
-        if other.webhook_file_names(webhooks.defaulting || webhooks.validation, webhooks.conversion).contains(&module) {
-            bail!(
-                "invalid --controller-name \"{name}\": its files would be named {module}, as the webhook files of \
-                 the kind {} already are; choose another --controller-name",
-                other.kind
-            );
-        }
     }
-    let file = format!("{module}.rs");
-    if let Some(path) =
-        crate::scaffold::reserved_kind_files().iter().find(|p| p.rsplit('/').next() == Some(file.as_str()))
-    {
+    // Its files beside every other file: a kind's webhook files count even where the kind has no
+    // webhooks yet (`create webhook` would write them over the controller's later).
+    if let Some((reason, example)) = project.named_controller_clash(&api, name.as_str(), true) {
         bail!(
-            "invalid --controller-name \"{name}\": its file name {file} would clash with a file every project has \
-             ({path}); choose another --controller-name"
+            "invalid --controller-name \"{name}\": {reason}; choose another --controller-name{}",
+            example.map(|e| format!(" (e.g. \"{e}\")")).unwrap_or_default()
         );
     }
     let namespaced = match (&existing.api, api.builtin_kind()) {
@@ -577,10 +606,11 @@ fn check_conflicts(
         ),
         _ => {}
     }
+    refuse_shared_crd(project, api)?;
     for resource in project.others(api) {
         let other = &resource.names;
         // A controller over a kind of Kubernetes' own or another project's shares only the
-        // controller's module name.
+        // controller's module name (and its CRD's names, above).
         if other.builtin || other.external {
             if controller && resource.controller && other.kind.snake() == kind.snake() {
                 bail!(

@@ -75,6 +75,16 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
                 other.group
             );
         }
+        // A named controller's files (`src/controller/<name>.rs`, `tests/<name>.rs`) are its own.
+        if let Some(name) = resource.controllers.iter().find(|n| file_names.contains(&n.replace('-', "_"))) {
+            bail!(
+                "{kind}'s webhook files would be named {}, as the files of the controller {name} of {} already are \
+                 (src/controller/{0}.rs, tests/{0}.rs); rename that controller (its files, and its name in PROJECT's \
+                 controllers) first",
+                name.replace('-', "_"),
+                other.gvk()
+            );
+        }
         if admission && resource.admits() && !other.same_kind(&api) && other.kind.snake() == kind.snake() {
             bail!(
                 "{} in group {} already has webhooks in {}, which {gvk}'s would need too; memop names webhook \
@@ -162,7 +172,24 @@ impl Request {
 
 /// PROJECT's entry of the project's own kind `args` name, which must have types.
 fn own_resource(args: &Args, project: &Project) -> Result<Resource> {
-    let named = args.gvk.names(project, None)?;
+    if let Some(theirs) = args.gvk.theirs(project).filter(|r| r.names.external) {
+        bail!(
+            "{} is another project's kind (its CRD is kept in {}): its webhooks are that project's, which serves \
+             and stores it, and memop scaffolds webhooks on the project's own kinds and Kubernetes' only; validate \
+             or default its objects in that project, or in your controller's reconcile",
+            theirs.names.gvk(),
+            theirs.names.external_crd_path()
+        );
+    }
+    let named = args.gvk.names(project, None).map_err(|err| {
+        // A kind no project may define (`Event`), in a group of Kubernetes' own: what memop
+        // knows of that group says more than the kind's name rule.
+        let gvk = &args.gvk;
+        match builtin::group(&gvk.group).map(|group| builtin::find(group, &gvk.version, &gvk.kind)) {
+            Some(Err(theirs)) => theirs,
+            _ => err,
+        }
+    })?;
     let (gvk, kind) = (named.gvk(), &named.kind);
     let Some(existing) = project.find(&named).cloned() else {
         bail!(
