@@ -138,3 +138,62 @@ async fn a_controller_that_writes_no_status_leaves_the_status_to_its_owner() {
         assert_eq!(env.requests.writes("events"), 1, "writes_status({writes})");
     }
 }
+
+/// Counts the reconciles under way, and the most at once.
+#[derive(Clone, Default)]
+struct Slow {
+    running: Arc<Mutex<(usize, usize)>>,
+    done: Arc<Mutex<usize>>,
+}
+
+impl Reconciler for Slow {
+    type Object = ConfigMap;
+
+    fn conditions(_: &ConfigMap) -> &[Condition] {
+        &[]
+    }
+
+    async fn apply(&self, _: &ConfigMap, _: &mut Report) -> Result<Action> {
+        {
+            let mut running = self.running.lock().unwrap();
+            running.0 += 1;
+            running.1 = running.1.max(running.0);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        self.running.lock().unwrap().0 -= 1;
+        *self.done.lock().unwrap() += 1;
+        Ok(Action::await_change())
+    }
+}
+
+#[tokio::test]
+async fn a_controller_reconciles_at_most_its_own_limit_at_once() {
+    for limit in [Some(1), None] {
+        let env = TestEnv::in_memory();
+        let shared = Shared::new(&OPERATOR, env.operator.clone(), Some(env.namespace.clone()));
+        for i in 0..6 {
+            create(&env, &format!("object-{i}")).await;
+        }
+        let slow = Slow::default();
+        let builder = Builder::new("slow", &shared);
+        let builder = match limit {
+            Some(limit) => builder.max_concurrent_reconciles(limit),
+            None => builder,
+        };
+        let running = tokio::spawn(builder.build(slow.clone()).run());
+        eventually(
+            "every object reconciled",
+            Duration::from_secs(10),
+            || async { *slow.done.lock().unwrap() == 6 },
+        )
+        .await;
+        let most = slow.running.lock().unwrap().1;
+        match limit {
+            Some(limit) => assert_eq!(most, usize::from(limit)),
+            // The manager's --max-concurrent-reconciles (10): all six at once.
+            None => assert!(most > 1, "{most}"),
+        }
+        shared.shutdown().trigger();
+        let _ = tokio::time::timeout(Duration::from_secs(5), running).await;
+    }
+}

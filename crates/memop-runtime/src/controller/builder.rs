@@ -202,6 +202,16 @@ impl<K: Kind> Builder<K> {
         self
     }
 
+    /// Reconciles at most `max` objects at once, instead of the manager's
+    /// `--max-concurrent-reconciles` (controller-runtime's per-controller
+    /// `MaxConcurrentReconciles`): say, 1 for a controller whose reconciles share something
+    /// that must not be changed by two at once, or more for one that waits on slow calls. 0
+    /// means no limit.
+    pub fn max_concurrent_reconciles(mut self, max: u16) -> Self {
+        self.shared.max_concurrent_reconciles = max;
+        self
+    }
+
     /// Whether the controller writes the conditions its reconciles report into the objects'
     /// status (yes unless said). Say no for a kind whose status is another controller's (a
     /// kind of Kubernetes' own, another operator's): a force-applied `status.conditions` would
