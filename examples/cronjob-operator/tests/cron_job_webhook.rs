@@ -17,7 +17,10 @@
 //! webhook configurations built from `webhook::webhooks()` point the API server at it, for the
 //! test's namespace only. The generated webhooks are exercised as they are, then with defaulting
 //! and validation functions of the test's own, to see the API server apply a patch and relay a
-//! refusal.
+//! refusal. Then the project's own webhooks, as the API server calls them (the book's
+//! defaults applied, its refusals relayed with their field paths), and the book's
+//! `cronjob_webhook_test.go`, which calls the defaulter and the validator directly (these run
+//! without `KUBEBUILDER_ASSETS` too).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -107,6 +110,193 @@ async fn the_api_server_applies_defaults_and_relays_refusals() {
         );
     }
     server.stop(&env).await;
+}
+
+/// A CronJob with nothing but a schedule and a Job template: the webhooks' defaults fill it in.
+fn bare(name: &str, schedule: &str) -> api::CronJob {
+    let template = serde_json::json!({ "spec": { "template": { "spec": {
+        "containers": [{ "name": "test-container", "image": "test-image" }],
+        "restartPolicy": "OnFailure",
+    } } } });
+    let spec = api::CronJobSpec {
+        schedule: schedule.into(),
+        job_template: serde_json::from_value(template).unwrap(),
+        ..api::CronJobSpec::default()
+    };
+    api::CronJob::new(name, spec)
+}
+
+#[cfg_attr(envtest, tokio::test)]
+#[cfg_attr(not(envtest), allow(dead_code))]
+async fn the_api_server_applies_the_books_defaults_and_relays_its_refusals() {
+    let Some(env) = TestEnv::real().await else {
+        return;
+    };
+    let server = WebhookServer::start(&env, webhook::routes()).await;
+    let objects = objects(&env);
+    let created = objects
+        .create(&PostParams::default(), &bare("defaulted", "*/5 * * * *"))
+        .await
+        .expect("a valid CronJob is stored");
+    let spec = created.spec;
+    assert_eq!(spec.concurrency_policy, Some(api::ConcurrencyPolicy::Allow));
+    assert_eq!(spec.suspend, Some(false));
+    assert_eq!(spec.successful_jobs_history_limit, Some(3));
+    assert_eq!(spec.failed_jobs_history_limit, Some(1));
+
+    let refused = objects
+        .create(&PostParams::default(), &bare("unparseable", "invalid-cron-schedule"))
+        .await
+        .expect_err("an unparseable schedule is refused")
+        .to_string();
+    let expected = r#"CronJob.batch.tutorial.kubebuilder.io "unparseable" is invalid: spec.schedule: Invalid value: "invalid-cron-schedule": Expected exactly 5 fields, found 1: invalid-cron-schedule"#;
+    assert!(refused.contains(expected), "{refused}");
+
+    let long = "a-name-of-fifty-three-characters-for-a-cronjob-object";
+    assert_eq!(long.len(), 53);
+    let refused = objects
+        .create(&PostParams::default(), &bare(long, "*/5 * * * *"))
+        .await
+        .expect_err("a name over 52 characters is refused")
+        .to_string();
+    let expected = format!(r#"metadata.name: Invalid value: "{long}": must be no more than 52 characters"#);
+    assert!(refused.contains(&expected), "{refused}");
+    let fifty_two = &long[..52];
+    objects
+        .create(&PostParams::default(), &bare(fifty_two, "@hourly"))
+        .await
+        .expect("52 characters are enough");
+    server.stop(&env).await;
+}
+
+/// kubebuilder's book, `internal/webhook/v1/cronjob_webhook_test.go`: the defaulter and the
+/// validator called directly.
+mod book {
+    use cronjob_operator::api::batch::v1::{ConcurrencyPolicy, CronJob, CronJobSpec};
+    use cronjob_operator::webhook::Change;
+    use cronjob_operator::webhook::cron_job::{DEFAULTS, Defaults, validate};
+
+    const VALID_NAME: &str = "valid-cronjob-name";
+    const SCHEDULE: &str = "*/5 * * * *";
+    const TOO_LONG: &str =
+        "this-name-is-way-too-long-and-should-fail-validation-because-it-is-way-too-long";
+
+    fn object() -> CronJob {
+        CronJob::new(
+            "",
+            CronJobSpec {
+                schedule: SCHEDULE.into(),
+                concurrency_policy: Some(ConcurrencyPolicy::Allow),
+                successful_jobs_history_limit: Some(3),
+                failed_jobs_history_limit: Some(1),
+                ..CronJobSpec::default()
+            },
+        )
+    }
+
+    /// The book's defaulter, with its defaults.
+    fn defaulter() -> Defaults {
+        let defaulter = Defaults {
+            concurrency_policy: ConcurrencyPolicy::Allow,
+            suspend: false,
+            successful_jobs_history_limit: 3,
+            failed_jobs_history_limit: 1,
+        };
+        assert_eq!(defaulter, DEFAULTS, "the webhook's");
+        defaulter
+    }
+
+    fn named(name: &str, schedule: &str) -> CronJob {
+        let mut object = object();
+        object.metadata.name = Some(name.into());
+        object.spec.schedule = schedule.into();
+        object
+    }
+
+    #[test]
+    fn should_apply_defaults_when_a_required_field_is_empty() {
+        let mut obj = object();
+        obj.spec.concurrency_policy = None;
+        obj.spec.suspend = None;
+        obj.spec.successful_jobs_history_limit = None;
+        obj.spec.failed_jobs_history_limit = None;
+        defaulter().apply(&mut obj);
+        assert_eq!(obj.spec.concurrency_policy, Some(ConcurrencyPolicy::Allow));
+        assert_eq!(obj.spec.suspend, Some(false));
+        assert_eq!(obj.spec.successful_jobs_history_limit, Some(3));
+        assert_eq!(obj.spec.failed_jobs_history_limit, Some(1));
+    }
+
+    #[test]
+    fn should_not_overwrite_fields_that_are_already_set() {
+        let mut obj = object();
+        obj.spec.concurrency_policy = Some(ConcurrencyPolicy::Forbid);
+        obj.spec.suspend = Some(true);
+        obj.spec.successful_jobs_history_limit = Some(5);
+        obj.spec.failed_jobs_history_limit = Some(2);
+        defaulter().apply(&mut obj);
+        assert_eq!(obj.spec.concurrency_policy, Some(ConcurrencyPolicy::Forbid));
+        assert_eq!(obj.spec.suspend, Some(true));
+        assert_eq!(obj.spec.successful_jobs_history_limit, Some(5));
+        assert_eq!(obj.spec.failed_jobs_history_limit, Some(2));
+    }
+
+    #[test]
+    fn should_deny_creation_if_the_name_is_too_long() {
+        let obj = named(TOO_LONG, SCHEDULE);
+        let refused = validate(Change::Create(&obj)).unwrap_err();
+        assert!(refused.contains("must be no more than 52 characters"), "{refused}");
+        assert_eq!(
+            refused,
+            format!(r#"CronJob.batch.tutorial.kubebuilder.io "{TOO_LONG}" is invalid: metadata.name: Invalid value: "{TOO_LONG}": must be no more than 52 characters"#)
+        );
+    }
+
+    #[test]
+    fn should_admit_creation_if_the_name_is_valid() {
+        let obj = named(VALID_NAME, SCHEDULE);
+        assert_eq!(validate(Change::Create(&obj)), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn should_deny_creation_if_the_schedule_is_invalid() {
+        let obj = named(VALID_NAME, "invalid-cron-schedule");
+        let refused = validate(Change::Create(&obj)).unwrap_err();
+        assert!(
+            refused.contains("Expected exactly 5 fields, found 1: invalid-cron-schedule"),
+            "{refused}"
+        );
+        assert!(refused.contains(r#"spec.schedule: Invalid value: "invalid-cron-schedule""#));
+    }
+
+    #[test]
+    fn should_admit_creation_if_the_schedule_is_valid() {
+        let obj = named(VALID_NAME, SCHEDULE);
+        assert_eq!(validate(Change::Create(&obj)), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn should_deny_update_if_both_name_and_spec_are_invalid() {
+        let old = named(VALID_NAME, SCHEDULE);
+        let new = named(TOO_LONG, "invalid-cron-schedule");
+        let refused = validate(Change::Update { old: &old, new: &new }).unwrap_err();
+        // Both errors, in brackets, as apimachinery's aggregate lists them.
+        assert!(refused.contains(": [metadata.name: Invalid value: "), "{refused}");
+        assert!(refused.ends_with(r#", spec.schedule: Invalid value: "invalid-cron-schedule": Expected exactly 5 fields, found 1: invalid-cron-schedule]"#), "{refused}");
+    }
+
+    #[test]
+    fn should_admit_update_if_both_name_and_spec_are_valid() {
+        let old = named(VALID_NAME, SCHEDULE);
+        let new = named("valid-cronjob-name-updated", "0 0 * * *");
+        assert_eq!(validate(Change::Update { old: &old, new: &new }), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn a_deletion_is_always_allowed() {
+        let obj = named(TOO_LONG, "invalid-cron-schedule");
+        assert_eq!(validate(Change::Delete(&obj)), Ok(Vec::new()));
+    }
 }
 
 fn label(object: &mut api::CronJob) {
