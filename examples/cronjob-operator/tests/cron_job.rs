@@ -116,7 +116,10 @@ fn minute_after(time: Timestamp) -> Timestamp {
 fn controller_at(env: &TestEnv, now: Timestamp) -> (Controller<Context>, Clock) {
     let clock = Clock::manual(now);
     let shared = shared(env);
-    (controller(&shared, Context::new(&shared, clock.clone())), clock)
+    (
+        controller(&shared, Context::new(&shared, clock.clone())),
+        clock,
+    )
 }
 
 /// [`controller_at`], with the manager's shared things, to run it and stop it.
@@ -140,7 +143,11 @@ async fn job_names(controller: &Controller<Context>, env: &TestEnv, name: &str) 
         let mut names: Vec<String> = (jobs(env).list(&Default::default()).await.unwrap())
             .items
             .iter()
-            .filter(|job| job.owner_references().iter().any(|r| Some(&r.uid) == owner.metadata.uid.as_ref()))
+            .filter(|job| {
+                job.owner_references()
+                    .iter()
+                    .any(|r| Some(&r.uid) == owner.metadata.uid.as_ref())
+            })
             .map(|job| job.name_any())
             .collect();
         names.sort();
@@ -152,9 +159,11 @@ async fn job_names(controller: &Controller<Context>, env: &TestEnv, name: &str) 
         names.sort();
         names
     };
-    eventually("the cache holds the Jobs stored", Duration::from_secs(20), || async {
-        stored().await == cached().await
-    })
+    eventually(
+        "the cache holds the Jobs stored",
+        Duration::from_secs(20),
+        || async { stored().await == cached().await },
+    )
     .await;
     stored().await
 }
@@ -254,20 +263,32 @@ async fn the_books_controller_test(env: TestEnv) {
         active.len() == 1 && active[0].name.as_deref() == Some("test-job")
     })
     .await;
-    eventually("Available with reason JobsActive", Duration::from_secs(30), || async {
-        let available = condition_of(&env, "test-cronjob", condition::AVAILABLE).await;
-        available.is_some_and(|(status, reason, _)| status == "True" && reason == "JobsActive")
-    })
+    eventually(
+        "Available with reason JobsActive",
+        Duration::from_secs(30),
+        || async {
+            let available = condition_of(&env, "test-cronjob", condition::AVAILABLE).await;
+            available.is_some_and(|(status, reason, _)| status == "True" && reason == "JobsActive")
+        },
+    )
     .await;
 
     // Checking that old finished Jobs are pruned by history limits.
-    let limits = json!({ "spec": { "failedJobsHistoryLimit": 1, "successfulJobsHistoryLimit": 1 } });
+    let limits =
+        json!({ "spec": { "failedJobsHistoryLimit": 1, "successfulJobsHistoryLimit": 1 } });
     api(&env)
-        .patch("test-cronjob", &PatchParams::default(), &Patch::Merge(&limits))
+        .patch(
+            "test-cronjob",
+            &PatchParams::default(),
+            &Patch::Merge(&limits),
+        )
         .await
         .unwrap();
     let base = Timestamp::now();
-    let (old, new) = (base - Duration::from_secs(60), base + Duration::from_secs(1));
+    let (old, new) = (
+        base - Duration::from_secs(60),
+        base + Duration::from_secs(1),
+    );
     for (name, type_, start) in [
         ("test-failed-job-old", "Failed", old),
         ("test-failed-job-new", "Failed", new),
@@ -277,21 +298,28 @@ async fn the_books_controller_test(env: TestEnv) {
         job_of(&env, &cronjob, name).await;
         finish(&env, name, type_, start).await;
     }
-    eventually("the older finished Jobs deleted", Duration::from_secs(30), || async {
-        let exists = |name: &'static str| {
-            let jobs = jobs(&env);
-            async move { jobs.get_opt(name).await.unwrap().is_some() }
-        };
-        !exists("test-failed-job-old").await
-            && !exists("test-successful-job-old").await
-            && exists("test-failed-job-new").await
-            && exists("test-successful-job-new").await
-    })
+    eventually(
+        "the older finished Jobs deleted",
+        Duration::from_secs(30),
+        || async {
+            let exists = |name: &'static str| {
+                let jobs = jobs(&env);
+                async move { jobs.get_opt(name).await.unwrap().is_some() }
+            };
+            !exists("test-failed-job-old").await
+                && !exists("test-successful-job-old").await
+                && exists("test-failed-job-new").await
+                && exists("test-successful-job-new").await
+        },
+    )
     .await;
 
     shared.shutdown().trigger();
     let stopped = tokio::time::timeout(Duration::from_secs(10), running).await;
-    stopped.expect("the controller stops on shutdown").unwrap().unwrap();
+    stopped
+        .expect("the controller stops on shutdown")
+        .unwrap()
+        .unwrap();
 }
 
 /// A run missed by the clock gets its Job: named `<cronjob>-<Unix time>`, the scheduled time
@@ -306,26 +334,50 @@ async fn a_missed_run_gets_a_job_named_after_its_time_and_the_status_follows_the
     let (controller, clock) = controller_at(&env, run + Duration::from_secs(10));
 
     let action = reconcile(&controller, &env, "every-minute").await;
-    assert_eq!(action, Action::requeue(Duration::from_secs(50)), "back at the next run");
+    assert_eq!(
+        action,
+        Action::requeue(Duration::from_secs(50)),
+        "back at the next run"
+    );
     let name = format!("every-minute-{}", run.as_second());
-    assert_eq!(job_names(&controller, &env, "every-minute").await, [name.clone()]);
+    assert_eq!(
+        job_names(&controller, &env, "every-minute").await,
+        [name.as_str()]
+    );
     let job = jobs(&env).get(&name).await.unwrap();
     let annotations = job.annotations();
     assert_eq!(annotations[SCHEDULED_TIME_ANNOTATION], run.to_string());
-    assert!(annotations[SCHEDULED_TIME_ANNOTATION].ends_with(":00Z"), "RFC 3339");
+    assert!(
+        annotations[SCHEDULED_TIME_ANNOTATION].ends_with(":00Z"),
+        "RFC 3339"
+    );
     assert_eq!(annotations["note"], "from the template");
     assert_eq!(job.labels()["team"], "batch");
     assert_eq!(job.labels()["app.kubernetes.io/managed-by"], MANAGED_BY);
     let owner: &OwnerReference = &job.owner_references()[0];
-    assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("CronJob", "every-minute"));
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("CronJob", "every-minute")
+    );
     assert_eq!(Some(&owner.uid), object.metadata.uid.as_ref());
     assert_eq!(owner.controller, Some(true));
-    let container = &job.spec.as_ref().unwrap().template.spec.as_ref().unwrap().containers[0];
+    let container = &job
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers[0];
     assert_eq!(container.image.as_deref(), Some("test-image"));
     let (_, reason, message) = condition_of(&env, "every-minute", condition::PROGRESSING)
         .await
         .unwrap();
-    assert_eq!((reason.as_str(), message), ("JobCreated", format!("Created job {name}")));
+    assert_eq!(
+        (reason.as_str(), message),
+        ("JobCreated", format!("Created job {name}"))
+    );
 
     // The next reconcile finds the Job active: status.active and lastScheduleTime say so, and
     // no second Job is made for the same run.
@@ -334,14 +386,23 @@ async fn a_missed_run_gets_a_job_named_after_its_time_and_the_status_follows_the
     assert_eq!(status.active.len(), 1);
     let reference = &status.active[0];
     assert_eq!(reference.name.as_deref(), Some(name.as_str()));
-    assert_eq!((reference.kind.as_deref(), reference.api_version.as_deref()), (Some("Job"), Some("batch/v1")));
+    assert_eq!(
+        (reference.kind.as_deref(), reference.api_version.as_deref()),
+        (Some("Job"), Some("batch/v1"))
+    );
     assert_eq!(reference.uid, job.metadata.uid);
     assert_eq!(status.last_schedule_time.unwrap().0, run);
-    assert_eq!(job_names(&controller, &env, "every-minute").await, [name.clone()]);
+    assert_eq!(
+        job_names(&controller, &env, "every-minute").await,
+        [name.as_str()]
+    );
     let (available, reason, _) = condition_of(&env, "every-minute", condition::AVAILABLE)
         .await
         .unwrap();
-    assert_eq!((available.as_str(), reason.as_str()), ("True", "JobsActive"));
+    assert_eq!(
+        (available.as_str(), reason.as_str()),
+        ("True", "JobsActive")
+    );
 
     // Nothing changed: nothing is written.
     env.requests.clear();
@@ -351,11 +412,17 @@ async fn a_missed_run_gets_a_job_named_after_its_time_and_the_status_follows_the
 
     // The Job completes: no longer active; lastScheduleTime stays.
     finish(&env, &name, "Complete", run).await;
-    eventually("the cache sees it complete", Duration::from_secs(20), || async {
-        let owner = api(&env).get("every-minute").await.unwrap();
-        let children = controller.reconciler().jobs().children(&owner).await;
-        children.iter().any(|job| job.status.as_ref().is_some_and(|s| s.succeeded == Some(1)))
-    })
+    eventually(
+        "the cache sees it complete",
+        Duration::from_secs(20),
+        || async {
+            let owner = api(&env).get("every-minute").await.unwrap();
+            let children = controller.reconciler().jobs().children(&owner).await;
+            children
+                .iter()
+                .any(|job| job.status.as_ref().is_some_and(|s| s.succeeded == Some(1)))
+        },
+    )
     .await;
     reconcile(&controller, &env, "every-minute").await;
     let status = api(&env).get("every-minute").await.unwrap().status.unwrap();
@@ -364,14 +431,20 @@ async fn a_missed_run_gets_a_job_named_after_its_time_and_the_status_follows_the
     let (available, reason, _) = condition_of(&env, "every-minute", condition::AVAILABLE)
         .await
         .unwrap();
-    assert_eq!((available.as_str(), reason.as_str()), ("True", "AllJobsCompleted"));
+    assert_eq!(
+        (available.as_str(), reason.as_str()),
+        ("True", "AllJobsCompleted")
+    );
 
     // The next minute: the next run.
     clock.advance(Duration::from_secs(60));
     let action = reconcile(&controller, &env, "every-minute").await;
     assert_eq!(action, Action::requeue(Duration::from_secs(50)));
     let next = format!("every-minute-{}", run.as_second() + 60);
-    assert_eq!(job_names(&controller, &env, "every-minute").await, [name, next]);
+    assert_eq!(
+        job_names(&controller, &env, "every-minute").await,
+        [name, next]
+    );
 }
 
 /// Two runs, the first Job still active at the second: the Jobs there are after it, and the
@@ -392,17 +465,28 @@ async fn two_runs(env: &TestEnv, name: &str, policy: ConcurrencyPolicy) -> (Vec<
 
 async fn allow_runs_a_job_beside_the_active_one(env: TestEnv) {
     let (names, run) = two_runs(&env, "allow", ConcurrencyPolicy::Allow).await;
-    assert_eq!(names, [format!("allow-{run}"), format!("allow-{}", run + 60)]);
+    assert_eq!(
+        names,
+        [format!("allow-{run}"), format!("allow-{}", run + 60)]
+    );
 }
 
 async fn forbid_skips_runs_while_a_job_is_active(env: TestEnv) {
     let (names, run) = two_runs(&env, "forbid", ConcurrencyPolicy::Forbid).await;
-    assert_eq!(names, [format!("forbid-{run}")], "the second run is skipped");
+    assert_eq!(
+        names,
+        [format!("forbid-{run}")],
+        "the second run is skipped"
+    );
 }
 
 async fn replace_deletes_the_active_job_for_the_new_run(env: TestEnv) {
     let (names, run) = two_runs(&env, "replace", ConcurrencyPolicy::Replace).await;
-    assert_eq!(names, [format!("replace-{}", run + 60)], "the first Job deleted");
+    assert_eq!(
+        names,
+        [format!("replace-{}", run + 60)],
+        "the first Job deleted"
+    );
 }
 
 async fn a_suspended_cronjob_runs_nothing(env: TestEnv) {
@@ -417,7 +501,11 @@ async fn a_suspended_cronjob_runs_nothing(env: TestEnv) {
     let available = condition_of(&env, "suspended", condition::AVAILABLE).await;
     assert_eq!(
         available,
-        Some(("False".into(), "Suspended".into(), "CronJob is suspended".into()))
+        Some((
+            "False".into(),
+            "Suspended".into(),
+            "CronJob is suspended".into()
+        ))
     );
 
     // Resumed: the missed run starts.
@@ -455,9 +543,17 @@ async fn more_than_100_missed_runs_is_an_error(env: TestEnv) {
     let action = reconcile(&controller, &env, "wedged").await;
     assert_eq!(action, Action::await_change());
     assert!(job_names(&controller, &env, "wedged").await.is_empty());
-    let (degraded, reason, message) = condition_of(&env, "wedged", condition::DEGRADED).await.unwrap();
-    assert_eq!((degraded.as_str(), reason.as_str()), ("True", "InvalidSchedule"));
-    assert!(message.contains("Too many missed start times (> 100)"), "{message}");
+    let (degraded, reason, message) = condition_of(&env, "wedged", condition::DEGRADED)
+        .await
+        .unwrap();
+    assert_eq!(
+        (degraded.as_str(), reason.as_str()),
+        ("True", "InvalidSchedule")
+    );
+    assert!(
+        message.contains("Too many missed start times (> 100)"),
+        "{message}"
+    );
 
     // With a starting deadline, only the runs within it count: the last one starts.
     let deadline = Patch::Merge(json!({ "spec": { "startingDeadlineSeconds": 600 } }));
@@ -468,7 +564,9 @@ async fn more_than_100_missed_runs_is_an_error(env: TestEnv) {
     reconcile(&controller, &env, "wedged").await;
     let names = job_names(&controller, &env, "wedged").await;
     assert_eq!(names, [format!("wedged-{}", run.as_second() + 101 * 60)]);
-    let (degraded, _, _) = condition_of(&env, "wedged", condition::DEGRADED).await.unwrap();
+    let (degraded, _, _) = condition_of(&env, "wedged", condition::DEGRADED)
+        .await
+        .unwrap();
     assert_eq!(degraded, "False", "cleared");
 }
 
@@ -481,7 +579,10 @@ async fn an_unparseable_schedule_is_reported_and_not_retried(env: TestEnv) {
     let (degraded, reason, message) = condition_of(&env, "unparseable", condition::DEGRADED)
         .await
         .unwrap();
-    assert_eq!((degraded.as_str(), reason.as_str()), ("True", "InvalidSchedule"));
+    assert_eq!(
+        (degraded.as_str(), reason.as_str()),
+        ("True", "InvalidSchedule")
+    );
     assert_eq!(
         message,
         "Failed to parse schedule: unparseable schedule \"every minute please\": Expected exactly 5 fields, found 3: every minute please"
@@ -506,37 +607,75 @@ async fn the_history_limits_keep_the_newest_finished_jobs(env: TestEnv) {
     }
     job_of(&env, &object, "running").await;
     let (controller, _clock) = controller_at(&env, start);
-    eventually("the cache holds the finished Jobs", Duration::from_secs(20), || async {
-        let children = controller.reconciler().jobs().children(&object).await;
-        children.iter().filter(|job| job.status.as_ref().is_some_and(|s| s.start_time.is_some())).count() == 5
-    })
+    eventually(
+        "the cache holds the finished Jobs",
+        Duration::from_secs(20),
+        || async {
+            let children = controller.reconciler().jobs().children(&object).await;
+            children
+                .iter()
+                .filter(|job| job.status.as_ref().is_some_and(|s| s.start_time.is_some()))
+                .count()
+                == 5
+        },
+    )
     .await;
     reconcile(&controller, &env, "limited").await;
     let names = job_names(&controller, &env, "limited").await;
-    assert_eq!(names, ["ok-2", "ok-3", "running"], "the oldest successful and every failed Job deleted");
+    assert_eq!(
+        names,
+        ["ok-2", "ok-3", "running"],
+        "the oldest successful and every failed Job deleted"
+    );
 }
 
 /// Schedules parse as robfig/cron's `ParseStandard`: five fields or a descriptor, its message
 /// for a wrong number of fields; restricted days of month and week match either (Vixie cron).
 #[test]
 fn schedules_parse_as_robfig_parse_standard() {
-    for good in ["*/5 * * * *", "0 0 * * *", "1 * * * *", "0 9 * * MON-FRI", "@hourly", "@daily", "@midnight", "@weekly", "@monthly", "@yearly", "@annually"] {
+    for good in [
+        "*/5 * * * *",
+        "0 0 * * *",
+        "1 * * * *",
+        "0 9 * * MON-FRI",
+        "@hourly",
+        "@daily",
+        "@midnight",
+        "@weekly",
+        "@monthly",
+        "@yearly",
+        "@annually",
+    ] {
         assert!(parse_schedule(good).is_ok(), "{good}");
     }
     let refused = |schedule: &str| parse_schedule(schedule).unwrap_err();
-    assert_eq!(refused("invalid-cron-schedule"), "Expected exactly 5 fields, found 1: invalid-cron-schedule");
-    assert_eq!(refused("0 * * * * *"), "Expected exactly 5 fields, found 6: 0 * * * * *");
+    assert_eq!(
+        refused("invalid-cron-schedule"),
+        "Expected exactly 5 fields, found 1: invalid-cron-schedule"
+    );
+    assert_eq!(
+        refused("0 * * * * *"),
+        "Expected exactly 5 fields, found 6: 0 * * * * *"
+    );
     assert_eq!(refused(""), "Empty spec string");
-    assert_eq!(refused("@fortnightly"), "Unrecognized descriptor: @fortnightly");
+    assert_eq!(
+        refused("@fortnightly"),
+        "Unrecognized descriptor: @fortnightly"
+    );
     assert!(parse_schedule("61 * * * *").is_err());
 
     // The 13th of the month or a Friday: either.
     let mut object = cronjob("either", "0 0 13 * 5");
-    object.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-        "2026-12-01T00:00:00Z".parse().unwrap(),
-    ));
+    object.metadata.creation_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            "2026-12-01T00:00:00Z".parse().unwrap(),
+        ));
     let now = "2026-12-01T00:00:00Z".parse().unwrap();
     let (missed, next) = next_schedule(&object, None, now).unwrap();
     assert_eq!(missed, None);
-    assert_eq!(next, "2026-12-04T00:00:00Z".parse::<Timestamp>().unwrap(), "Friday the 4th");
+    assert_eq!(
+        next,
+        "2026-12-04T00:00:00Z".parse::<Timestamp>().unwrap(),
+        "Friday the 4th"
+    );
 }

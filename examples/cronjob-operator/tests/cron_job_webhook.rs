@@ -145,7 +145,10 @@ async fn the_api_server_applies_the_books_defaults_and_relays_its_refusals() {
     assert_eq!(spec.failed_jobs_history_limit, Some(1));
 
     let refused = objects
-        .create(&PostParams::default(), &bare("unparseable", "invalid-cron-schedule"))
+        .create(
+            &PostParams::default(),
+            &bare("unparseable", "invalid-cron-schedule"),
+        )
         .await
         .expect_err("an unparseable schedule is refused")
         .to_string();
@@ -159,7 +162,8 @@ async fn the_api_server_applies_the_books_defaults_and_relays_its_refusals() {
         .await
         .expect_err("a name over 52 characters is refused")
         .to_string();
-    let expected = format!(r#"metadata.name: Invalid value: "{long}": must be no more than 52 characters"#);
+    let expected =
+        format!(r#"metadata.name: Invalid value: "{long}": must be no more than 52 characters"#);
     assert!(refused.contains(&expected), "{refused}");
     let fifty_two = &long[..52];
     objects
@@ -245,10 +249,15 @@ mod book {
     fn should_deny_creation_if_the_name_is_too_long() {
         let obj = named(TOO_LONG, SCHEDULE);
         let refused = validate(Change::Create(&obj)).unwrap_err();
-        assert!(refused.contains("must be no more than 52 characters"), "{refused}");
+        assert!(
+            refused.contains("must be no more than 52 characters"),
+            "{refused}"
+        );
         assert_eq!(
             refused,
-            format!(r#"CronJob.batch.tutorial.kubebuilder.io "{TOO_LONG}" is invalid: metadata.name: Invalid value: "{TOO_LONG}": must be no more than 52 characters"#)
+            format!(
+                r#"CronJob.batch.tutorial.kubebuilder.io "{TOO_LONG}" is invalid: metadata.name: Invalid value: "{TOO_LONG}": must be no more than 52 characters"#
+            )
         );
     }
 
@@ -279,9 +288,16 @@ mod book {
     fn should_deny_update_if_both_name_and_spec_are_invalid() {
         let old = named(VALID_NAME, SCHEDULE);
         let new = named(TOO_LONG, "invalid-cron-schedule");
-        let refused = validate(Change::Update { old: &old, new: &new }).unwrap_err();
+        let refused = validate(Change::Update {
+            old: &old,
+            new: &new,
+        })
+        .unwrap_err();
         // Both errors, in brackets, as apimachinery's aggregate lists them.
-        assert!(refused.contains(": [metadata.name: Invalid value: "), "{refused}");
+        assert!(
+            refused.contains(": [metadata.name: Invalid value: "),
+            "{refused}"
+        );
         assert!(refused.ends_with(r#", spec.schedule: Invalid value: "invalid-cron-schedule": Expected exactly 5 fields, found 1: invalid-cron-schedule]"#), "{refused}");
     }
 
@@ -289,7 +305,13 @@ mod book {
     fn should_admit_update_if_both_name_and_spec_are_valid() {
         let old = named(VALID_NAME, SCHEDULE);
         let new = named("valid-cronjob-name-updated", "0 0 * * *");
-        assert_eq!(validate(Change::Update { old: &old, new: &new }), Ok(Vec::new()));
+        assert_eq!(
+            validate(Change::Update {
+                old: &old,
+                new: &new
+            }),
+            Ok(Vec::new())
+        );
     }
 
     #[test]

@@ -156,7 +156,12 @@ impl Reconciler for Context {
         let name = cronjob.name_any();
         if Self::conditions(cronjob).is_empty() {
             let message = "Starting reconciliation".to_string();
-            report.set(condition::PROGRESSING, Truth::Unknown, "Reconciling", message);
+            report.set(
+                condition::PROGRESSING,
+                Truth::Unknown,
+                "Reconciling",
+                message,
+            );
         }
 
         // 2: the Jobs, split into active, successful and failed; the status rebuilt from them.
@@ -167,7 +172,9 @@ impl Reconciler for Context {
         for job in children {
             match scheduled_time(&job) {
                 Ok(time) => most_recent = most_recent.max(time),
-                Err(error) => tracing::error!(job = %job.name_any(), %error, "unable to parse schedule time for child job"),
+                Err(error) => {
+                    tracing::error!(job = %job.name_any(), %error, "unable to parse schedule time for child job")
+                }
             }
             match finished(&job) {
                 None => active.push(job),
@@ -216,11 +223,15 @@ impl Reconciler for Context {
         for (mut jobs, limit) in limits {
             let Some(limit) = limit else { continue };
             jobs.sort_by(|a, b| compare_start_times(a, b));
-            let excess = jobs.len().saturating_sub(usize::try_from(limit).unwrap_or(0));
+            let excess = jobs
+                .len()
+                .saturating_sub(usize::try_from(limit).unwrap_or(0));
             for job in &jobs[..excess] {
                 match self.jobs.delete(job, PropagationPolicy::Background).await {
                     Ok(()) => tracing::debug!(job = %job.name_any(), "deleted old finished job"),
-                    Err(error) => tracing::error!(job = %job.name_any(), %error, "unable to delete old finished job"),
+                    Err(error) => {
+                        tracing::error!(job = %job.name_any(), %error, "unable to delete old finished job")
+                    }
                 }
             }
         }
@@ -310,12 +321,16 @@ impl Context {
         let namespace = cronjob.namespace().unwrap_or_default();
         let api: Api<CronJob> = Api::namespaced(self.client.clone(), &namespace);
         let active = (!active.is_empty()).then_some(active);
-        let patch = json!({ "status": { "active": active, "lastScheduleTime": last_schedule_time } });
+        let patch =
+            json!({ "status": { "active": active, "lastScheduleTime": last_schedule_time } });
         let params = PatchParams {
             field_manager: Some(MANAGED_BY.into()),
             ..PatchParams::default()
         };
-        match api.patch_status(&cronjob.name_any(), &params, &Patch::Merge(&patch)).await {
+        match api
+            .patch_status(&cronjob.name_any(), &params, &Patch::Merge(&patch))
+            .await
+        {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
             Err(error) => Err(error.into()),

@@ -61,7 +61,8 @@ impl Defaults {
     /// Sets each field of `cronjob` that is not set to its default.
     pub fn apply(&self, cronjob: &mut CronJob) {
         let spec = &mut cronjob.spec;
-        spec.concurrency_policy.get_or_insert(self.concurrency_policy);
+        spec.concurrency_policy
+            .get_or_insert(self.concurrency_policy);
         spec.suspend.get_or_insert(self.suspend);
         let successful = &mut spec.successful_jobs_history_limit;
         successful.get_or_insert(self.successful_jobs_history_limit);

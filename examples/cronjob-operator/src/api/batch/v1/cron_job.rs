@@ -32,6 +32,8 @@ use serde::{Deserialize, Serialize};
 /// CronJobSpec defines the desired state of CronJob.
 // Default: the tests set the fields they are about and take the rest from it
 // (`..Default::default()`), so they keep compiling as you add fields.
+// Columns of the same type repeat `type_`, which clippy takes for a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "batch.tutorial.kubebuilder.io",
