@@ -28,7 +28,7 @@ fn commands() -> Vec<Vec<String>> {
             line.split_whitespace().map(String::from).collect()
         })
         .collect();
-    assert_eq!(commands.len(), 3, "init, create api, create webhook: {commands:?}");
+    assert_eq!(commands.len(), 5, "init, create api, create webhook, and v2: {commands:?}");
     commands
 }
 
