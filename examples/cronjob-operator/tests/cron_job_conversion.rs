@@ -69,6 +69,8 @@ async fn the_api_server_converts_between_versions_through_the_webhook() {
         .unwrap();
     let read = hub_objects.get(&written.name_any()).await.unwrap();
     assert_eq!(read.spec, hub::CronJob::from(written).spec);
+    // The book's v2 sample: `minute: "*/1"`.
+    assert_eq!(read.spec.schedule, "*/1 * * * *");
 
     // Written as the hub, read as v2.
     let written = hub_objects
@@ -80,6 +82,29 @@ async fn the_api_server_converts_between_versions_through_the_webhook() {
         .await
         .unwrap();
     assert_eq!(read.spec, v2::CronJob::from(written).spec);
+    let schedule = &read.spec.schedule;
+    assert_eq!(schedule.minute.as_deref(), Some("*/1"));
+    assert_eq!((&schedule.hour, &schedule.day_of_week), (&None, &None));
+
+    // A schedule v2's fields do not spell, written back through v2 unchanged, is v1's still.
+    let mut hourly = sample::<hub::CronJob>(&env, "v1", "hourly");
+    hourly.spec.schedule = "@hourly".into();
+    hub_objects
+        .create(&PostParams::default(), &hourly)
+        .await
+        .unwrap();
+    let v2_objects = objects::<v2::CronJob>(&env);
+    let mut read = v2_objects.get(&hourly.name_any()).await.unwrap();
+    assert_eq!(read.spec.schedule.minute.as_deref(), Some("0"));
+    read.labels_mut()
+        .insert("edited".into(), "through-v2".into());
+    v2_objects
+        .replace(&hourly.name_any(), &PostParams::default(), &read)
+        .await
+        .unwrap();
+    let stored = hub_objects.get(&hourly.name_any()).await.unwrap();
+    assert_eq!(stored.spec.schedule, "@hourly");
+    assert_eq!(stored.labels()["edited"], "through-v2");
     assert!(
         conversions.load(Ordering::SeqCst) > 0,
         "the API server converted without calling the webhook"
