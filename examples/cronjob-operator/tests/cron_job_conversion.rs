@@ -30,9 +30,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionVersion,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde::de::DeserializeOwned;
@@ -195,6 +199,99 @@ async fn the_operator_migrates_objects_stored_in_an_older_version() {
     shutdown.trigger();
 }
 
+/// The book gives v2 admission webhooks of its own; memop gives a kind's in one version, and the
+/// API server sends v1's every version's objects converted to v1: a v2 CronJob gets the defaults,
+/// and an unparseable v2 schedule is refused as v1 spells it.
+#[cfg_attr(envtest, tokio::test)]
+#[cfg_attr(not(envtest), allow(dead_code))]
+async fn v2_cronjobs_are_defaulted_and_validated_by_v1s_webhooks() {
+    let Some(env) = TestEnv::real().await else {
+        return;
+    };
+    let _turn = CRD.lock().await;
+    let (shutdown, _, port, ca) = serve_webhooks(&env).await;
+    let names = [
+        format!("{}-mutating", env.namespace),
+        format!("{}-validating", env.namespace),
+    ];
+    let (mut mutating, mut validating) = memop_runtime::webhook::configurations(
+        &webhook::webhooks(),
+        [&names[0], &names[1]],
+        |hook: &webhook::Webhook| WebhookClientConfig {
+            url: Some(format!("https://localhost:{port}{}", hook.path)),
+            ca_bundle: Some(k8s_openapi::ByteString(ca.as_bytes().to_vec())),
+            service: None,
+        },
+    );
+    // Only for the test's namespace.
+    let selector = LabelSelector {
+        match_labels: Some([("kubernetes.io/metadata.name".into(), env.namespace.clone())].into()),
+        ..LabelSelector::default()
+    };
+    for hook in mutating.webhooks.iter_mut().flatten() {
+        hook.namespace_selector = Some(selector.clone());
+    }
+    for hook in validating.webhooks.iter_mut().flatten() {
+        hook.namespace_selector = Some(selector.clone());
+    }
+    let mutating_api = Api::<MutatingWebhookConfiguration>::all(env.admin.clone());
+    let validating_api = Api::<ValidatingWebhookConfiguration>::all(env.admin.clone());
+    mutating_api
+        .create(&PostParams::default(), &mutating)
+        .await
+        .unwrap();
+    validating_api
+        .create(&PostParams::default(), &validating)
+        .await
+        .unwrap();
+
+    let v2_objects = objects::<v2::CronJob>(&env);
+    let bare = |name: &str, minute: &str| {
+        let mut object = sample::<v2::CronJob>(&env, "v2", name);
+        object.spec.schedule.minute = Some(minute.into());
+        object.spec.concurrency_policy = None;
+        object.spec.suspend = None;
+        object.spec.successful_jobs_history_limit = None;
+        object.spec.failed_jobs_history_limit = None;
+        object
+    };
+    // The API server loads new webhook configurations asynchronously.
+    let mut created = None;
+    for attempt in 0..100 {
+        let object = v2_objects
+            .create(
+                &PostParams::default(),
+                &bare(&format!("defaulted-{attempt}"), "5"),
+            )
+            .await
+            .unwrap();
+        if object.spec.successful_jobs_history_limit.is_some() {
+            created = Some(object);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let created = created.expect("the API server calls the defaulting webhook");
+    assert_eq!(created.spec.schedule.minute.as_deref(), Some("5"));
+    assert_eq!(created.spec.suspend, Some(false));
+    assert_eq!(created.spec.successful_jobs_history_limit, Some(3));
+    assert_eq!(created.spec.failed_jobs_history_limit, Some(1));
+
+    let refused = v2_objects
+        .create(&PostParams::default(), &bare("refused", "61"))
+        .await
+        .expect_err("an unparseable v2 schedule is refused")
+        .to_string();
+    assert!(
+        refused.contains(r#"spec.schedule: Invalid value: "61 * * * *""#),
+        "{refused}"
+    );
+
+    let _ = mutating_api.delete(&names[0], &Default::default()).await;
+    let _ = validating_api.delete(&names[1], &Default::default()).await;
+    shutdown.trigger();
+}
+
 /// Makes `version` the CRD's storage version.
 async fn store_in(crds: &Api<CustomResourceDefinition>, version: &str) {
     change_versions(crds, |versions| {
@@ -237,6 +334,13 @@ async fn stored_versions(crds: &Api<CustomResourceDefinition>) -> Vec<String> {
 /// the CRD's conversion at them; returns the server's shutdown and its count of conversions,
 /// once the API server calls it.
 async fn serve_conversions(env: &TestEnv) -> (Shutdown, Arc<AtomicUsize>) {
+    let (shutdown, conversions, _, _) = serve_webhooks(env).await;
+    (shutdown, conversions)
+}
+
+/// [`serve_conversions`], with the port the webhook server listens on and its CA, to point
+/// admission webhooks at it too.
+async fn serve_webhooks(env: &TestEnv) -> (Shutdown, Arc<AtomicUsize>, u16, String) {
     let conversions = Arc::new(AtomicUsize::new(0));
     let counted = conversions.clone();
     let router = webhook::routes().layer(axum::middleware::from_fn(
@@ -257,7 +361,7 @@ async fn serve_conversions(env: &TestEnv) -> (Shutdown, Arc<AtomicUsize>) {
                 "webhook": {
                     "clientConfig": {
                         "url": format!("https://localhost:{port}{}", webhook::CONVERT_PATH),
-                        "caBundle": k8s_openapi::ByteString(ca.into_bytes()),
+                        "caBundle": k8s_openapi::ByteString(ca.clone().into_bytes()),
                     },
                     "conversionReviewVersions": ["v1"],
                 },
@@ -283,7 +387,7 @@ async fn serve_conversions(env: &TestEnv) -> (Shutdown, Arc<AtomicUsize>) {
         if spoke_objects.get(&probe.name_any()).await.is_ok()
             && conversions.load(Ordering::SeqCst) > 0
         {
-            return (shutdown, conversions);
+            return (shutdown, conversions, port, ca);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
