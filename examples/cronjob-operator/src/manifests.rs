@@ -1,0 +1,49 @@
+// Copyright 2026 The cronjob-operator Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+//! The YAML that `make manifests` writes into `config/`, produced from the code: the CRDs from
+//! the types in [`crate::api`], the manager role from each controller's `RULES`, the storage
+//! migration's role from the CRDs.
+//!
+//! `memop create api` adds each controller's rules at the marker below.
+
+use memop_runtime::manifests::{File, crd_files};
+use memop_runtime::rbac::{Rule, Scope, role_yaml};
+
+/// The RBAC rules of every controller.
+const RULES: &[&[Rule]] = &[
+    crate::controller::cron_job::RULES,
+    // +memop:scaffold:rbac-rules
+];
+
+/// Every generated file, as (path relative to the project root, contents).
+pub fn render() -> anyhow::Result<Vec<File>> {
+    let mut files = crd_files(&crate::api::crds())?;
+    files.push((
+        "config/rbac/role.yaml".into(),
+        role_yaml(Scope::Cluster, RULES),
+    ));
+    let crds = crate::api::crd_names();
+    let crds: Vec<&str> = crds.iter().map(String::as_str).collect();
+    files.push((
+        "config/rbac/storage_migration_role.yaml".into(),
+        memop_runtime::migration::role_yaml(&crds),
+    ));
+    files.push((
+        "config/webhook/manifests.yaml".into(),
+        memop_runtime::webhook::manifests_yaml(&crate::webhook::webhooks()),
+    ));
+    // +memop:scaffold:manifests
+    Ok(files)
+}
