@@ -83,6 +83,19 @@ pub fn rustfmt(files: &mut [(PathBuf, String)], project: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a FIFO, device or directory where the project's rustfmt settings go (`rustfmt.toml`,
+/// `.rustfmt.toml`): taken for no settings, memop would format otherwise than `cargo fmt` does.
+pub fn refuse_special_config(project: &Path) -> Result<()> {
+    for name in ["rustfmt.toml", ".rustfmt.toml"] {
+        if let Ok(meta) = std::fs::metadata(project.join(name))
+            && !meta.is_file()
+        {
+            anyhow::bail!("{}", crate::fs::not_regular(Path::new(name), &meta.file_type(), "regular file"));
+        }
+    }
+    Ok(())
+}
+
 /// The rustfmt command line.
 struct Rustfmt {
     program: OsString,
@@ -92,7 +105,7 @@ struct Rustfmt {
 impl Rustfmt {
     fn new(project: &Path) -> Self {
         let program = std::env::var_os("RUSTFMT").unwrap_or_else(|| "rustfmt".into());
-        // A project's own rustfmt settings win, as with `cargo fmt`.
+        // A project's own rustfmt settings win, as with `cargo fmt` (see [`refuse_special_config`]).
         // Absolute: rustfmt runs in another directory.
         let config = ["rustfmt.toml", ".rustfmt.toml"]
             .iter()

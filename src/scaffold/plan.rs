@@ -299,6 +299,9 @@ impl Plan {
                 Change::Remove { .. } => None,
             })
             .collect();
+        if !files.is_empty() {
+            super::format::refuse_special_config(&self.root)?;
+        }
         let result = super::format::rustfmt(&mut files, &self.root);
         // rustfmt stops early when interrupted: what it did not format must not be written.
         if crate::interrupted() {

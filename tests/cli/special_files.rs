@@ -278,3 +278,15 @@ fn a_special_file_as_external_api_crd_is_refused_at_once() {
     fs::remove_file(&fifo).unwrap();
     assert_unchanged(&dir, &before, "create api --external-api-crd over special files");
 }
+
+#[test]
+fn a_fifo_as_the_projects_rustfmt_settings_is_refused_not_taken_for_none() {
+    let (_tmp, dir) = project(&[]);
+    let before = snapshot(&dir);
+    mkfifo(&dir.join("rustfmt.toml"));
+    for line in ["create api --group cache --kind Foo", "--dry-run create api --group cache --kind Foo"] {
+        refused_within(&dir, line, "error: rustfmt.toml is a FIFO, not a regular file");
+    }
+    fs::remove_file(dir.join("rustfmt.toml")).unwrap();
+    assert_unchanged(&dir, &before, "create api with a FIFO as rustfmt.toml");
+}
