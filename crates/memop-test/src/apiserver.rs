@@ -23,7 +23,9 @@
 //!   change `.status`, and `.status` is dropped on create. Other subresources (scale, ...) are 404.
 //! - Strategic merge patch and server-side apply are JSON merge patches (RFC 7386): lists are
 //!   replaced rather than merged by key, and there is no field ownership (`managedFields`, `force`
-//!   and conflicts between managers are ignored; fields left out of an apply are not removed).
+//!   and conflicts between managers are ignored). A field a manager applied before and leaves
+//!   out of its next apply is removed, as the real server removes it when that manager alone
+//!   set it (here: even when another set it too).
 //! - No admission, defaulting or schema validation, but for two rules of the real server's
 //!   that operators meet: an update may not change a Deployment's selector, nor give an object
 //!   two controller owner references. Server-owned metadata (uid, name, namespace,
@@ -167,6 +169,9 @@ struct State {
     /// (kube's watcher lists first, then watches from the list's resourceVersion).
     history: Vec<Change>,
     watchers: Vec<Watcher>,
+    /// The last server-side apply of each object by each field manager (through the status
+    /// subresource or not): what a manager's next apply leaves out of it is removed.
+    applied: BTreeMap<(ObjectKey, String, bool), Value>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -487,24 +492,37 @@ impl State {
             return Err(Failure::new(422, "fieldManager is required for apply"));
         }
         let key = target.key(name);
+        let manager = query.get("fieldManager").unwrap_or_default().to_string();
+        let applied = (key.clone(), manager, target.status);
         let Some(old) = self.objects.get(&key).cloned() else {
             // Server-side apply creates missing objects, but not through the status subresource.
             if apply && !target.status {
-                let created = self.create(target, patch, Some(name))?;
+                let created = self.create(target, patch.clone(), Some(name))?;
+                self.applied.insert(applied, patch);
                 return Ok(json_response(StatusCode::CREATED, &created));
             }
             return Err(target.not_found(name));
         };
         let mut patched = old.clone();
         match media_type {
-            "application/json-patch+json" => apply_json_patch(&mut patched, patch)?,
+            "application/json-patch+json" => apply_json_patch(&mut patched, patch.clone())?,
             // Strategic merge and apply are approximated by a JSON merge patch (see module docs).
-            "application/merge-patch+json"
-            | "application/strategic-merge-patch+json"
-            | "application/apply-patch+yaml" => json_patch::merge(&mut patched, &patch),
+            "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+                json_patch::merge(&mut patched, &patch)
+            }
+            "application/apply-patch+yaml" => {
+                json_patch::merge(&mut patched, &patch);
+                // What this manager applied last time and leaves out now goes.
+                if let Some(previous) = self.applied.get(&applied) {
+                    remove_left_out(&mut patched, previous, &patch);
+                }
+            }
             other => return Err(Failure::new(415, format!("unsupported patch {other:?}"))),
         }
         let updated = self.update(target, key, &old, patched)?;
+        if apply {
+            self.applied.insert(applied, patch);
+        }
         Ok(json_response(StatusCode::OK, &updated))
     }
 
@@ -544,6 +562,7 @@ impl State {
     /// garbage-collects its dependents.
     fn remove(&mut self, key: ObjectKey, mut object: Value) -> Value {
         self.objects.remove(&key);
+        self.applied.retain(|(applied, _, _), _| *applied != key);
         let resource_version = self.next_resource_version();
         object["metadata"]["resourceVersion"] = json!(resource_version.to_string());
         self.record(Change {
@@ -902,6 +921,28 @@ fn desired_state_changed(old: &Value, new: &Value) -> bool {
             .collect()
     };
     desired(old) != desired(new)
+}
+
+/// Removes from `object` what `previous` (a manager's last apply) set and `current` (its apply
+/// now) leaves out, field by field into objects (a list is one field): server-side apply's
+/// removal of what a manager stops applying, without its field ownership (a field another
+/// manager set too is removed as well).
+fn remove_left_out(object: &mut Value, previous: &Value, current: &Value) {
+    let (Some(object), Some(previous)) = (object.as_object_mut(), previous.as_object()) else {
+        return;
+    };
+    for (field, before) in previous {
+        match current.get(field) {
+            None => {
+                object.remove(field);
+            }
+            Some(now) => {
+                if let Some(inner) = object.get_mut(field) {
+                    remove_left_out(inner, before, now);
+                }
+            }
+        }
+    }
 }
 
 fn has_finalizers(object: &Value) -> bool {

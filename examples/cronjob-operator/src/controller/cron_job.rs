@@ -35,11 +35,9 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
 use k8s_openapi::jiff::tz::TimeZone;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::{Api, Patch, PatchParams};
+use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kube::{Client, ResourceExt};
-use serde_json::json;
 
 use memop_runtime::controller::{
     Builder, Clock, Controller, Error, Reconciler, Report, Result, Truth, condition,
@@ -68,7 +66,7 @@ pub const RULES: &[Rule] = &[
         resources: &["cronjobs"],
         verbs: &["list", "watch"],
     },
-    // status.active and lastScheduleTime (a merge patch), the conditions (an apply).
+    // The status: the conditions, status.active and lastScheduleTime (one apply).
     Rule {
         api_group: "batch.tutorial.kubebuilder.io",
         resources: &["cronjobs/status"],
@@ -96,7 +94,6 @@ pub const RULES: &[Rule] = &[
 
 /// What the reconcile of a CronJob works with.
 pub struct Context {
-    client: Client,
     /// The Jobs of every CronJob.
     jobs: Operand<Job>,
     /// What time it is: the system's, or a test's.
@@ -108,7 +105,6 @@ impl Context {
     /// controller's Jobs, which stops when the context is dropped.
     pub fn new(shared: &Shared, clock: Clock) -> Self {
         Self {
-            client: shared.client().clone(),
             jobs: Operand::new(shared, "cronjob jobs", MANAGED_BY),
             clock,
         }
@@ -143,6 +139,8 @@ impl Reconciler for Context {
         condition::PROGRESSING,
         condition::DEGRADED,
     ];
+    /// Rebuilt from the Jobs on every reconcile, and written with the conditions.
+    const STATUS_FIELDS: &'static [&'static str] = &["active", "lastScheduleTime"];
 
     fn conditions(object: &CronJob) -> &[Condition] {
         object
@@ -183,9 +181,9 @@ impl Reconciler for Context {
             }
         }
         let last_schedule_time = most_recent.map(Time);
-        let references = active.iter().map(|job| reference(job)).collect();
-        self.write_status(cronjob, references, last_schedule_time.clone())
-            .await?;
+        let references: Vec<ObjectReference> = active.iter().map(|job| reference(job)).collect();
+        report.status_field("active", (!references.is_empty()).then_some(references));
+        report.status_field("lastScheduleTime", &last_schedule_time);
         tracing::debug!(%name, active = active.len(), successful = successful.len(), failed = failed.len(), "job count");
 
         let suspended = cronjob.spec.suspend == Some(true);
@@ -302,39 +300,6 @@ impl Reconciler for Context {
         }
         // 7: back at the next scheduled time (or sooner, when a Job changes).
         Ok(scheduled)
-    }
-}
-
-impl Context {
-    /// Writes `status.active` and `status.lastScheduleTime` (a merge patch of the status), only
-    /// when they differ from what `cronjob` holds.
-    async fn write_status(
-        &self,
-        cronjob: &CronJob,
-        active: Vec<ObjectReference>,
-        last_schedule_time: Option<Time>,
-    ) -> Result<()> {
-        let status = cronjob.status.clone().unwrap_or_default();
-        if status.active == active && status.last_schedule_time == last_schedule_time {
-            return Ok(());
-        }
-        let namespace = cronjob.namespace().unwrap_or_default();
-        let api: Api<CronJob> = Api::namespaced(self.client.clone(), &namespace);
-        let active = (!active.is_empty()).then_some(active);
-        let patch =
-            json!({ "status": { "active": active, "lastScheduleTime": last_schedule_time } });
-        let params = PatchParams {
-            field_manager: Some(MANAGED_BY.into()),
-            ..PatchParams::default()
-        };
-        match api
-            .patch_status(&cronjob.name_any(), &params, &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
-            Err(error) => Err(error.into()),
-        }
     }
 }
 
