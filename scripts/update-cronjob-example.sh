@@ -26,6 +26,7 @@ user_files=(
     src/webhook/cron_job.rs
     tests/cron_job.rs
     tests/cron_job_webhook.rs
+    tests/manager.rs
 )
 
 scratch="$(mktemp -d)"
