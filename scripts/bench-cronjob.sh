@@ -411,7 +411,7 @@ json.dump({
 }, open(out, "w"), indent=1)
 EOF
     log "  delays: $(python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["jobs"]["all"]; print(a)' "$dir/result.json")"
-    log "  peak RSS $((hwm / 1024)) MiB, CPU $(echo "$cpu_w1 - $cpu_w0" | bc) s in the window, $cpu s in all (load $load_end)"
+    log "  peak RSS $((hwm / 1024)) MiB, CPU $(echo "$cpu_w1 $cpu_w0" | awk '{ printf "%.2f", $1 - $2 }') s in the window, $cpu s in all (load $load_end)"
     if [ "${KEEP:-0}" != 1 ]; then
         find "$dir" -mindepth 1 -maxdepth 1 ! -name result.json ! -name manager.log -exec rm -rf {} +
     fi

@@ -5,8 +5,8 @@ import json
 import sys
 
 
-def secs(value):
-    return "—" if value is None else f"{value:.1f} s"
+def secs(value, digits=1):
+    return "—" if value is None else f"{value:.{digits}f} s"
 
 
 def main(paths):
@@ -27,7 +27,7 @@ def main(paths):
             f"| {r['first']['seconds_after_schedule']:.1f} s "
             f"| {j['jobs']} ({j['missing']}) "
             f"| {secs(j['median'])} / {secs(j['p99'])} / {secs(j['max'])} "
-            f"| {secs(recv['median'])} / {secs(recv['p99'])} "
+            f"| {secs(recv['median'], 3)} / {secs(recv['p99'], 3)} "
             f"| {w['requests'] / made:.2f} ({w['reads'] / made:.2f} + {w['writes'] / made:.2f}) "
             f"| {r['rss_kib'] / 1024:.0f} MiB "
             f"| {r['cpu_window']:.1f} / {r['cpu_total']:.1f} "
