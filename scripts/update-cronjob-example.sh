@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Brings examples/cronjob-operator, kubebuilder's "Tutorial: Building CronJob" done with memop,
-# up to date with this checkout's memop. The example is the three commands below plus the
-# files the tutorial's user writes by hand (user_files): memop's files are rewritten from a
-# fresh run of the commands, the user's files are left as they are, and memop's lock gets the
-# example's own dependencies (croner) added by cargo. tests/cronjob_example.rs runs the same
+# Brings examples/cronjob-operator, kubebuilder's "Tutorial: Building CronJob" and "Tutorial:
+# Multi-Version API" done with memop, up to date with this checkout's memop. The example is the
+# memop commands below plus the files the tutorials' user writes by hand (user_files): memop's
+# files are rewritten from a fresh run of the commands, the user's files are left as they are,
+# and memop's lock gets the example's own dependencies (croner) added by cargo. tests/cronjob_example.rs runs the same
 # commands, checks that the example differs from their output only in user_files, and that
 # `memop update` on it (with memop's output in its history, as a user's project has) is a no-op.
 set -euo pipefail
@@ -20,11 +20,16 @@ user_files=(
     config/crd/bases/batch.tutorial.kubebuilder.io_cronjobs.yaml
     config/rbac/role.yaml
     config/samples/batch_v1_cronjob.yaml
+    config/samples/batch_v2_cronjob.yaml
     src/api/batch/v1/cron_job.rs
     src/api/batch/v1/mod.rs
+    src/api/batch/v2/cron_job.rs
+    src/api/batch/v2/cron_job_conversion.rs
+    src/api/batch/v2/mod.rs
     src/controller/cron_job.rs
     src/webhook/cron_job.rs
     tests/cron_job.rs
+    tests/cron_job_conversion.rs
     tests/cron_job_webhook.rs
     tests/manager.rs
 )
@@ -36,6 +41,9 @@ cd "$scratch/cronjob-operator"
 "$memop" init --domain tutorial.kubebuilder.io --repo tutorial.kubebuilder.io/project >/dev/null
 "$memop" create api --group batch --version v1 --kind CronJob >/dev/null
 "$memop" create webhook --group batch --version v1 --kind CronJob --defaulting --programmatic-validation >/dev/null
+# The book's "Tutorial: Multi-Version API": v2 (a CronSchedule), v1 the storage version and hub.
+"$memop" create api --group batch --version v2 --kind CronJob >/dev/null
+"$memop" create webhook --group batch --version v1 --kind CronJob --conversion --spoke v2 >/dev/null
 rm -rf vendor
 cd - >/dev/null
 

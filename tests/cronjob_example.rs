@@ -28,7 +28,7 @@ fn commands() -> Vec<Vec<String>> {
             line.split_whitespace().map(String::from).collect()
         })
         .collect();
-    assert_eq!(commands.len(), 3, "init, create api, create webhook: {commands:?}");
+    assert_eq!(commands.len(), 5, "init, create api, create webhook, and v2: {commands:?}");
     commands
 }
 
@@ -124,11 +124,14 @@ fn the_cronjob_example_builds_lints_and_passes_its_tests() {
     common::check(&example, "cargo", &["run", "--locked", "--quiet", "--bin", "manifests", "--", "--check"]);
 }
 
-/// docs/tutorials/cronjob.md stays true: its memop commands are the script's, and every Rust
-/// block it shows is in the example as it stands (line for line, indentation aside).
+/// docs/tutorials/cronjob.md and multiversion.md stay true: their memop commands, in turn, are
+/// the script's, and every Rust block they show is in the example as it stands (line for line,
+/// indentation aside).
 #[test]
-fn the_cronjob_tutorial_shows_the_examples_commands_and_code() {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/tutorials/cronjob.md")).unwrap();
+fn the_cronjob_tutorials_show_the_examples_commands_and_code() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/tutorials");
+    let read = |name: &str| std::fs::read_to_string(docs.join(name)).unwrap();
+    let doc = format!("{}\n{}", read("cronjob.md"), read("multiversion.md"));
     let blocks = |language: &str| -> Vec<Vec<String>> {
         let fence = format!("```{language}\n");
         doc.split(&fence)
@@ -152,7 +155,7 @@ fn the_cronjob_tutorial_shows_the_examples_commands_and_code() {
         }
     }
     let rust = blocks("rust");
-    assert!(rust.len() >= 10, "{}", rust.len());
+    assert!(rust.len() >= 15, "{}", rust.len());
     for block in rust {
         let found =
             sources.iter().any(|(_, lines)| lines.windows(block.len()).any(|window| window == block.as_slice()));

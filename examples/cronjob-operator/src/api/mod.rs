@@ -28,6 +28,7 @@ use memop_runtime::manifests::merge_versions;
 /// every object of the kind in this version. Changing it later is a storage migration: objects
 /// stay stored in the old version until the manager migrates them (`memop_runtime::migration`).
 const STORAGE_VERSIONS: &[(&str, &str)] = &[
+    ("cronjobs.batch.tutorial.kubebuilder.io", "v1"),
     // +memop:scaffold:storage-versions
 ];
 
@@ -36,6 +37,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
     merge_versions(
         vec![
             <batch::v1::CronJob as kube::CustomResourceExt>::crd(),
+            <batch::v2::CronJob as kube::CustomResourceExt>::crd(),
             // +memop:scaffold:crds
         ],
         STORAGE_VERSIONS,

@@ -57,6 +57,7 @@ pub fn routes() -> Router {
 /// Every conversion of the project: one per spoke version of each kind.
 pub fn conversions() -> Vec<Conversion> {
     vec![
+        Conversion::between::<crate::api::batch::v1::CronJob, crate::api::batch::v2::CronJob>(),
         // +memop:scaffold:conversions
     ]
 }

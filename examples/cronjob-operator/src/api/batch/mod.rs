@@ -15,4 +15,6 @@
 //! The batch.tutorial.kubebuilder.io API group, one module per version.
 
 pub mod v1;
+
+pub mod v2;
 // +memop:scaffold:api-versions

@@ -128,7 +128,7 @@ pub enum ConcurrencyPolicy {
 /// The schema of `jobTemplate`: k8s-openapi's, without the descriptions inside it, as the
 /// book's `controller-gen crd:maxDescLen=0` writes it: with them the CRD is over 600 kB, more
 /// than `kubectl apply` can keep in its last-applied annotation (256 kB).
-fn job_template_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+pub fn job_template_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
     let mut schema = JobTemplateSpec::json_schema(generator);
     strip_descriptions(schema.as_object_mut().expect("a schema object"));
     schema

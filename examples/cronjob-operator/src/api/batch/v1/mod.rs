@@ -15,5 +15,5 @@
 //! Version v1 of the batch.tutorial.kubebuilder.io API group, one module per kind.
 
 mod cron_job;
-pub use cron_job::{ConcurrencyPolicy, CronJob, CronJobSpec, CronJobStatus};
+pub use cron_job::{ConcurrencyPolicy, CronJob, CronJobSpec, CronJobStatus, job_template_schema};
 // +memop:scaffold:api-kinds
