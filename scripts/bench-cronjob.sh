@@ -340,8 +340,9 @@ EOF
     write_kubeconfig "$dir" "$user" "$port"
     local kubectl=(timeout 120 kubectl --kubeconfig "$dir/admin.kubeconfig")
     "${kubectl[@]}" apply --server-side -f "$crds" > /dev/null
-    "${kubectl[@]}" wait --for condition=established --timeout=60s \
-        crd/cronjobs.batch.tutorial.kubebuilder.io > /dev/null
+    # (kubectl wait fails outright, not waits, on a CRD whose status has no conditions yet)
+    wait_until "the CRD established" 60 "${kubectl[@]}" wait --for condition=established --timeout=5s \
+        crd/cronjobs.batch.tutorial.kubebuilder.io
     wait_until "the CronJob API" 60 "${kubectl[@]}" get cronjobs.batch.tutorial.kubebuilder.io -A
     local created
     created=$(timeout $((300 + n / 10)) python3 "$here/cron.py" create "${admin[@]}" --n "$n" \
