@@ -175,12 +175,29 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     let vendor = format!("{}/", scaffold::VENDOR);
     // A chart an earlier memop let the user put under vendor/ is not the runtime's.
     let chart = project.plugins.helm.as_ref().map(|helm| format!("{}/", helm.output));
-    let dropped: Vec<&str> = record
+    let (mut dropped, gone): (Vec<&str>, Vec<&str>) = record
         .paths()
         .filter(|path| path.starts_with(&vendor) && !shipped.iter().any(|(s, _)| s == path))
         .filter(|path| chart.as_ref().is_none_or(|chart| !path.starts_with(chart.as_str())))
-        .filter(|path| dir.join(path).is_file())
-        .collect();
+        .partition(|path| dir.join(path).is_file());
+    // Gone already (an update killed after it removed them): their records go too.
+    if !gone.is_empty() {
+        let mut kept = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
+        gone.iter().for_each(|path| kept.forget(Path::new(path)));
+        plan.write(sum::FILE, kept.render(env!("CARGO_PKG_VERSION")))?;
+    }
+    // Those still as memop wrote them go: a module that became a directory (`operand.rs` to
+    // `operand/mod.rs`) would otherwise be found twice, and the crate would not build. One
+    // edited since is left, with a note.
+    let mut kept = Vec::new();
+    for path in dropped.drain(..) {
+        match plan.read(Path::new(path))? {
+            Some(current) if merge::as_recorded(&current, record.get(path)) => plan.remove(path)?,
+            Some(_) => kept.push(path),
+            None => {}
+        }
+    }
+    let dropped = kept;
     let mut edited = Vec::new();
     for (path, text) in shipped {
         let unedited = match plan.read(Path::new(&path))? {
@@ -296,7 +313,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     report.updated(updated, "`memop init` in an empty directory");
     if !dropped.is_empty() {
         report.next(format!(
-            "The runtime no longer has these files, which nothing builds now; delete them:\n  $ git rm {}\n",
+            "The runtime no longer has these files, which you edited; delete them:\n  $ git rm {}\n",
             dropped.join(" ")
         ));
     }
@@ -304,7 +321,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     summary.notes = report.notes().collect();
     if !global.dry_run && !plan.is_empty() && !dropped.is_empty() {
         summary.notes.push(format!(
-            "The runtime no longer has these files, which nothing builds now; delete them: `git rm {}`",
+            "The runtime no longer has these files, which you edited; delete them: `git rm {}`",
             dropped.join(" ")
         ));
     }

@@ -119,7 +119,6 @@ fn the_summary_lists_the_conflicts_then_the_files_changed_and_the_notes() {
         "- `Dockerfile`\n",
         "- `vendor/memop-runtime/` (",
         "1 file: memop's copy of its runtime)",
-        "delete them: `git rm vendor/memop-test/src/gone.rs`",
         "### Notes for your files\n\n- config/rbac/role.yaml differ from what memop generates now",
     ] {
         assert!(text.contains(want), "{want:?} not in the summary:\n{text}");

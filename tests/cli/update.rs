@@ -89,10 +89,20 @@ fn an_update_moves_the_runtime_and_keeps_every_other_file() {
     let out = ok(&dir, "update");
     let version = env!("CARGO_PKG_VERSION");
     assert!(out.stdout.contains(&format!("Updated from memop 0.1.9 to memop {version}")), "{}", out.stdout);
-    assert!(out.stdout.contains("git rm vendor/memop-test/src/gone.rs"), "{}", out.stdout);
+    // The file the runtime no longer has, as memop wrote it, goes with the update.
+    assert!(!out.stdout.contains("git rm"), "{}", out.stdout);
     let touched = changed(&before, &snapshot(&dir));
-    let expected = ["Cargo.lock", "Cargo.toml", "PROJECT", "PROJECT.sum", "vendor/memop-runtime/src/rbac.rs"];
-    assert_eq!(touched, expected.map(PathBuf::from), "the old vendored file, and its pins and records");
+    let expected = [
+        "Cargo.lock",
+        "Cargo.toml",
+        "PROJECT",
+        "PROJECT.sum",
+        "vendor/memop-runtime/src/rbac.rs",
+        "vendor/memop-test/src/gone.rs",
+    ];
+    assert_eq!(touched, expected.map(PathBuf::from), "the old vendored files, and their pins and records");
+    assert!(!dir.join("vendor/memop-test/src/gone.rs").exists());
+    assert!(!read(&dir, "PROJECT.sum").contains("gone.rs"));
     assert!(read(&dir, "Cargo.toml").contains(&format!("memop-runtime = \"={version}\"\n")));
     assert!(read(&dir, "Cargo.toml").contains(&format!("memop-test = \"={version}\"\n")));
     assert!(read(&dir, "Cargo.lock").contains(&format!("name = \"memop-runtime\"\nversion = \"{version}\"")));
@@ -108,6 +118,34 @@ fn an_update_moves_the_runtime_and_keeps_every_other_file() {
     git(&dir, &["add", "-A"]);
     git(&dir, &["commit", "-qm", "memop update"]);
     assert!(ok(&dir, "update").stdout.starts_with("Nothing to do"));
+}
+
+/// A module of the runtime that became a directory (`operand.rs` to `operand/mod.rs`, in 0.3):
+/// the old file, left beside the new, would make the crate's module found twice (E0761), and
+/// the project would not build. The update removes a file the runtime no longer has while it
+/// is as memop wrote it, and names one you edited with the `git rm` to run.
+#[test]
+fn files_the_runtime_no_longer_has_go_unless_you_edited_them() {
+    let (_tmp, dir) = older_project();
+    fs::write(dir.join("vendor/memop-runtime/src/operand.rs"), "// the module before it was a directory\n").unwrap();
+    let sum = read(&dir, "PROJECT.sum");
+    let operand = blob_id("// the module before it was a directory\n");
+    fs::write(dir.join("PROJECT.sum"), format!("{sum}vendor/memop-runtime/src/operand.rs {operand}\n")).unwrap();
+    append(&dir, "vendor/memop-test/src/gone.rs", "// mine\n");
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "an old module, and an edit of a file the runtime drops"]);
+
+    let out = ok(&dir, "update");
+    assert!(!dir.join("vendor/memop-runtime/src/operand.rs").exists(), "the unedited old module is removed");
+    assert!(dir.join("vendor/memop-runtime/src/operand/mod.rs").is_file());
+    assert!(dir.join("vendor/memop-test/src/gone.rs").is_file(), "your edit is kept");
+    assert!(
+        out.stdout.contains("which you edited; delete them:\n  $ git rm vendor/memop-test/src/gone.rs"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("remove  ./vendor/memop-runtime/src/operand.rs"), "{}", out.stdout);
+    assert!(!out.stdout.contains("git rm vendor/memop-runtime/src/operand.rs"), "{}", out.stdout);
 }
 
 #[test]
