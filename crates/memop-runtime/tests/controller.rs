@@ -7,7 +7,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use memop_runtime::Operator;
 use memop_runtime::controller::{Builder, Error, Reconciler, Report, Result};
@@ -193,6 +193,89 @@ async fn a_controller_reconciles_at_most_its_own_limit_at_once() {
             // The manager's --max-concurrent-reconciles (10): all six at once.
             None => assert!(most > 1, "{most}"),
         }
+        shared.shutdown().trigger();
+        let _ = tokio::time::timeout(Duration::from_secs(5), running).await;
+    }
+}
+
+/// Records each reconcile (the object's name, and whether it carries the edit), taking a while
+/// over each, one at a time: a controller with a backlog.
+#[derive(Clone, Default)]
+struct Backlog {
+    seen: Arc<Mutex<Vec<(String, bool)>>>,
+}
+
+impl Reconciler for Backlog {
+    type Object = ConfigMap;
+
+    fn conditions(_: &ConfigMap) -> &[Condition] {
+        &[]
+    }
+
+    async fn apply(&self, object: &ConfigMap, _: &mut Report) -> Result<Action> {
+        let edited = object
+            .data
+            .as_ref()
+            .is_some_and(|d| d.contains_key("edited"));
+        self.seen.lock().unwrap().push((object.name_any(), edited));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Ok(Action::await_change())
+    }
+}
+
+/// The real control plane, with the RBAC of the operand tests' fixture (which reads
+/// ConfigMaps), when there is one.
+async fn backends() -> Vec<TestEnv> {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture_operand");
+    let mut envs = vec![TestEnv::in_memory()];
+    envs.extend(TestEnv::real_for(&fixture).await);
+    envs
+}
+
+/// A restart with many objects: all come from the initial list at once, and take a while to
+/// reconcile one by one. A user's edit of one of them, made meanwhile, is reconciled next, not
+/// after the backlog (as it would be in kube-runtime's first-in-first-out scheduler, where the
+/// object keeps its place from the list: the last).
+#[tokio::test]
+async fn an_edit_is_reconciled_before_the_backlog_of_the_initial_list() {
+    const OBJECTS: usize = 120;
+    for env in backends().await {
+        let shared = Shared::new(&OPERATOR, env.operator.clone(), Some(env.namespace.clone()));
+        for i in 0..OBJECTS {
+            create(&env, &format!("object-{i:03}")).await;
+        }
+        let backlog = Backlog::default();
+        let controller = Builder::new("backlog", &shared)
+            .max_concurrent_reconciles(1)
+            .build(backlog.clone());
+        let running = tokio::spawn(controller.run());
+        eventually("the backlog started", Duration::from_secs(30), || async {
+            !backlog.seen.lock().unwrap().is_empty()
+        })
+        .await;
+        // The last object of the list (names list in order).
+        let last = format!("object-{:03}", OBJECTS - 1);
+        let edit = serde_json::json!({ "data": { "edited": "yes" } });
+        Api::<ConfigMap>::namespaced(env.admin.clone(), &env.namespace)
+            .patch(&last, &PatchParams::default(), &Patch::Merge(&edit))
+            .await
+            .unwrap();
+        eventually("the edit reconciled", Duration::from_secs(30), || async {
+            backlog
+                .seen
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|(_, edited)| *edited)
+        })
+        .await;
+        let seen = backlog.seen.lock().unwrap().clone();
+        let at = seen.iter().position(|(_, edited)| *edited).unwrap();
+        println!("the edit reconciled after {at} of {OBJECTS} objects of the backlog");
+        assert!(
+            at < OBJECTS / 2,
+            "the edit waited behind {at} of the backlog's {OBJECTS} objects"
+        );
         shared.shutdown().trigger();
         let _ = tokio::time::timeout(Duration::from_secs(5), running).await;
     }

@@ -3,7 +3,8 @@
 //! a [`Builder`] says what to watch, a [`Reconciler`] says what the kind needs, and the
 //! [`Controller`] it builds does everything around that, the same for every kind:
 //!
-//! - the watch of the kind and of what it owns, and kube's `Controller` driven until shutdown;
+//! - the watch of the kind and of what it owns, feeding the controller's priority queue (a
+//!   change before what nobody changed: see `queue.rs`), whose workers reconcile until shutdown;
 //! - around each reconcile ([`Instruments`]): the time limit, a span, the metrics, recovery
 //!   from a panic, the per-object backoff of failures with an overall limit;
 //! - the finalizer (added on first sight, [`Reconciler::cleanup`] run before deletion);
@@ -43,7 +44,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::Controller as KubeController;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{self, finalizer};
@@ -53,6 +53,7 @@ use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::queue::{self, Priority, Requests};
 use super::{
     Conditions, Error, Instruments, Recorder, Result, Truth, WatchScope, condition,
     owned_conditions, resync,
@@ -143,9 +144,9 @@ pub trait Reconciler: Send + Sync + Sized + 'static {
 }
 
 /// What else brings an object of kind `K` to its reconcile, besides a change of its own: the
-/// objects it owns ([`Builder::owns`]) or is related to ([`Builder::watches`]). Each is added
-/// to kube's controller when it runs.
-type Trigger<K> = Box<dyn FnOnce(KubeController<K>) -> KubeController<K> + Send + Sync>;
+/// objects it owns ([`Builder::owns`]) or is related to ([`Builder::watches`]). Each gives its
+/// requests, from the controller's cache, when the controller runs.
+type Trigger<K> = Box<dyn FnOnce(&reflector::Store<K>) -> Requests<K> + Send + Sync>;
 
 /// Says what a controller watches and how; [`Builder::build`] gives the [`Controller`].
 pub struct Builder<K: Kind> {
@@ -212,6 +213,16 @@ impl<K: Kind> Builder<K> {
         self
     }
 
+    /// Fails a reconcile that takes longer than `timeout` (its API calls included), instead of
+    /// the manager's `--reconcile-timeout` (controller-runtime's per-controller
+    /// `ReconciliationTimeout`): longer for a controller whose reconciles wait on slow calls,
+    /// shorter for one that must never hold an object long. The object is retried with
+    /// backoff, as after any failure.
+    pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
+        self.shared.reconcile_timeout = timeout;
+        self
+    }
+
     /// Whether the controller writes the conditions its reconciles report into the objects'
     /// status (yes unless said). Say no for a kind whose status is another controller's (a
     /// kind of Kubernetes' own, another operator's): a force-applied `status.conditions` would
@@ -230,9 +241,8 @@ impl<K: Kind> Builder<K> {
         O: Kind + Resource<Scope = k8s_openapi::NamespaceResourceScope>,
     {
         let operand = operand.clone();
-        self.triggers.push(Box::new(move |controller| {
-            operand.cache().owned_by(controller)
-        }));
+        self.triggers
+            .push(Box::new(move |_| operand.cache().owned_by::<K>().boxed()));
         self
     }
 
@@ -259,7 +269,7 @@ impl<K: Kind> Builder<K> {
         I::IntoIter: Send,
     {
         let shared = self.shared.clone();
-        self.triggers.push(Box::new(move |controller| {
+        self.triggers.push(Box::new(move |objects| {
             let api = <W::Scope as WatchScope>::api(
                 shared.client.clone(),
                 shared.watch_namespace.as_deref(),
@@ -269,17 +279,30 @@ impl<K: Kind> Builder<K> {
                 bookmarks: true,
                 ..config
             };
-            let changes = watcher(api, config)
+            let objects = objects.clone();
+            watcher(api, config)
                 .default_backoff()
-                .inspect(move |event| {
-                    if let Err(err) = event {
-                        pulse.failed();
-                        tracing::warn!(watch = name, error = %err, "cannot list or watch; retrying");
-                    }
+                .filter_map(move |event| {
+                    // Listed (the first time, or again): low; changed or deleted: normal.
+                    let (object, priority) = match event {
+                        Ok(watcher::Event::InitApply(object)) => (object, Priority::Low),
+                        Ok(watcher::Event::Apply(object) | watcher::Event::Delete(object)) => {
+                            (object, Priority::Normal)
+                        }
+                        Ok(watcher::Event::Init | watcher::Event::InitDone) => {
+                            return std::future::ready(None);
+                        }
+                        Err(err) => {
+                            pulse.failed();
+                            tracing::warn!(watch = name, error = %err, "cannot list or watch; retrying");
+                            return std::future::ready(None);
+                        }
+                    };
+                    let named = map(object, &objects).into_iter().map(move |key| (key, priority));
+                    std::future::ready(Some(futures::stream::iter(named)))
                 })
-                .touched_objects();
-            let objects = controller.store();
-            controller.watches_stream(changes, move |object| map(object, &objects))
+                .flatten()
+                .boxed()
         }));
         self
     }
@@ -364,19 +387,25 @@ impl<R: Reconciler> Controller<R> {
     /// Runs the controller until the manager shuts down: what the manager runs once this
     /// replica leads.
     pub async fn run(mut self) -> anyhow::Result<()> {
-        let mut controller = match self.cache.take() {
-            Some(Cache::Warm(warm)) => warm.controller(),
+        let mut requests = match self.cache.take() {
+            Some(Cache::Warm(warm)) => warm.requests(),
             Some(Cache::Cold(writer)) => {
                 let objects = <<R::Object as Resource>::Scope as WatchScope>::api(
                     self.shared.client.clone(),
                     self.shared.watch_namespace.as_deref(),
                 );
-                super::new(self.name, &self.shared, objects, self.watch.clone(), writer)
+                vec![super::new(
+                    self.name,
+                    &self.shared,
+                    objects,
+                    self.watch.clone(),
+                    writer,
+                )]
             }
             None => unreachable!("a controller runs once: run takes it"),
         };
         for trigger in std::mem::take(&mut self.triggers) {
-            controller = trigger(controller);
+            requests.push(trigger(&self.store));
         }
         // Sharded: the objects of buckets that become this replica's were skipped until then,
         // and may have changed meanwhile; every cached object is looked at again (those of
@@ -386,18 +415,25 @@ impl<R: Reconciler> Controller<R> {
                 rx.changed().await.ok()?;
                 Some(((), rx))
             });
-            controller = controller.reconcile_all_on(activations);
+            requests.push(queue::everything_on(activations, self.store.clone()));
         }
-        let (name, shared) = (self.name, self.shared.clone());
-        super::run(
-            name,
-            &shared,
-            controller,
-            |object, this: Arc<Self>| async move { this.reconcile(object).await },
-            |object, error, this: Arc<Self>| this.error_policy(&object, error),
-            Arc::new(self),
-        )
-        .await
+        let (name, shared, store) = (self.name, self.shared.clone(), self.store.clone());
+        shared.readiness.track(name, store.clone());
+        let this = Arc::new(self);
+        queue::run(name, &shared, store, requests, move |object| {
+            let this = this.clone();
+            async move {
+                match this.reconcile(object.clone()).await {
+                    Ok(action) => {
+                        tracing::debug!(controller = this.name, name = %object.name_any(), "reconciled");
+                        action
+                    }
+                    Err(error) => this.error_policy(&object, &error),
+                }
+            }
+        })
+        .await;
+        Ok(())
     }
 
     /// Reconciles `object` once, as the running controller would: what [`Self::run`] calls

@@ -95,7 +95,9 @@ where
 /// while the watch was down, or of a bucket given up) are deleted. The first list goes through
 /// kube's writer as it is (the store is empty then), so that the store is ready at its end, as
 /// with kube's. The events come out as the store applied them (a relisted object as an
-/// `Apply`): a controller fed `applied_objects()` is triggered as by kube's reflector.
+/// `Apply`), except that a relisted object the cache held as it is (the same resourceVersion)
+/// comes out as an `InitApply`: a controller queues it at low priority, behind the changes, as
+/// controller-runtime's `WithLowPriorityWhenUnchanged` does with a relist's unchanged updates.
 /// `listed` is called each time a list has been applied.
 pub(crate) fn reflect<K>(
     events: impl Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
@@ -114,6 +116,8 @@ where
             Ok(event) => event,
             Err(err) => return futures::stream::iter(vec![Err(err)]),
         };
+        // Whether a relisted object is as the cache held it.
+        let mut unchanged = false;
         // What the store applies, and whether a list ends with it.
         let (applied, done) = match event {
             Event::Init if ready => {
@@ -121,8 +125,14 @@ where
                 (vec![], false)
             }
             Event::InitApply(object) if ready => {
+                let key = ObjectRef::from_obj(&object);
+                let version = &object.meta().resource_version;
+                unchanged = version.is_some()
+                    && store
+                        .get(&key)
+                        .is_some_and(|cached| cached.meta().resource_version == *version);
                 if let Some(relisted) = &mut relisted {
-                    relisted.insert(ObjectRef::from_obj(&object));
+                    relisted.insert(key);
                 }
                 (vec![Event::Apply(object)], false)
             }
@@ -149,7 +159,11 @@ where
         if done {
             listed();
         }
-        futures::stream::iter(applied.into_iter().map(Ok).collect::<Vec<_>>())
+        let emitted = applied.into_iter().map(|event| match event {
+            Event::Apply(object) if unchanged => Ok(Event::InitApply(object)),
+            event => Ok(event),
+        });
+        futures::stream::iter(emitted.collect::<Vec<_>>())
     })
 }
 
@@ -258,6 +272,35 @@ mod tests {
         watch.send(Event::Delete(object("a", "2")));
         assert_eq!(version(&watch.store, "d").as_deref(), Some("1"));
         assert_eq!(watch.store.state().len(), 2);
+    }
+
+    /// A relist brings most objects as they were: those come out as listed (`InitApply`, which
+    /// a controller queues at low priority), those that changed while the watch was down as
+    /// changes (`Apply`), so that a relist of 30,000 objects does not hold the changes up.
+    #[test]
+    fn a_relist_tells_the_unchanged_objects_from_the_changed_ones() {
+        let versioned = |name: &str, v: &str| {
+            let mut object = object(name, v);
+            object.metadata.resource_version = Some(v.to_string());
+            object
+        };
+        let mut watch = Reflected::new();
+        watch.send(Event::Init);
+        watch.send(Event::InitApply(versioned("same", "1")));
+        watch.send(Event::InitApply(versioned("edited", "2")));
+        watch.send(Event::InitDone);
+
+        watch.send(Event::Init);
+        let same = watch.send(Event::InitApply(versioned("same", "1")));
+        let edited = watch.send(Event::InitApply(versioned("edited", "3")));
+        let new = watch.send(Event::InitApply(versioned("new", "4")));
+        assert!(matches!(&same[..], [Event::InitApply(_)]), "{same:?}");
+        assert!(matches!(&edited[..], [Event::Apply(_)]), "{edited:?}");
+        assert!(matches!(&new[..], [Event::Apply(_)]), "{new:?}");
+        // Applied to the store all the same.
+        assert_eq!(version(&watch.store, "edited").as_deref(), Some("3"));
+        watch.send(Event::InitDone);
+        assert_eq!(watch.store.state().len(), 3);
     }
 
     #[test]

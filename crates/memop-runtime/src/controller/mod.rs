@@ -1,19 +1,15 @@
-//! What every controller shares: the error type, [`Builder`] (kube's `Controller` driven until
-//! shutdown, with a time limit, tracing span, metrics, panic recovery, retry backoff and status
-//! writes around every reconcile), the resync with jitter, status conditions, the cache of owned
+//! What every controller shares: the error type, [`Builder`] (its watches feeding a priority
+//! queue whose workers reconcile until shutdown, with a time limit, tracing span, metrics, panic
+//! recovery, retry backoff and status writes around every reconcile), the resync with jitter, status conditions, the cache of owned
 //! objects ([`Owned`]), an event [`Recorder`], and the hash that keeps reconciles free of
 //! needless writes ([`stamp`]).
 
 use std::fmt::Debug;
-use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::api::Api;
-use kube::runtime::Controller as KubeController;
-use kube::runtime::controller::Action;
 use kube::runtime::reflector;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
@@ -29,6 +25,7 @@ mod drift;
 mod events;
 mod instruments;
 mod owned;
+mod queue;
 mod status;
 pub use builder::{Builder, Controller, Kind, RESYNC, Reconciler, Report};
 pub use clock::Clock;
@@ -40,6 +37,7 @@ pub use instruments::resync;
 pub(crate) use instruments::{Instruments, publish};
 pub(crate) use owned::Observed;
 pub use owned::Owned;
+pub use queue::{Priority, Request};
 pub use status::{Conditions, Truth, condition, owned_conditions};
 
 /// Everything a reconcile can fail with.
@@ -66,59 +64,10 @@ pub enum Error {
 /// The result of a reconcile step.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Runs `controller` until the manager shuts down: with the manager's settings
-/// ([`Shared::controller_config`]), its readiness tracking the controller's cache, and its
-/// results logged ([`Controller::run`] calls it).
-pub(crate) async fn run<K, Ctx, ReconcileFut>(
-    name: &'static str,
-    shared: &Shared,
-    controller: KubeController<K>,
-    reconcile: impl FnMut(Arc<K>, Arc<Ctx>) -> ReconcileFut,
-    error_policy: impl Fn(Arc<K>, &Error, Arc<Ctx>) -> Action,
-    ctx: Arc<Ctx>,
-) -> anyhow::Result<()>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    ReconcileFut: Future<Output = Result<Action>> + Send + 'static,
-    Ctx: Send + Sync + 'static,
-{
-    let shutdown = shared.shutdown.clone();
-    let controller = controller
-        .with_config(shared.controller_config())
-        .graceful_shutdown_on(async move { shutdown.wait().await });
-    shared.readiness.track(name, controller.store());
-    tracing::info!(controller = name, "starting");
-    controller
-        .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            match result {
-                Ok((object, _)) => tracing::debug!(%object, "reconciled"),
-                // error_policy has logged it already.
-                Err(kube::runtime::controller::Error::ReconcilerFailed(..)) => {}
-                // A change of an object deleted meanwhile: nothing to do.
-                Err(kube::runtime::controller::Error::ObjectNotFound(object)) => {
-                    tracing::debug!(%object, "gone before its reconcile")
-                }
-                // The API server failed a list or watch: the cache stays behind (and the
-                // manager unready) until it succeeds. Said at each retry, so that a cause the
-                // controller cannot fix (a conversion webhook nobody serves, a missing CRD or
-                // role) is in the log, not only a quiet controller.
-                Err(kube::runtime::controller::Error::QueueError(err)) => tracing::warn!(
-                    controller = name,
-                    error = %err,
-                    "cannot list or watch; retrying"
-                ),
-                Err(err) => tracing::warn!(controller = name, error = %err, "controller error"),
-            }
-        })
-        .await;
-    tracing::info!(controller = name, "stopped");
-    Ok(())
-}
-
 /// kube's `Controller::new(api, config)`, with the objects' `managedFields` left out of its
 /// cache: no reconcile reads them, and they are often the larger part of an object (one entry
-/// per writer: the user, the finalizer, the status). At 10,000 objects that is megabytes.
+/// per writer: the user, the finalizer, the status). At 10,000 objects that is megabytes. The
+/// requests of its events feed the controller's queue ([`queue::requests`]).
 ///
 /// The watch is kept an eye on as `name` (give it the controller's name): the manager is not
 /// ready while it has gone without an answer for longer than [`WATCH_SILENCE_LIMIT`] (a
@@ -132,14 +81,12 @@ pub(crate) fn new<K>(
     api: Api<K>,
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
-) -> KubeController<K>
+) -> queue::Requests<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::Scope: WatchScope,
 {
-    let reader = writer.as_reader();
-    let objects = reflected(name, shared, api, config, writer).applied_objects();
-    KubeController::for_stream(objects, reader)
+    queue::requests(name, reflected(name, shared, api, config, writer))
 }
 
 /// The events of the watch of `api` as `writer`'s store applied them: what [`new`] and
@@ -184,7 +131,7 @@ where
 /// once it leads, [`Warm::controller`] reconciles every cached object once, then each change.
 pub(crate) struct Warm<K: Resource<DynamicType = ()> + Clone + 'static> {
     reader: reflector::Store<K>,
-    changes: tokio::sync::mpsc::UnboundedReceiver<K>,
+    changes: tokio::sync::mpsc::UnboundedReceiver<queue::Request<K>>,
 }
 
 impl<K> Warm<K>
@@ -202,24 +149,19 @@ where
     ) -> Self {
         let reader = writer.as_reader();
         let (sender, changes) = tokio::sync::mpsc::unbounded_channel();
-        let objects = reflected(name, shared, api, config, writer)
-            .inspect(move |event| {
-                if let Ok(watcher::Event::InitDone) = event {
-                    tracing::info!(controller = name, "listed; the cache is synced");
-                }
-            })
-            .applied_objects();
+        let events = reflected(name, shared, api, config, writer).inspect(move |event| {
+            if let Ok(watcher::Event::InitDone) = event {
+                tracing::info!(controller = name, "listed; the cache is synced");
+            }
+        });
+        let requests = queue::requests(name, events);
         let (leading, shutdown) = (shared.leading.subscribe(), shared.shutdown.clone());
         tokio::spawn(async move {
-            let forward = objects.for_each(|object| {
-                match object {
-                    // Before this replica leads, the cache is all: its controller reconciles
-                    // everything it holds when it starts.
-                    Ok(object) if *leading.borrow() => {
-                        let _ = sender.send(object);
-                    }
-                    Ok(_) => {}
-                    Err(err) => tracing::warn!(controller = name, error = %err, "cannot list or watch; retrying"),
+            let forward = requests.for_each(|request| {
+                // Before this replica leads, the cache is all: its controller reconciles
+                // everything it holds when it starts.
+                if *leading.borrow() {
+                    let _ = sender.send(request);
                 }
                 std::future::ready(())
             });
@@ -231,18 +173,18 @@ where
         Self { reader, changes }
     }
 
-    /// kube's controller over this cache: every object it holds once it has synced, then each
-    /// change.
-    pub(crate) fn controller(self) -> KubeController<K> {
+    /// The requests of the controller over this cache: every object it holds once it has
+    /// synced (a takeover: [`Priority::Low`](queue::Priority::Low)), then each change.
+    pub(crate) fn requests(self) -> Vec<queue::Requests<K>> {
         let reader = self.reader.clone();
         let synced = futures::stream::once(async move {
             let _ = reader.wait_until_ready().await;
         });
         let changes = futures::stream::unfold(self.changes, |mut changes| async move {
-            let object = changes.recv().await?;
-            Some((Ok::<_, watcher::Error>(object), changes))
+            let request = changes.recv().await?;
+            Some((request, changes))
         });
-        KubeController::for_stream(changes, self.reader).reconcile_all_on(synced)
+        vec![changes.boxed(), queue::everything_on(synced, self.reader)]
     }
 }
 

@@ -14,22 +14,21 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Debug;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
-use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::{Notify, watch};
 
+use super::queue::{Priority, Request};
 use super::{
     APPLIED_HASH, WatchScope, claims_fingerprint, fingerprint, in_sync, resource_version as version,
 };
@@ -183,8 +182,12 @@ struct Changes<K: Resource<DynamicType = ()>> {
     added: Notify,
 }
 
-/// The objects in the order they changed, and the newest metadata of each.
-type Queue<K> = (VecDeque<ObjectRef<K>>, HashMap<ObjectRef<K>, ObjectMeta>);
+/// The objects in the order they changed, and the newest metadata of each, with the priority
+/// of its change.
+type Queue<K> = (
+    VecDeque<ObjectRef<K>>,
+    HashMap<ObjectRef<K>, (ObjectMeta, Priority)>,
+);
 
 impl<K: Resource<DynamicType = ()>> Changes<K> {
     fn new() -> Self {
@@ -194,8 +197,9 @@ impl<K: Resource<DynamicType = ()>> Changes<K> {
         }
     }
 
-    /// Tells the controller that the object of `metadata` changed.
-    fn add(&self, metadata: &ObjectMeta) {
+    /// Tells the controller that the object of `metadata` changed (or was listed, at
+    /// [`Priority::Low`]).
+    fn add(&self, metadata: &ObjectMeta, priority: Priority) {
         let key = ObjectRef::<K>::new(metadata.name.as_deref().unwrap_or_default())
             .within(metadata.namespace.as_deref().unwrap_or_default());
         // Only what the controller maps a change by (its owners), not the labels and
@@ -208,26 +212,27 @@ impl<K: Resource<DynamicType = ()>> Changes<K> {
         };
         let mut queue = self.queue.lock().expect("changes lock");
         let (order, newest) = &mut *queue;
-        if newest.insert(key.clone(), metadata).is_none() {
-            order.push_back(key);
-        }
+        let priority = match newest.get(&key) {
+            Some((_, queued)) => priority.max(*queued),
+            None => {
+                order.push_back(key.clone());
+                priority
+            }
+        };
+        newest.insert(key, (metadata, priority));
         drop(queue);
         self.added.notify_one();
     }
 
     /// The next change, once there is one.
-    async fn next(&self) -> PartialObjectMeta<K> {
+    async fn next(&self) -> (ObjectMeta, Priority) {
         loop {
             {
                 let mut queue = self.queue.lock().expect("changes lock");
                 let (order, newest) = &mut *queue;
                 while let Some(key) = order.pop_front() {
-                    if let Some(metadata) = newest.remove(&key) {
-                        return PartialObjectMeta {
-                            types: None,
-                            metadata,
-                            _phantom: PhantomData,
-                        };
+                    if let Some(change) = newest.remove(&key) {
+                        return change;
                     }
                 }
             }
@@ -339,6 +344,7 @@ where
                             continue;
                         }
                     };
+                    let listed = matches!(event, watcher::Event::InitApply(_));
                     let touched = match &event {
                         watcher::Event::Init => {
                             relisted.clear();
@@ -399,7 +405,12 @@ where
                     }
                     // Only the metadata: the controller maps it to its owner, nothing else.
                     if let Some(changes) = changes.lock().expect("changes lock").as_ref() {
-                        changes.add(touched.meta());
+                        let priority = if listed {
+                            Priority::Low
+                        } else {
+                            Priority::Normal
+                        };
+                        changes.add(touched.meta(), priority);
                     }
                 }
             }
@@ -416,20 +427,28 @@ where
         }
     }
 
-    /// `controller`, made to reconcile the owner of every object that changes in this cache
-    /// (deletions included): kube's `Controller::owns`, fed by the cache's own watch. Only the
-    /// last controller given here is told of changes.
-    pub fn owned_by<P>(&self, controller: Controller<P>) -> Controller<P>
+    /// The requests to reconcile the owner of kind `P` of every object that changes in this
+    /// cache (deletions included), as kube's `Controller::owns` makes them, fed by the cache's
+    /// own watch: at [`Priority::Low`] for an object as listed, [`Priority::Normal`] for a
+    /// change. Only the last stream asked for here is told of changes.
+    pub fn owned_by<P>(&self) -> impl Stream<Item = Request<P>> + Send + 'static
     where
-        P: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        P: Resource<DynamicType = ()> + 'static,
     {
         let changes = Arc::new(Changes::new());
         *self.changes.lock().expect("changes lock") = Some(changes.clone());
-        let changes = futures::stream::unfold(changes, |changes| async move {
-            let meta = changes.next().await;
-            Some((Ok::<_, watcher::Error>(meta), changes))
-        });
-        controller.owns_stream(changes)
+        futures::stream::unfold(changes, |changes| async move {
+            let (metadata, priority) = changes.next().await;
+            Some(((metadata, priority), changes))
+        })
+        .flat_map(|(metadata, priority)| {
+            let namespace = metadata.namespace;
+            let owners = metadata.owner_references.into_iter().flatten();
+            futures::stream::iter(owners.filter_map(move |owner| {
+                let key = ObjectRef::from_owner_ref(namespace.as_deref(), &owner, ())?;
+                Some((key, priority))
+            }))
+        })
     }
 
     /// The cached object `name` in `namespace`, once the cache has listed them all.
@@ -621,7 +640,7 @@ where
             };
             for key in keys {
                 if let Some(object) = cache.object(&key) {
-                    changes.add(object.meta());
+                    changes.add(object.meta(), Priority::Normal);
                 }
             }
         });

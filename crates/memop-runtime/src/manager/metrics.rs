@@ -21,9 +21,9 @@
 //! - the process: `process_cpu_seconds_total`, `process_resident_memory_bytes`,
 //!   `process_open_fds`, `process_start_time_seconds` and the rest of Prometheus' standard set.
 //!
-//! kube-runtime's scheduler does not expose its queue, so `workqueue_depth`,
-//! `workqueue_adds_total` and `workqueue_queue_duration_seconds` are not exported: a made-up
-//! number would mislead more than a missing one.
+//! - each controller's queue (memop's priority queue, `controller/queue.rs`), as client-go's
+//!   workqueue reports it: `workqueue_depth`, `workqueue_adds_total` and
+//!   `workqueue_queue_duration_seconds` (`{name, controller}`);
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -129,6 +129,9 @@ pub struct Metrics {
     active_workers: Family<ControllerLabels, Gauge>,
     work_duration: Histograms<QueueLabels>,
     retries: Family<QueueLabels, Counter>,
+    depth: Family<QueueLabels, Gauge>,
+    adds: Family<QueueLabels, Counter>,
+    queue_duration: Histograms<QueueLabels>,
     in_flight: Arc<InFlight>,
     requests: Family<RequestLabels, Counter>,
     leader: Family<LeaseLabels, Gauge>,
@@ -167,6 +170,9 @@ impl Default for Metrics {
             active_workers: Family::default(),
             work_duration: Family::new_with_constructor(work_buckets),
             retries: Family::default(),
+            depth: Family::default(),
+            adds: Family::default(),
+            queue_duration: Family::new_with_constructor(work_buckets),
             in_flight: Arc::default(),
             requests: Family::default(),
             leader: Family::default(),
@@ -209,6 +215,21 @@ impl Default for Metrics {
             "workqueue_work_duration_seconds",
             "How long in seconds processing an item from workqueue takes.",
             metrics.work_duration.clone(),
+        );
+        registry.register(
+            "workqueue_depth",
+            "Current depth of workqueue",
+            metrics.depth.clone(),
+        );
+        registry.register(
+            "workqueue_adds",
+            "Total number of adds handled by workqueue",
+            metrics.adds.clone(),
+        );
+        registry.register(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested.",
+            metrics.queue_duration.clone(),
         );
         registry.register(
             "workqueue_retries",
@@ -282,6 +303,17 @@ impl Metrics {
         let _ = self.errors.get_or_create(&labels);
         let _ = self.retries.get_or_create(&QueueLabels::of(controller));
         self.in_flight.work().entry(controller).or_default();
+    }
+
+    /// The handles on the queue metrics of `controller` (see `controller/queue.rs`), whose
+    /// series show from the next scrape.
+    pub(crate) fn queue(&self, controller: &'static str) -> QueueMetrics {
+        let labels = QueueLabels::of(controller);
+        QueueMetrics {
+            depth: self.depth.get_or_create(&labels).clone(),
+            adds: self.adds.get_or_create(&labels).clone(),
+            queue_duration: self.queue_duration.get_or_create(&labels).clone(),
+        }
     }
 
     /// Starts one reconcile of `controller`; it counts as work in progress until the returned
@@ -394,6 +426,15 @@ impl Metrics {
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
         text
     }
+}
+
+/// What a controller's queue reports: the items ready and not taken yet, the items that
+/// became ready, and how long each waited to be taken (client-go's workqueue metrics).
+#[derive(Clone, Debug)]
+pub(crate) struct QueueMetrics {
+    pub(crate) depth: Gauge,
+    pub(crate) adds: Counter,
+    pub(crate) queue_duration: Histogram,
 }
 
 /// One reconcile in progress (see [`Metrics::start`]).

@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::future::BoxFuture;
-use kube::runtime::controller;
 use kube::runtime::events::Reporter;
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
@@ -32,6 +31,7 @@ use crate::Operator;
 pub use flags::{Flags, LogFormat, parse_bind_address};
 pub use health::Readiness;
 pub use metrics::Metrics;
+pub(crate) use metrics::QueueMetrics;
 pub use shutdown::Shutdown;
 use watchdog::Pulse;
 pub use watchdog::WATCH_SILENCE_LIMIT;
@@ -172,11 +172,6 @@ impl Shared {
     pub fn with_readiness(mut self, readiness: Readiness) -> Self {
         self.readiness = readiness;
         self
-    }
-
-    /// The settings every controller runs with.
-    pub fn controller_config(&self) -> controller::Config {
-        controller::Config::default().concurrency(self.max_concurrent_reconciles)
     }
 
     /// Starts the watchdog of watch `name` (see `watchdog.rs`): returns `api` on a client whose
