@@ -280,3 +280,30 @@ async fn an_edit_is_reconciled_before_the_backlog_of_the_initial_list() {
         let _ = tokio::time::timeout(Duration::from_secs(5), running).await;
     }
 }
+
+/// A controller's own rate limit: its failed reconciles are retried at most that often overall,
+/// after its burst, whatever each object's own backoff says.
+#[tokio::test]
+async fn a_controller_retries_at_most_at_its_own_rate() {
+    let env = TestEnv::in_memory();
+    let shared = Shared::new(&OPERATOR, env.operator.clone(), Some(env.namespace.clone()));
+    let object: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "object", "namespace": "default" }
+    }))
+    .unwrap();
+    let failure = Error::Invalid("a failure".into());
+    // The default: 10 a second after a burst of 100, so a failure retries at its own 5 ms.
+    let default = Builder::new("default", &shared).build(Slow::default());
+    assert_eq!(
+        default.error_policy(&object, &failure),
+        Action::requeue(Duration::from_millis(5))
+    );
+    // One a second without a burst: even the first retry waits its second.
+    let limited = Builder::new("limited", &shared)
+        .rate_limit(1, 0)
+        .build(Slow::default());
+    assert_eq!(
+        limited.error_policy(&object, &failure),
+        Action::requeue(Duration::from_secs(1))
+    );
+}

@@ -599,6 +599,9 @@ async fn metrics_are_served_over_https_to_metrics_readers_only() {
         "workqueue_unfinished_work_seconds",
         "workqueue_longest_running_processor_seconds",
         "workqueue_retries_total",
+        "workqueue_depth",
+        "workqueue_adds_total",
+        "workqueue_queue_duration_seconds",
         "rest_client_requests_total",
         "leader_election_master_status",
         "process_cpu_seconds_total",
@@ -641,6 +644,22 @@ async fn metrics_are_served_over_https_to_metrics_readers_only() {
     has(format!(
         r#"controller_runtime_max_concurrent_reconciles{{controller="{name}"}} 10"#
     ));
+    // The controller's queue: the namespace's ConfigMaps (its CA bundle, at least) were added
+    // and taken, and nothing waits once they are reconciled.
+    let queue = format!(r#"{{name="{name}",controller="{name}"}} "#);
+    eventually("the queue's items taken", WAIT, || async {
+        let (_, metrics) = manager.scrape(Some(&reader)).await.unwrap();
+        let value = |family: &str| -> f64 {
+            let series = format!("{family}{queue}");
+            (metrics.lines())
+                .find_map(|line| line.strip_prefix(&series)?.parse().ok())
+                .unwrap_or(-1.0)
+        };
+        value("workqueue_adds_total") >= 1.0
+            && value("workqueue_queue_duration_seconds_count") >= 1.0
+            && value("workqueue_depth") == 0.0
+    })
+    .await;
     // The manager's own requests to the API server, the reviews included.
     assert!(
         metrics

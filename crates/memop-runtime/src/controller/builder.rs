@@ -53,6 +53,7 @@ use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::instruments::Backoff;
 use super::queue::{self, Priority, Requests};
 use super::{
     Conditions, Error, Instruments, Recorder, Result, Truth, WatchScope, condition,
@@ -158,6 +159,8 @@ pub struct Builder<K: Kind> {
     resync: Duration,
     status: bool,
     triggers: Vec<Trigger<K>>,
+    /// The overall retry rate, per second, and its burst ([`Builder::rate_limit`]).
+    rate_limit: Option<(u32, u32)>,
 }
 
 impl<K: Kind> Builder<K> {
@@ -174,6 +177,7 @@ impl<K: Kind> Builder<K> {
             resync: RESYNC,
             status: true,
             triggers: Vec::new(),
+            rate_limit: None,
         }
     }
 
@@ -220,6 +224,16 @@ impl<K: Kind> Builder<K> {
     /// backoff, as after any failure.
     pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
         self.shared.reconcile_timeout = timeout;
+        self
+    }
+
+    /// Retries failed reconciles at most `per_second` a second overall once `burst` of them
+    /// are waiting, instead of 10 a second after 100 (controller-runtime's per-controller
+    /// `RateLimiter`; each object's own backoff, 5 ms doubling up to 5 minutes, stays): lower
+    /// for a controller whose failures cost an expensive call, higher for one with many objects
+    /// that fail and recover together.
+    pub fn rate_limit(mut self, per_second: u32, burst: u32) -> Self {
+        self.rate_limit = Some((per_second.max(1), burst));
         self
     }
 
@@ -328,7 +342,11 @@ impl<K: Kind> Builder<K> {
         Controller {
             cache: Some(cache),
             store,
-            instruments: Instruments::new(self.name, &self.shared),
+            instruments: match self.rate_limit {
+                Some((per_second, burst)) => Instruments::new(self.name, &self.shared)
+                    .with_backoff(Backoff::limited(Duration::from_secs(1) / per_second, burst)),
+                None => Instruments::new(self.name, &self.shared),
+            },
             recorder: Recorder::new(self.shared.client.clone(), self.shared.reporter.clone()),
             name: self.name,
             shared: self.shared,

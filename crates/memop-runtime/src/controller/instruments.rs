@@ -85,6 +85,12 @@ impl Instruments {
         }
     }
 
+    /// These instruments, retrying failures with `backoff` (the controller's own rate limit).
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
     /// Runs `reconcile` of `object` within the reconcile timeout ([`Shared::reconcile_timeout`]),
     /// in a span with the object's name, namespace and generation, and counts it; a success
     /// resets the object's backoff.
@@ -229,30 +235,51 @@ fn jittered(period: Duration, key: &str) -> Duration {
 
 /// The backoff of failed reconciles, as controller-runtime's default rate limiter: per object,
 /// 5 ms doubling on each consecutive failure, at most 5 minutes, a success resetting it; and
-/// overall, at most 10 retries a second after a burst of 100, so that a failure of every
+/// overall, at most 10 retries a second after a burst of 100 (or the controller's own limit,
+/// [`Builder::rate_limit`](super::Builder::rate_limit)), so that a failure of every
 /// object at once (the API server down, a webhook gone) does not become a flood of retries.
 /// A delay clamped at the 5 minutes is moved by up to a tenth either way, by the object (as
 /// the resync is), so that the retries the clamp holds do not all come back in one second.
-#[derive(Default)]
 pub(crate) struct Backoff {
     /// Per object: consecutive failures, and when the last one happened.
     failures: Mutex<HashMap<String, (u32, Instant)>>,
     /// The overall rate, as the time at which the next retry would be on schedule (the
-    /// "theoretical arrival time" of a token bucket): retries go out at most [`Self::RATE`]
-    /// apart once [`Self::BURST`] of them are waiting.
+    /// "theoretical arrival time" of a token bucket): retries go out at most `rate` apart
+    /// once `burst` of them are waiting.
     schedule: Mutex<Option<Instant>>,
+    /// One retry per this, overall...
+    rate: Duration,
+    /// ... after this many at once.
+    burst: u32,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self::limited(Self::RATE, Self::BURST)
+    }
 }
 
 impl Backoff {
     const BASE: Duration = Duration::from_millis(5);
     const MAX: Duration = Duration::from_secs(300);
-    /// One retry per this, overall...
+    /// One retry per this, overall, unless the controller says otherwise...
     const RATE: Duration = Duration::from_millis(100);
     /// ... after this many at once.
     const BURST: u32 = 100;
     /// An object that still fails is retried at least every [`Self::MAX`]; an entry older than
     /// twice that belongs to an object that went away, and is dropped.
     const FORGET_AFTER: Duration = Duration::from_secs(600);
+
+    /// A backoff whose retries go out at most one per `rate` overall, after a burst of
+    /// `burst`.
+    pub fn limited(rate: Duration, burst: u32) -> Self {
+        Self {
+            failures: Mutex::default(),
+            schedule: Mutex::default(),
+            rate,
+            burst,
+        }
+    }
 
     /// Records a failure of `key` and returns when to retry it.
     pub fn failed<K: kube::Resource<DynamicType = ()>>(&self, key: &ObjectRef<K>) -> Action {
@@ -304,10 +331,10 @@ impl Backoff {
     /// let run further ahead than that.)
     fn overall(&self, now: Instant) -> Duration {
         let mut schedule = self.schedule.lock().expect("backoff lock");
-        let horizon = now + Self::RATE * Self::BURST + Self::MAX;
-        let next = (schedule.map_or(now, |at| at.max(now)) + Self::RATE).min(horizon);
+        let horizon = now + self.rate * self.burst + Self::MAX;
+        let next = (schedule.map_or(now, |at| at.max(now)) + self.rate).min(horizon);
         *schedule = Some(next);
-        next.saturating_duration_since(now + Self::RATE * Self::BURST)
+        next.saturating_duration_since(now + self.rate * self.burst)
     }
 
     /// Records a success of `key`: its next failure starts the backoff again.
@@ -376,6 +403,20 @@ mod tests {
         let later = now + Duration::from_secs(60);
         let key = ObjectRef::<ConfigMap>::new("late").within("ns");
         assert_eq!(backoff.failed_at(&key, later), first);
+    }
+
+    #[test]
+    fn a_controllers_own_rate_spreads_its_retries_at_that_rate() {
+        // Two a second after a burst of three.
+        let backoff = Backoff::limited(Duration::from_millis(500), 3);
+        let now = Instant::now();
+        let delays: Vec<_> = (0..6)
+            .map(|i| backoff.failed_at(&ObjectRef::<ConfigMap>::new(&format!("o{i}")), now))
+            .collect();
+        let first = Action::requeue(Duration::from_millis(5));
+        assert_eq!(delays[..3], [first.clone(), first.clone(), first]);
+        assert_eq!(delays[3], Action::requeue(Duration::from_millis(500)));
+        assert_eq!(delays[5], Action::requeue(Duration::from_millis(1500)));
     }
 
     #[test]

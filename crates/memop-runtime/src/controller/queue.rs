@@ -479,6 +479,38 @@ mod tests {
         assert_eq!(started.elapsed(), Duration::from_secs(10));
     }
 
+    /// client-go's workqueue metrics: the depth counts the ready items not taken yet (a held
+    /// one once it is due), the adds each time an item becomes ready, the queue duration each
+    /// wait from ready to taken.
+    #[tokio::test(start_paused = true)]
+    async fn the_queue_reports_its_depth_adds_and_waits() {
+        let metrics = crate::manager::Metrics::default();
+        let queue = Queue::new(Some(metrics.queue("things")));
+        let value = |series: &str| -> String {
+            let text = metrics.encode();
+            let prefix = format!(r#"{series}{{name="things",controller="things"}} "#);
+            let line = text.lines().find_map(|line| line.strip_prefix(&prefix));
+            line.unwrap_or_else(|| panic!("no {series} in\n{text}"))
+                .to_string()
+        };
+        queue.add("a", Priority::Low, Duration::ZERO);
+        queue.add("b", Priority::Low, Duration::ZERO);
+        queue.add("a", Priority::Normal, Duration::ZERO);
+        queue.add("c", Priority::Low, Duration::from_secs(5));
+        assert_eq!(value("workqueue_depth"), "2");
+        assert_eq!(value("workqueue_adds_total"), "2");
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(queue.next().await, ("a", Priority::Normal));
+        assert_eq!(value("workqueue_depth"), "1");
+        assert_eq!(value("workqueue_queue_duration_seconds_count"), "1");
+        assert_eq!(value("workqueue_queue_duration_seconds_sum"), "2.0");
+        // The held one, once due, is ready: counted as an add and in the depth.
+        tokio::time::advance(Duration::from_secs(4)).await;
+        queue.done(&"a");
+        assert_eq!(value("workqueue_depth"), "2");
+        assert_eq!(value("workqueue_adds_total"), "3");
+    }
+
     #[test]
     fn an_object_being_reconciled_is_not_handed_out_again_until_done() {
         let queue = Queue::new(None);

@@ -302,6 +302,7 @@ impl Metrics {
         let _ = self.active_workers.get_or_create(&labels);
         let _ = self.errors.get_or_create(&labels);
         let _ = self.retries.get_or_create(&QueueLabels::of(controller));
+        let _ = self.queue(controller);
         self.in_flight.work().entry(controller).or_default();
     }
 
