@@ -444,9 +444,9 @@ impl<R: Reconciler> Controller<R> {
                 match this.reconcile(object.clone()).await {
                     Ok(action) => {
                         tracing::debug!(controller = this.name, name = %object.name_any(), "reconciled");
-                        action
+                        Ok(action)
                     }
-                    Err(error) => this.error_policy(&object, &error),
+                    Err(error) => Err(this.error_policy(&object, &error)),
                 }
             }
         })

@@ -4,8 +4,9 @@
 //!
 //! After a restart at 30,000 objects, every object comes from the initial list at once; in
 //! kube-runtime's scheduler a user's edit made a second later waits behind all of them. Here
-//! what nobody changed (the initial list, a relist's unchanged objects, a resync, the cache a
-//! standby takes over with, the objects of a bucket a shard takes) is queued at
+//! what nobody changed (the initial list, a relist's unchanged objects, a resync or any other
+//! requeue of a reconcile that succeeded, the cache a standby takes over with, the objects of
+//! a bucket a shard takes) is queued at
 //! [`Priority::Low`], and a change the watches bring at [`Priority::Normal`], which is taken
 //! first: as controller-runtime's `handler.WithLowPriorityWhenUnchanged` decides.
 //!
@@ -301,9 +302,11 @@ impl<T: Clone + Eq + Hash> State<T> {
 /// Runs the controller `name` until the manager shuts down: `requests` feed its queue, and
 /// once `store` has listed, its workers take objects from it, at most the controller's
 /// `--max-concurrent-reconciles` at once (0: no limit), each reconciled by `work`, which says
-/// when to come back (requeued at the priority it was taken with, as controller-runtime
-/// does). A request for an object no longer in `store` is dropped. At shutdown, no reconcile
-/// starts and those under way finish.
+/// when to come back: `Ok` after a success (a resync, a wait: requeued at
+/// [`Priority::Low`], since nothing changed), `Err` after a failure (retried at the priority
+/// it was taken with, as controller-runtime does, so that a failed change stays ahead of the
+/// backlog). A request for an object no longer in `store` is dropped. At shutdown, no
+/// reconcile starts and those under way finish.
 pub(crate) async fn run<K, Work>(
     name: &'static str,
     shared: &Shared,
@@ -312,7 +315,7 @@ pub(crate) async fn run<K, Work>(
     work: impl Fn(Arc<K>) -> Work + Send + Sync + 'static,
 ) where
     K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
-    Work: Future<Output = Action> + Send + 'static,
+    Work: Future<Output = Result<Action, Action>> + Send + 'static,
 {
     let queue = Arc::new(Queue::new(Some(shared.metrics.queue(name))));
     let feed = {
@@ -346,7 +349,10 @@ pub(crate) async fn run<K, Work>(
             };
             let (queue, work) = (queue.clone(), work.clone());
             reconciles.spawn(async move {
-                let action = work(object).await;
+                let (action, priority) = match work(object).await {
+                    Ok(action) => (action, Priority::Low),
+                    Err(retry) => (retry, priority),
+                };
                 if let Some(after) = requeue_after(&action) {
                     queue.add(key.clone(), priority, after);
                 }
