@@ -1,5 +1,5 @@
 //! The controller of one kind, as controller-runtime's builder
-//! (`ControllerManagedBy(mgr).For(..).Owns(..).Complete(r)`) and kube's `Controller` give one:
+//! (`ControllerManagedBy(mgr).For(..).Owns(..).Complete(r)`) gives one:
 //! a [`Builder`] says what to watch, a [`Reconciler`] says what the kind needs, and the
 //! [`Controller`] it builds does everything around that, the same for every kind:
 //!

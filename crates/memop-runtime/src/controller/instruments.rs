@@ -120,8 +120,8 @@ impl Instruments {
         );
         let started = Instant::now();
         let _work = self.metrics.start(self.controller);
-        // A panic is a failure of this object, not of the controller: kube's Controller would
-        // end with it, and the manager with the controller (controller-runtime recovers too).
+        // A panic is a failure of this object, not of the controller: it is reported and
+        // retried as any failure (controller-runtime recovers too).
         let reconcile = AssertUnwindSafe(reconcile).catch_unwind();
         let result = match tokio::time::timeout(self.timeout, reconcile)
             .instrument(span.clone())

@@ -347,17 +347,20 @@ pub(crate) async fn run<K, Work>(
                 queue.done(&key);
                 continue;
             };
-            let (queue, work) = (queue.clone(), work.clone());
+            let taken = Taken {
+                queue: queue.clone(),
+                key,
+            };
+            let work = work.clone();
             reconciles.spawn(async move {
                 let (action, priority) = match work(object).await {
                     Ok(action) => (action, Priority::Low),
                     Err(retry) => (retry, priority),
                 };
                 if let Some(after) = requeue_after(&action) {
-                    queue.add(key.clone(), priority, after);
+                    taken.queue.add(taken.key.clone(), priority, after);
                 }
-                queue.done(&key);
-                drop(slot);
+                drop((taken, slot));
             });
             // Reap the reconciles that ended, so that the set holds only those under way.
             while let Some(ended) = reconciles.try_join_next() {
@@ -376,6 +379,20 @@ pub(crate) async fn run<K, Work>(
     // Graceful: what is under way finishes (a reconcile is bounded by its timeout).
     while reconciles.join_next().await.is_some() {}
     tracing::info!(controller = name, "stopped");
+}
+
+/// An object handed out by the queue: done when dropped, however its reconcile ends (a panic
+/// outside the reconcile's own recovery included), so that its next change is not held for
+/// ever.
+struct Taken<T: Clone + Eq + Hash> {
+    queue: Arc<Queue<T>>,
+    key: T,
+}
+
+impl<T: Clone + Eq + Hash> Drop for Taken<T> {
+    fn drop(&mut self) {
+        self.queue.done(&self.key);
+    }
 }
 
 /// When `action` asks to come back. kube's `Action` keeps its delay to itself (its runner

@@ -428,8 +428,7 @@ impl Manager {
         // Whatever ended the run, stop everything else and give it a bounded time to finish.
         self.shared.shutdown.trigger();
         let rest = if let Some(why) = self.shared.readiness.unsynced() {
-            // Nothing was reconciled yet, and kube's Controller only sees the signal once its
-            // cache has synced: stop at once.
+            // Nothing was reconciled yet: stop at once.
             tracing::info!(%why, "stopping controllers that never synced");
             running.abort_all();
             Ok(())
