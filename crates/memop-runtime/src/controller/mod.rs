@@ -1,8 +1,8 @@
 //! What every controller shares: the error type, [`Builder`] (its watches feeding a priority
 //! queue whose workers reconcile until shutdown, with a time limit, tracing span, metrics, panic
-//! recovery, retry backoff and status writes around every reconcile), the resync with jitter, status conditions, the cache of owned
-//! objects ([`Owned`]), an event [`Recorder`], and the hash that keeps reconciles free of
-//! needless writes ([`stamp`]).
+//! recovery, retry backoff and status writes around every reconcile), the resync with jitter,
+//! status conditions, the cache of owned objects ([`Owned`]), an event [`Recorder`], and the
+//! hash that keeps reconciles free of needless writes ([`stamp`]).
 
 use std::fmt::Debug;
 use std::time::Duration;
@@ -64,10 +64,11 @@ pub enum Error {
 /// The result of a reconcile step.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// kube's `Controller::new(api, config)`, with the objects' `managedFields` left out of its
+/// The requests of a controller's watch of `api` and `config` (what kube's
+/// `Controller::new(api, config)` watches), with the objects' `managedFields` left out of its
 /// cache: no reconcile reads them, and they are often the larger part of an object (one entry
-/// per writer: the user, the finalizer, the status). At 10,000 objects that is megabytes. The
-/// requests of its events feed the controller's queue ([`queue::requests`]).
+/// per writer: the user, the finalizer, the status). At 10,000 objects that is megabytes. Its
+/// events are made requests by [`queue::requests`].
 ///
 /// The watch is kept an eye on as `name` (give it the controller's name): the manager is not
 /// ready while it has gone without an answer for longer than [`WATCH_SILENCE_LIMIT`] (a
@@ -128,7 +129,7 @@ where
 /// [`Manager::register`](crate::manager::Manager::register)): its watch lists and follows the
 /// API server from the start, as the leader's does, so that the replica takes over with its cache
 /// synced instead of listing every object again. What changes before it leads is only cached;
-/// once it leads, [`Warm::controller`] reconciles every cached object once, then each change.
+/// once it leads, [`Warm::requests`] asks for every cached object once, then each change.
 pub(crate) struct Warm<K: Resource<DynamicType = ()> + Clone + 'static> {
     reader: reflector::Store<K>,
     changes: tokio::sync::mpsc::UnboundedReceiver<queue::Request<K>>,

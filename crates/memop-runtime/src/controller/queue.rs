@@ -6,9 +6,9 @@
 //! kube-runtime's scheduler a user's edit made a second later waits behind all of them. Here
 //! what nobody changed (the initial list, a relist's unchanged objects, a resync or any other
 //! requeue of a reconcile that succeeded, the cache a standby takes over with, the objects of
-//! a bucket a shard takes) is queued at
-//! [`Priority::Low`], and a change the watches bring at [`Priority::Normal`], which is taken
-//! first: as controller-runtime's `handler.WithLowPriorityWhenUnchanged` decides.
+//! a bucket a shard takes) is queued at [`Priority::Low`], and a change the watches bring at
+//! [`Priority::Normal`], which is taken first: as controller-runtime's
+//! `handler.WithLowPriorityWhenUnchanged` decides.
 //!
 //! The queue holds each object once (a second request raises its priority and brings its time
 //! forward, never the other way), holds requests for later (a requeue's delay), and never hands
