@@ -238,7 +238,9 @@ mod book {
             panic!("refused with a message, not invalid fields: {refusal}");
         };
         let errors = invalid.errors().iter();
-        errors.map(|error| (error.field.as_str(), error.reason)).collect()
+        errors
+            .map(|error| (error.field.as_str(), error.reason))
+            .collect()
     }
 
     fn named(name: &str, schedule: &str) -> CronJob {

@@ -70,8 +70,10 @@ async fn the_manager_runs_due_runs_with_kubebuilders_flags_and_webhooks_off() {
     let probes = free_port().unwrap();
     let log = std::env::temp_dir().join(format!("cronjob-manager-{}.log", env.namespace));
     let output = std::fs::File::create(&log).unwrap();
-    let binary = std::env::var_os("CRONJOB_MANAGER")
-        .map_or_else(|| env!("CARGO_BIN_EXE_cronjob-operator").into(), PathBuf::from);
+    let binary = std::env::var_os("CRONJOB_MANAGER").map_or_else(
+        || env!("CARGO_BIN_EXE_cronjob-operator").into(),
+        PathBuf::from,
+    );
     let child = Command::new(binary)
         .arg("--metrics-bind-address=0")
         .arg(format!("--health-probe-bind-address=127.0.0.1:{probes}"))
@@ -158,7 +160,10 @@ async fn the_manager_runs_due_runs_with_kubebuilders_flags_and_webhooks_off() {
         "RFC 3339"
     );
     let owner = &job.owner_references()[0];
-    assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("CronJob", "every-minute"));
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("CronJob", "every-minute")
+    );
     assert_eq!(owner.controller, Some(true));
     assert_eq!(job.labels()["app.kubernetes.io/managed-by"], MANAGED_BY);
 
@@ -170,7 +175,8 @@ async fn the_manager_runs_due_runs_with_kubebuilders_flags_and_webhooks_off() {
             let active: Vec<_> = s.active.iter().filter_map(|r| r.name.clone()).collect();
             active.contains(&format!("every-minute-{earlier}"))
                 && active.contains(&job.name_any())
-                && s.last_schedule_time.is_some_and(|t| t.0.as_second() >= time)
+                && s.last_schedule_time
+                    .is_some_and(|t| t.0.as_second() >= time)
         })
     })
     .await;
