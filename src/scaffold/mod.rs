@@ -6,6 +6,7 @@
 mod format;
 pub mod generated;
 pub mod image_env;
+mod items;
 pub mod lockfile;
 pub mod merge;
 mod plan;
