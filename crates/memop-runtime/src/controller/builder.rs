@@ -269,7 +269,7 @@ impl<K: Kind> Builder<K> {
                 bookmarks: true,
                 ..config
             };
-            let changes = watcher(api, config)
+            let changes = super::cache::watch(api, config, super::cache::Paged::default())
                 .default_backoff()
                 .inspect(move |event| {
                     if let Err(err) = event {

@@ -162,7 +162,8 @@ where
         ..config
     };
     let holding = shared.shard.as_ref().map(Shard::hold);
-    let watch = move || watcher(api.clone(), config.clone()).boxed();
+    let paged = cache::Paged::default();
+    let watch = move || cache::watch(api.clone(), config.clone(), paged.clone());
     let events = cache::follow(watch, holding.clone(), cache::own_bucket)
         .inspect(move |event| {
             if event.is_err() {

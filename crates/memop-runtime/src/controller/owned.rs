@@ -311,8 +311,9 @@ where
         };
         // Sharded: only the objects whose controller is in a bucket this replica claims.
         let holding = shared.shard.as_ref().map(Shard::hold);
+        let paged = super::cache::Paged::default();
         let watch = move || {
-            watcher(api.clone(), config.clone())
+            super::cache::watch(api.clone(), config.clone(), paged.clone())
                 .default_backoff()
                 .boxed()
         };
