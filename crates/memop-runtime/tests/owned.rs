@@ -120,7 +120,11 @@ async fn backends() -> Vec<TestEnv> {
 async fn configmaps(env: &TestEnv, name: &str, n: usize) {
     let admin = Api::<ConfigMap>::namespaced(env.admin.clone(), &env.namespace);
     for i in 0..n {
-        let object = json!({ "metadata": { "name": format!("{name}-{i}") } });
+        // As `kubectl apply` makes them: with its record of the object.
+        let object = json!({ "metadata": {
+            "name": format!("{name}-{i}"),
+            "annotations": { LAST_APPLIED: r#"{"kind":"ConfigMap"}"#, "example.com/kept": "yes" },
+        } });
         admin
             .create(
                 &PostParams::default(),
@@ -130,6 +134,8 @@ async fn configmaps(env: &TestEnv, name: &str, n: usize) {
             .unwrap();
     }
 }
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// The requests for `verb` on ConfigMaps the operator's client sent.
 fn sent(env: &TestEnv, verb: Verb) -> usize {
@@ -162,6 +168,12 @@ async fn a_cache_streams_its_list_where_the_server_serves_it() {
         assert_eq!(owned.len(), 30, "real: {}", env.is_real());
         assert_eq!(sent(&env, Verb::List), 0, "real: {}", env.is_real());
         assert_eq!(sent(&env, Verb::Watch), 1, "real: {}", env.is_real());
+        // Cached without what no reconcile reads: `kubectl apply`'s record, `managedFields`.
+        let cached = owned.get(&env.namespace, "streamed-0").await.unwrap();
+        let annotations = cached.metadata.annotations.as_ref().unwrap();
+        assert!(!annotations.contains_key(LAST_APPLIED), "{annotations:?}");
+        assert_eq!(annotations["example.com/kept"], "yes");
+        assert_eq!(cached.metadata.managed_fields, None);
     }
 }
 

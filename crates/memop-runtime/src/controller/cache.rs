@@ -77,6 +77,22 @@ fn refuses_streaming<K>(event: &watcher::Result<Event<K>>) -> bool {
     matches!(code, 400 | 422)
 }
 
+/// The annotation in which `kubectl apply` keeps the whole object it applied: as large as the
+/// object's spec again, and read by nothing but `kubectl apply` itself.
+pub(crate) const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// What a cache keeps of each object as it decodes it: all but its `managedFields` (one entry per
+/// writer, often the larger part of an object, which no reconcile reads) and, unless `whole`, its
+/// `kubectl apply` record ([`LAST_APPLIED`]), which no reconcile reads either.
+pub(crate) fn projection<K: Resource>(whole: bool) -> impl FnMut(&mut K) + Send + Clone + 'static {
+    move |object: &mut K| {
+        object.meta_mut().managed_fields = None;
+        if !whole && let Some(annotations) = object.meta_mut().annotations.as_mut() {
+            annotations.remove(LAST_APPLIED);
+        }
+    }
+}
+
 /// The bucket of a controller's own object: its UID's.
 pub(crate) fn own_bucket(metadata: &ObjectMeta) -> Option<u16> {
     Some(bucket_of(metadata))

@@ -318,7 +318,7 @@ where
                 .boxed()
         };
         let events = super::cache::follow(watch, holding.clone(), super::cache::owner_bucket)
-            .modify(|object| object.managed_fields_mut().clear());
+            .modify(super::cache::projection(false));
         let readiness = shared.readiness.clone();
         readiness.expect(name);
         let applied: Arc<Mutex<HashMap<ObjectRef<K>, Applied>>> = Arc::default();
