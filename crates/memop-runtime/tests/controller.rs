@@ -221,7 +221,7 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// The controller's cache leaves out what no reconcile reads (`managedFields`, `kubectl apply`'s
 /// record of the object), so the reconciler gets the object without them; a controller built
-/// with `keeps_last_applied` gets the record. On both back ends.
+/// with `keeps_last_applied` gets the record. Its list is streamed. On both back ends.
 #[tokio::test]
 async fn the_cache_leaves_out_kubectl_applys_record_unless_the_controller_keeps_it() {
     let mut envs = vec![TestEnv::in_memory()];
@@ -264,5 +264,10 @@ async fn the_cache_leaves_out_kubectl_applys_record_unless_the_controller_keeps_
             assert_eq!(given.metadata.managed_fields, None, "{what}");
             assert_eq!(given.data.unwrap()["a"], "b", "{what}");
         }
+        // The controller's cache streamed its list (a watch), as the `Owned` caches do.
+        let requests = env.requests.requests();
+        let lists = requests.iter().filter(|r| r.verb == memop_test::Verb::List);
+        assert!(lists.clone().count() > 0, "real: {}", env.is_real());
+        assert!(lists.clone().all(|r| r.streamed), "real: {}", env.is_real());
     }
 }
