@@ -75,7 +75,7 @@ impl ProjectContext {
             owner: project.owner.clone(),
             repo: project.repo.clone(),
             license: project.license.clone(),
-            year: super::current_year(),
+            year: crate::clock::current_year(),
             namespaced: project.namespaced,
             memop_version: env!("CARGO_PKG_VERSION"),
             rust_version: RUST_VERSION,

@@ -30,7 +30,7 @@ pub fn record(project: &mut Project, plan: &Plan) -> Result<()> {
     if project.year.is_some() {
         return Ok(());
     }
-    let now = super::current_year();
+    let now = crate::clock::current_year();
     let year_of =
         |path: &str| -> Result<Option<i64>> { Ok(plan.read(Path::new(path))?.as_deref().and_then(copyright_year)) };
     let year = match year_of("src/main.rs")? {

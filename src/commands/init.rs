@@ -156,7 +156,7 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
         webhook_order: Vec::new(),
         // The year of every file's license header, recorded so that an update in a later year
         // writes the same headers.
-        year: Some(super::current_year()),
+        year: Some(crate::clock::current_year()),
     };
     let ctx = tera::Context::from_serialize(ProjectContext::new(&project))?;
     let mut plan = Plan::new(dir);

@@ -23,7 +23,7 @@ use crate::scaffold::{self, Layout, Plan, Templates};
 /// ([`Project::webhook_order`], [`Project::conversion_order`]).
 pub fn replay(project: &Project, plan: &Plan, layout: Layout) -> Result<Plan> {
     let mut scratch = Plan::scratch(plan.root(), layout);
-    let made = project.year.unwrap_or_else(super::current_year);
+    let made = project.year.unwrap_or_else(crate::clock::current_year);
     let mut replayed =
         Project { cli_version: env!("CARGO_PKG_VERSION").to_string(), resources: Vec::new(), ..project.clone() };
     let ctx = super::context::ProjectContext { year: made, ..super::context::ProjectContext::new(&replayed) };

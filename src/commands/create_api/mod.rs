@@ -150,7 +150,7 @@ pub fn run(global: &Global, args: Args, report: &mut super::Report) -> Result<()
     if request.new_version {
         super::facts::refuse_storage_disagreement(&project, &plan, &request.api)?;
     }
-    let mut notes = scaffold::scaffold(&request, &mut project, &mut plan, super::current_year())?;
+    let mut notes = scaffold::scaffold(&request, &mut project, &mut plan, crate::clock::current_year())?;
     notes.splice(0..0, request.notes.iter().cloned());
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
 

@@ -57,7 +57,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let request = validate(&args, &project)?;
     let mut plan = Plan::new(&global.dir);
     super::facts::record(&mut project, &plan)?;
-    scaffold::scaffold(&request, &mut project, &mut plan, super::current_year())?;
+    scaffold::scaffold(&request, &mut project, &mut plan, crate::clock::current_year())?;
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
     let mut report = super::Report::default();
     report.next(next(&request));
