@@ -92,6 +92,7 @@ pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut 
             match key {
                 None => plan.insert(path, marker, &fragment)?,
                 Some(Key::FirstToken) => plan.upsert(path, marker, &fragment)?,
+                Some(Key::Sorted) => plan.insert_sorted(path, marker, &fragment)?,
                 Some(Key::ImageEnv) => image_env::upsert(plan, path, marker, &fragment)?,
             }
         }
