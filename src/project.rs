@@ -602,7 +602,8 @@ impl Project {
             return Ok(self);
         }
         let main = || crate::fs::read(dir, Path::new("src/main.rs")).ok().flatten();
-        let year = year.or_else(|| main().as_deref().and_then(copyright_year)).unwrap_or_else(crate::clock::current_year);
+        let year =
+            year.or_else(|| main().as_deref().and_then(copyright_year)).unwrap_or_else(crate::clock::current_year);
         self.boilerplate = boilerplate(&self.license, &self.owner, &self.project_name, year);
         Ok(self)
     }

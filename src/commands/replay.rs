@@ -42,7 +42,8 @@ pub fn replay(project: &Project, plan: &Plan, layout: Layout) -> Result<Plan> {
         }
     }
     let admission = project.resources.iter().filter(|r| r.admits()).map(|r| (r, false));
-    for (resource, conversion) in admission.chain(project.resources.iter().filter(|r| r.converts()).map(|r| (r, true))) {
+    let conversion = project.resources.iter().filter(|r| r.converts()).map(|r| (r, true));
+    for (resource, conversion) in admission.chain(conversion) {
         let request = super::create_webhook::Request::replay(resource, conversion, &replayed)?;
         super::create_webhook::replay(&request, &mut replayed, &mut scratch).with_context(|| {
             let which = if conversion { "conversion webhook" } else { "admission webhooks" };

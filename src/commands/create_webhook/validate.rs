@@ -148,15 +148,7 @@ impl Request {
             spoke: spokes.iter().map(Version::to_string).collect(),
             webhook_version: "v1".into(),
         };
-        Ok(Self {
-            api,
-            existing,
-            admission: !conversion,
-            conversion,
-            webhooks,
-            spokes,
-            force: false,
-        })
+        Ok(Self { api, existing, admission: !conversion, conversion, webhooks, spokes, force: false })
     }
 }
 
