@@ -41,7 +41,18 @@ pub fn replay(project: &Project, plan: &Plan, layout: Layout) -> Result<Plan> {
                 .with_context(|| format!("replaying the controller {name} of {}", resource.describe()))?;
         }
     }
-    let admission = project.resources.iter().filter(|r| r.admits()).map(|r| (r, false));
+    let mut admission: Vec<_> = project.resources.iter().filter(|r| r.admits()).collect();
+    if layout == Layout::V1 {
+        // memop 0.1 listed the kinds' webhooks in the order its commands ran, as its server's
+        // routes still say (`job::routes()` is not the tail of `cron_job::routes()`).
+        let server = plan.read(std::path::Path::new("src/webhook/mod.rs"))?.unwrap_or_default();
+        admission.sort_by_key(|r| {
+            let route = format!("{}::routes()", r.names.kind.snake());
+            let mut places = server.match_indices(&route).map(|(at, _)| at);
+            places.find(|&at| !server[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_')).unwrap_or(usize::MAX)
+        });
+    }
+    let admission = admission.into_iter().map(|r| (r, false));
     let conversion = project.resources.iter().filter(|r| r.converts()).map(|r| (r, true));
     for (resource, conversion) in admission.chain(conversion) {
         let request = super::create_webhook::Request::replay(resource, conversion, &replayed)?;
