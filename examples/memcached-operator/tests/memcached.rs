@@ -84,6 +84,16 @@ memop_test::scenarios!(
     the_real_controller_loop_converges_and_shuts_down,
 );
 
+/// A spec of `size` replicas, its other fields (those you add to the type) from `Default`, so
+/// that the tests keep compiling as the type grows.
+#[allow(clippy::needless_update)]
+fn spec(size: i32) -> MemcachedSpec {
+    MemcachedSpec {
+        size,
+        ..Default::default()
+    }
+}
+
 /// A test's cluster, with the controller on top of it.
 struct Cluster {
     env: TestEnv,
@@ -115,7 +125,7 @@ impl Cluster {
     }
 
     async fn create(&self, size: i32) -> Memcached {
-        let object = Memcached::new(NAME, MemcachedSpec { size });
+        let object = Memcached::new(NAME, spec(size));
         self.objects
             .create(&PostParams::default(), &object)
             .await
@@ -550,7 +560,7 @@ async fn any_valid_name_and_image_tag_work(env: TestEnv) {
     // label value as it is.
     let name = format!("{}.{}", "a".repeat(126), "b".repeat(126));
     let controller = with_image(&cluster.shared, Some("example.com/operand:_1.6"));
-    let object = Memcached::new(&name, MemcachedSpec { size: 1 });
+    let object = Memcached::new(&name, spec(1));
     cluster
         .objects
         .create(&PostParams::default(), &object)
@@ -706,15 +716,7 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
         controller.reconcile(Arc::new(object)).await.unwrap()
     };
     for name in names {
-        // The spec's other fields (those you add) from Default, so that this keeps compiling.
-        #[allow(clippy::needless_update)]
-        let object = Memcached::new(
-            name,
-            MemcachedSpec {
-                size: 1,
-                ..Default::default()
-            },
-        );
+        let object = Memcached::new(name, spec(1));
         cluster
             .objects
             .create(&PostParams::default(), &object)
@@ -792,15 +794,7 @@ async fn unhealthy_deployments_do_not_hold_back_a_new_image(env: TestEnv) {
     );
 
     // A second object, healthy; then a new image, applied to it at once.
-    // The spec's other fields (those you add) from Default, so that this keeps compiling.
-    #[allow(clippy::needless_update)]
-    let other = Memcached::new(
-        "other",
-        MemcachedSpec {
-            size: 1,
-            ..Default::default()
-        },
-    );
+    let other = Memcached::new("other", spec(1));
     cluster
         .objects
         .create(&PostParams::default(), &other)
@@ -1201,15 +1195,7 @@ async fn a_restart_does_not_apply_again_what_admission_rewrote_while_it_does() {
         pod.containers[0].image_pull_policy.clone()
     };
     // The policy is in force once a dry run of our Deployment comes back rewritten.
-    // The spec's other fields (those you add) from Default, so that this keeps compiling.
-    #[allow(clippy::needless_update)]
-    let mut owner = Memcached::new(
-        NAME,
-        MemcachedSpec {
-            size: 1,
-            ..Default::default()
-        },
-    );
+    let mut owner = Memcached::new(NAME, spec(1));
     owner.metadata.uid = Some("a-dry-run".into());
     let probe = desired_deployment(&owner, IMAGE).unwrap();
     let dry_run = PostParams {

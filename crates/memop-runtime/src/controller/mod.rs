@@ -12,7 +12,7 @@ use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::api::Api;
 use kube::runtime::reflector;
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource, ResourceExt};
+use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::manager::Shared;
@@ -67,8 +67,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// The requests of a controller's watch of `api` and `config` (what kube's
 /// `Controller::new(api, config)` watches), with the objects' `managedFields` left out of its
 /// cache: no reconcile reads them, and they are often the larger part of an object (one entry
-/// per writer: the user, the finalizer, the status). At 10,000 objects that is megabytes. Its
-/// events are made requests by [`queue::requests`].
+/// per writer: the user, the finalizer, the status). At 10,000 objects that is megabytes. So is
+/// `kubectl apply`'s record of the object (`kubectl.kubernetes.io/last-applied-configuration`),
+/// left out too unless `whole` (see [`Builder::keeps_last_applied`]). Its events are made
+/// requests by [`queue::requests`].
 ///
 /// The watch is kept an eye on as `name` (give it the controller's name): the manager is not
 /// ready while it has gone without an answer for longer than [`WATCH_SILENCE_LIMIT`] (a
@@ -82,12 +84,13 @@ pub(crate) fn new<K>(
     api: Api<K>,
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
+    whole: bool,
 ) -> queue::Requests<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::Scope: WatchScope,
 {
-    queue::requests(name, reflected(name, shared, api, config, writer))
+    queue::requests(name, reflected(name, shared, api, config, writer, whole))
 }
 
 /// The events of the watch of `api` as `writer`'s store applied them: what [`new`] and
@@ -99,6 +102,7 @@ fn reflected<K>(
     api: Api<K>,
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
+    whole: bool,
 ) -> impl futures::Stream<Item = watcher::Result<watcher::Event<K>>> + Send + use<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
@@ -110,14 +114,15 @@ where
         ..config
     };
     let holding = shared.shard.as_ref().map(Shard::hold);
-    let watch = move || watcher(api.clone(), config.clone()).boxed();
+    let paged = cache::Paged::default();
+    let watch = move || cache::watch(api.clone(), config.clone(), paged.clone());
     let events = cache::follow(watch, holding.clone(), cache::own_bucket)
         .inspect(move |event| {
             if event.is_err() {
                 pulse.failed();
             }
         })
-        .modify(|object| object.managed_fields_mut().clear());
+        .modify(cache::projection(whole));
     cache::reflect(events, writer, move || {
         if let Some(holding) = &holding {
             holding.listed();
@@ -147,10 +152,11 @@ where
         api: Api<K>,
         config: watcher::Config,
         writer: reflector::store::Writer<K>,
+        whole: bool,
     ) -> Self {
         let reader = writer.as_reader();
         let (sender, changes) = tokio::sync::mpsc::unbounded_channel();
-        let events = reflected(name, shared, api, config, writer).inspect(move |event| {
+        let events = reflected(name, shared, api, config, writer, whole).inspect(move |event| {
             if let Ok(watcher::Event::InitDone) = event {
                 tracing::info!(controller = name, "listed; the cache is synced");
             }
