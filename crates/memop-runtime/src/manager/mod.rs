@@ -232,9 +232,8 @@ where
 }
 
 /// A registered runnable, built when the manager runs: its name, and what runs it.
-type ControllerFn = Box<
-    dyn FnOnce(Shared) -> (&'static str, BoxFuture<'static, anyhow::Result<()>>) + Send,
->;
+type ControllerFn =
+    Box<dyn FnOnce(Shared) -> (&'static str, BoxFuture<'static, anyhow::Result<()>>) + Send>;
 
 /// A running manager with its registered controllers, which start once this replica leads.
 pub struct Manager {
