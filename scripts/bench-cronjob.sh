@@ -52,6 +52,9 @@
 #     into $CACHE, with the kubebuilder CLI of the same version (`go install`, shared with
 #     bench-sidebyside.sh); then `go build -o bin/manager cmd/main.go`. Its controller is the
 #     book's line for line (gofmt'ed; checked against the repository's testdata/project).
+# Before its runs, memop's release manager is run as a black box by the example's
+# tests/manager.rs (CRONJOB_MANAGER=<the manager>: the book's behaviour on a control plane of its
+# own, as the operator's ServiceAccount); BLACKBOX=0 skips that.
 # Builds run under `nice -n 10`. PREPARE_ONLY=1 builds and stops. KEEP=1 keeps each run's
 # directory (audit log, manager log); otherwise only its result and manager log are kept.
 # Needs: go, cargo, python3, openssl, curl, kubectl, make.
@@ -206,7 +209,23 @@ EOF
     log "kubebuilder $KB_VERSION: manager built in $(echo "$(now) - $t0" | bc | cut -d. -f1) s"
 }
 
-case " $ORDER " in *" memop "*) build_memop; log "memop manager: $memop_manager ($(stat -c %s "$memop_manager") bytes)" ;; esac
+# The release manager as a black box before it is measured: the example's tests/manager.rs runs
+# it (CRONJOB_MANAGER) as the operator's ServiceAccount on a control plane of its own, and checks
+# the book's behaviour (the due run's Job, named after its Unix time, with the scheduled-at
+# annotation, in status.active, and lastScheduleTime). BLACKBOX=0 skips it.
+check_memop() {
+    [ "${BLACKBOX:-1}" = 1 ] || return 0
+    log "memop $short: the release manager as a black box (tests/manager.rs)"
+    (cd "$memop_project" && CARGO_TARGET_DIR="$CACHE/target-cronjob" CRONJOB_MANAGER="$memop_manager" \
+        KUBEBUILDER_ASSETS="$assets" ENVTEST_REQUIRED=1 \
+        timeout "$BUILD_TIMEOUT" nice -n 10 cargo test --locked -q --test manager) > "$memop_dir/blackbox.log" 2>&1 ||
+        die "the release manager failed the book's behaviour: see $memop_dir/blackbox.log"
+    grep -q '^test result: ok. 1 passed' "$memop_dir/blackbox.log" ||
+        die "the black-box test did not run: see $memop_dir/blackbox.log"
+    log "memop $short: the release manager passed ($memop_dir/blackbox.log)"
+}
+
+case " $ORDER " in *" memop "*) build_memop; check_memop; log "memop manager: $memop_manager ($(stat -c %s "$memop_manager") bytes)" ;; esac
 case " $ORDER " in *" go "*) build_go; log "go manager: $go_manager ($(stat -c %s "$go_manager") bytes)" ;; esac
 [ "${PREPARE_ONLY:-0}" = 1 ] && exit 0
 

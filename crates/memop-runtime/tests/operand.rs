@@ -608,33 +608,39 @@ impl Reconciler for Counter {
     }
 }
 
+/// Installs the Tally CRD on the real control plane (the in-memory one serves any kind).
+async fn install_tallies(env: &TestEnv) {
+    use kube::CustomResourceExt;
+    if !env.is_real() {
+        return;
+    }
+    let crd = serde_json::to_value(Tally::crd()).unwrap();
+    memop_test::envtest::apply(&env.admin, &crd).await;
+    let crds = Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(env.admin.clone());
+    eventually(
+        "the CRD is established",
+        Duration::from_secs(20),
+        || async {
+            crds.get("tallies.operand.example.com")
+                .await
+                .ok()
+                .and_then(|crd| crd.status)
+                .is_some_and(|s| {
+                    s.conditions
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                })
+        },
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn status_fields_are_written_with_the_conditions_once_and_kept_on_paths_that_do_not_report_them()
  {
-    use kube::CustomResourceExt;
     for env in backends().await {
-        if env.is_real() {
-            let crd = serde_json::to_value(Tally::crd()).unwrap();
-            memop_test::envtest::apply(&env.admin, &crd).await;
-            let crds = Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(env.admin.clone());
-            eventually(
-                "the CRD is established",
-                Duration::from_secs(20),
-                || async {
-                    crds.get("tallies.operand.example.com")
-                        .await
-                        .ok()
-                        .and_then(|crd| crd.status)
-                        .is_some_and(|s| {
-                            s.conditions
-                                .unwrap_or_default()
-                                .iter()
-                                .any(|c| c.type_ == "Established" && c.status == "True")
-                        })
-                },
-            )
-            .await;
-        }
+        install_tallies(&env).await;
         let shared = Shared::new(&OPERATOR, env.operator.clone(), Some(env.namespace.clone()));
         let controller = Builder::new("tallies", &shared).build(Counter);
         let tallies = Api::<Tally>::namespaced(env.admin.clone(), &env.namespace);
@@ -691,5 +697,139 @@ async fn status_fields_are_written_with_the_conditions_once_and_kept_on_paths_th
         let status = tallies.get("t").await.unwrap().status.unwrap();
         assert_eq!(status.seen.as_deref(), Some("t"));
         assert_eq!(status.count, None, "removed");
+    }
+}
+
+/// Runs a Job for each Tally, as the book's CronJob runs one at the top of a minute, and
+/// reports it in the status; while Jobs are created in bulk, the report waits.
+struct Runs {
+    jobs: Operand<Job>,
+    /// The Tallies whose Job was created in bulk.
+    bulk: Arc<Mutex<Vec<String>>>,
+}
+
+impl Reconciler for Runs {
+    type Object = Tally;
+    const CONDITIONS: &'static [&'static str] = &[memop_runtime::controller::condition::AVAILABLE];
+    const STATUS_FIELDS: &'static [&'static str] = &["seen"];
+
+    fn conditions(object: &Tally) -> &[Condition] {
+        Counter::conditions(object)
+    }
+
+    async fn apply(&self, tally: &Tally, report: &mut Report) -> Result<Action> {
+        if self.jobs.cache().in_burst() {
+            report.hold();
+        }
+        let name = format!("{}-run", tally.name_any());
+        let mut job: Job = serde_json::from_value(json!({
+            "metadata": { "name": name, "namespace": tally.namespace() },
+            "spec": { "template": { "spec": {
+                "restartPolicy": "Never",
+                "containers": [{ "name": "run", "image": "busybox" }],
+            } } },
+        }))
+        .unwrap();
+        // Without blockOwnerDeletion: the API server's admission of it maps the owner's kind,
+        // and knows a CRD made by the test only some seconds after it is established.
+        let mut owner = controller_reference(tally)?;
+        owner.block_owner_deletion = None;
+        job.metadata.owner_references = Some(vec![owner]);
+        match self.jobs.create(tally, job).await {
+            Outcome::Created(state) if state.bulk => {
+                self.bulk.lock().unwrap().push(tally.name_any());
+                report.hold();
+            }
+            Outcome::Created(_) | Outcome::InSync(_) | Outcome::Pending(_) => {}
+            other => panic!("{other:?}"),
+        }
+        let available = memop_runtime::controller::condition::AVAILABLE;
+        report.set(available, true, "Running", format!("runs {name}"));
+        report.status_field("seen", &name);
+        Ok(Action::await_change())
+    }
+}
+
+#[tokio::test]
+async fn objects_created_in_bulk_go_first_and_their_owners_report_once_the_burst_ends() {
+    const TALLIES: usize = 150;
+    for env in backends().await {
+        install_tallies(&env).await;
+        let shared = Shared::new(&OPERATOR, env.operator.clone(), Some(env.namespace.clone()));
+        let bulk = Arc::new(Mutex::new(Vec::new()));
+        let runs = Runs {
+            jobs: Operand::new(&shared, "runs", MANAGER),
+            bulk: bulk.clone(),
+        };
+        let controller = Builder::new("runs", &shared)
+            .max_concurrent_reconciles(20)
+            .owns(&runs.jobs)
+            .build(runs);
+        // A fleet there before the controller starts, as after a restart (or at the top of a
+        // minute for the book's CronJobs): each wants its Job at once.
+        let tallies = Api::<Tally>::namespaced(env.admin.clone(), &env.namespace);
+        let creations = (0..TALLIES).map(|i| {
+            let tallies = tallies.clone();
+            async move {
+                let tally = Tally::new(&format!("t{i:03}"), TallySpec::default());
+                tallies
+                    .create(&PostParams::default(), &tally)
+                    .await
+                    .unwrap();
+            }
+        });
+        futures::future::join_all(creations).await;
+        let jobs = Api::<Job>::namespaced(env.admin.clone(), &env.namespace);
+        let running = tokio::spawn(controller.run());
+
+        eventually(
+            "every Tally's Job made",
+            Duration::from_secs(60),
+            || async { jobs.list(&Default::default()).await.unwrap().items.len() == TALLIES },
+        )
+        .await;
+        // Held reports come back when the burst ends (about a second after the last
+        // creation), not after the 30 s a held report waits at most.
+        eventually(
+            "every Tally's status written soon after the burst",
+            Duration::from_secs(15),
+            || async {
+                let list = tallies.list(&Default::default()).await.unwrap().items;
+                list.iter()
+                    .all(|t| t.status.as_ref().is_some_and(|s| s.seen.is_some()))
+            },
+        )
+        .await;
+        let bulk = bulk.lock().unwrap().clone();
+        assert!(!bulk.is_empty(), "some Jobs were created in bulk");
+        // The creations went first: once the first of those reports is written, the burst is
+        // over (fewer than half its rate, 25 creations, in a second).
+        let requests = env.requests.requests();
+        let first_report = requests
+            .iter()
+            .position(|r| {
+                r.resource == "tallies/status" && r.name.as_ref().is_some_and(|n| bulk.contains(n))
+            })
+            .unwrap();
+        let creates_after = requests[first_report..]
+            .iter()
+            .filter(|r| r.verb == Verb::Create && r.resource == "jobs")
+            .count();
+        assert!(
+            creates_after < 25,
+            "{creates_after} Jobs created after the first held report was written"
+        );
+        let writes = requests
+            .iter()
+            .filter(|r| r.resource == "tallies/status")
+            .count();
+        assert_eq!(writes, TALLIES, "one status write for each");
+
+        shared.shutdown().trigger();
+        tokio::time::timeout(Duration::from_secs(10), running)
+            .await
+            .expect("the controller stops on shutdown")
+            .unwrap()
+            .unwrap();
     }
 }

@@ -144,27 +144,38 @@ async fn the_api_server_applies_the_books_defaults_and_relays_its_refusals() {
     assert_eq!(spec.successful_jobs_history_limit, Some(3));
     assert_eq!(spec.failed_jobs_history_limit, Some(1));
 
-    let refused = objects
-        .create(
-            &PostParams::default(),
-            &bare("unparseable", "invalid-cron-schedule"),
-        )
-        .await
-        .expect_err("an unparseable schedule is refused")
-        .to_string();
-    let expected = r#"CronJob.batch.tutorial.kubebuilder.io "unparseable" is invalid: spec.schedule: Invalid value: "invalid-cron-schedule": Expected exactly 5 fields, found 1: invalid-cron-schedule"#;
-    assert!(refused.contains(expected), "{refused}");
+    // The API server relays kubebuilder's `apierrors.NewInvalid` as the client sees it from
+    // a Go webhook: 422 Invalid, the message after the webhook's name, a cause per field.
+    let refused = refusal(objects.create(
+        &PostParams::default(),
+        &bare("unparseable", "invalid-cron-schedule"),
+    ))
+    .await;
+    let expected = r#"admission webhook "vcronjob-v1.batch.tutorial.kubebuilder.io" denied the request: CronJob.batch.tutorial.kubebuilder.io "unparseable" is invalid: spec.schedule: Invalid value: "invalid-cron-schedule": Expected exactly 5 fields, found 1: invalid-cron-schedule"#;
+    assert_eq!(refused.message, expected);
+    assert_eq!((refused.code, refused.reason.as_str()), (422, "Invalid"));
+    let details = refused.details.expect("the refusal's details");
+    let kind = (details.group.as_str(), details.kind.as_str());
+    assert_eq!(kind, ("batch.tutorial.kubebuilder.io", "CronJob"));
+    assert_eq!(details.name, "unparseable");
+    let causes = serde_json::to_value(&details.causes).unwrap();
+    let expected = serde_json::json!([{
+        "reason": "FieldValueInvalid",
+        "message": "Invalid value: \"invalid-cron-schedule\": Expected exactly 5 fields, found 1: invalid-cron-schedule",
+        "field": "spec.schedule",
+    }]);
+    assert_eq!(causes, expected);
 
     let long = "a-name-of-fifty-three-characters-for-a-cronjob-object";
     assert_eq!(long.len(), 53);
-    let refused = objects
-        .create(&PostParams::default(), &bare(long, "*/5 * * * *"))
-        .await
-        .expect_err("a name over 52 characters is refused")
-        .to_string();
+    let refused = refusal(objects.create(&PostParams::default(), &bare(long, "*/5 * * * *"))).await;
     let expected =
         format!(r#"metadata.name: Invalid value: "{long}": must be no more than 52 characters"#);
-    assert!(refused.contains(&expected), "{refused}");
+    assert!(refused.message.contains(&expected), "{}", refused.message);
+    assert_eq!((refused.code, refused.reason.as_str()), (422, "Invalid"));
+    let causes = refused.details.expect("the refusal's details").causes;
+    let fields: Vec<_> = causes.iter().map(|cause| cause.field.as_str()).collect();
+    assert_eq!(fields, ["metadata.name"]);
     let fifty_two = &long[..52];
     objects
         .create(&PostParams::default(), &bare(fifty_two, "@hourly"))
@@ -173,12 +184,23 @@ async fn the_api_server_applies_the_books_defaults_and_relays_its_refusals() {
     server.stop(&env).await;
 }
 
+/// The status of the API server's refusal of a request.
+async fn refusal<T: std::fmt::Debug>(
+    request: impl Future<Output = kube::Result<T>>,
+) -> kube::core::Status {
+    match request.await {
+        Err(kube::Error::Api(status)) => *status,
+        other => panic!("expected the API server's refusal, got {other:?}"),
+    }
+}
+
 /// kubebuilder's book, `internal/webhook/v1/cronjob_webhook_test.go`: the defaulter and the
 /// validator called directly.
 mod book {
     use cronjob_operator::api::batch::v1::{ConcurrencyPolicy, CronJob, CronJobSpec};
     use cronjob_operator::webhook::Change;
     use cronjob_operator::webhook::cron_job::{DEFAULTS, Defaults, validate};
+    use memop_runtime::webhook::Refusal;
 
     const VALID_NAME: &str = "valid-cronjob-name";
     const SCHEDULE: &str = "*/5 * * * *";
@@ -208,6 +230,17 @@ mod book {
         };
         assert_eq!(defaulter, DEFAULTS, "the webhook's");
         defaulter
+    }
+
+    /// The fields a refusal names, with the reason of each: kubebuilder's `field.Invalid`s.
+    fn fields(refusal: &Refusal) -> Vec<(&str, &str)> {
+        let Refusal::Invalid(invalid) = refusal else {
+            panic!("refused with a message, not invalid fields: {refusal}");
+        };
+        let errors = invalid.errors().iter();
+        errors
+            .map(|error| (error.field.as_str(), error.reason))
+            .collect()
     }
 
     fn named(name: &str, schedule: &str) -> CronJob {
@@ -248,11 +281,13 @@ mod book {
     #[test]
     fn should_deny_creation_if_the_name_is_too_long() {
         let obj = named(TOO_LONG, SCHEDULE);
-        let refused = validate(Change::Create(&obj)).unwrap_err();
+        let refusal = validate(Change::Create(&obj)).unwrap_err();
+        let refused = refusal.to_string();
         assert!(
             refused.contains("must be no more than 52 characters"),
             "{refused}"
         );
+        assert_eq!(fields(&refusal), [("metadata.name", "FieldValueInvalid")]);
         assert_eq!(
             refused,
             format!(
@@ -270,7 +305,9 @@ mod book {
     #[test]
     fn should_deny_creation_if_the_schedule_is_invalid() {
         let obj = named(VALID_NAME, "invalid-cron-schedule");
-        let refused = validate(Change::Create(&obj)).unwrap_err();
+        let refusal = validate(Change::Create(&obj)).unwrap_err();
+        assert_eq!(fields(&refusal), [("spec.schedule", "FieldValueInvalid")]);
+        let refused = refusal.to_string();
         assert!(
             refused.contains("Expected exactly 5 fields, found 1: invalid-cron-schedule"),
             "{refused}"
@@ -288,11 +325,17 @@ mod book {
     fn should_deny_update_if_both_name_and_spec_are_invalid() {
         let old = named(VALID_NAME, SCHEDULE);
         let new = named(TOO_LONG, "invalid-cron-schedule");
-        let refused = validate(Change::Update {
+        let refusal = validate(Change::Update {
             old: &old,
             new: &new,
         })
         .unwrap_err();
+        let invalid = [
+            ("metadata.name", "FieldValueInvalid"),
+            ("spec.schedule", "FieldValueInvalid"),
+        ];
+        assert_eq!(fields(&refusal), invalid);
+        let refused = refusal.to_string();
         // Both errors, in brackets, as apimachinery's aggregate lists them.
         assert!(
             refused.contains(": [metadata.name: Invalid value: "),

@@ -16,7 +16,13 @@
 //! `KUBEBUILDER_ASSETS`): started as the operator's ServiceAccount with kubebuilder's flags
 //! (`--metrics-bind-address=0`, metrics off; `--health-probe-bind-address`;
 //! `--leader-elect=false`) and `ENABLE_WEBHOOKS=false`, as the book's `main.go` is run locally
-//! (no webhook certificate needed), it runs a CronJob's due run on the system clock.
+//! (no webhook certificate needed), it runs a CronJob's due run on the system clock, as the
+//! book's controller does: a Job named `<cronjob>-<scheduled Unix time>` with the
+//! `scheduled-at` annotation, controlled by the CronJob, in `status.active`, and
+//! `status.lastScheduleTime`.
+//!
+//! `CRONJOB_MANAGER=<path>` runs another build of the manager instead of this one's: the
+//! benchmark's release build (`scripts/bench-cronjob.sh` runs this test on it first).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -64,7 +70,11 @@ async fn the_manager_runs_due_runs_with_kubebuilders_flags_and_webhooks_off() {
     let probes = free_port().unwrap();
     let log = std::env::temp_dir().join(format!("cronjob-manager-{}.log", env.namespace));
     let output = std::fs::File::create(&log).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_cronjob-operator"))
+    let binary = std::env::var_os("CRONJOB_MANAGER").map_or_else(
+        || env!("CARGO_BIN_EXE_cronjob-operator").into(),
+        PathBuf::from,
+    );
+    let child = Command::new(binary)
         .arg("--metrics-bind-address=0")
         .arg(format!("--health-probe-bind-address=127.0.0.1:{probes}"))
         .arg("--leader-elect=false")
@@ -128,21 +138,45 @@ async fn the_manager_runs_due_runs_with_kubebuilders_flags_and_webhooks_off() {
     last.metadata.owner_references = Some(vec![controller_reference(&cronjob).unwrap()]);
     jobs.create(&PostParams::default(), &last).await.unwrap();
 
+    // The run of the last whole minute (or of the next, if a minute turned meanwhile): a Job
+    // named after its Unix time, with the time in its annotation, controlled by the CronJob.
+    let due = |job: &Job| {
+        let name = job.name_any();
+        let time: i64 = name.strip_prefix("every-minute-")?.parse().ok()?;
+        (time > earlier).then_some((time, job.clone()))
+    };
     eventually("the due run's Job", Duration::from_secs(60), || async {
         let list = jobs.list(&ListParams::default()).await.unwrap();
-        list.items.iter().any(|job| {
-            job.name_any() != format!("every-minute-{earlier}")
-                && job.name_any().starts_with("every-minute-")
-                && job.annotations().contains_key(SCHEDULED_TIME_ANNOTATION)
-        })
+        list.items.iter().any(|job| due(job).is_some())
     })
     .await;
+    let list = jobs.list(&ListParams::default()).await.unwrap();
+    let (time, job) = list.items.iter().find_map(due).unwrap();
+    assert_eq!(time % 60, 0, "a whole minute: {}", job.name_any());
+    let scheduled = k8s_openapi::jiff::Timestamp::from_second(time).unwrap();
+    assert_eq!(
+        job.annotations()[SCHEDULED_TIME_ANNOTATION],
+        scheduled.to_string(),
+        "RFC 3339"
+    );
+    let owner = &job.owner_references()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("CronJob", "every-minute")
+    );
+    assert_eq!(owner.controller, Some(true));
+    assert_eq!(job.labels()["app.kubernetes.io/managed-by"], MANAGED_BY);
+
+    // The status, rebuilt from the Jobs: both active (and a later run's, should a minute
+    // turn meanwhile), the last scheduled time the run's or later.
     eventually("both in status.active", Duration::from_secs(30), || async {
         let status = cronjobs.get("every-minute").await.unwrap().status;
         status.is_some_and(|s| {
-            s.active.len() == 2
+            let active: Vec<_> = s.active.iter().filter_map(|r| r.name.clone()).collect();
+            active.contains(&format!("every-minute-{earlier}"))
+                && active.contains(&job.name_any())
                 && s.last_schedule_time
-                    .is_some_and(|t| t.0.as_second() > earlier)
+                    .is_some_and(|t| t.0.as_second() >= time)
         })
     })
     .await;

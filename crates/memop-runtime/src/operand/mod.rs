@@ -333,7 +333,14 @@ where
                 match api.create(&params, &desired).await {
                     Ok(created) => {
                         this.objects.applied(&desired, &created);
-                        return Outcome::Created(self.settled(&key, Arc::new(created), size));
+                        let mut state = self.settled(&key, Arc::new(created), size);
+                        // Created in bulk, of any kind (a CronJob's Jobs at the top of a
+                        // minute): the creations go first, the owner's report after them. (A
+                        // workload's was held as it settled.)
+                        if this.workload.is_none() {
+                            self.hold_in_burst(&mut state);
+                        }
+                        return Outcome::Created(state);
                     }
                     // Made by someone else, or by this controller before it restarted, without
                     // the label the cache selects by.
@@ -466,12 +473,19 @@ where
         let mut state = self.state(object, size);
         if let Some(pacing) = &self.inner.workload {
             pacing.rollouts.observed(key, &state.rollout);
-            state.bulk = self.inner.objects.in_burst();
-            if state.bulk {
-                self.inner.objects.hold(&state.object);
-            }
+            self.hold_in_burst(&mut state);
         }
         state
+    }
+
+    /// While this process writes its objects in bulk ([`Owned::in_burst`]), marks `state` so
+    /// ([`State::bulk`]), and has the owner's controller reconcile it again once the burst
+    /// ends: its report of progress can wait until then.
+    fn hold_in_burst(&self, state: &mut State<K>) {
+        state.bulk = self.inner.objects.in_burst();
+        if state.bulk {
+            self.inner.objects.hold(&state.object);
+        }
     }
 
     /// Whether an apply of `desired` would leave `current`'s fields as they are, as a dry run
@@ -614,8 +628,9 @@ pub struct State<K = Deployment> {
     pub replicas: Option<i32>,
     /// How a workload's rollout stands ([`Rollout::Complete`] for a kind that does not roll).
     pub rollout: Rollout,
-    /// Whether the controller is writing workloads in bulk (a fleet resized at once): a
-    /// report of progress can then wait ([`Report::hold`]).
+    /// Whether the controller is writing workloads or creating objects in bulk (a fleet
+    /// resized at once, a CronJob's Jobs at the top of a minute): a report of progress can
+    /// then wait ([`Report::hold`]); the owner is reconciled again when the burst ends.
     pub bulk: bool,
     /// Whether the object is a workload (its rollout is reported).
     workload: bool,

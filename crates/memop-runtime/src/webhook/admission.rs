@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::body::{Unread, read_body};
+use super::refusal::Refusal;
 
 /// A change the API server asks a validating webhook about.
 #[derive(Debug)]
@@ -33,8 +34,9 @@ pub enum Change<'a, K> {
 }
 
 /// What a validating webhook answers: allowed, with warnings for the client (kubectl prints
-/// them), or refused with a message that says why.
-pub type Verdict = Result<Vec<String>, String>;
+/// them), or refused, with a message that says why (`Err("...".into())`) or the fields that
+/// are invalid ([`Invalid`](super::Invalid)).
+pub type Verdict = Result<Vec<String>, Refusal>;
 
 /// A mutating webhook: the API server sends the object, `default` sets its defaults, and the
 /// answer is the JSON patch that makes those changes to the object as it was sent (fields the
@@ -293,6 +295,10 @@ where
             }
             response
         }
-        Err(message) => response.deny(message),
+        Err(refusal) => {
+            response.allowed = false;
+            response.result = refusal.status();
+            response
+        }
     }
 }

@@ -11,7 +11,8 @@
 //! A project's `src/webhook/mod.rs` lists its webhooks ([`Webhook`]s and their routes) and
 //! conversions ([`Conversion`]s), and starts this server with [`serve`].
 //!
-//! By concern: `admission` ([`defaulting`], [`validating`]), `conversion` ([`converting`],
+//! By concern: `admission` ([`defaulting`], [`validating`]), `refusal` (why a validating
+//! webhook refuses: [`Refusal`], [`Invalid`] fields), `conversion` ([`converting`],
 //! [`Conversion`]), `configuration` (the webhook configurations: [`Webhook`],
 //! [`configurations`], [`manifests_yaml`]), `body` (reading a review, up to
 //! [`MAX_REQUEST_SIZE`]), `server` ([`Flags`], [`serve`], [`measured`]), [`certs`] (the
@@ -26,6 +27,7 @@ pub mod certs;
 mod configuration;
 mod conversion;
 mod local;
+mod refusal;
 mod server;
 #[cfg(test)]
 mod tests;
@@ -39,4 +41,5 @@ pub use configuration::{
 };
 pub use conversion::{CONVERT_PATH, Conversion, conversion_crds, converting};
 pub use local::LOCAL_CONVERSION;
+pub use refusal::{FieldError, Invalid, Refusal};
 pub use server::{Flags, measured, serve};

@@ -115,6 +115,10 @@ async fn a_validating_webhook_relays_refusals_and_warnings() {
     .await;
     assert_eq!(refused["allowed"], false);
     assert_eq!(refused["status"]["message"], "big things are refused");
+    // As controller-runtime's `admission.Denied`: the client sees a 403 Forbidden.
+    assert_eq!(refused["status"]["code"], 403);
+    assert_eq!(refused["status"]["reason"], "Forbidden");
+    assert_eq!(refused["status"]["status"], "Failure");
 
     let update = json!({ "operation": "UPDATE", "object": thing(json!({ "a": "2" })), "oldObject": thing(json!({ "a": "1" })) });
     let warned = review(validating(refuse_big), update).await;
@@ -135,6 +139,125 @@ async fn a_validating_webhook_relays_refusals_and_warnings() {
     .await;
     assert_eq!(plain["allowed"], true);
     assert!(plain.get("warnings").is_none_or(Value::is_null), "{plain}");
+}
+
+/// Refuses a `Thing` with fewer than no replicas, or without labels, as kubebuilder's
+/// validators do: `apierrors.NewInvalid` with a field error for each.
+fn replicas_and_labels(change: Change<'_, v1::Thing>) -> Verdict {
+    let (Change::Create(thing) | Change::Update { new: thing, .. } | Change::Delete(thing)) =
+        change;
+    let mut invalid = Invalid::of(thing);
+    if thing.spec.replicas < 0 {
+        let replicas = thing.spec.replicas;
+        invalid.push(FieldError::invalid(
+            "spec.replicas",
+            &replicas,
+            "must be at least 0",
+        ));
+    }
+    if thing.metadata.labels.is_none() {
+        invalid.push(FieldError::required(
+            "metadata.labels",
+            "things are labelled",
+        ));
+    }
+    invalid.verdict()
+}
+
+fn replicas(replicas: i32, labels: Option<Value>) -> Value {
+    json!({
+        "apiVersion": "example.com/v1",
+        "kind": "Thing",
+        "metadata": { "name": "thing", "namespace": "default", "labels": labels },
+        "spec": { "replicas": replicas },
+    })
+}
+
+#[tokio::test]
+async fn invalid_fields_are_refused_as_422_invalid_with_a_cause_each() {
+    let refused = review(
+        validating(replicas_and_labels),
+        json!({ "operation": "CREATE", "object": replicas(-1, None) }),
+    )
+    .await;
+    assert_eq!(refused["allowed"], false);
+    // apierrors.NewInvalid's status, which the API server relays with its details.
+    let expected = json!({
+        "status": "Failure",
+        "code": 422,
+        "reason": "Invalid",
+        "message": "Thing.example.com \"thing\" is invalid: [spec.replicas: Invalid value: -1: must be at least 0, metadata.labels: Required value: things are labelled]",
+        "details": {
+            "group": "example.com",
+            "kind": "Thing",
+            "name": "thing",
+            "causes": [
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": "Invalid value: -1: must be at least 0",
+                    "field": "spec.replicas",
+                },
+                {
+                    "reason": "FieldValueRequired",
+                    "message": "Required value: things are labelled",
+                    "field": "metadata.labels",
+                },
+            ],
+        },
+    });
+    assert_eq!(refused["status"], expected);
+
+    let one = review(
+        validating(replicas_and_labels),
+        json!({ "operation": "CREATE", "object": replicas(-1, Some(json!({ "a": "1" }))) }),
+    )
+    .await;
+    let message = "Thing.example.com \"thing\" is invalid: spec.replicas: Invalid value: -1: must be at least 0";
+    assert_eq!(
+        one["status"]["message"], message,
+        "one error, without brackets"
+    );
+
+    let valid = review(
+        validating(replicas_and_labels),
+        json!({ "operation": "CREATE", "object": replicas(1, Some(json!({ "a": "1" }))) }),
+    )
+    .await;
+    assert_eq!(valid["allowed"], true);
+}
+
+#[test]
+fn field_errors_read_as_apimachinerys() {
+    let name = FieldError::invalid("metadata.name", &"a\"b", "too long");
+    assert_eq!(
+        name.to_string(),
+        r#"metadata.name: Invalid value: "a\"b": too long"#
+    );
+    let template = FieldError::invalid("spec.template", &json!({ "a": [1] }), "");
+    assert_eq!(template.message, r#"Invalid value: {"a":[1]}"#);
+    let forbidden = FieldError::forbidden("spec.suspend", "not while running");
+    assert_eq!(forbidden.reason, "FieldValueForbidden");
+    assert_eq!(
+        forbidden.to_string(),
+        "spec.suspend: Forbidden: not while running"
+    );
+    // A message repeated is listed once, as apimachinery's aggregate lists it.
+    let thing = v1::Thing::new("thing", v1::ThingSpec { replicas: 0 });
+    let mut invalid = Invalid::of(&thing);
+    invalid.push(forbidden.clone());
+    invalid.push(forbidden);
+    assert_eq!(
+        invalid.to_string(),
+        r#"Thing.example.com "thing" is invalid: spec.suspend: Forbidden: not while running"#
+    );
+    assert_eq!(invalid.errors().len(), 2);
+    let core = Invalid::of(&k8s_openapi::api::core::v1::ConfigMap::default());
+    assert_eq!(
+        core.to_string(),
+        r#"ConfigMap "" is invalid"#,
+        "the core group is not named"
+    );
+    assert_eq!(core.verdict(), Ok(Vec::new()));
 }
 
 /// Two versions of a kind, whose field `size` became `replicas`.

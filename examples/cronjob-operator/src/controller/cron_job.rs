@@ -150,6 +150,11 @@ impl Reconciler for Context {
 
     async fn apply(&self, cronjob: &CronJob, report: &mut Report) -> Result<Action> {
         let name = cronjob.name_any();
+        // While Jobs are created in bulk (a thousand CronJobs at the top of a minute), they go
+        // first: the status waits until the creations end, and is written then.
+        if self.jobs.cache().in_burst() {
+            report.hold();
+        }
         if Self::conditions(cronjob).is_empty() {
             let message = "Starting reconciliation".to_string();
             report.set(
@@ -278,10 +283,13 @@ impl Reconciler for Context {
         let job = job_for(cronjob, missed)?;
         let job_name = job.name_any();
         match self.jobs.create(cronjob, job).await {
-            Outcome::Created(_) => {
+            Outcome::Created(state) => {
                 let message = format!("Created job {job_name}");
                 report.event(EventType::Normal, "SuccessfulCreate", message.clone());
                 report.set(condition::PROGRESSING, true, "JobCreated", message);
+                if state.bulk {
+                    report.hold();
+                }
             }
             Outcome::Failed { error, .. } => {
                 let message = format!("Failed to create job: {error}");

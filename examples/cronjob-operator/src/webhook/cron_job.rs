@@ -19,6 +19,7 @@
 //! kubebuilder's field paths and messages.
 
 use kube::ResourceExt;
+use memop_runtime::webhook::{FieldError, Invalid};
 
 // Only the kind is imported by name, so that no kind can clash with an import here.
 use crate::api::batch::v1::{ConcurrencyPolicy, CronJob};
@@ -94,32 +95,21 @@ pub fn validate(change: super::Change<'_, CronJob>) -> super::Verdict {
 }
 
 /// Refuses a CronJob whose name is longer than [`MAX_NAME_LENGTH`] or whose schedule does not
-/// parse, with the message of kubebuilder's `apierrors.NewInvalid`:
-/// `CronJob.batch.tutorial.kubebuilder.io "<name>" is invalid: <errors>`, each error
-/// `<field path>: Invalid value: "<value>": <why>`, several in brackets.
+/// parse, as kubebuilder's `apierrors.NewInvalid` does: a `422 Invalid` whose message is
+/// `CronJob.batch.tutorial.kubebuilder.io "<name>" is invalid: <errors>` (each error
+/// `<field path>: Invalid value: "<value>": <why>`, several in brackets), with a cause per field.
 pub fn validate_cron_job(cronjob: &CronJob) -> super::Verdict {
+    let mut invalid = Invalid::of(cronjob);
     let name = cronjob.name_any();
-    let mut errors = Vec::new();
     if name.len() > MAX_NAME_LENGTH {
         let detail = format!("must be no more than {MAX_NAME_LENGTH} characters");
-        errors.push(invalid("metadata.name", &name, &detail));
+        invalid.push(FieldError::invalid("metadata.name", &name, &detail));
     }
     let schedule = &cronjob.spec.schedule;
     if let Err(error) = parse_schedule(schedule) {
-        errors.push(invalid("spec.schedule", schedule, &error));
+        invalid.push(FieldError::invalid("spec.schedule", schedule, &error));
     }
-    let errors = match errors.as_slice() {
-        [] => return Ok(Vec::new()),
-        [one] => one.clone(),
-        several => format!("[{}]", several.join(", ")),
-    };
-    let kind = "CronJob.batch.tutorial.kubebuilder.io";
-    Err(format!("{kind} {name:?} is invalid: {errors}"))
-}
-
-/// A field error as Kubernetes' `field.Invalid` spells it.
-fn invalid(path: &str, value: &str, detail: &str) -> String {
-    format!("{path}: Invalid value: {value:?}: {detail}")
+    invalid.verdict()
 }
 
 /// The routes of these webhooks on the webhook server.
