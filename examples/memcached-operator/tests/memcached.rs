@@ -105,8 +105,10 @@ impl Cluster {
 
     async fn create(&self, size: i32) -> Memcached {
         let object = Memcached::new(NAME, MemcachedSpec { size });
-        let params = PostParams::default();
-        self.objects.create(&params, &object).await.unwrap()
+        self.objects
+            .create(&PostParams::default(), &object)
+            .await
+            .unwrap()
     }
 
     async fn object(&self) -> Memcached {
