@@ -6,6 +6,7 @@
 //! - [`project`]: the `PROJECT` file.
 //! - [`embedded`]: the templates memop ships, and the names they reserve.
 //! - [`fs`]: how memop reads a project's files: regular files inside it, never through a link.
+//! - [`clock`]: the year of license headers (`SOURCE_DATE_EPOCH`).
 //! - [`lock`]: one command at a time per project, and what Ctrl-C does.
 
 /// `eprintln!` that never panics: a closed standard error (`memop … 2>&1 | head`) must not turn
@@ -18,6 +19,7 @@ macro_rules! warn_line {
     }};
 }
 
+pub mod clock;
 pub mod commands;
 pub mod embedded;
 pub mod fs;

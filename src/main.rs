@@ -94,7 +94,7 @@ fn main() -> ExitCode {
     }
     // The commands that write files date their license headers with it.
     if (on_a_project || matches!(cli.command, Command::Init(_)))
-        && let Err(err) = commands::source_date_epoch()
+        && let Err(err) = memop::clock::source_date_epoch()
     {
         memop::warn_line!("error: {err}");
         return ExitCode::FAILURE;

@@ -159,6 +159,31 @@ fn a_project_that_deleted_its_first_version_builds_lints_and_passes_its_tests() 
     let v1 = ["--group", "cache", "--version", "v1", "--kind", "Memcached"];
     common::run(&dir, &[&["create", "api"][..], &v1, &["--storage-version"]].concat());
     common::run(&dir, &[&["create", "webhook"][..], &v1, &["--conversion", "--spoke", "v1alpha1"]].concat());
+    // A field added to v1 as a user adds one, mapped in the conversion (the round trip through
+    // the hub keeps it empty): the generated tests and benchmark of the kind take it from
+    // `Default`, so they build on, in v1alpha1 now and in v1 after the delete, and so does a
+    // controller made after the field.
+    let types = dir.join("src/api/cache/v1/memcached.rs");
+    let size = "    pub size: i32,\n";
+    let field = "    /// memoryLimitMb caps each pod's memory.\n    #[serde(default, skip_serializing_if = \"Option::is_none\")]\n    pub memory_limit_mb: Option<i32>,\n";
+    let text = std::fs::read_to_string(&types).unwrap();
+    assert!(text.contains(size), "{text}");
+    std::fs::write(&types, text.replacen(size, &format!("{size}{field}"), 1)).unwrap();
+    let conversion = dir.join("src/api/cache/v1alpha1/memcached_conversion.rs");
+    let text = std::fs::read_to_string(&conversion).unwrap();
+    let mapped = "                size: spoke.spec.size,\n";
+    assert!(text.contains(mapped), "{text}");
+    std::fs::write(&conversion, text.replacen(mapped, &format!("{mapped}                memory_limit_mb: None,\n"), 1))
+        .unwrap();
+    common::run(
+        &dir,
+        &[
+            &["create", "api"][..],
+            &v1,
+            &["--resource=false", "--controller=true", "--controller-name", "memcached-audit"],
+        ]
+        .concat(),
+    );
     common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
     // The operator's own storage migration, on the real control plane: objects stored in
     // v1alpha1 migrated to v1 and `storedVersions` pruned, after which v1alpha1 can go.

@@ -4,16 +4,18 @@
 //! - `memop` commands run in a fresh `memcached-operator` directory; each must succeed, and
 //!   every line of the `text` block that follows it (the output the tutorial shows, `…` for
 //!   what it leaves out) must be in what it printed.
-//! - `make manifests`, `make install` and `make run` run in the project, and `kubectl` commands
-//!   against a real kube-apiserver + etcd (`KUBEBUILDER_ASSETS`) as a cluster admin, as on a
-//!   developer's machine; `make run` keeps running in the background, as in the tutorial's
-//!   second terminal. A `kubectl` command is retried until it succeeds (within a deadline), as
+//! - `make local-cluster` runs in the background, as in the tutorial's second terminal: a control
+//!   plane from `KUBEBUILDER_ASSETS` on this machine, whose kubeconfig the tutorial's `export
+//!   KUBECONFIG=…` gives the later commands. `make manifests`, `make install` and `make run` run in
+//!   the project, and `kubectl` commands against that control plane as a cluster admin, as on a
+//!   developer's machine; `make run` keeps running in the background too. A `kubectl` command is retried until it succeeds (within a deadline), as
 //!   a user waits for the controller. When memop commands have changed the project since
 //!   `make run` started, the next `kubectl` command first gets what the tutorial says to do then
 //!   (`make install`, a new `make run`): after `create webhook --conversion`, this is the local
 //!   loop with the conversion served from this machine.
 //! - At the end `make run` is stopped with Ctrl-C (SIGINT), and must have put the CRD's
-//!   conversion back and deleted its webhook configurations.
+//!   conversion back and deleted its webhook configurations; then `make local-cluster`, which
+//!   must stop and remove its directory.
 //! - `git` commands run in the project, as the reader's: the repository that `memop update`
 //!   (Upgrading) and the chart's merges (Helm) read their base from.
 //! - With `HELM` (`scripts/helm/build.sh`), `make helm-lint` lints the chart and `helm install`
@@ -30,8 +32,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-use memop_test::ControlPlane;
 
 /// The tutorial's commands: each `sh` block's lines (continuations joined, comments dropped),
 /// with the `text` block that follows the block, if any.
@@ -90,6 +90,10 @@ enum Step {
     /// `make manifests`).
     Project,
     MakeRun,
+    /// `make local-cluster`: started in the background, as in a second terminal.
+    LocalCluster,
+    /// `export KUBECONFIG=…`: the kubeconfig of the later commands.
+    Kubeconfig,
     /// A git command, in the project: the tutorial's repository, which `memop update` and the
     /// chart's merges read their base from.
     Git,
@@ -130,6 +134,10 @@ fn step(command: &str) -> Step {
         Step::Helm
     } else if command == "make run" {
         Step::MakeRun
+    } else if command == "make local-cluster" {
+        Step::LocalCluster
+    } else if command.starts_with("export KUBECONFIG=") {
+        Step::Kubeconfig
     } else if command.starts_with("make ") || command.starts_with("kubectl ") {
         Step::Project
     } else {
@@ -146,14 +154,24 @@ fn the_tutorial_s_commands_work_as_written() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path().join("memcached-operator");
     std::fs::create_dir(&dir).unwrap();
-    let plane = ControlPlane::shared();
-    if plane.is_none() {
+    let assets = std::env::var_os(memop_test::envtest::ASSETS_ENV).filter(|assets| !assets.is_empty());
+    if assets.is_none() {
+        let required = std::env::var(memop_test::envtest::REQUIRED_ENV).is_ok_and(|v| v == "1" || v == "true");
+        assert!(!required, "ENVTEST_REQUIRED is set but KUBEBUILDER_ASSETS is not");
         eprintln!(
             "tutorial: its make and kubectl steps skipped: set KUBEBUILDER_ASSETS (scripts/envtest/build.sh prints it)"
         );
     }
-    let mut session =
-        Session { dir: dir.clone(), kubeconfig: plane.map(ControlPlane::admin_kubeconfig), run: None, changed: false };
+    // Whether the local cluster runs pods (kwok's node): then the tutorial's wait for them is kept.
+    let pods_run = assets.as_ref().is_some_and(|assets| Path::new(assets).join("kwok").is_file());
+    let mut session = Session {
+        dir: dir.clone(),
+        assets: assets.map(PathBuf::from),
+        kubeconfig: None,
+        cluster: None,
+        run: None,
+        changed: false,
+    };
     let mut skipped = Vec::new();
     let helm = std::env::var_os("HELM").filter(|helm| !helm.is_empty());
     if helm.is_none() {
@@ -205,8 +223,20 @@ fn the_tutorial_s_commands_work_as_written() {
                 let output = session.sh(command, None);
                 assert!(!output.contains("wrote "), "`make manifests` right after memop changed config/:\n{output}");
             }
+            Step::LocalCluster | Step::Kubeconfig if session.assets.is_none() => {
+                skipped.push(format!("{command}  (no KUBEBUILDER_ASSETS)"))
+            }
+            Step::LocalCluster => session.start_local_cluster(),
+            Step::Kubeconfig => {
+                let path = command.trim_start_matches("export KUBECONFIG=").replace("$PWD", dir.to_str().unwrap());
+                assert!(Path::new(&path).is_file(), "{command}: no kubeconfig at {path}");
+                session.kubeconfig = Some(PathBuf::from(path));
+            }
             Step::Project | Step::MakeRun if session.kubeconfig.is_none() => {
                 skipped.push(format!("{command}  (no KUBEBUILDER_ASSETS)"))
+            }
+            Step::Project if command.starts_with("kubectl wait ") && !pods_run => {
+                skipped.push(format!("{command}  (no kwok in KUBEBUILDER_ASSETS: pods do not run)"))
             }
             Step::Project if command == "make install" => {
                 session.sh(command, None);
@@ -227,6 +257,7 @@ fn the_tutorial_s_commands_work_as_written() {
     }
     assert!(session.run.is_some(), "the tutorial never ran `make run`");
     session.stop_make_run_and_check_its_cleanup();
+    session.stop_local_cluster();
     // The tutorial's repository: made after `memop init`, committed at each step, so that
     // `memop update` and the chart's merges had their base.
     assert!(gits >= 4, "only {gits} git steps");
@@ -247,11 +278,16 @@ struct MakeRun {
     webhooks: bool,
 }
 
-/// The user's shell in the project: its environment, and the `make run` of its second terminal.
+/// The user's shell in the project: its environment, and the `make local-cluster` and `make run`
+/// of its other terminals.
 struct Session {
     dir: PathBuf,
-    /// The cluster admin's kubeconfig, when the control plane is available.
+    /// `KUBEBUILDER_ASSETS`, when the control plane's binaries are there.
+    assets: Option<PathBuf>,
+    /// The cluster admin's kubeconfig, once the tutorial exported it.
     kubeconfig: Option<PathBuf>,
+    /// `make local-cluster`, while it runs, and where its output goes.
+    cluster: Option<(Child, PathBuf)>,
     /// `make run`, while it runs.
     run: Option<MakeRun>,
     /// Whether memop changed the project since `make run` started.
@@ -277,6 +313,9 @@ impl Session {
         }
         if let Some(kubeconfig) = &self.kubeconfig {
             sh.env("KUBECONFIG", kubeconfig);
+        }
+        if let Some(assets) = &self.assets {
+            sh.env("KUBEBUILDER_ASSETS", assets);
         }
         sh
     }
@@ -373,6 +412,54 @@ impl Session {
         }
         let left = self.sh("kubectl get mutatingwebhookconfigurations,validatingwebhookconfigurations -o name", None);
         assert!(!left.contains("-local-"), "make run left its webhook configurations: {left}");
+    }
+
+    /// Starts `make local-cluster` in its own process group (a terminal of its own), and waits
+    /// until it says how to use it.
+    fn start_local_cluster(&mut self) {
+        let log = self.dir.with_file_name("local-cluster.log");
+        let file = std::fs::File::create(&log).unwrap();
+        let mut make = self.command("exec make local-cluster");
+        make.stdout(file.try_clone().unwrap()).stderr(file).stdin(Stdio::null());
+        std::os::unix::process::CommandExt::process_group(&mut make, 0);
+        let mut child = make.spawn().unwrap();
+        // Its first build compiles the project's dev-dependencies: minutes on a cold target.
+        let deadline = Instant::now() + Duration::from_secs(1200);
+        loop {
+            let output = std::fs::read_to_string(&log).unwrap_or_default();
+            if output.contains("In another terminal:") {
+                break;
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("`make local-cluster` exited with {status}:\n{output}");
+            }
+            assert!(Instant::now() < deadline, "`make local-cluster` never came up:\n{output}");
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        self.cluster = Some((child, log));
+    }
+
+    /// Stops `make local-cluster` with Ctrl-C, as a user does: it stops every process it started
+    /// and removes its directory.
+    fn stop_local_cluster(&mut self) {
+        let Some((mut child, log)) = self.cluster.take() else { return };
+        let group = format!("-{}", child.id());
+        Command::new("kill").args(["-INT", "--", &group]).status().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "`make local-cluster` did not stop on Ctrl-C");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let output = std::fs::read_to_string(&log).unwrap();
+        assert!(output.contains("local-cluster: stopping"), "{output}");
+        assert!(!self.dir.join("bin/local-cluster").exists(), "its directory is left:\n{output}");
+        let port: u16 = output
+            .split("kube-apiserver at https://127.0.0.1:")
+            .nth(1)
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| panic!("no kube-apiserver address in:\n{output}"));
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "kube-apiserver still listens");
     }
 
     fn make_run_log(&self) -> String {

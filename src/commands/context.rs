@@ -18,6 +18,9 @@ pub struct ProjectContext {
     /// Cargo.toml's `repository`, or empty.
     pub repo: String,
     pub license: String,
+    /// The license header of every Rust file: the project's `hack/boilerplate.rs.txt`.
+    pub boilerplate: String,
+    /// The year of that header (the README's copyright), or this year.
     pub year: i64,
     pub namespaced: bool,
     pub memop_version: &'static str,
@@ -75,7 +78,8 @@ impl ProjectContext {
             owner: project.owner.clone(),
             repo: project.repo.clone(),
             license: project.license.clone(),
-            year: super::current_year(),
+            boilerplate: project.boilerplate.clone(),
+            year: crate::project::copyright_year(&project.boilerplate).unwrap_or_else(crate::clock::current_year),
             namespaced: project.namespaced,
             memop_version: env!("CARGO_PKG_VERSION"),
             rust_version: RUST_VERSION,

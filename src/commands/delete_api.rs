@@ -172,19 +172,9 @@ fn validate(project: &Project, api: &ApiNames, plan: &Plan) -> Result<Target> {
 /// convert), and its controller (with its operand) and admission webhooks moved to the storage
 /// version. Returns the notes to print.
 fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec<String> {
-    // The order the webhooks and controllers were made in: the deleted version's admission
-    // webhooks keep their place, now the storage version's (the controller's module is the kind's).
-    let (controllers, mut admission, conversion) =
-        (project.controller_order(), project.webhook_order(), project.conversion_order());
-    let deleted = format!("{}/{} {}", api.group, api.version, api.kind);
-    let storage = format!("{}/{} {}", api.group, target.storage, api.kind);
-    if target.admission.is_some() && !admission.contains(&storage) {
-        admission.iter_mut().filter(|r| **r == deleted).for_each(|r| r.clone_from(&storage));
-    }
     // The version's named controllers (`create api --controller-name`) go with its first one: to
-    // the storage version, each in its module, with the year it was made in.
-    let (named, named_years) =
-        project.find(api).map(|r| (r.controllers.clone(), r.controller_years.clone())).unwrap_or_default();
+    // the storage version, each in its module.
+    let named = project.find(api).map(|r| r.controllers.clone()).unwrap_or_default();
     project.resources.retain(|r| !r.names.same_gvk(api));
     let version = api.version.to_string();
     let single = project.other_versions(api).count() == 1;
@@ -209,7 +199,6 @@ fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec
         {
             let webhooks = resource.webhooks.get_or_insert_with(|| Webhooks {
                 webhook_version: moved.webhook_version.clone(),
-                year: moved.year,
                 ..Webhooks::default()
             });
             webhooks.defaulting |= moved.defaulting;
@@ -229,7 +218,6 @@ fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec
             resource.controller |= target.controller;
             if !named.is_empty() {
                 resource.controllers.extend(named.iter().cloned());
-                resource.controller_years.extend(named_years.clone());
                 notes.push(format!(
                     "{}'s controller{} {} moved to {}: {} take{} its types now",
                     api.kind,
@@ -246,9 +234,6 @@ fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec
             }
         }
     }
-    project.set_controller_order(controllers);
-    project.set_webhook_order(admission, false);
-    project.set_webhook_order(conversion, true);
     notes
 }
 

@@ -139,9 +139,10 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
     }
 
     let project = Project {
+        // The license header of every file, kept in the project (`hack/boilerplate.rs.txt`), so
+        // that a command in a later year writes the same headers.
+        boilerplate: project::boilerplate(&args.license, &args.owner, name.as_str(), crate::clock::current_year()),
         cli_version: env!("CARGO_PKG_VERSION").to_string(),
-        controller_order: Vec::new(),
-        conversion_order: Vec::new(),
         crate_name: name.crate_name(),
         domain: domain.to_string(),
         layout: vec![project::LAYOUT.to_string()],
@@ -153,10 +154,6 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
         repo,
         resources: Vec::new(),
         version: "3".to_string(),
-        webhook_order: Vec::new(),
-        // The year of every file's license header, recorded so that an update in a later year
-        // writes the same headers.
-        year: Some(super::current_year()),
     };
     let ctx = tera::Context::from_serialize(ProjectContext::new(&project))?;
     let mut plan = Plan::new(dir);

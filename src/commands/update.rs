@@ -223,8 +223,8 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
         bail!(
             "{} changed since memop wrote {}: vendor/ is memop's copy of the runtime crates, and an \
              update replaces it whole. Move the change into your own code (or propose it to memop), \
-             restore the files with `git checkout -- vendor`, and run `memop update` again; or pass \
-             --force to replace them (the edits are lost)",
+             then run `memop update --force`, which replaces vendor/ with this memop's copy (without \
+             the move, the edits are lost)",
             edited.join(", "),
             if edited.len() == 1 { "it" } else { "them" }
         );
@@ -277,14 +277,15 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
         plan.set_unchanged(&path, new.clone());
         updated.bases.push((path.clone(), new));
         let see = match ids {
-            Some((old, new)) if global.dry_run => {
-                format!("once the update is written, see what changed with `git diff {} {}`", &old[..12], &new[..12])
-            }
             Some((old, new)) => {
                 let (old, new) = (&old[..12], &new[..12]);
+                // memop's new text goes into git as the update is written: the dry run's
+                // commands work once it is.
+                let once = if global.dry_run { "once the update is written, " } else { "" };
                 format!(
-                    "see what changed with `git diff {old} {new}`, and merge it into your file with `git merge-file \
-                     {path} $(git unpack-file {old}) $(git unpack-file {new}) && rm .merge_file_*` (it marks any conflict in the file)"
+                    "{once}see what changed with `git diff {old} {new}`, and merge it into your file with `git \
+                     merge-file {path} $(git unpack-file {old}) $(git unpack-file {new}) && rm .merge_file_*` (it marks \
+                     any conflict in the file)"
                 )
             }
             None => "see memop's text now with `memop init` and `create api` in an empty directory".to_string(),
@@ -303,7 +304,8 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     }
     if !updated.generated.is_empty() {
         report.note(format!(
-            "{} differ from what memop generates now; they are generated from your code: run `make manifests`",
+            "{} are generated from your code, and memop now generates them otherwise than when it wrote them: \
+             run `make manifests` to write them again with this memop's runtime",
             updated.generated.join(", ")
         ));
     }

@@ -78,6 +78,14 @@ pub fn decide(
         Ok(text) => (text, false),
         Err(text) => keep_both_additions(path, &text),
     };
+    // Lines both sides touched in Rust: merged by item, where only an item both changed is
+    // merged by lines (an item one side added beside one the other removed is no conflict).
+    if conflicts
+        && path.ends_with(".rs")
+        && let Some((text, conflicts)) = super::items::merge(&base, current, new)
+    {
+        return Decision::Merge { text, conflicts };
+    }
     Decision::Merge { text, conflicts }
 }
 
@@ -256,6 +264,19 @@ mod tests {
         // A line both changed stays a conflict even in such a file.
         let changed = merge("src/lib.rs", base, "//! docs\n\npub mod control;\n", "//! docs\n\npub mod controllers;\n");
         assert!(matches!(changed, Decision::Merge { conflicts: true, .. }), "{changed:?}");
+    }
+
+    /// Rust whose lines both sides touched, though no item both changed (a function appended
+    /// where memop replaced the item before it): merged by item, with no conflict.
+    #[test]
+    fn rust_is_merged_by_item_where_lines_conflict() {
+        let base = "use a::B;\n\nfn reconcile() {\n    old();\n}\n\n#[cfg(test)]\nmod tests {}\n";
+        let mine = "\n/// Mine.\nfn helper() {}\n";
+        let theirs = "use a::B;\n\nfn reconcile() {\n    new();\n}\n\n/// New.\nfn added() {}\n";
+        let ours = format!("{base}{mine}");
+        assert!(diffy::merge(base, &ours, theirs).is_err(), "lines both touched");
+        let merged = decide("src/controller/x.rs", Some(&ours), theirs, Some(&blob_id(base)), |_| Some(base.into()));
+        assert_eq!(merged, Decision::Merge { text: format!("{theirs}{mine}"), conflicts: false });
     }
 
     /// A file memop wrote in `\r\n` (recorded so by an earlier memop) and now in `\n`, or the

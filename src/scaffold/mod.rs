@@ -6,6 +6,7 @@
 mod format;
 pub mod generated;
 pub mod image_env;
+mod items;
 pub mod lockfile;
 pub mod merge;
 mod plan;
@@ -92,6 +93,9 @@ pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut 
             match key {
                 None => plan.insert(path, marker, &fragment)?,
                 Some(Key::FirstToken) => plan.upsert(path, marker, &fragment)?,
+                // memop 0.1 added its lists' entries in the order its commands ran.
+                Some(Key::Sorted) if plan.layout() == Layout::V1 => plan.insert(path, marker, &fragment)?,
+                Some(Key::Sorted) => plan.insert_sorted(path, marker, &fragment)?,
                 Some(Key::ImageEnv) => image_env::upsert(plan, path, marker, &fragment)?,
             }
         }

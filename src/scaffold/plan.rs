@@ -202,7 +202,19 @@ impl Plan {
     /// one after the other, anywhere in the file is not inserted again, so re-running a command
     /// never duplicates code and never minds the indentation a formatter chose.
     pub fn insert(&mut self, path: impl AsRef<Path>, marker: &str, fragment: &str) -> Result<()> {
-        let path = path.as_ref();
+        self.insert_in(path.as_ref(), marker, fragment, false)
+    }
+
+    /// Plans a fragment of a sorted list (`{# key: sorted #}`): as [`Plan::insert`], but before
+    /// the first entry of the marker's list that sorts after it, so that the list is in the same
+    /// order whatever order the commands that made it ran in. The list's entries are the
+    /// places, between the marker and the marker above it (or the top of the file), that start a
+    /// line and have the fragment's shape: the same tokens but for names (wrapped or not).
+    pub fn insert_sorted(&mut self, path: impl AsRef<Path>, marker: &str, fragment: &str) -> Result<()> {
+        self.insert_in(path.as_ref(), marker, fragment, true)
+    }
+
+    fn insert_in(&mut self, path: &Path, marker: &str, fragment: &str, sorted: bool) -> Result<()> {
         let Some(current) = self.read(path)? else {
             bail!(
                 "{} is missing, so memop cannot register the new code in it; restore it from a \
@@ -224,6 +236,10 @@ impl Plan {
             );
         };
         let indent: String = lines[at].chars().take_while(|c| c.is_whitespace()).collect();
+        let at = match sorted {
+            true => sorted_place(&lines, at, fragment),
+            false => at,
+        };
         let mut out = String::with_capacity(current.len() + fragment.len());
         for line in &lines[..at] {
             out.push_str(line);
@@ -588,6 +604,76 @@ fn is_marker(line: &str, tag: &str) -> bool {
     body.is_some_and(|b| b.trim() == tag)
 }
 
+/// Where a fragment of a sorted list goes in `lines`, whose marker is at `marker`: the first line
+/// of the first entry of the list that sorts after it (moved up over as many blank lines as the
+/// fragment starts with, which separate entries), else the marker.
+fn sorted_place(lines: &[&str], marker: usize, fragment: &str) -> usize {
+    let wanted = tokens(fragment.lines().map(|line| (0, line)));
+    let top = lines[..marker].iter().rposition(|line| line.contains("+memop:scaffold:")).map_or(0, |at| at + 1);
+    let list = tokens(lines[top..marker].iter().enumerate().map(|(at, line)| (top + at, *line)));
+    fn shape(token: &(usize, String)) -> &str {
+        match token.1.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+            true => "",
+            false => token.1.as_str(),
+        }
+    }
+    let text = |tokens: &[(usize, String)]| tokens.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join(" ");
+    let (wanted_shape, wanted_text): (Vec<&str>, String) = (wanted.iter().map(shape).collect(), text(&wanted));
+    let mut from = 0;
+    while !wanted.is_empty() && from + wanted.len() <= list.len() {
+        let entry = &list[from..from + wanted.len()];
+        let starts_a_line = from == 0 || list[from - 1].0 != list[from].0;
+        if !starts_a_line || !entry.iter().map(shape).eq(wanted_shape.iter().copied()) {
+            from += 1;
+            continue;
+        }
+        if text(entry) > wanted_text {
+            let blank = fragment.lines().take_while(|line| line.trim().is_empty()).count();
+            let mut at = entry[0].0;
+            for _ in 0..blank {
+                if at > top && lines[at - 1].trim().is_empty() {
+                    at -= 1;
+                }
+            }
+            return at;
+        }
+        from += wanted.len();
+    }
+    marker
+}
+
+/// The tokens of `lines` (each with the index of its line), as a list's entries are compared:
+/// names and numbers whole, every other character alone, comment lines and whitespace left
+/// out, and the trailing comma rustfmt adds before a closing bracket when it wraps a list.
+fn tokens<'a>(lines: impl Iterator<Item = (usize, &'a str)>) -> Vec<(usize, String)> {
+    let mut tokens: Vec<(usize, String)> = Vec::new();
+    for (at, line) in lines {
+        let line = line.trim();
+        if line.starts_with("//") || (line.starts_with('#') && !line.starts_with("#[")) {
+            continue;
+        }
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c.is_whitespace() {
+                continue;
+            }
+            let mut token = c.to_string();
+            if c.is_alphanumeric() || c == '_' {
+                while let Some(&next) = chars.peek().filter(|n| n.is_alphanumeric() || **n == '_') {
+                    token.push(next);
+                    chars.next();
+                }
+            }
+            tokens.push((at, token));
+        }
+    }
+    // `a,)` is `a)`: rustfmt's comma of a wrapped list.
+    let closes = |t: &(usize, String)| matches!(t.1.as_str(), ")" | "]" | "}" | ">");
+    let keep: Vec<bool> =
+        (0..tokens.len()).map(|i| !(tokens[i].1 == "," && tokens.get(i + 1).is_some_and(closes))).collect();
+    tokens.into_iter().zip(keep).filter_map(|(token, keep)| keep.then_some(token)).collect()
+}
+
 /// Whether `text` already holds the `wanted` lines, in order, however a formatter has wrapped or
 /// indented them since (rustfmt splits a long line; a user may add a trailing comment).
 fn contains_lines(text: &str, wanted: &[&str]) -> bool {
@@ -646,6 +732,23 @@ mod tests {
         plan.insert("main.rs", "run", "a();\nb();\n").unwrap();
         let text = plan.read(Path::new("main.rs")).unwrap().unwrap();
         assert_eq!(text, "fn main() {\n    a();\n    b();\n    // +memop:scaffold:run\n}\n");
+    }
+
+    /// A sorted list's entry goes before the first that sorts after it, wrapped by rustfmt or not,
+    /// with the blank line that separates entries; the file's other lines of the region count
+    /// only where they have the entry's shape.
+    #[test]
+    fn a_sorted_fragment_goes_in_its_place_in_the_list() {
+        let file = "//! Doc.\nuse x::y;\n\npub mod b;\n// +memop:scaffold:m\nfn f() {\n    vec![\n        c(\n            long_argument_one,\n            long_argument_two,\n        ),\n        // +memop:scaffold:n\n    ]\n}\n";
+        let (_dir, mut plan) = plan_with("mod.rs", file);
+        let read = |plan: &Plan| plan.read(Path::new("mod.rs")).unwrap().unwrap();
+        plan.insert_sorted("mod.rs", "m", "\npub mod c;\n").unwrap();
+        plan.insert_sorted("mod.rs", "m", "\npub mod a;\n").unwrap();
+        plan.insert_sorted("mod.rs", "m", "\npub mod a;\n").unwrap();
+        plan.insert_sorted("mod.rs", "n", "b(long_argument_one, long_argument_two),\n").unwrap();
+        plan.insert_sorted("mod.rs", "n", "d(x, y),\n").unwrap();
+        let expected = "//! Doc.\nuse x::y;\n\npub mod a;\n\npub mod b;\n\npub mod c;\n// +memop:scaffold:m\nfn f() {\n    vec![\n        b(long_argument_one, long_argument_two),\n        c(\n            long_argument_one,\n            long_argument_two,\n        ),\n        d(x, y),\n        // +memop:scaffold:n\n    ]\n}\n";
+        assert_eq!(read(&plan), expected);
     }
 
     #[test]

@@ -85,7 +85,9 @@ pub enum Purpose {
 ///   so that they move to the runtime's API with the user's edits;
 /// - else the user's: left, [`Decision::Outdated`] where memop now writes it otherwise than it
 ///   wrote it then;
-/// - generated: left to `make manifests`, [`Decision::Outdated`] where memop's text differs.
+/// - generated: left to `make manifests`, [`Decision::Outdated`] where memop's text differs
+///   from the file and from what memop wrote there last (the same text as then: the difference
+///   is the user's code, which `make manifests` already follows).
 ///
 /// To carry a change into a file: left where the change does not touch it; a generated one
 /// replaced where it is missing or as memop wrote it before, else [`Decision::Outdated`]; any
@@ -143,10 +145,13 @@ fn bring(path: &str, declared: Declared, current: Option<&str>, base: Base, desi
         return base.decide(path, current, desired);
     }
     let differs = current.is_some_and(|text| text != desired);
+    // memop's text of the file changed since it wrote it (unknown without a record): not only
+    // the user's code, which `make manifests` already follows, makes it differ.
+    let changed_since = recorded.is_none_or(|id| id != sum::blob_id(desired));
     Ok(match declared.owner {
         _ if current == Some(desired) => Decision::Leave,
         Owner::User if recorded.is_some_and(|id| id != sum::blob_id(desired)) => Decision::Outdated,
-        Owner::Generated if differs => Decision::Outdated,
+        Owner::Generated if differs && changed_since => Decision::Outdated,
         _ => Decision::Leave,
     })
 }

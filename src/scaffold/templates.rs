@@ -36,7 +36,8 @@ pub enum Layout {
 /// How a template declares whose its file is, and the properties of the file (see [`Declared`]).
 const OWNER: &str = "{# owner: ";
 /// How a fragment declares its key (see [`Key`]).
-const KEYS: &[(&str, Key)] = &[("{# key: first-token", Key::FirstToken), ("{# key: image-env", Key::ImageEnv)];
+const KEYS: &[(&str, Key)] =
+    &[("{# key: first-token", Key::FirstToken), ("{# key: image-env", Key::ImageEnv), ("{# key: sorted", Key::Sorted)];
 const PARTIALS: &str = "_partials/";
 
 /// One template of a scaffold root, already classified.
@@ -59,6 +60,11 @@ pub enum Key {
     /// `{# key: image-env … #}`: an operand image's env entry of the manager Deployment, keyed
     /// by its name, in whatever spelling the file has it. See [`super::image_env::upsert`].
     ImageEnv,
+    /// `{# key: sorted … #}`: an entry of a list sorted by its text (the controllers' modules,
+    /// their `register` calls, the webhooks' routes, the conversions), so that the list is a
+    /// function of PROJECT, whatever order its commands ran in. See
+    /// [`Plan::insert_sorted`](super::Plan::insert_sorted).
+    Sorted,
 }
 
 /// Whose a generated file is, as its template declares on its first line: `{# owner: memop #}`,
@@ -544,11 +550,9 @@ mod tests {
         assert_eq!(split_plain("{# owner: user #}# {{ project_name }}\n"), None);
         let templates = Templates::load(Layout::Current, &["init"]).unwrap();
         let mut ctx = Context::new();
-        for (k, v) in [("license", "apache2"), ("year", "2026"), ("owner", ""), ("project_name", "p")] {
-            ctx.insert(k, v);
-        }
+        ctx.insert("boilerplate", "// Copyright 2026 The p Authors.\n");
         let text = templates.render("init/src/controller/mod.rs.tera", &ctx).unwrap();
-        assert!(text.starts_with("// Copyright 2026 The p Authors."), "{text}");
+        assert!(text.starts_with("// Copyright 2026 The p Authors.\n\n//! The controllers"), "{text}");
     }
 
     /// Plain templates skip the rustfmt pass at generation, so they must be formatted already

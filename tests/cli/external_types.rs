@@ -494,3 +494,47 @@ fn delete_api_and_create_webhook_on_a_kind_that_is_not_the_projects_say_so() {
         ],
     );
 }
+
+/// `make install` installs the CRDs of other projects' kinds the cluster lacks, beside the
+/// project's own (the manager's controller over one then listed `404 page not found` in a loop),
+/// and leaves one the cluster has, which its own project installed and may be newer.
+#[test]
+fn make_install_creates_the_crds_of_other_projects_kinds_the_cluster_lacks() {
+    let Some(plane) = memop_test::ControlPlane::shared() else { return };
+    // Names of the test's own on the shared control plane.
+    let (_tmp, dir) = project(&["--group install --kind Memcached"]);
+    fs::write(dir.join("toys.yaml"), TOYS.replace("toys.example.org", "install-toys.example.org")).unwrap();
+    ok(&dir, &WIDGET.replace("toys.example.org", "install-toys.example.org"));
+    let make_install = || {
+        // `manifests` taken as made: it builds the project, and these are memop's files as written.
+        let out = std::process::Command::new("make")
+            .current_dir(&dir)
+            .args(["-o", "manifests", "install"])
+            .env("KUBECONFIG", plane.admin_kubeconfig())
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{text}");
+        text
+    };
+    let kubectl = |args: &[&str]| {
+        let out = std::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(plane.admin_kubeconfig())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    make_install();
+    let crds = kubectl(&["get", "crds", "-o", "name"]);
+    assert!(crds.contains("memcacheds.install.example.com"), "{crds}");
+    assert!(crds.contains("widgets.install-toys.example.org"), "{crds}");
+    // Their project's copy, which the cluster has now: left as it is.
+    kubectl(&["label", "crd", "widgets.install-toys.example.org", "owner=toys"]);
+    let again = make_install();
+    assert!(again.contains("the cluster has it already"), "{again}");
+    let labels = kubectl(&["get", "crd", "widgets.install-toys.example.org", "-o", "jsonpath={.metadata.labels}"]);
+    assert!(labels.contains("\"owner\":\"toys\""), "{labels}");
+}

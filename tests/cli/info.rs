@@ -75,3 +75,36 @@ fn every_command_help_shows_an_example() {
     }
     memop(tmp.path(), "").assert().code(2).stderr(predicate::str::contains("Usage: memop"));
 }
+
+/// The project points at what it holds: no file memop writes, and no `--help` of the manager
+/// (the runtime's flags), sends a reader to a `docs/*.md` the project does not have (AGENTS.md
+/// and the sharding patch named memop's own docs), and AGENTS.md's guide to the files is there.
+#[test]
+fn the_project_points_at_what_it_holds_not_at_memops_docs() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    ok(&dir, "create webhook --group cache --kind Memcached --defaulting --programmatic-validation");
+    ok(&dir, "edit --plugins=helm/v2-alpha");
+    let help = "vendor/memop-runtime/src/manager/flags.rs";
+    let files = snapshot(&dir);
+    let read_by_users = files.iter().filter_map(|(path, node)| match node {
+        Node::File(bytes) if !path.starts_with("vendor") || path == Path::new(help) => {
+            Some((path.display(), String::from_utf8_lossy(bytes).into_owned()))
+        }
+        _ => None,
+    });
+    for (path, text) in read_by_users {
+        for (at, _) in text.match_indices("docs/") {
+            let name: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '-' | '_' | '.'))
+                .collect();
+            let name = name.trim_end_matches('.');
+            if name.ends_with(".md") {
+                assert!(dir.join(name).is_file(), "{path} names {name}, which the project does not have");
+            }
+        }
+    }
+    let agents = read(&dir, "AGENTS.md");
+    assert!(agents.contains("`README.md` (\"Project layout\")"), "{agents}");
+    assert!(read(&dir, "README.md").contains("\n### Project layout\n"));
+}

@@ -1,9 +1,10 @@
-//! PROJECT is the whole truth of what `memop update` replays: the year each command wrote its
-//! files in, the order the webhooks and named controllers were made in, the chart's directory.
-//! An edit of the files they were once read from changes nothing memop replays; a PROJECT of an
-//! earlier memop, which did not record them, is completed from the files once.
+//! PROJECT records the operator, not the history of the commands that made it: the license
+//! header is the project's `hack/boilerplate.rs.txt`, which every command reads, and the lists
+//! commands extend at their markers (modules, `register` calls, routes, conversions) are
+//! sorted, a function of PROJECT alone. A PROJECT of an earlier memop, which recorded years and
+//! orders for replay, is read once and loses them at its next update.
 
-use super::common::{blob_id, commit, git};
+use super::common::{commit, git};
 use super::*;
 
 /// An update run in `year`'s January.
@@ -17,10 +18,9 @@ fn update_in(dir: &Path, year: i64) -> Output {
     Output { stdout: String::from_utf8(out.stdout).unwrap(), stderr: String::from_utf8(out.stderr).unwrap() }
 }
 
-/// The memop command `line`, run in `year`'s January.
-fn ok_in(dir: &Path, line: &str, year: i64) {
-    let epoch = if year == 2027 { "1800000000" } else { unreachable!() };
-    memop(dir, line).env("SOURCE_DATE_EPOCH", epoch).assert().success();
+/// The memop command `line`, run in 2027's January.
+fn ok_in_2027(dir: &Path, line: &str) {
+    memop(dir, line).env("SOURCE_DATE_EPOCH", "1800000000").assert().success();
 }
 
 /// `dir`, committed as it is: the base of an update.
@@ -29,91 +29,73 @@ fn committed(dir: &Path) {
     commit(dir, "made by memop");
 }
 
-/// Swaps the lines `a` and `b` of `path` (each once in it), as a user sorting them would.
-fn swap_lines(dir: &Path, path: &str, a: &str, b: &str) {
-    let text = read(dir, path);
-    assert!(text.contains(a) && text.contains(b), "{path} lacks {a:?} or {b:?}:\n{text}");
-    fs::write(dir.join(path), text.replace(a, "\u{0}").replace(b, a).replace('\u{0}', b)).unwrap();
-}
-
-/// Webhooks made in another order than their APIs: PROJECT records it, so a user who sorts the
-/// webhook server's routes changes nothing memop writes (memop once read the order back from
-/// that file, and took the user's order for its own text).
+/// Webhooks made in either order give the same webhook server, and PROJECT records no order:
+/// an update has nothing to do.
 #[test]
-fn the_webhooks_order_is_projects_not_the_servers() {
-    let (_tmp, dir) = project(&[MEMCACHED, NGINX]);
-    ok(&dir, "create webhook --group web --kind Nginx --programmatic-validation");
-    ok(&dir, "create webhook --group cache --kind Memcached --defaulting");
-    let project = read(&dir, "PROJECT");
-    assert!(project.contains("webhookOrder:\n- web/v1alpha1 Nginx\n- cache/v1alpha1 Memcached\n"), "{project}");
-    let server = "src/webhook/mod.rs";
-    let memops = read(&dir, server);
-    committed(&dir);
-    swap_lines(&dir, server, "router.merge(nginx::routes())", "router.merge(memcached::routes())");
-    commit(&dir, "routes sorted");
-    let before = snapshot(&dir);
-    let out = ok(&dir, "update");
-    assert!(out.stdout.starts_with("Nothing to do"), "{}{}", out.stdout, out.stderr);
-    assert_unchanged(&dir, &before, "an update of a project whose webhook server the user sorted");
-    // memop's text is still its own order, as PROJECT.sum records it.
-    assert!(read(&dir, "PROJECT.sum").contains(&format!("{server} {}\n", blob_id(&memops))));
-}
-
-/// A named controller made after another kind's controller: PROJECT records the order, so the
-/// module list sorted by the user changes nothing memop writes.
-#[test]
-fn the_controllers_order_is_projects_not_the_module_lists() {
-    let (_tmp, dir) = project(&[MEMCACHED, NGINX]);
-    ok(&dir, &format!("create api {MEMCACHED} --resource=false --controller=true --controller-name memcached-audit"));
-    let project = read(&dir, "PROJECT");
-    assert!(project.contains("controllerOrder:\n- memcached\n- nginx\n- memcached_audit\n"), "{project}");
-    let modules = "src/controller/mod.rs";
-    let memops = read(&dir, modules);
-    committed(&dir);
-    swap_lines(&dir, modules, "pub mod nginx;", "pub mod memcached_audit;");
-    commit(&dir, "modules sorted");
-    let before = snapshot(&dir);
-    let out = ok(&dir, "update");
-    assert!(out.stdout.starts_with("Nothing to do"), "{}{}", out.stdout, out.stderr);
-    assert_unchanged(&dir, &before, "an update of a project whose controller modules the user sorted");
-    assert!(read(&dir, "PROJECT.sum").contains(&format!("{modules} {}\n", blob_id(&memops))));
-}
-
-/// A named controller made right after its kind's: PROJECT's order, which it leaves implicit.
-#[test]
-fn the_controllers_order_is_implicit_where_it_is_projects() {
-    let (_tmp, dir) = project(&[MEMCACHED]);
-    ok(&dir, &format!("create api {MEMCACHED} --resource=false --controller=true --controller-name memcached-audit"));
-    ok(&dir, &format!("create api {NGINX}"));
-    assert!(!read(&dir, "PROJECT").contains("controllerOrder"), "{}", read(&dir, "PROJECT"));
-    let out = ok(&dir, "update");
-    assert!(out.stdout.starts_with("Nothing to do"), "{}{}", out.stdout, out.stderr);
-}
-
-/// The year of a file's license header is the year of the command that made it, which PROJECT
-/// records: an update in a later year leaves it, even where the user changed the header's year
-/// (memop once read the year back from the header, and then wrote its own year over the user's).
-#[test]
-fn a_files_year_is_the_commands_that_made_it() {
-    let (_tmp, dir) = project(&[MEMCACHED]);
-    // Nginx's files are made a year later than the project's.
-    ok_in(&dir, &format!("create api {NGINX}"), 2027);
-    let project = read(&dir, "PROJECT");
-    assert!(project.contains("\nyear: 2026\n"), "{project}");
-    assert!(project.contains("  kind: Nginx\n") && project.contains("  year: 2027\n"), "{project}");
-    assert!(read(&dir, "src/controller/nginx.rs").starts_with("// Copyright 2027 "));
-    committed(&dir);
-    // The user keeps the headers of memop's files current.
-    for path in ["src/main.rs", "src/lib.rs"] {
-        let text = read(&dir, path);
-        assert!(text.starts_with("// Copyright 2026 "), "{path}:\n{text}");
-        fs::write(dir.join(path), text.replacen("// Copyright 2026 ", "// Copyright 2026-2028 ", 1)).unwrap();
+fn the_webhooks_order_is_a_function_of_project() {
+    let mut servers = Vec::new();
+    for kinds in [["web --kind Nginx", "cache --kind Memcached"], ["cache --kind Memcached", "web --kind Nginx"]] {
+        let (_tmp, dir) = project(&[MEMCACHED, NGINX]);
+        for kind in kinds {
+            ok(&dir, &format!("create webhook --group {kind} --programmatic-validation"));
+        }
+        let project = read(&dir, "PROJECT");
+        assert!(!project.contains("Order") && !project.contains("year"), "{project}");
+        committed(&dir);
+        let before = snapshot(&dir);
+        let out = ok(&dir, "update");
+        assert!(out.stdout.starts_with("Nothing to do"), "{}{}", out.stdout, out.stderr);
+        assert_unchanged(&dir, &before, "an update of a project with two kinds' webhooks");
+        servers.push(read(&dir, "src/webhook/mod.rs"));
     }
-    commit(&dir, "headers of 2028");
+    assert!(
+        servers[0].contains("memcached::routes());\n    let router = router.merge(nginx::routes"),
+        "{}",
+        servers[0]
+    );
+    assert_eq!(servers[0], servers[1], "the same server, whichever webhook came first");
+}
+
+/// A named controller made after another kind's controller takes its place in the sorted lists,
+/// which an update leaves as they are.
+#[test]
+fn the_controllers_order_is_a_function_of_project() {
+    let (_tmp, dir) = project(&[MEMCACHED, NGINX]);
+    ok(&dir, &format!("create api {MEMCACHED} --resource=false --controller=true --controller-name memcached-audit"));
+    let project = read(&dir, "PROJECT");
+    assert!(!project.contains("controllerOrder"), "{project}");
+    let modules = read(&dir, "src/controller/mod.rs");
+    assert!(modules.contains("pub mod memcached;\n\npub mod memcached_audit;\n\npub mod nginx;\n"), "{modules}");
+    let main = read(&dir, "src/main.rs");
+    let (audit, nginx) = (main.find("memcached_audit::register").unwrap(), main.find("nginx::register").unwrap());
+    assert!(audit < nginx, "{main}");
+    committed(&dir);
+    let before = snapshot(&dir);
+    let out = ok(&dir, "update");
+    assert!(out.stdout.starts_with("Nothing to do"), "{}{}", out.stdout, out.stderr);
+    assert_unchanged(&dir, &before, "an update of a project with a named controller");
+}
+
+/// Every file memop writes has the project's header, read from `hack/boilerplate.rs.txt`: a
+/// command of a later year writes the header of the project's year, and the header the user
+/// writes into that file is the one of the next files memop makes.
+#[test]
+fn every_command_writes_the_projects_header() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    let header = read(&dir, "hack/boilerplate.rs.txt");
+    assert!(header.starts_with("// Copyright 2026 The proj Authors.\n"), "{header}");
+    assert!(read(&dir, "src/main.rs").starts_with(&format!("{header}\n")));
+    ok_in_2027(&dir, &format!("create api {NGINX}"));
+    assert!(read(&dir, "src/controller/nginx.rs").starts_with(&format!("{header}\n")));
+    committed(&dir);
     let before = snapshot(&dir);
     let out = update_in(&dir, 2028);
     assert!(out.stdout.starts_with("Nothing to do"), "{}{}", out.stdout, out.stderr);
     assert_unchanged(&dir, &before, "an update in a later year");
+    let ours = header.replacen("Copyright 2026 The proj Authors.", "Copyright 2026-2028 Ann.", 1);
+    fs::write(dir.join("hack/boilerplate.rs.txt"), &ours).unwrap();
+    ok(&dir, "create api --group batch --kind Ledger");
+    assert!(read(&dir, "src/controller/ledger.rs").starts_with(&format!("{ours}\n")));
 }
 
 /// A chart in a directory of the user's choice: PROJECT records it, and `update` renders the chart
@@ -133,71 +115,31 @@ fn update_finds_the_chart_where_project_records_it() {
     assert!(!dir.join("dist").exists(), "no chart in the default directory");
 }
 
-/// A PROJECT of an earlier memop, which recorded no years nor orders: the first update reads
-/// them from the files once and records them in PROJECT, changing nothing else; from then on
-/// PROJECT is the truth.
+/// A PROJECT of an earlier memop, which recorded the years and orders of its commands and had
+/// no header file: an update in a later year reads its year once, writes the header file of
+/// that year, drops the history from PROJECT and changes nothing else.
 #[test]
-fn a_project_without_the_facts_is_completed_once() {
+fn the_history_of_an_earlier_project_is_read_once_and_dropped() {
     let (_tmp, dir) = project(&[MEMCACHED, NGINX]);
     ok(&dir, "create webhook --group web --kind Nginx --programmatic-validation");
-    ok_in(&dir, "create webhook --group cache --kind Memcached --defaulting", 2027);
-    let recorded = read(&dir, "PROJECT");
-    assert!(recorded.contains("webhookOrder:\n- web/v1alpha1 Nginx\n- cache/v1alpha1 Memcached\n"), "{recorded}");
-    assert!(recorded.contains("    year: 2027\n"), "the webhooks' year: {recorded}");
-    // As an earlier memop wrote PROJECT: none of them.
-    let earlier: String = {
-        let mut lines = recorded.lines().peekable();
-        let mut out = String::new();
-        while let Some(line) = lines.next() {
-            if line.starts_with("webhookOrder:") {
-                while lines.peek().is_some_and(|l| l.starts_with("- ")) {
-                    lines.next();
-                }
-                continue;
-            }
-            if line.trim_start().starts_with("year: ") {
-                continue;
-            }
-            out.push_str(line);
-            out.push('\n');
-        }
-        out
-    };
-    assert_ne!(earlier, recorded);
-    fs::write(dir.join("PROJECT"), &earlier).unwrap();
+    ok(&dir, "create webhook --group cache --kind Memcached --defaulting");
+    let (project, header) = (read(&dir, "PROJECT"), read(&dir, "hack/boilerplate.rs.txt"));
+    // As memop 0.3 wrote it: the history, and no header file.
+    let history = "webhookOrder:\n- web/v1alpha1 Nginx\n- cache/v1alpha1 Memcached\nyear: 2026\n";
+    let earlier = project.replace("    webhookVersion: v1\n", "    webhookVersion: v1\n    year: 2026\n");
+    fs::write(dir.join("PROJECT"), format!("{earlier}{history}")).unwrap();
+    fs::remove_file(dir.join("hack/boilerplate.rs.txt")).unwrap();
+    let sum = read(&dir, "PROJECT.sum");
+    let sum: String = sum.lines().filter(|l| !l.starts_with("hack/")).map(|l| format!("{l}\n")).collect();
+    fs::write(dir.join("PROJECT.sum"), sum).unwrap();
     committed(&dir);
     let before = snapshot(&dir);
     let out = update_in(&dir, 2028);
-    assert_eq!(read(&dir, "PROJECT"), recorded, "{}{}", out.stdout, out.stderr);
+    assert_eq!(read(&dir, "PROJECT"), project, "{}{}", out.stdout, out.stderr);
+    assert_eq!(read(&dir, "hack/boilerplate.rs.txt"), header, "the header of the project's year");
     let after = snapshot(&dir);
-    assert_eq!(changed(&before, &after), [PathBuf::from("PROJECT")], "only PROJECT: {}", out.stdout);
-    commit(&dir, "memop update");
-    // Recorded now: the server the user sorts changes nothing.
-    swap_lines(&dir, "src/webhook/mod.rs", "router.merge(nginx::routes())", "router.merge(memcached::routes())");
-    commit(&dir, "routes sorted");
-    let before = snapshot(&dir);
-    let again = update_in(&dir, 2028);
-    assert!(again.stdout.starts_with("Nothing to do"), "{}{}", again.stdout, again.stderr);
-    assert_unchanged(&dir, &before, "a second update");
-}
-
-/// A kind's conversion webhook made in one year and its admission webhooks in the next: each
-/// keeps its year, and the webhook server the one of the first `create webhook` (replay makes
-/// the admission webhooks first, whichever came first).
-#[test]
-fn a_kinds_webhooks_keep_the_years_of_their_commands() {
-    let (_tmp, dir) = project(&[MEMCACHED, "--group cache --version v1 --kind Memcached --storage-version"]);
-    ok(&dir, "create webhook --group cache --version v1 --kind Memcached --conversion");
-    ok_in(&dir, "create webhook --group cache --version v1 --kind Memcached --defaulting", 2027);
-    let project = read(&dir, "PROJECT");
-    assert!(project.contains("    webhookVersion: v1\n    year: 2027\n"), "{project}");
-    assert!(read(&dir, "src/webhook/mod.rs").starts_with("// Copyright 2026 "));
-    assert!(read(&dir, "src/webhook/memcached.rs").starts_with("// Copyright 2027 "));
-    committed(&dir);
-    let before = snapshot(&dir);
-    let out = update_in(&dir, 2028);
-    assert!(out.stdout.starts_with("Nothing to do"), "{}{}", out.stdout, out.stderr);
-    // Not even a note that memop writes your webhook's file otherwise now.
-    assert_eq!(out.stderr, "");
-    assert_unchanged(&dir, &before, "an update in a later year");
+    let mut files = changed(&before, &after);
+    files.retain(|path| !path.starts_with(".git"));
+    let expected = ["PROJECT", "PROJECT.sum", "hack/boilerplate.rs.txt"].map(PathBuf::from);
+    assert_eq!(files, expected, "{}", out.stdout);
 }

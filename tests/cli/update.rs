@@ -154,11 +154,14 @@ fn an_edited_vendored_file_is_refused_unless_forced() {
     append(&dir, "vendor/memop-runtime/src/lib.rs", "// patched by hand\n");
     git(&dir, &["commit", "-qam", "a patch of the runtime"]);
     let before = snapshot(&dir);
-    refused(
+    let stderr = refused(
         &dir,
         "update",
-        &["vendor/memop-runtime/src/lib.rs changed since memop wrote it", "git checkout -- vendor", "--force"],
+        &["vendor/memop-runtime/src/lib.rs changed since memop wrote it", "`memop update --force`"],
     );
+    // The edit is committed (update refuses a dirty tree): a checkout from the index restores
+    // nothing, and is not what to run.
+    assert!(!stderr.contains("git checkout"), "{stderr}");
     assert_unchanged(&dir, &before, "a refused update");
     ok(&dir, "update --force");
     assert!(!read(&dir, "vendor/memop-runtime/src/lib.rs").contains("patched by hand"));
@@ -362,7 +365,8 @@ fn per_api_and_shared_files_are_updated_and_yours_are_not() {
     assert_eq!(read(&dir, controller), current);
     assert_eq!(read(&dir, crd), generated);
     assert!(
-        out.stderr.contains(&format!("note: {crd} differ")) && out.stderr.contains("make manifests"),
+        out.stderr.contains(&format!("note: {crd} are generated from your code"))
+            && out.stderr.contains("make manifests"),
         "{}",
         out.stderr
     );
@@ -372,6 +376,29 @@ fn per_api_and_shared_files_are_updated_and_yours_are_not() {
     let before = snapshot(&dir);
     assert!(ok(&dir, "update").stdout.starts_with("Nothing to do"), "a second update is a no-op");
     assert_unchanged(&dir, &before, "a second update");
+}
+
+/// A CRD that `make manifests` wrote from your types, which memop generates as it did when it
+/// wrote it: no note asks for a `make manifests` that would change nothing (one did, on every
+/// update after an edit of the types).
+#[test]
+fn a_crd_make_manifests_wrote_from_your_types_is_no_news() {
+    let (_tmp, dir) = older_project();
+    let types = "src/api/cache/v1alpha1/memcached.rs";
+    let size = "    pub size: i32,\n";
+    assert!(read(&dir, types).contains(size));
+    fs::write(dir.join(types), read(&dir, types).replacen(size, &format!("{size}    pub note: Option<String>,\n"), 1))
+        .unwrap();
+    // What `make manifests` then writes: the CRD with the new property.
+    let crd = "config/crd/bases/cache.example.com_memcacheds.yaml";
+    let property = "              size:\n";
+    assert!(read(&dir, crd).contains(property), "{}", read(&dir, crd));
+    let note = "              note:\n                nullable: true\n                type: string\n";
+    fs::write(dir.join(crd), read(&dir, crd).replacen(property, &format!("{note}{property}"), 1)).unwrap();
+    git(&dir, &["commit", "-qam", "a field, and make manifests"]);
+    let out = ok(&dir, "update");
+    assert!(!out.stderr.contains(crd), "{}", out.stderr);
+    assert!(read(&dir, crd).contains(note), "the CRD as make manifests wrote it");
 }
 
 /// Several APIs, versions of one kind (one stored as v1), admission and conversion webhooks:
@@ -483,9 +510,16 @@ fn your_files_are_kept_and_memops_change_to_them_is_named() {
     append(&dir, controller, "\n// mine\n");
     git(&dir, &["commit", "-qam", "my comment"]);
     let yours = read(&dir, controller);
+    let merge_file = |stderr: &str| {
+        let stderr = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        stderr.split("`git merge-file ").nth(1).and_then(|rest| rest.split('`').next()).map(str::to_string)
+    };
+    // The dry run, where you plan, names the same merge as the real run (it gave only the diff).
+    let planned = merge_file(&ok(&dir, "--dry-run update").stderr).expect("the dry run names the merge");
 
     let out = ok(&dir, "update");
     assert_eq!(read(&dir, controller), yours, "your file, never rewritten");
+    assert_eq!(merge_file(&out.stderr), Some(planned));
     let stderr = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(stderr.contains(&format!("note: {controller} is yours, so it was left as it is")), "{stderr}");
     let diff = stderr.split("`git diff ").nth(1).and_then(|rest| rest.split('`').next()).expect("a git diff to run");

@@ -197,3 +197,77 @@ async fn a_controller_reconciles_at_most_its_own_limit_at_once() {
         let _ = tokio::time::timeout(Duration::from_secs(5), running).await;
     }
 }
+
+/// Keeps every object it is given.
+#[derive(Clone, Default)]
+struct Seen {
+    objects: Arc<Mutex<Vec<ConfigMap>>>,
+}
+
+impl Reconciler for Seen {
+    type Object = ConfigMap;
+
+    fn conditions(_: &ConfigMap) -> &[Condition] {
+        &[]
+    }
+
+    async fn apply(&self, object: &ConfigMap, _: &mut Report) -> Result<Action> {
+        self.objects.lock().unwrap().push(object.clone());
+        Ok(Action::await_change())
+    }
+}
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The controller's cache leaves out what no reconcile reads (`managedFields`, `kubectl apply`'s
+/// record of the object), so the reconciler gets the object without them; a controller built
+/// with `keeps_last_applied` gets the record. Its list is streamed. On both back ends.
+#[tokio::test]
+async fn the_cache_leaves_out_kubectl_applys_record_unless_the_controller_keeps_it() {
+    let mut envs = vec![TestEnv::in_memory()];
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture");
+    envs.extend(TestEnv::real_for(&fixture).await);
+    for env in envs {
+        let record = r#"{"apiVersion":"v1","kind":"ConfigMap","data":{"a":"b"}}"#;
+        let object = serde_json::json!({ "metadata": {
+            "name": "applied",
+            "annotations": { LAST_APPLIED: record, "example.com/kept": "yes" },
+        }, "data": { "a": "b" } });
+        Api::<ConfigMap>::namespaced(env.admin.clone(), &env.namespace)
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(object).unwrap(),
+            )
+            .await
+            .unwrap();
+        for keeps in [false, true] {
+            let shared = Shared::new(&OPERATOR, env.operator.clone(), Some(env.namespace.clone()));
+            let seen = Seen::default();
+            let builder = Builder::new("configmaps", &shared).writes_status(false);
+            let builder = if keeps {
+                builder.keeps_last_applied()
+            } else {
+                builder
+            };
+            let running = tokio::spawn(builder.build(seen.clone()).run());
+            eventually("the object reconciled", Duration::from_secs(30), || {
+                let seen = seen.objects.clone();
+                async move { !seen.lock().unwrap().is_empty() }
+            })
+            .await;
+            running.abort();
+            let given = seen.objects.lock().unwrap()[0].clone();
+            let annotations = given.annotations();
+            let what = format!("real: {}, keeps: {keeps}: {annotations:?}", env.is_real());
+            assert_eq!(annotations.get(LAST_APPLIED).is_some(), keeps, "{what}");
+            assert_eq!(annotations["example.com/kept"], "yes", "{what}");
+            assert_eq!(given.metadata.managed_fields, None, "{what}");
+            assert_eq!(given.data.unwrap()["a"], "b", "{what}");
+        }
+        // The controller's cache streamed its list (a watch), as the `Owned` caches do.
+        let requests = env.requests.requests();
+        let lists = requests.iter().filter(|r| r.verb == memop_test::Verb::List);
+        assert!(lists.clone().count() > 0, "real: {}", env.is_real());
+        assert!(lists.clone().all(|r| r.streamed), "real: {}", env.is_real());
+    }
+}

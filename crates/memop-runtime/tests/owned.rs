@@ -1,6 +1,8 @@
 //! `controller::Owned` against the in-memory API server of memop-test: a cache that cannot list
-//! its kind keeps the manager unready, saying which cache, until it can.
+//! its kind keeps the manager unready, saying which cache, until it can; and on both back ends,
+//! a cache's list is streamed where the API server serves it, and paged where it refuses.
 
+use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -10,6 +12,7 @@ use memop_runtime::Operator;
 use memop_runtime::controller::Owned;
 use memop_runtime::manager::Shared;
 use memop_test::{TestEnv, Verb};
+use serde_json::json;
 
 const OPERATOR: Operator = Operator {
     name: "test-operator",
@@ -100,4 +103,102 @@ async fn the_cache_follows_its_watch_while_the_controller_takes_no_changes() {
     })
     .await
     .expect("the cache follows its watch although its controller takes nothing");
+}
+
+/// Each test on the in-memory API server, then on the real control plane when there is one.
+async fn backends() -> Vec<TestEnv> {
+    let mut envs = vec![TestEnv::in_memory()];
+    envs.extend(
+        TestEnv::real_for(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture")).await,
+    );
+    envs
+}
+
+/// Makes `n` ConfigMaps `name-<i>` as the admin.
+async fn configmaps(env: &TestEnv, name: &str, n: usize) {
+    let admin = Api::<ConfigMap>::namespaced(env.admin.clone(), &env.namespace);
+    for i in 0..n {
+        // As `kubectl apply` makes them: with its record of the object.
+        let object = json!({ "metadata": {
+            "name": format!("{name}-{i}"),
+            "annotations": { LAST_APPLIED: r#"{"kind":"ConfigMap"}"#, "example.com/kept": "yes" },
+        } });
+        admin
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(object).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The lists of ConfigMaps the operator's client sent: `streamed` ones (watches that stream
+/// the list), or list requests.
+fn lists(env: &TestEnv, streamed: bool) -> usize {
+    let requests = env.requests.requests();
+    requests
+        .iter()
+        .filter(|r| r.verb == Verb::List && r.resource == "configmaps")
+        .filter(|r| r.streamed == streamed)
+        .count()
+}
+
+/// The list comes as the watch's first events (Kubernetes' streaming lists, WatchList, on by
+/// default in 1.37): the cache is filled without a list request, so without a page of
+/// objects decoded beside it.
+#[tokio::test]
+async fn a_cache_streams_its_list_where_the_server_serves_it() {
+    for env in backends().await {
+        let shared = Shared::new(&OPERATOR, env.operator.clone(), None);
+        configmaps(&env, "streamed", 30).await;
+        env.requests.clear();
+        let configmaps: Api<ConfigMap> = Api::namespaced(env.operator.clone(), &env.namespace);
+        let owned = Owned::watch(
+            configmaps,
+            watcher::Config::default(),
+            &shared,
+            "configmaps",
+        );
+        tokio::time::timeout(Duration::from_secs(30), owned.ready())
+            .await
+            .expect("the cache lists");
+        assert_eq!(owned.len(), 30, "real: {}", env.is_real());
+        assert_eq!(lists(&env, false), 0, "real: {}", env.is_real());
+        assert_eq!(lists(&env, true), 1, "real: {}", env.is_real());
+        // Cached without what no reconcile reads: `kubectl apply`'s record, `managedFields`.
+        let cached = owned.get(&env.namespace, "streamed-0").await.unwrap();
+        let annotations = cached.metadata.annotations.as_ref().unwrap();
+        assert!(!annotations.contains_key(LAST_APPLIED), "{annotations:?}");
+        assert_eq!(annotations["example.com/kept"], "yes");
+        assert_eq!(cached.metadata.managed_fields, None);
+    }
+}
+
+/// An API server that refuses to stream a list (the WatchList feature gate off answers 422)
+/// is listed in pages instead: the cache still syncs.
+#[tokio::test]
+async fn a_cache_lists_in_pages_where_the_server_refuses_to_stream() {
+    for env in backends().await {
+        let shared = Shared::new(&OPERATOR, env.operator.clone(), None);
+        configmaps(&env, "paged", 30).await;
+        env.requests.clear();
+        env.requests.fail_next(Verb::List, "configmaps", 422, 1);
+        let configmaps: Api<ConfigMap> = Api::namespaced(env.operator.clone(), &env.namespace);
+        let owned = Owned::watch(
+            configmaps,
+            watcher::Config::default(),
+            &shared,
+            "configmaps",
+        );
+        tokio::time::timeout(Duration::from_secs(30), owned.ready())
+            .await
+            .expect("the cache lists in pages");
+        assert_eq!(owned.len(), 30, "real: {}", env.is_real());
+        // The streamed list refused, then a list request.
+        assert_eq!(lists(&env, true), 1, "real: {}", env.is_real());
+        assert_eq!(lists(&env, false), 1, "real: {}", env.is_real());
+    }
 }

@@ -19,9 +19,13 @@
 //! real-control-plane tests then: see [`crate::scenarios!`].) The processes stop, and their temp directory
 //! goes, when the test binary exits, however it exits: a small reaper shell holds the other end
 //! of a pipe and acts when it closes.
+//!
+//! [`run_local`] starts the same control plane for a developer's machine (`make local-cluster`),
+//! so that `make install run` need no kind: it runs until Ctrl-C, then stops it all.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -65,8 +69,9 @@ pub struct ControlPlane {
     /// Whether Deployments roll out: kube-controller-manager runs the deployment and replicaset
     /// controllers, kube-scheduler binds pods to [`NODE`] and kwok makes them Ready.
     pub rollouts: bool,
-    /// Its end of the reaper's pipe: dropped (at exit), the reaper stops everything.
-    _reaper: ChildStdin,
+    /// The reaper: when its pipe closes (at exit, or [`ControlPlane::stop`]), it stops
+    /// everything.
+    reaper: Reaper,
 }
 
 impl ControlPlane {
@@ -78,7 +83,14 @@ impl ControlPlane {
             let assets = std::env::var_os(ASSETS_ENV).filter(|dir| !dir.is_empty())?;
             // Starting blocks on a runtime of its own, and callers are inside Tokio already.
             let assets = PathBuf::from(assets);
-            let started = std::thread::spawn(move || ControlPlane::start(&assets));
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .subsec_nanos();
+            let dir = std::env::temp_dir().join(format!("envtest-{}-{nanos}", std::process::id()));
+            let started = std::thread::spawn(move || {
+                ControlPlane::start(&assets, &dir, Some(&project_dir()))
+            });
             Some(
                 started
                     .join()
@@ -105,7 +117,37 @@ impl ControlPlane {
         }
     }
 
-    fn start(assets: &Path) -> Result<ControlPlane, String> {
+    /// A control plane for a developer's machine, in `dir` (made, and removed when it stops),
+    /// its admin's kubeconfig [`ControlPlane::admin_kubeconfig`]: no CRD installed (`make
+    /// install` does that), nothing of a test's.
+    pub fn local(assets: &Path, dir: &Path) -> Result<ControlPlane, String> {
+        if dir.exists() {
+            return Err(format!(
+                "{} exists: another local control plane runs (stop it with Ctrl-C), or remove it",
+                dir.display()
+            ));
+        }
+        ControlPlane::start(assets, dir, None)
+    }
+
+    /// Stops every process and removes the control plane's directory, and returns once done.
+    pub fn stop(self) {
+        let Reaper {
+            stdin,
+            mut child,
+            children,
+        } = self.reaper;
+        // The reaper stops them; waiting for each here lets it see them gone (a process that
+        // exited stays a zombie, which `kill -0` finds, until its parent waits for it).
+        drop(stdin);
+        for mut process in children {
+            let _ = process.wait();
+        }
+        let _ = child.wait();
+    }
+
+    /// Starts the control plane in `dir`, with `project`'s CRDs installed.
+    fn start(assets: &Path, dir: &Path, project: Option<&Path>) -> Result<ControlPlane, String> {
         let binary = |name: &str| {
             let path = assets.join(name);
             path.is_file()
@@ -127,12 +169,9 @@ impl ControlPlane {
             Err(_) => None,
         };
 
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .subsec_nanos();
-        let dir = std::env::temp_dir().join(format!("envtest-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        // Absolute: the kubeconfigs name the certificates, and are read from anywhere.
+        let dir = std::fs::canonicalize(dir).map_err(|e| e.to_string())?;
         let mut reaper = Reaper::start(&dir)?;
         write_certificates(&dir).map_err(|e| format!("certificates: {e}"))?;
 
@@ -149,7 +188,7 @@ impl ControlPlane {
                 "--unsafe-no-fsync=true".into(),
             ]),
         )?;
-        reaper.watch(&etcd_child)?;
+        let etcd_child = reaper.watch(etcd_child)?;
         wait_for(&dir, "etcd", etcd_child, || {
             http_get(client_port, "/health").is_some_and(|(status, _)| status == 200)
         })?;
@@ -195,7 +234,7 @@ impl ControlPlane {
                 "--endpoint-reconciler-type=none".into(),
             ]),
         )?;
-        reaper.watch(&apiserver_child)?;
+        let apiserver_child = reaper.watch(apiserver_child)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -203,7 +242,6 @@ impl ControlPlane {
         runtime.block_on(async {
             let admin = admin_client(&dir, "default").await;
             let deadline = Instant::now() + START_TIMEOUT;
-            let mut apiserver_child = apiserver_child;
             loop {
                 // Ready once it serves the default namespace (created by its own bootstrap).
                 if Api::<Namespace>::all(admin.clone())
@@ -224,7 +262,10 @@ impl ControlPlane {
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            install_crds(&admin, &project_dir()).await
+            match project {
+                Some(project) => install_crds(&admin, project).await,
+                None => Ok(()),
+            }
         })?;
         // After the CRDs: its garbage collector then watches the custom kinds from the start.
         let garbage_collection = controller_manager.is_some();
@@ -249,7 +290,7 @@ impl ControlPlane {
                     "--use-service-account-credentials=false".into(),
                 ]),
             )?;
-            reaper.watch(&child)?;
+            reaper.watch(child)?;
         }
         if let Some((kwok, stages, scheduler)) = &rollouts {
             let child = spawn(
@@ -261,7 +302,7 @@ impl ControlPlane {
                     "--secure-port=0".into(),
                 ]),
             )?;
-            reaper.watch(&child)?;
+            reaper.watch(child)?;
             // kwok serves nothing without --server-address: no port to pick.
             let child = spawn(
                 &dir,
@@ -272,15 +313,15 @@ impl ControlPlane {
                     "--manage-all-nodes=true".into(),
                 ]),
             )?;
-            reaper.watch(&child)?;
-            runtime.block_on(add_node(&dir, child))?;
+            let kwok = reaper.watch(child)?;
+            runtime.block_on(add_node(&dir, kwok))?;
         }
         Ok(ControlPlane {
             dir,
             url,
             garbage_collection,
             rollouts: rollouts.is_some(),
-            _reaper: reaper.stdin,
+            reaper,
         })
     }
 
@@ -297,6 +338,55 @@ impl ControlPlane {
         write_kubeconfig(&path, &self.url, &self.dir.join("ca.crt"), &user, namespace);
         path
     }
+}
+
+/// `make local-cluster`: starts [`ControlPlane::local`] in `dir` from the binaries of
+/// [`ASSETS_ENV`], says how to use it, and runs until Ctrl-C (SIGINT) or SIGTERM; then stops
+/// every process and removes `dir` before it returns.
+pub fn run_local(dir: &Path) -> Result<(), String> {
+    let assets = std::env::var_os(ASSETS_ENV)
+        .filter(|assets| !assets.is_empty())
+        .ok_or_else(|| format!("{ASSETS_ENV} is not set: run `make setup-envtest`"))?;
+    let assets = PathBuf::from(assets);
+    eprintln!(
+        "local-cluster: starting a control plane from {} in {}",
+        assets.display(),
+        dir.display()
+    );
+    let plane = ControlPlane::local(&assets, dir)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let stopped = runtime.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (mut interrupt, mut terminate) = (
+            signal(SignalKind::interrupt()).map_err(|e| e.to_string())?,
+            signal(SignalKind::terminate()).map_err(|e| e.to_string())?,
+        );
+        let nodes = match plane.rollouts {
+            true => format!("node {NODE}, simulated by kwok: pods go Running on it"),
+            false => format!(
+                "no node: {ASSETS_ENV} lacks kube-scheduler and kwok, so pods stay Pending \
+                 (memop's scripts/envtest/build.sh builds them)"
+            ),
+        };
+        println!(
+            "local-cluster: kube-apiserver at {}, {nodes}. In another terminal:\n  \
+             export KUBECONFIG={}\n  make install run\nCtrl-C stops it all and removes {}.",
+            plane.url,
+            plane.admin_kubeconfig().display(),
+            dir.display()
+        );
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        Ok::<_, String>(())
+    });
+    eprintln!("local-cluster: stopping");
+    plane.stop();
+    stopped
 }
 
 /// What a test runs against: one namespace, an admin client for setup and assertions, and the
@@ -455,7 +545,7 @@ impl TestEnv {
 
 /// Creates [`NODE`], schedulable, and waits until kwok reports it Ready: from then on, pods
 /// bound to it come up. It has kwok's default capacity (a thousand CPUs, a million pods).
-async fn add_node(dir: &Path, mut kwok: Child) -> Result<(), String> {
+async fn add_node(dir: &Path, kwok: &mut Child) -> Result<(), String> {
     let admin = admin_client(dir, "default").await;
     let nodes = Api::<Node>::all(admin);
     let node = serde_json::from_value(serde_json::json!({ "metadata": {
@@ -711,10 +801,13 @@ pub fn free_port() -> Result<u16, String> {
 fn spawn(dir: &Path, name: &str, command: &mut Command) -> Result<Child, String> {
     let log = std::fs::File::create(dir.join(format!("{name}.log"))).map_err(|e| e.to_string())?;
     let err = log.try_clone().map_err(|e| e.to_string())?;
+    // A process group of its own: a Ctrl-C in the terminal reaches the program that started it,
+    // which stops it (through the reaper), not the control plane's processes one by one.
     command
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(err)
+        .process_group(0)
         .spawn()
         .map_err(|e| format!("starting {name}: {e}"))
 }
@@ -723,7 +816,7 @@ fn spawn(dir: &Path, name: &str, command: &mut Command) -> Result<Child, String>
 fn wait_for(
     dir: &Path,
     name: &str,
-    mut child: Child,
+    child: &mut Child,
     mut ready: impl FnMut() -> bool,
 ) -> Result<(), String> {
     let deadline = Instant::now() + START_TIMEOUT;
@@ -770,6 +863,10 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 /// way), stops the processes whose ids it was sent and deletes the control plane's directory.
 struct Reaper {
     stdin: ChildStdin,
+    /// The shell, to wait for in [`ControlPlane::stop`].
+    child: Child,
+    /// The processes it stops, to wait for in [`ControlPlane::stop`].
+    children: Vec<Child>,
 }
 
 impl Reaper {
@@ -777,11 +874,14 @@ impl Reaper {
         pids=""
         while read -r pid; do pids="$pids $pid"; done
         kill -TERM $pids 2>/dev/null
-        for pid in $pids; do
-            n=0
-            while kill -0 "$pid" 2>/dev/null && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
-            kill -KILL "$pid" 2>/dev/null
+        n=0
+        while [ $n -lt 100 ]; do
+            alive=""
+            for pid in $pids; do kill -0 "$pid" 2>/dev/null && alive="$alive $pid"; done
+            [ -z "$alive" ] && break
+            sleep 0.1; n=$((n + 1))
         done
+        kill -KILL $pids 2>/dev/null
         rm -rf "$1"
     "#;
 
@@ -792,14 +892,22 @@ impl Reaper {
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .map_err(|e| format!("starting the reaper shell: {e}"))?;
         let stdin = child.stdin.take().expect("a piped stdin");
-        Ok(Self { stdin })
+        Ok(Self {
+            stdin,
+            child,
+            children: Vec::new(),
+        })
     }
 
-    fn watch(&mut self, child: &Child) -> Result<(), String> {
-        writeln!(self.stdin, "{}", child.id()).map_err(|e| e.to_string())
+    /// Has the reaper stop `child`, and keeps it: the process, to wait for.
+    fn watch(&mut self, child: Child) -> Result<&mut Child, String> {
+        writeln!(self.stdin, "{}", child.id()).map_err(|e| e.to_string())?;
+        self.children.push(child);
+        Ok(self.children.last_mut().expect("just pushed"))
     }
 }
 

@@ -21,9 +21,10 @@ type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
 pub enum Verb {
     /// Reading one object.
     Get,
-    /// Listing objects.
+    /// Listing objects: a list request (paged), or a watch that streams the list as its first
+    /// events (`sendInitialEvents=true`, Kubernetes' streaming lists: [`Request::streamed`]).
     List,
-    /// Watching objects (a list with `watch=true`).
+    /// Watching objects from a resourceVersion (a list with `watch=true`), without a list.
     Watch,
     /// Creating an object (POST).
     Create,
@@ -60,6 +61,8 @@ pub struct Request {
     pub injected_failure: Option<u16>,
     /// Whether it is a dry run (`dryRun=All`): a write request that writes nothing.
     pub dry_run: bool,
+    /// Whether it is a list streamed by a watch (`sendInitialEvents=true`), not a list request.
+    pub streamed: bool,
 }
 
 /// The log and the pending faults; clones share them. Also the [`tower::Layer`] that feeds them.
@@ -289,11 +292,15 @@ fn describe(request: &http::Request<Body>) -> Request {
             .is_some_and(|q| q.split('&').any(|p| wanted.contains(&p)))
     };
     let watch = query(&["watch=true", "watch=1"]);
+    // A streaming list is a watch on the wire, and a list in what it does (and in RBAC's eyes
+    // as in the tests': a relist is a list however it comes).
+    let streamed = watch && query(&["sendInitialEvents=true"]);
     let verb = match *request.method() {
         http::Method::POST => Verb::Create,
         http::Method::PUT => Verb::Update,
         http::Method::PATCH => Verb::Patch,
         http::Method::DELETE => Verb::Delete,
+        _ if streamed => Verb::List,
         _ if watch => Verb::Watch,
         _ if name.is_some() => Verb::Get,
         _ => Verb::List,
@@ -305,5 +312,6 @@ fn describe(request: &http::Request<Body>) -> Request {
         name,
         injected_failure: None,
         dry_run: query(&["dryRun=All"]),
+        streamed,
     }
 }

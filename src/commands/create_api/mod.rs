@@ -150,7 +150,7 @@ pub fn run(global: &Global, args: Args, report: &mut super::Report) -> Result<()
     if request.new_version {
         super::facts::refuse_storage_disagreement(&project, &plan, &request.api)?;
     }
-    let mut notes = scaffold::scaffold(&request, &mut project, &mut plan, super::current_year())?;
+    let mut notes = scaffold::scaffold(&request, &mut project, &mut plan)?;
     notes.splice(0..0, request.notes.iter().cloned());
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
 
@@ -201,11 +201,11 @@ fn summary(request: &Request) -> String {
     }
 }
 
-/// Plans into `plan` what `memop create api` planned for `request` in `year` (see
+/// Plans into `plan` what `memop create api` planned for `request` (see
 /// [`Request::replay`]), and records the result in `project`: how `memop update` replays the
 /// scaffolds PROJECT records.
-pub fn replay(request: &Request, project: &mut Project, plan: &mut Plan, year: i64) -> Result<()> {
-    scaffold::scaffold(request, project, plan, year)?;
+pub fn replay(request: &Request, project: &mut Project, plan: &mut Plan) -> Result<()> {
+    scaffold::scaffold(request, project, plan)?;
     Ok(())
 }
 

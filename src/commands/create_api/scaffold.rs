@@ -25,13 +25,11 @@ struct ApiContext<'a> {
     operand: Option<&'a Operand>,
 }
 
-/// Plans `request`'s files, their license headers dated `year`, and records the API in
-/// `project` (written with the plan). Returns the notes to print once the plan is written.
-pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan, year: i64) -> Result<Vec<String>> {
+/// Plans `request`'s files and records the API in `project` (written with the plan). Returns
+/// the notes to print once the plan is written.
+pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Result<Vec<String>> {
     let api = &request.api;
     let existing = request.existing.as_ref();
-    let mut controllers = project.controller_order();
-    let made = project.year_unless_the_projects(year);
     if let Some(name) = &request.controller_name {
         // Another controller of a kind the project has: its entry gains the name, and only the
         // controller's root is rendered, with its module and name for the kind's.
@@ -39,16 +37,8 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan, year:
         if !resource.controllers.iter().any(|n| n == name.as_str()) {
             resource.controllers.push(name.to_string());
         }
-        match made {
-            Some(made) => resource.controller_years.insert(name.to_string(), made),
-            None => resource.controller_years.remove(name.as_str()),
-        };
         project.upsert(resource);
-        controllers.push(name.module());
     } else {
-        if request.controller {
-            controllers.push(api.kind.snake());
-        }
         project.upsert(Resource {
             names: api.clone(),
             // A kind of Kubernetes' own or another project's has no types nor CRD of the project's.
@@ -59,18 +49,11 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan, year:
             webhooks: existing.and_then(|r| r.webhooks.clone()),
             controllers: existing.map(|r| r.controllers.clone()).unwrap_or_default(),
             storage_version: project.storage_version(api).map(str::to_string),
-            // The kind's files are this command's (--force remakes them).
-            year: if existing.is_none() || request.force { made } else { existing.and_then(|r| r.year) },
-            controller_years: existing.map(|r| r.controller_years.clone()).unwrap_or_default(),
         });
     }
-    // A controller made again (--force) keeps its place among the modules.
-    let mut seen = std::collections::BTreeSet::new();
-    controllers.retain(|module| seen.insert(module.clone()));
-    project.set_controller_order(controllers);
 
     let mut ctx = tera::Context::from_serialize(ApiContext {
-        project: ProjectContext { year, ..ProjectContext::new(project) },
+        project: ProjectContext::new(project),
         api,
         short_name: request.short_name.as_deref(),
         api_namespaced: request.namespaced,

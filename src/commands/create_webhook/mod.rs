@@ -57,7 +57,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let request = validate(&args, &project)?;
     let mut plan = Plan::new(&global.dir);
     super::facts::record(&mut project, &plan)?;
-    scaffold::scaffold(&request, &mut project, &mut plan, super::current_year())?;
+    scaffold::scaffold(&request, &mut project, &mut plan)?;
     let chart = super::helm::plan_chart_of(&project, &mut plan)?;
     let mut report = super::Report::default();
     report.next(next(&request));
@@ -65,11 +65,11 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     super::finish(global, plan, &mut report)
 }
 
-/// Plans into `plan` what `memop create webhook` planned for `request` in `year` (see
+/// Plans into `plan` what `memop create webhook` planned for `request` (see
 /// [`Request::replay`]), and records the result in `project`: how `memop update` replays the
 /// scaffolds PROJECT records.
-pub fn replay(request: &Request, project: &mut Project, plan: &mut Plan, year: i64) -> Result<()> {
-    scaffold::scaffold(request, project, plan, year)
+pub fn replay(request: &Request, project: &mut Project, plan: &mut Plan) -> Result<()> {
+    scaffold::scaffold(request, project, plan)
 }
 
 /// What to do once the files are written.

@@ -51,34 +51,15 @@ struct WebhookEntry {
     skips_manager_namespace: bool,
 }
 
-/// Plans `request`'s files, their license headers dated `year`, and records the webhooks in
-/// `project` (written with the plan), in the order they were made.
-pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan, year: i64) -> Result<()> {
+/// Plans `request`'s files and records the webhooks in `project` (written with the plan).
+pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Result<()> {
     let api = &request.api;
-    let (mut admission, mut conversion) = (project.webhook_order(), project.conversion_order());
     let mut resource = request.existing.clone();
-    let mut webhooks = request.webhooks.clone();
-    // The year of the kind's admission and conversion files: that of the command that made them
-    // (or made them again, with --force).
-    let made = project.year_unless_the_projects(year);
-    let before = request.existing.webhooks.clone().unwrap_or_default();
-    let admitted = before.defaulting || before.validation;
-    webhooks.year = if request.admission && (!admitted || request.force) { made } else { before.year };
-    webhooks.conversion_year =
-        if request.conversion && (!before.conversion || request.force) { made } else { before.conversion_year };
-    resource.webhooks = Some(webhooks);
+    resource.webhooks = Some(request.webhooks.clone());
     project.upsert(resource);
-    let this = project.find(api).expect("upserted").describe();
-    for (order, made) in [(&mut admission, request.admission), (&mut conversion, request.conversion)] {
-        if made && !order.contains(&this) {
-            order.push(this.clone());
-        }
-    }
-    project.set_webhook_order(admission, false);
-    project.set_webhook_order(conversion, true);
 
     let mut ctx = tera::Context::from_serialize(WebhookContext {
-        project: ProjectContext { year, ..ProjectContext::new(project) },
+        project: ProjectContext::new(project),
         api,
         api_namespaced: match api.builtin_kind() {
             Some(builtin) => builtin.namespaced,
@@ -126,9 +107,7 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan, year:
         super::super::refuse_missing_shared(&templates, "webhook-conversion", &ctx, plan, others(true))?;
     }
     // The webhook server's files, which the project's first `create webhook` made.
-    let mut server = ctx.clone();
-    server.insert("year", &request.server_year.unwrap_or(year));
-    scaffold::render_root(&templates, "webhook", &server, plan, request.force)?;
+    scaffold::render_root(&templates, "webhook", &ctx, plan, request.force)?;
     if request.admission {
         scaffold::render_root(&templates, "webhook-admission", &ctx, plan, request.force)?;
     }

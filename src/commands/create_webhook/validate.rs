@@ -25,9 +25,6 @@ pub struct Request {
     pub spokes: Vec<Version>,
     /// Regenerate the kind's webhook files.
     pub force: bool,
-    /// The year of the webhook server's files (the `webhook` root) where this command makes them:
-    /// in a replay, the year of the project's first `create webhook`; `None`, this command's.
-    pub server_year: Option<i64>,
 }
 
 /// Decides what `args` ask of `project`, or refuses with what to do instead.
@@ -112,11 +109,9 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
         conversion: args.conversion || recorded.conversion,
         spoke: spokes.iter().map(Version::to_string).collect(),
         webhook_version: "v1".into(),
-        year: recorded.year,
-        conversion_year: recorded.conversion_year,
     };
     let conversion = args.conversion;
-    Ok(Request { api, existing, admission, conversion, webhooks, spokes, force: args.force, server_year: None })
+    Ok(Request { api, existing, admission, conversion, webhooks, spokes, force: args.force })
 }
 
 impl Request {
@@ -135,8 +130,6 @@ impl Request {
             webhooks: None,
             controllers: Vec::new(),
             storage_version: None,
-            year: None,
-            controller_years: Default::default(),
         });
         let recorded = existing.webhooks.clone().unwrap_or_default();
         let (defaulting, validation) = if conversion { (false, false) } else { (asked.defaulting, asked.validation) };
@@ -154,19 +147,8 @@ impl Request {
             conversion: conversion || recorded.conversion,
             spoke: spokes.iter().map(Version::to_string).collect(),
             webhook_version: "v1".into(),
-            year: asked.year,
-            conversion_year: asked.conversion_year,
         };
-        Ok(Self {
-            api,
-            existing,
-            admission: !conversion,
-            conversion,
-            webhooks,
-            spokes,
-            force: false,
-            server_year: None,
-        })
+        Ok(Self { api, existing, admission: !conversion, conversion, webhooks, spokes, force: false })
     }
 }
 
@@ -246,8 +228,6 @@ fn builtin_resource(args: &Args, project: &Project, builtin: &'static BuiltinKin
         webhooks: None,
         controllers: Vec::new(),
         storage_version: None,
-        year: None,
-        controller_years: Default::default(),
     }))
 }
 

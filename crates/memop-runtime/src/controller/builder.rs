@@ -152,6 +152,7 @@ pub struct Builder<K: Kind> {
     name: &'static str,
     shared: Shared,
     watch: watcher::Config,
+    last_applied: bool,
     finalizer: Option<&'static str>,
     field_manager: Option<String>,
     resync: Duration,
@@ -168,6 +169,7 @@ impl<K: Kind> Builder<K> {
             name,
             shared: shared.clone(),
             watch: watcher::Config::default().any_semantic(),
+            last_applied: false,
             finalizer: None,
             field_manager: None,
             resync: RESYNC,
@@ -179,6 +181,16 @@ impl<K: Kind> Builder<K> {
     /// Watches the objects `config` selects instead (a label selector, say).
     pub fn watching(mut self, config: watcher::Config) -> Self {
         self.watch = config;
+        self
+    }
+
+    /// Keeps each object's `kubectl apply` record (the annotation
+    /// `kubectl.kubernetes.io/last-applied-configuration`) in the controller's cache, for a
+    /// reconciler that reads it. Without this the cache leaves it out as it decodes an object (it
+    /// holds the whole object again, and only `kubectl apply` reads it), as it leaves out
+    /// `managedFields` always: the reconciler gets the object without them.
+    pub fn keeps_last_applied(mut self) -> Self {
+        self.last_applied = true;
         self
     }
 
@@ -269,7 +281,7 @@ impl<K: Kind> Builder<K> {
                 bookmarks: true,
                 ..config
             };
-            let changes = watcher(api, config)
+            let changes = super::cache::watch(api, config, super::cache::Paged::default())
                 .default_backoff()
                 .inspect(move |event| {
                     if let Err(err) = event {
@@ -298,8 +310,14 @@ impl<K: Kind> Builder<K> {
                 self.shared.client.clone(),
                 self.shared.watch_namespace.as_deref(),
             );
-            let warm =
-                super::Warm::start(self.name, &self.shared, objects, self.watch.clone(), writer);
+            let warm = super::Warm::start(
+                self.name,
+                &self.shared,
+                objects,
+                self.watch.clone(),
+                writer,
+                self.last_applied,
+            );
             Cache::Warm(warm)
         };
         Controller {
@@ -310,6 +328,7 @@ impl<K: Kind> Builder<K> {
             name: self.name,
             shared: self.shared,
             watch: self.watch,
+            last_applied: self.last_applied,
             finalizer: self.finalizer,
             field_manager,
             resync: self.resync,
@@ -336,6 +355,8 @@ pub struct Controller<R: Reconciler> {
     store: reflector::Store<R::Object>,
     shared: Shared,
     watch: watcher::Config,
+    /// Whether the cache keeps `kubectl apply`'s record ([`Builder::keeps_last_applied`]).
+    last_applied: bool,
     finalizer: Option<&'static str>,
     field_manager: String,
     resync: Duration,
@@ -381,7 +402,14 @@ impl<R: Reconciler> Controller<R> {
                     self.shared.client.clone(),
                     self.shared.watch_namespace.as_deref(),
                 );
-                super::new(self.name, &self.shared, objects, self.watch.clone(), writer)
+                super::new(
+                    self.name,
+                    &self.shared,
+                    objects,
+                    self.watch.clone(),
+                    writer,
+                    self.last_applied,
+                )
             }
             None => unreachable!("a controller runs once: run takes it"),
         };

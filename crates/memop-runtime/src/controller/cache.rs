@@ -1,20 +1,97 @@
-//! How a controller's caches follow their watches: a relist applied in place, not gathered
-//! beside the cache ([`reflect`]), and, sharded, only the objects of the replica's buckets
-//! ([`follow`]).
+//! How a controller's caches follow their watches: lists streamed where the API server serves
+//! them ([`watch`]), a relist applied in place, not gathered beside the cache ([`reflect`]),
+//! and, sharded, only the objects of the replica's buckets ([`follow`]).
 
 use std::collections::HashSet;
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
+use kube::api::Api;
 use kube::runtime::reflector::{ObjectRef, store::Writer};
 use kube::runtime::watcher::{self, Event};
+use serde::de::DeserializeOwned;
 
 use crate::manager::sharding::{Holding, bucket_of, bucket_of_uid};
 
 /// A watch's events.
 pub(crate) type Events<K> = BoxStream<'static, watcher::Result<Event<K>>>;
+
+/// Whether a watch of some kind lists in pages, because the API server refused to stream its
+/// list; shared by the watches a cache makes one after the other, so that it is asked once.
+#[derive(Clone, Default)]
+pub(crate) struct Paged(Arc<AtomicBool>);
+
+/// kube's `watcher(api, config)`, its lists streamed: the watch asks for the objects as events
+/// (`sendInitialEvents`, Kubernetes' WatchList, served by default since 1.34) and the list ends
+/// with a bookmark, so that a list, and every relist, reaches the cache one object at a time
+/// instead of in pages of 500 decoded at once beside it, and costs the API server no list
+/// either. An API server that refuses it (the feature gate off: 422 or 400) is listed in pages
+/// from then on (`paged` remembers it for the next watches of the cache), as client-go's
+/// `WatchListClient` falls back.
+pub(crate) fn watch<K>(api: Api<K>, config: watcher::Config, paged: Paged) -> Events<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    let streaming = !paged.0.load(Ordering::SeqCst);
+    let events = if streaming {
+        watcher::watcher(api.clone(), config.clone().streaming_lists()).boxed()
+    } else {
+        watcher::watcher(api.clone(), config.clone()).boxed()
+    };
+    futures::stream::unfold((events, streaming), move |(mut events, mut streaming)| {
+        let (api, config, paged) = (api.clone(), config.clone(), paged.clone());
+        async move {
+            loop {
+                let event = events.next().await?;
+                if streaming && refuses_streaming(&event) {
+                    tracing::info!(
+                        kind = %K::kind(&()),
+                        "the API server does not stream lists; listing in pages"
+                    );
+                    paged.0.store(true, Ordering::SeqCst);
+                    streaming = false;
+                    events = watcher::watcher(api.clone(), config.clone()).boxed();
+                    continue;
+                }
+                return Some((event, (events, streaming)));
+            }
+        }
+    })
+    .boxed()
+}
+
+/// Whether `event` is an API server's refusal of a streamed list: its validation forbids
+/// `sendInitialEvents` while the WatchList feature gate is off (422 Invalid; 400 from some
+/// versions and proxies).
+fn refuses_streaming<K>(event: &watcher::Result<Event<K>>) -> bool {
+    let code = match event {
+        Err(watcher::Error::WatchStartFailed(kube::Error::Api(status))) => status.code,
+        Err(watcher::Error::WatchError(status)) => status.code,
+        _ => return false,
+    };
+    matches!(code, 400 | 422)
+}
+
+/// The annotation in which `kubectl apply` keeps the whole object it applied: as large as the
+/// object's spec again, and read by nothing but `kubectl apply` itself.
+pub(crate) const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// What a cache keeps of each object as it decodes it: all but its `managedFields` (one entry per
+/// writer, often the larger part of an object, which no reconcile reads) and, unless `whole`, its
+/// `kubectl apply` record ([`LAST_APPLIED`]), which no reconcile reads either.
+pub(crate) fn projection<K: Resource>(whole: bool) -> impl FnMut(&mut K) + Send + Clone + 'static {
+    move |object: &mut K| {
+        object.meta_mut().managed_fields = None;
+        if !whole && let Some(annotations) = object.meta_mut().annotations.as_mut() {
+            annotations.remove(LAST_APPLIED);
+        }
+    }
+}
 
 /// The bucket of a controller's own object: its UID's.
 pub(crate) fn own_bucket(metadata: &ObjectMeta) -> Option<u16> {

@@ -5,7 +5,7 @@
 //! repeat within six minutes, and to recognise repeats it keeps every Event it wrote in the last
 //! six minutes, whole, in one hash table, and scans that table on every publish. At 10,000
 //! objects, each with one `Created` event, that table is a single allocation of about 21 MiB, a
-//! fifth of the manager's peak memory (docs/performance.md); and an event a reconcile repeats
+//! fifth of the manager's peak memory (memop's docs/performance.md); and an event a reconcile repeats
 //! every 30 seconds on 10,000 objects is 330 patches a second. This recorder keeps, per recent
 //! event, only what a repeat needs (the Event's name, its namespace and counts) under a 64-bit
 //! hash of its identity, and forgets them in the order they expire instead of scanning

@@ -16,7 +16,7 @@ use kube::runtime::Controller as KubeController;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector;
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource, ResourceExt};
+use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::manager::Shared;
@@ -118,7 +118,9 @@ where
 
 /// kube's `Controller::new(api, config)`, with the objects' `managedFields` left out of its
 /// cache: no reconcile reads them, and they are often the larger part of an object (one entry
-/// per writer: the user, the finalizer, the status). At 10,000 objects that is megabytes.
+/// per writer: the user, the finalizer, the status). At 10,000 objects that is megabytes. So is
+/// `kubectl apply`'s record of the object (`kubectl.kubernetes.io/last-applied-configuration`),
+/// left out too unless `whole` (see [`Builder::keeps_last_applied`]).
 ///
 /// The watch is kept an eye on as `name` (give it the controller's name): the manager is not
 /// ready while it has gone without an answer for longer than [`WATCH_SILENCE_LIMIT`] (a
@@ -132,13 +134,14 @@ pub(crate) fn new<K>(
     api: Api<K>,
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
+    whole: bool,
 ) -> KubeController<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::Scope: WatchScope,
 {
     let reader = writer.as_reader();
-    let objects = reflected(name, shared, api, config, writer).applied_objects();
+    let objects = reflected(name, shared, api, config, writer, whole).applied_objects();
     KubeController::for_stream(objects, reader)
 }
 
@@ -151,6 +154,7 @@ fn reflected<K>(
     api: Api<K>,
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
+    whole: bool,
 ) -> impl futures::Stream<Item = watcher::Result<watcher::Event<K>>> + Send + use<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
@@ -162,14 +166,15 @@ where
         ..config
     };
     let holding = shared.shard.as_ref().map(Shard::hold);
-    let watch = move || watcher(api.clone(), config.clone()).boxed();
+    let paged = cache::Paged::default();
+    let watch = move || cache::watch(api.clone(), config.clone(), paged.clone());
     let events = cache::follow(watch, holding.clone(), cache::own_bucket)
         .inspect(move |event| {
             if event.is_err() {
                 pulse.failed();
             }
         })
-        .modify(|object| object.managed_fields_mut().clear());
+        .modify(cache::projection(whole));
     cache::reflect(events, writer, move || {
         if let Some(holding) = &holding {
             holding.listed();
@@ -199,10 +204,11 @@ where
         api: Api<K>,
         config: watcher::Config,
         writer: reflector::store::Writer<K>,
+        whole: bool,
     ) -> Self {
         let reader = writer.as_reader();
         let (sender, changes) = tokio::sync::mpsc::unbounded_channel();
-        let objects = reflected(name, shared, api, config, writer)
+        let objects = reflected(name, shared, api, config, writer, whole)
             .inspect(move |event| {
                 if let Ok(watcher::Event::InitDone) = event {
                     tracing::info!(controller = name, "listed; the cache is synced");

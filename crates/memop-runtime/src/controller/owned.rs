@@ -311,13 +311,14 @@ where
         };
         // Sharded: only the objects whose controller is in a bucket this replica claims.
         let holding = shared.shard.as_ref().map(Shard::hold);
+        let paged = super::cache::Paged::default();
         let watch = move || {
-            watcher(api.clone(), config.clone())
+            super::cache::watch(api.clone(), config.clone(), paged.clone())
                 .default_backoff()
                 .boxed()
         };
         let events = super::cache::follow(watch, holding.clone(), super::cache::owner_bucket)
-            .modify(|object| object.managed_fields_mut().clear());
+            .modify(super::cache::projection(false));
         let readiness = shared.readiness.clone();
         readiness.expect(name);
         let applied: Arc<Mutex<HashMap<ObjectRef<K>, Applied>>> = Arc::default();

@@ -57,7 +57,7 @@ pub struct Flags {
 
     /// Run every replica, each reconciling its share of the objects, instead of one leader:
     /// each holds a Lease of its own (`<leader-election-id>-shard-<pod name>`, in the leader
-    /// election namespace), and the objects are split over the live ones (docs/sharding.md).
+    /// election namespace), and the objects are split over the live ones (memop_runtime::manager::sharding).
     /// Overrides --leader-elect, so that a manifest turns it on by adding this flag alone
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
     pub sharding: bool,

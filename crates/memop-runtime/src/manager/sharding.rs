@@ -1,5 +1,5 @@
 //! Sharding (`--sharding`): every replica is active, and reconciles the objects of its share.
-//! The design, and why it is safe, is `docs/sharding.md`; in short:
+//! The design, and why it is safe, is memop's `docs/sharding.md`; in short:
 //!
 //! - every object falls in one of [`BUCKETS`] buckets by the FNV-1a hash of its UID
 //!   ([`bucket_of`]);
@@ -222,7 +222,7 @@ impl Config {
     }
 }
 
-/// Where a replica stands with one bucket (the table of `docs/sharding.md`).
+/// Where a replica stands with one bucket (the table of memop's `docs/sharding.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Phase {
     /// Not claimed, not acted on.
