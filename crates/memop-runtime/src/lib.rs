@@ -38,7 +38,7 @@
 //!     let cli = Cli::parse();
 //!     manager::telemetry::init(cli.manager.log_format)?;
 //!     let mut manager = Manager::start(&OPERATOR, &cli.manager).await?;
-//!     // manager.register(NAME, |shared| controller(&shared, ...).run()) for each controller
+//!     // manager.register(|shared| controller(&shared, ...)) for each controller
 //!     manager.run().await
 //! }
 //! ```

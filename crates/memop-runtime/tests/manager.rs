@@ -157,11 +157,7 @@ async fn the_manager_stops_at_once_when_another_replica_takes_the_lease() {
         return;
     };
     let _one = ONE_AT_A_TIME.lock().await;
-    let mut manager = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
-    eventually("the Lease held", WAIT, || async {
-        holder(&env).await.as_deref() == Some(IDENTITY)
-    })
-    .await;
+    let mut manager = Manager::leading(&env).await;
     // Another replica holds it now (as after a network partition that outlasted the lease).
     let now = serde_json::to_value(MicroTime(Timestamp::now())).unwrap();
     let usurper = json!({ "spec": { "holderIdentity": "another-replica", "renewTime": now, "acquireTime": now } });
@@ -194,16 +190,8 @@ async fn only_one_replica_leads_and_a_standby_takes_over_soon_after_a_release() 
         return;
     };
     let _one = ONE_AT_A_TIME.lock().await;
-    let mut leader = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
-    eventually("the Lease held", WAIT, || async {
-        holder(&env).await.as_deref() == Some(IDENTITY)
-    })
-    .await;
-    let mut standby = Manager::start_as(&env, &kubeconfig(&env), STANDBY, &["--leader-elect"]);
-    eventually("the standby waiting", WAIT, || async {
-        standby.log().contains("waiting to become the leader")
-    })
-    .await;
+    let mut leader = Manager::leading(&env).await;
+    let mut standby = Manager::standing_by(&env, &kubeconfig(&env)).await;
     // For longer than a lease lasts, the leader keeps it renewed and the standby waits.
     let waited = Instant::now();
     while waited.elapsed() < LEASE_DURATION + Duration::from_secs(2) {
@@ -244,18 +232,12 @@ async fn a_standby_keeps_its_cache_synced_and_takes_over_without_listing_again()
     };
     let _one = ONE_AT_A_TIME.lock().await;
     const LISTED: &str = "listed; the cache is synced controller=\"configmaps\"";
-    let mut leader = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
-    eventually("the Lease held", WAIT, || async {
-        holder(&env).await.as_deref() == Some(IDENTITY)
-    })
-    .await;
-    let mut standby = Manager::start_as(&env, &kubeconfig(&env), STANDBY, &["--leader-elect"]);
+    let mut leader = Manager::leading(&env).await;
+    let mut standby = Manager::standing_by(&env, &kubeconfig(&env)).await;
     eventually(
         "the standby's cache synced while it waits",
         WAIT,
-        || async {
-            standby.log().contains("waiting to become the leader") && standby.log().contains(LISTED)
-        },
+        || async { standby.log().contains(LISTED) },
     )
     .await;
 
@@ -372,22 +354,9 @@ async fn a_leader_whose_renewals_are_refused_stops_before_another_replica_leads(
         unreachable!("TestEnv::real_for is the real control plane")
     };
     let _one = ONE_AT_A_TIME.lock().await;
-    let mut leader = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
-    eventually("the Lease held", WAIT, || async {
-        holder(&env).await.as_deref() == Some(IDENTITY)
-    })
-    .await;
+    let mut leader = Manager::leading(&env).await;
     // A standby whose rights nobody takes away.
-    let mut standby = Manager::start_as(
-        &env,
-        &plane.admin_kubeconfig(),
-        STANDBY,
-        &["--leader-elect"],
-    );
-    eventually("the standby waiting", WAIT, || async {
-        standby.log().contains("waiting to become the leader")
-    })
-    .await;
+    let mut standby = Manager::standing_by(&env, &plane.admin_kubeconfig()).await;
 
     // Right after a renewal, the leader may no longer write the Lease (as when an admission
     // rule rejects its writes, or the API server throttles them); 9 s later, it may not even
@@ -564,15 +533,11 @@ async fn metrics_are_served_over_https_to_metrics_readers_only() {
         return;
     };
     let _one = ONE_AT_A_TIME.lock().await;
-    let mut manager = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
+    let mut manager = Manager::leading(&env).await;
     let reader = env
         .service_account_token("scraper", Some("metrics-reader"))
         .await;
     let stranger = env.service_account_token("stranger", None).await;
-    eventually("the Lease held", WAIT, || async {
-        holder(&env).await.as_deref() == Some(IDENTITY)
-    })
-    .await;
 
     assert_eq!(
         manager.scrape(None).await,
@@ -1059,6 +1024,27 @@ struct Manager {
 impl Manager {
     fn start(env: &TestEnv, kubeconfig: &Path, args: &[&str]) -> Self {
         Self::start_as(env, kubeconfig, IDENTITY, args)
+    }
+
+    /// A replica started with leader election, once it holds the Lease.
+    async fn leading(env: &TestEnv) -> Self {
+        let leader = Self::start(env, &kubeconfig(env), &["--leader-elect"]);
+        eventually("the Lease held", WAIT, || async {
+            holder(env).await.as_deref() == Some(IDENTITY)
+        })
+        .await;
+        leader
+    }
+
+    /// A second replica, [`STANDBY`], started with leader election as the user of
+    /// `kubeconfig`, once it waits to lead.
+    async fn standing_by(env: &TestEnv, kubeconfig: &Path) -> Self {
+        let standby = Self::start_as(env, kubeconfig, STANDBY, &["--leader-elect"]);
+        eventually("the standby waiting", WAIT, || async {
+            standby.log().contains("waiting to become the leader")
+        })
+        .await;
+        standby
     }
 
     /// [`Manager::start`] as the replica (pod) `identity`.

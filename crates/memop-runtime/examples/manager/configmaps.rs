@@ -58,15 +58,12 @@ pub struct Context {
 
 /// Registers the controller with the manager; `main` calls this.
 pub fn register(manager: &mut Manager) {
-    manager.register(NAME, |shared| {
+    manager.register(|shared| {
         let ctx = Context {
             client: shared.client().clone(),
         };
         let config = watcher::Config::default().labels(SELECTOR);
-        Builder::new(NAME, &shared)
-            .watching(config)
-            .build(ctx)
-            .run()
+        Builder::new(NAME, &shared).watching(config).build(ctx)
     });
 }
 

@@ -410,6 +410,16 @@ pub struct Controller<R: Reconciler> {
     reconciler: R,
 }
 
+impl<R: Reconciler> crate::manager::Runnable for Controller<R> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn run(self) -> futures::future::BoxFuture<'static, anyhow::Result<()>> {
+        Box::pin(Controller::run(self))
+    }
+}
+
 impl<R: Reconciler> Controller<R> {
     /// The reconciler.
     pub fn reconciler(&self) -> &R {

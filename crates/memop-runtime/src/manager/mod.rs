@@ -204,14 +204,38 @@ impl Shared {
 /// How long each cleanup at shutdown may take.
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(10);
 
-type ControllerFn = Box<dyn FnOnce(Shared) -> BoxFuture<'static, anyhow::Result<()>> + Send>;
+/// What the manager runs once this replica leads ([`Manager::register`]): a controller
+/// ([`Controller`](crate::controller::Controller)), or any task as `(name, future)`.
+pub trait Runnable: Send + 'static {
+    /// Its name in logs and readiness (a controller's, as its `Builder` was given it).
+    fn name(&self) -> &'static str;
+    /// Runs it until the manager shuts down.
+    fn run(self) -> BoxFuture<'static, anyhow::Result<()>>;
+}
+
+impl<F> Runnable for (&'static str, F)
+where
+    F: Future<Output = anyhow::Result<()>> + Send + 'static,
+{
+    fn name(&self) -> &'static str {
+        self.0
+    }
+
+    fn run(self) -> BoxFuture<'static, anyhow::Result<()>> {
+        Box::pin(self.1)
+    }
+}
+
+/// A registered runnable, built when the manager runs: its name, and what runs it.
+type ControllerFn =
+    Box<dyn FnOnce(Shared) -> (&'static str, BoxFuture<'static, anyhow::Result<()>>) + Send>;
 
 /// A running manager with its registered controllers, which start once this replica leads.
 pub struct Manager {
     shared: Shared,
     leader_election: Option<leader::Config>,
     sharding: Option<sharding::Config>,
-    controllers: Vec<(&'static str, ControllerFn)>,
+    controllers: Vec<ControllerFn>,
     cache_sync_timeout: Duration,
     graceful_shutdown_timeout: Duration,
 }
@@ -305,27 +329,33 @@ impl Manager {
         &self.shared
     }
 
-    /// Registers a controller: [`Manager::run`] calls `run` as it starts, and runs the future
-    /// it returns once this replica leads. With leader election, `run` is called on every
-    /// replica before it leads, so that the [`Controller`](crate::controller::Controller) it
-    /// builds fills its caches while waiting (a warm standby); keep writes in the future.
-    pub fn register<F, Fut>(&mut self, name: &'static str, run: F)
+    /// Registers a controller: [`Manager::run`] calls `build` as it starts, and runs what it
+    /// returns (a [`Controller`](crate::controller::Controller), under the name its `Builder`
+    /// was given) once this replica leads. With leader election, `build` is called on every
+    /// replica before it leads, so that the controller fills its caches while waiting (a warm
+    /// standby); keep writes in what runs.
+    pub fn register<F, R>(&mut self, build: F)
     where
-        F: FnOnce(Shared) -> Fut + Send + 'static,
-        Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+        F: FnOnce(Shared) -> R + Send + 'static,
+        R: Runnable,
     {
-        self.controllers
-            .push((name, Box::new(move |shared| Box::pin(run(shared)))));
+        self.controllers.push(Box::new(move |shared| {
+            let runnable = build(shared);
+            (runnable.name(), runnable.run())
+        }));
     }
 
     /// Migrates the objects of `migration`'s CRDs to their storage versions, and prunes their
     /// `storedVersions`, once this replica leads (see [`crate::migration`]); the controllers do
     /// not wait for it, and readiness does not depend on it.
     pub fn migrate_storage(&mut self, migration: crate::migration::StorageMigration) {
-        self.register(crate::migration::NAME, move |shared| async move {
-            shared.readiness.synced(crate::migration::NAME);
-            migration.run(&shared).await;
-            Ok(())
+        self.register(move |shared| {
+            let run = async move {
+                shared.readiness.synced(crate::migration::NAME);
+                migration.run(&shared).await;
+                Ok(())
+            };
+            (crate::migration::NAME, run)
         });
     }
 
@@ -360,7 +390,7 @@ impl Manager {
         let controllers: Vec<_> = self
             .controllers
             .drain(..)
-            .map(|(name, run)| (name, run(self.shared.clone())))
+            .map(|build| build(self.shared.clone()))
             .collect();
         let mut lease = match &self.leader_election {
             Some(config) => {

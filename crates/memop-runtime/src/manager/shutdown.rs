@@ -291,12 +291,15 @@ mod tests {
             graceful_shutdown_timeout: Duration::from_secs(30),
         };
         // A controller that takes `drain` to finish what is in flight once shutdown begins.
-        manager.register("slow", move |shared: Shared| async move {
-            shared.readiness.synced("slow");
-            shared.shutdown.wait().await;
-            tokio::time::sleep(drain).await;
-            let _ = drained_tx.send(());
-            Ok(())
+        manager.register(move |shared: Shared| {
+            let run = async move {
+                shared.readiness.synced("slow");
+                shared.shutdown.wait().await;
+                tokio::time::sleep(drain).await;
+                let _ = drained_tx.send(());
+                Ok(())
+            };
+            ("slow", run)
         });
         let run = tokio::spawn(async move { manager.run().await });
         while shared.readiness.check().is_some() {

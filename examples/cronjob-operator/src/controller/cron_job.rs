@@ -118,9 +118,7 @@ impl Context {
 
 /// Registers the controller with the manager; `main.rs` calls this.
 pub fn register(manager: &mut Manager) {
-    manager.register(NAME, |shared| {
-        controller(&shared, Context::new(&shared, Clock::system())).run()
-    });
+    manager.register(|shared| controller(&shared, Context::new(&shared, Clock::system())));
 }
 
 /// The controller: every CronJob, owning its Jobs.

@@ -131,9 +131,9 @@ impl Context {
 
 /// Registers the controller with the manager; `main.rs` calls this.
 pub fn register(manager: &mut Manager) {
-    manager.register(NAME, |shared| {
+    manager.register(|shared| {
         let ctx = Context::new(&shared);
-        controller(&shared, ctx).run()
+        controller(&shared, ctx)
     });
 }
 
