@@ -381,3 +381,23 @@ async fn the_cache_leaves_out_kubectl_applys_record_unless_the_controller_keeps_
         assert!(lists.clone().all(|r| r.streamed), "real: {}", env.is_real());
     }
 }
+
+/// A controller's own reconcile timeout: a reconcile longer than it fails with
+/// `Error::Timeout`, whatever the manager's `--reconcile-timeout` (a minute).
+#[tokio::test]
+async fn a_controller_fails_a_reconcile_longer_than_its_own_timeout() {
+    let env = TestEnv::in_memory();
+    let shared = Shared::new(&OPERATOR, env.operator.clone(), Some(env.namespace.clone()));
+    let object = Arc::new(create(&env, "slow").await);
+    // Slow takes 100 ms.
+    let default = Builder::new("default", &shared).build(Slow::default());
+    default.reconcile(object.clone()).await.unwrap();
+    let hurried = Builder::new("hurried", &shared)
+        .reconcile_timeout(Duration::from_millis(20))
+        .build(Slow::default());
+    let err = hurried.reconcile(object).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout(limit) if limit == Duration::from_millis(20)),
+        "{err}"
+    );
+}
