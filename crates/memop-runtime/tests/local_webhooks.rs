@@ -96,8 +96,17 @@ mod v1beta1 {
     }
 }
 
-fn default(gadget: &mut v1::Gadget) {
-    gadget.spec.defaulted = Some("by the local webhook".into());
+struct GadgetWebhook;
+
+impl webhook::Defaulter<v1::Gadget> for GadgetWebhook {
+    async fn default(
+        &self,
+        _: &webhook::Context,
+        gadget: &mut v1::Gadget,
+    ) -> Result<(), webhook::Refusal> {
+        gadget.spec.defaulted = Some("by the local webhook".into());
+        Ok(())
+    }
 }
 
 #[derive(Parser)]
@@ -172,7 +181,10 @@ async fn make_runs_webhooks_are_served_on_this_machine_and_undone_at_shutdown() 
             CONVERT_PATH,
             webhook::converting(vec![Conversion::between::<v1::Gadget, v1beta1::Gadget>()]),
         )
-        .route("/mutate-gadget", webhook::defaulting(default));
+        .route(
+            "/mutate-gadget",
+            webhook::defaulting(GadgetWebhook, env.admin.clone()),
+        );
     let webhooks = [Webhook {
         mutating: true,
         name: "mgadget-v1.local.example.com",

@@ -15,10 +15,11 @@
 //! The CronJob webhooks called by a real kube-apiserver over TLS (skipped without
 //! `KUBEBUILDER_ASSETS`): the webhook server runs here with a certificate of a test CA, and
 //! webhook configurations built from `webhook::webhooks()` point the API server at it, for the
-//! test's namespace only. The generated webhooks are exercised as they are, then with defaulting
-//! and validation functions of the test's own, to see the API server apply a patch and relay a
+//! test's namespace only. The generated webhooks are exercised as they are, then with a defaulter and a
+//! validator of the test's own, to see the API server apply a patch and relay a
 //! refusal. Then the project's own webhooks, as the API server calls them (the book's
-//! defaults applied, its refusals relayed with their field paths), and the book's
+//! defaults applied, its refusals relayed with their field paths, and a warning of a
+//! ServiceAccount the Jobs would run as that does not exist), and the book's
 //! `cronjob_webhook_test.go`, which calls the defaulter and the validator directly (these run
 //! without `KUBEBUILDER_ASSETS` too).
 
@@ -48,7 +49,7 @@ async fn the_api_server_calls_the_generated_webhooks() {
     let Some(env) = TestEnv::real().await else {
         return;
     };
-    let server = WebhookServer::start(&env, webhook::routes()).await;
+    let server = WebhookServer::start(&env, webhook::routes(&env.operator)).await;
     let objects = objects(&env);
     let created = objects
         .create(&PostParams::default(), &sample(&env, "accepted"))
@@ -64,16 +65,13 @@ async fn the_api_server_applies_defaults_and_relays_refusals() {
     let Some(env) = TestEnv::real().await else {
         return;
     };
-    // Webhook functions of the test's own, at the generated webhooks' paths.
+    // Webhooks of the test's own, at the generated webhooks' paths.
     let mut router = Router::new();
     for hook in webhook::cron_job::webhooks() {
         router = if hook.mutating {
-            router.route(hook.path, webhook::defaulting::<api::CronJob>(label))
+            router.route(hook.path, webhook::defaulting(TestWebhook, env.admin.clone()))
         } else {
-            router.route(
-                hook.path,
-                webhook::validating::<api::CronJob>(refuse_named_refused),
-            )
+            router.route(hook.path, webhook::validating(TestWebhook, env.admin.clone()))
         };
     }
     let server = WebhookServer::start(&env, router).await;
@@ -132,7 +130,7 @@ async fn the_api_server_applies_the_books_defaults_and_relays_its_refusals() {
     let Some(env) = TestEnv::real().await else {
         return;
     };
-    let server = WebhookServer::start(&env, webhook::routes()).await;
+    let server = WebhookServer::start(&env, webhook::routes(&env.operator)).await;
     let objects = objects(&env);
     let created = objects
         .create(&PostParams::default(), &bare("defaulted", "*/5 * * * *"))
@@ -184,6 +182,61 @@ async fn the_api_server_applies_the_books_defaults_and_relays_its_refusals() {
     server.stop(&env).await;
 }
 
+/// Beyond the book: the validator reads the ServiceAccount the Jobs would run as with its client
+/// (the manager's, whose `RULES` let it), and warns while it is missing.
+#[cfg_attr(envtest, tokio::test)]
+#[cfg_attr(not(envtest), allow(dead_code))]
+async fn the_validator_warns_of_a_missing_service_account() {
+    let Some(env) = TestEnv::real().await else {
+        return;
+    };
+    let server = WebhookServer::start(&env, webhook::routes(&env.operator)).await;
+    let runs_as = |name: &str| {
+        let mut cronjob = bare(name, "@hourly");
+        let job = cronjob.spec.job_template.spec.as_mut().unwrap();
+        job.template.spec.as_mut().unwrap().service_account_name = Some("robot".into());
+        cronjob
+    };
+    let warnings = create_with_warnings(&env, &runs_as("early")).await;
+    let expected = format!(
+        r#"spec.jobTemplate.spec.template.spec.serviceAccountName: ServiceAccount "robot" not found in namespace "{}": the Jobs' pods cannot be created until it exists"#,
+        env.namespace
+    );
+    assert_eq!(warnings, [expected]);
+
+    let account = serde_json::from_value(serde_json::json!({ "metadata": { "name": "robot" } }));
+    Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(env.admin.clone(), &env.namespace)
+        .create(&PostParams::default(), &account.unwrap())
+        .await
+        .unwrap();
+    let warnings = create_with_warnings(&env, &runs_as("late")).await;
+    assert_eq!(warnings, Vec::<String>::new());
+    server.stop(&env).await;
+}
+
+/// Creates `cronjob` and returns the warnings the API server sent with its answer (in `Warning`
+/// headers, `299 - "<text>"`, which kube's `Api` does not return).
+async fn create_with_warnings(env: &TestEnv, cronjob: &api::CronJob) -> Vec<String> {
+    let url = format!(
+        "/apis/batch.tutorial.kubebuilder.io/v1/namespaces/{}/cronjobs",
+        env.namespace
+    );
+    let body = serde_json::to_vec(cronjob).unwrap();
+    let request = kube::core::Request::new(url)
+        .create(&PostParams::default(), body)
+        .unwrap();
+    let response = env.admin.send(request.map(Into::into)).await.unwrap();
+    assert!(response.status().is_success(), "{:?}", response.status());
+    let headers = response.headers().get_all("warning").iter();
+    headers
+        .map(|value| {
+            let value = value.to_str().unwrap();
+            let text = value.split_once(" - ").map_or(value, |(_, text)| text);
+            serde_json::from_str(text).unwrap_or_else(|_| text.to_string())
+        })
+        .collect()
+}
+
 /// The status of the API server's refusal of a request.
 async fn refusal<T: std::fmt::Debug>(
     request: impl Future<Output = kube::Result<T>>,
@@ -198,8 +251,7 @@ async fn refusal<T: std::fmt::Debug>(
 /// validator called directly.
 mod book {
     use cronjob_operator::api::batch::v1::{ConcurrencyPolicy, CronJob, CronJobSpec};
-    use cronjob_operator::webhook::Change;
-    use cronjob_operator::webhook::cron_job::{DEFAULTS, Defaults, validate};
+    use cronjob_operator::webhook::cron_job::{DEFAULTS, Defaults, validate_cron_job};
     use memop_runtime::webhook::Refusal;
 
     const VALID_NAME: &str = "valid-cronjob-name";
@@ -281,7 +333,7 @@ mod book {
     #[test]
     fn should_deny_creation_if_the_name_is_too_long() {
         let obj = named(TOO_LONG, SCHEDULE);
-        let refusal = validate(Change::Create(&obj)).unwrap_err();
+        let refusal = validate_cron_job(&obj).unwrap_err();
         let refused = refusal.to_string();
         assert!(
             refused.contains("must be no more than 52 characters"),
@@ -299,13 +351,13 @@ mod book {
     #[test]
     fn should_admit_creation_if_the_name_is_valid() {
         let obj = named(VALID_NAME, SCHEDULE);
-        assert_eq!(validate(Change::Create(&obj)), Ok(Vec::new()));
+        assert_eq!(validate_cron_job(&obj), Ok(Vec::new()));
     }
 
     #[test]
     fn should_deny_creation_if_the_schedule_is_invalid() {
         let obj = named(VALID_NAME, "invalid-cron-schedule");
-        let refusal = validate(Change::Create(&obj)).unwrap_err();
+        let refusal = validate_cron_job(&obj).unwrap_err();
         assert_eq!(fields(&refusal), [("spec.schedule", "FieldValueInvalid")]);
         let refused = refusal.to_string();
         assert!(
@@ -318,18 +370,14 @@ mod book {
     #[test]
     fn should_admit_creation_if_the_schedule_is_valid() {
         let obj = named(VALID_NAME, SCHEDULE);
-        assert_eq!(validate(Change::Create(&obj)), Ok(Vec::new()));
+        assert_eq!(validate_cron_job(&obj), Ok(Vec::new()));
     }
 
     #[test]
     fn should_deny_update_if_both_name_and_spec_are_invalid() {
-        let old = named(VALID_NAME, SCHEDULE);
+        // An update is validated on the new object, as the book's `ValidateUpdate` does.
         let new = named(TOO_LONG, "invalid-cron-schedule");
-        let refusal = validate(Change::Update {
-            old: &old,
-            new: &new,
-        })
-        .unwrap_err();
+        let refusal = validate_cron_job(&new).unwrap_err();
         let invalid = [
             ("metadata.name", "FieldValueInvalid"),
             ("spec.schedule", "FieldValueInvalid"),
@@ -346,36 +394,43 @@ mod book {
 
     #[test]
     fn should_admit_update_if_both_name_and_spec_are_valid() {
-        let old = named(VALID_NAME, SCHEDULE);
         let new = named("valid-cronjob-name-updated", "0 0 * * *");
-        assert_eq!(
-            validate(Change::Update {
-                old: &old,
-                new: &new
-            }),
-            Ok(Vec::new())
-        );
-    }
-
-    #[test]
-    fn a_deletion_is_always_allowed() {
-        let obj = named(TOO_LONG, "invalid-cron-schedule");
-        assert_eq!(validate(Change::Delete(&obj)), Ok(Vec::new()));
+        assert_eq!(validate_cron_job(&new), Ok(Vec::new()));
     }
 }
 
-fn label(object: &mut api::CronJob) {
-    object
-        .labels_mut()
-        .insert("webhook-test".into(), "defaulted".into());
+/// Webhooks of the test's own: they label what they default, and refuse names ending with
+/// "refused".
+struct TestWebhook;
+
+impl webhook::Defaulter<api::CronJob> for TestWebhook {
+    async fn default(
+        &self,
+        _: &webhook::Context,
+        object: &mut api::CronJob,
+    ) -> Result<(), webhook::Refusal> {
+        object
+            .labels_mut()
+            .insert("webhook-test".into(), "defaulted".into());
+        Ok(())
+    }
 }
 
-fn refuse_named_refused(change: webhook::Change<'_, api::CronJob>) -> webhook::Verdict {
-    match change {
-        webhook::Change::Create(new) if new.name_any().ends_with("refused") => {
-            Err("names ending with \"refused\" are refused by the test".into())
+impl webhook::Validator<api::CronJob> for TestWebhook {
+    async fn validate_create(&self, _: &webhook::Context, object: &api::CronJob) -> webhook::Verdict {
+        if object.name_any().ends_with("refused") {
+            return Err("names ending with \"refused\" are refused by the test".into());
         }
-        _ => Ok(vec!["checked by the test".into()]),
+        Ok(vec!["checked by the test".into()])
+    }
+
+    async fn validate_update(
+        &self,
+        _: &webhook::Context,
+        _: &api::CronJob,
+        _: &api::CronJob,
+    ) -> webhook::Verdict {
+        Ok(vec!["checked by the test".into()])
     }
 }
 

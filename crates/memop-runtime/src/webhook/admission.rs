@@ -1,15 +1,19 @@
-//! Admission webhooks: [`defaulting`] (mutating) and [`validating`], and the AdmissionReviews
+//! Admission webhooks: [`defaulting`] (mutating) with a [`Defaulter`], and [`validating`]
+//! with a [`Validator`], each called with the request's [`Context`]; and the AdmissionReviews
 //! they read and answer.
+
+use std::future::Future;
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
-use kube::Resource;
 use kube::core::DynamicObject;
 use kube::core::Status;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -17,61 +21,129 @@ use serde_json::Value;
 use super::body::{Unread, read_body};
 use super::refusal::Refusal;
 
-/// A change the API server asks a validating webhook about.
-#[derive(Debug)]
-pub enum Change<'a, K> {
-    /// An object being created.
-    Create(&'a K),
-    /// An object being updated: the stored one and the new one.
-    Update {
-        /// The object as stored.
-        old: &'a K,
-        /// The object as it would be stored.
-        new: &'a K,
-    },
-    /// An object being deleted (the stored one).
-    Delete(&'a K),
+/// What a webhook knows of the request besides its objects (controller-runtime's
+/// `admission.RequestFromContext(ctx)`), and a client of the API server.
+#[derive(Clone, Debug)]
+pub struct Context {
+    request: AdmissionRequest<DynamicObject>,
+    client: Client,
+}
+
+impl Context {
+    /// The admission request without its objects (the webhook gets those typed): its
+    /// `operation`, the user who asks (`user_info`), `dry_run` (a webhook with side effects
+    /// must make none then), the object's `name` and `namespace`, the `sub_resource`, the
+    /// `options` of the create, update or delete.
+    pub fn request(&self) -> &AdmissionRequest<DynamicObject> {
+        &self.request
+    }
+
+    /// A client of the API server, as the manager's own (its ServiceAccount's rights): to read
+    /// other objects a decision depends on. A webhook answers within its timeout (10 s by
+    /// default), so read little, or from a cache the webhook keeps.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
 }
 
 /// What a validating webhook answers: allowed, with warnings for the client (kubectl prints
-/// them), or refused, with a message that says why (`Err("...".into())`) or the fields that
-/// are invalid ([`Invalid`](super::Invalid)).
+/// them), or refused, with a message that says why (`Err("...".into())`, 403 Forbidden) or the
+/// fields that are invalid ([`Invalid`](super::Invalid), 422 Invalid).
 pub type Verdict = Result<Vec<String>, Refusal>;
 
-/// A mutating webhook: the API server sends the object, `default` sets its defaults, and the
-/// answer is the JSON patch that makes those changes to the object as it was sent (fields the
-/// type does not know are left alone, not dropped).
+/// Sets the defaults of a `K` the API server is about to create or update: kubebuilder's
+/// `CustomDefaulter`. The API server stores what [`default`](Defaulter::default) leaves;
+/// an `Err` refuses the request, as a validating webhook's does.
+///
+/// ```
+/// # use memop_runtime::webhook::{Context, Defaulter, Refusal};
+/// # use k8s_openapi::api::core::v1::ConfigMap;
+/// # use kube::ResourceExt;
+/// struct ConfigMapWebhook;
+///
+/// impl Defaulter<ConfigMap> for ConfigMapWebhook {
+///     async fn default(&self, ctx: &Context, config: &mut ConfigMap) -> Result<(), Refusal> {
+///         let user = ctx.request().user_info.username.clone().unwrap_or_default();
+///         config.labels_mut().entry("created-by".into()).or_insert(user);
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait Defaulter<K>: Send + Sync + 'static {
+    /// Sets the defaults of `object`, as the API server sent it.
+    fn default(
+        &self,
+        ctx: &Context,
+        object: &mut K,
+    ) -> impl Future<Output = Result<(), Refusal>> + Send;
+}
+
+/// Decides whether the API server may store a change to a `K`: kubebuilder's
+/// `CustomValidator`. Deletions come here only if the webhook's operations list DELETE.
+pub trait Validator<K>: Send + Sync + 'static {
+    /// Decides on the creation of `object`.
+    fn validate_create(&self, ctx: &Context, object: &K) -> impl Future<Output = Verdict> + Send;
+
+    /// Decides on the update of `old` (as stored) to `new`.
+    fn validate_update(
+        &self,
+        ctx: &Context,
+        old: &K,
+        new: &K,
+    ) -> impl Future<Output = Verdict> + Send;
+
+    /// Decides on the deletion of `object` (as stored); allowed unless implemented.
+    fn validate_delete(&self, ctx: &Context, object: &K) -> impl Future<Output = Verdict> + Send {
+        let _ = (ctx, object);
+        async { Ok(Vec::new()) }
+    }
+}
+
+/// A mutating webhook: the API server sends the object, `defaulter` sets its defaults (with
+/// `client` in its [`Context`]), and the answer is the JSON patch that makes those changes to
+/// the object as it was sent (fields the type does not know are left alone, not dropped).
 ///
 /// An object that cannot be read as a `K` is refused with a message that says why, unless the
 /// request only changes its metadata (removing a finalizer, say), which is allowed as it is.
-pub fn defaulting<K>(default: fn(&mut K)) -> MethodRouter
+pub fn defaulting<K>(defaulter: impl Defaulter<K>, client: Client) -> MethodRouter
 where
     K: Resource + Clone + Serialize + DeserializeOwned + Send + Sync + 'static,
 {
+    let defaulter = Arc::new(defaulter);
     post(move |body: Body| async move {
-        answer(read_body(body).await, |review| mutate(review, default))
+        let read = Admission::read(read_body(body).await, &client);
+        answer(match read {
+            Ok(admission) => mutate(admission, &*defaulter).await,
+            Err(refused) => *refused,
+        })
     })
 }
 
-/// A validating webhook: `validate` decides on the change the API server asks about.
+/// A validating webhook: `validator` decides on the change the API server asks about (with
+/// `client` in its [`Context`]).
 ///
 /// Objects are read leniently: an update whose stored object cannot be read as a `K` (stored
 /// before a change of the type, say) is validated as the creation of the new object, a
 /// deletion of such an object is allowed, and so is an update that only changes the metadata
 /// of an object that cannot be read; each with a warning that says so.
-pub fn validating<K>(validate: fn(Change<'_, K>) -> Verdict) -> MethodRouter
+pub fn validating<K>(validator: impl Validator<K>, client: Client) -> MethodRouter
 where
     K: Resource + Clone + Serialize + DeserializeOwned + Send + Sync + 'static,
 {
+    let validator = Arc::new(validator);
     post(move |body: Body| async move {
-        answer(read_body(body).await, |review| decide(review, validate))
+        let read = Admission::read(read_body(body).await, &client);
+        answer(match read {
+            Ok(admission) => decide(admission, &*validator).await,
+            Err(refused) => *refused,
+        })
     })
 }
 
 /// An admission request, with its objects as the API server sent them.
 struct Admission {
-    /// The request, without its objects.
-    request: AdmissionRequest<DynamicObject>,
+    /// The request, without its objects, and the client.
+    context: Context,
     /// The object as it would be stored (none for a deletion).
     object: Option<Value>,
     /// The object as stored (none for a creation).
@@ -79,9 +151,15 @@ struct Admission {
 }
 
 impl Admission {
-    /// Reads an AdmissionReview, or says why it is not one, in a response to it.
-    fn read(body: &[u8]) -> Result<Self, Box<AdmissionResponse>> {
-        let mut review: Value = serde_json::from_slice(body)
+    /// Reads an AdmissionReview (with `client` for the webhook's context), or says why it is
+    /// not one (or could not be read), in a response to it: a refusal, not an HTTP error,
+    /// which the API server would not relay.
+    fn read(body: Result<Vec<u8>, Unread>, client: &Client) -> Result<Self, Box<AdmissionResponse>> {
+        let body = body.map_err(|unread| {
+            let (uid, message, code, reason) = unread.answer("AdmissionReview");
+            refusal_with(&uid, message, code, reason)
+        })?;
+        let mut review: Value = serde_json::from_slice(&body)
             .map_err(|error| refusal("", format!("not an AdmissionReview: {error}")))?;
         let uid = review["request"]["uid"]
             .as_str()
@@ -100,8 +178,9 @@ impl Admission {
                 .map_err(|error| refusal(&uid, format!("not an AdmissionReview: {error}")))?
                 .try_into()
                 .map_err(|error| refusal(&uid, format!("not an AdmissionReview: {error}")))?;
+        let client = client.clone();
         Ok(Self {
-            request,
+            context: Context { request, client },
             object,
             old_object,
         })
@@ -109,7 +188,7 @@ impl Admission {
 
     /// The kind the request is about, for messages.
     fn kind(&self) -> &str {
-        &self.request.kind.kind
+        &self.context.request.kind.kind
     }
 
     /// `object` read as a `K`, or why it cannot be.
@@ -125,7 +204,7 @@ impl Admission {
         else {
             return false;
         };
-        self.request.operation == Operation::Update
+        self.context.request.operation == Operation::Update
             && new.len() == old.len()
             && new
                 .iter()
@@ -147,32 +226,26 @@ fn refusal_with(uid: &str, message: String, code: u16, reason: &str) -> Box<Admi
     response.result = Status::failure(&message, reason).with_code(code);
     Box::new(response)
 }
-/// Reads an AdmissionReview, and answers with the response `review` makes of it; with a
-/// refusal (not an HTTP error: the API server would not relay its message) when the body is
-/// not an AdmissionReview.
-fn answer(
-    body: Result<Vec<u8>, Unread>,
-    review: impl FnOnce(Admission) -> AdmissionResponse,
-) -> Response {
-    let read = body.map_err(|unread| {
-        let (uid, message, code, reason) = unread.answer("AdmissionReview");
-        refusal_with(&uid, message, code, reason)
-    });
-    let response = match read.and_then(|body| Admission::read(&body)) {
-        Ok(admission) => review(admission),
-        Err(refused) => *refused,
-    };
+/// The AdmissionReview that answers with `response`.
+fn answer(response: AdmissionResponse) -> Response {
     match serde_json::to_vec(&response.into_review()) {
         Ok(json) => ([(CONTENT_TYPE, "application/json")], json).into_response(),
         Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{error}\n")).into_response(),
     }
 }
 
-fn mutate<K>(admission: Admission, default: fn(&mut K)) -> AdmissionResponse
+/// `response` refused for `refusal`, with the status the API server relays to the client.
+fn refused(mut response: AdmissionResponse, refusal: &Refusal) -> AdmissionResponse {
+    response.allowed = false;
+    response.result = refusal.status();
+    response
+}
+
+async fn mutate<K>(admission: Admission, defaulter: &impl Defaulter<K>) -> AdmissionResponse
 where
-    K: Resource + Clone + Serialize + DeserializeOwned,
+    K: Resource + Clone + Serialize + DeserializeOwned + Send + Sync,
 {
-    let response = AdmissionResponse::from(&admission.request);
+    let response = AdmissionResponse::from(&admission.context.request);
     // A deletion carries no new object: nothing to default.
     let Some(raw) = &admission.object else {
         return response;
@@ -184,7 +257,9 @@ where
         Err(message) => return response.deny(message),
     };
     let mut defaulted = object.clone();
-    default(&mut defaulted);
+    if let Err(refusal) = defaulter.default(&admission.context, &mut defaulted).await {
+        return refused(response, &refusal);
+    }
     let patch = match (
         serde_json::to_value(&object),
         serde_json::to_value(&defaulted),
@@ -243,26 +318,27 @@ fn rebase(raw: &Value, before: &Value, after: &Value) -> Value {
     }
 }
 
-fn decide<K>(admission: Admission, validate: fn(Change<'_, K>) -> Verdict) -> AdmissionResponse
+async fn decide<K>(admission: Admission, validator: &impl Validator<K>) -> AdmissionResponse
 where
-    K: Resource + Clone + DeserializeOwned,
+    K: Resource + Clone + DeserializeOwned + Send + Sync,
 {
-    let mut response = AdmissionResponse::from(&admission.request);
+    let ctx = &admission.context;
+    let mut response = AdmissionResponse::from(&ctx.request);
     let mut warnings = Vec::new();
     let (new, old) = (admission.object.as_ref(), admission.old_object.as_ref());
     let read = |object: &Value| admission.read_as::<K>(object);
-    let (new, old) = match (&admission.request.operation, new, old) {
+    let verdict = match (&ctx.request.operation, new, old) {
         (Operation::Create, Some(new), _) => match read(new) {
-            Ok(new) => (Some(new), None),
+            Ok(new) => validator.validate_create(ctx, &new).await,
             Err(message) => return response.deny(message),
         },
         (Operation::Update, Some(new), Some(old)) => match (read(new), read(old)) {
-            (Ok(new), Ok(old)) => (Some(new), Some(old)),
+            (Ok(new), Ok(old)) => validator.validate_update(ctx, &old, &new).await,
             // The stored object is unreadable (stored before a change of the type, say): an
             // update is how it is repaired, so the new object is validated as if created.
             (Ok(new), Err(message)) => {
                 warnings.push(format!("{message}; validated as a new object"));
-                (Some(new), None)
+                validator.validate_create(ctx, &new).await
             }
             (Err(message), _) if admission.only_changes_metadata() => {
                 response.warnings = Some(vec![format!("{message}; only its metadata changes")]);
@@ -271,7 +347,7 @@ where
             (Err(message), _) => return response.deny(message),
         },
         (Operation::Delete, _, Some(old)) => match read(old) {
-            Ok(old) => (None, Some(old)),
+            Ok(old) => validator.validate_delete(ctx, &old).await,
             // Whatever it holds, an object that cannot be read can be deleted.
             Err(message) => {
                 response.warnings = Some(vec![format!("{message}; not validated")]);
@@ -281,13 +357,7 @@ where
         // CONNECT, or a request without the objects its operation needs: nothing to decide.
         _ => return response,
     };
-    let change = match (&admission.request.operation, &new, &old) {
-        (Operation::Update, Some(new), Some(old)) => Change::Update { old, new },
-        (Operation::Delete, _, Some(old)) => Change::Delete(old),
-        (_, Some(new), _) => Change::Create(new),
-        _ => return response,
-    };
-    match validate(change) {
+    match verdict {
         Ok(mut more) => {
             warnings.append(&mut more);
             if !warnings.is_empty() {
@@ -295,10 +365,6 @@ where
             }
             response
         }
-        Err(refusal) => {
-            response.allowed = false;
-            response.result = refusal.status();
-            response
-        }
+        Err(refusal) => refused(response, &refusal),
     }
 }

@@ -11,8 +11,9 @@
 //! A project's `src/webhook/mod.rs` lists its webhooks ([`Webhook`]s and their routes) and
 //! conversions ([`Conversion`]s), and starts this server with [`serve`].
 //!
-//! By concern: `admission` ([`defaulting`], [`validating`]), `refusal` (why a validating
-//! webhook refuses: [`Refusal`], [`Invalid`] fields), `conversion` ([`converting`],
+//! By concern: `admission` ([`defaulting`] with a [`Defaulter`], [`validating`] with a
+//! [`Validator`], both given the request's [`Context`]), `refusal` (why a webhook refuses:
+//! [`Refusal`], [`Invalid`] fields), `conversion` ([`converting`],
 //! [`Conversion`]), `configuration` (the webhook configurations: [`Webhook`],
 //! [`configurations`], [`manifests_yaml`]), `body` (reading a review, up to
 //! [`MAX_REQUEST_SIZE`]), `server` ([`Flags`], [`serve`], [`measured`]), [`certs`] (the
@@ -32,7 +33,7 @@ mod server;
 #[cfg(test)]
 mod tests;
 
-pub use admission::{Change, Verdict, defaulting, validating};
+pub use admission::{Context, Defaulter, Validator, Verdict, defaulting, validating};
 pub use body::MAX_REQUEST_SIZE;
 pub use configuration::{
     METADATA_ONLY_UPDATE, METADATA_ONLY_UPDATE_NAME, NAMESPACE_NAME_LABEL,

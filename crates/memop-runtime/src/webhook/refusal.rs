@@ -1,4 +1,4 @@
-//! Why a validating webhook refuses a change ([`Refusal`]), and the status the API server
+//! Why a webhook refuses a change ([`Refusal`]), and the status the API server
 //! relays to the client: a message (403 Forbidden, controller-runtime's `admission.Denied`),
 //! or the fields that are invalid (422 Invalid with a cause per field, apimachinery's
 //! `apierrors.NewInvalid`, as kubebuilder's validators return it).
@@ -10,7 +10,7 @@ use kube::core::Status;
 use kube::core::response::{StatusCause, StatusDetails};
 use serde::Serialize;
 
-/// Why a validating webhook refuses a change. A message converts into one (`Err("...".into())`),
+/// Why a webhook refuses a change (a validating one, or a defaulter that cannot default). A message converts into one (`Err("...".into())`),
 /// and so does [`Invalid`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum Refusal {

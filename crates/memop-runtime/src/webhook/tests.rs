@@ -52,6 +52,64 @@ async fn review(route: MethodRouter, request: Value) -> Value {
     answer["response"].clone()
 }
 
+/// A change a test's validation function decides on, as the [`Validator`]'s methods see it.
+enum Change<'a, K> {
+    Create(&'a K),
+    Update { old: &'a K, new: &'a K },
+    Delete(&'a K),
+}
+
+/// A [`Defaulter`] of a plain function.
+struct Defaults<K>(fn(&mut K));
+
+impl<K: Send + Sync + 'static> Defaulter<K> for Defaults<K> {
+    async fn default(&self, _: &Context, object: &mut K) -> Result<(), Refusal> {
+        (self.0)(object);
+        Ok(())
+    }
+}
+
+/// A [`Validator`] of a plain function of the [`Change`].
+struct Validates<K>(fn(Change<'_, K>) -> Verdict);
+
+impl<K: Send + Sync + 'static> Validator<K> for Validates<K> {
+    async fn validate_create(&self, _: &Context, object: &K) -> Verdict {
+        (self.0)(Change::Create(object))
+    }
+
+    async fn validate_update(&self, _: &Context, old: &K, new: &K) -> Verdict {
+        (self.0)(Change::Update { old, new })
+    }
+
+    async fn validate_delete(&self, _: &Context, object: &K) -> Verdict {
+        (self.0)(Change::Delete(object))
+    }
+}
+
+/// A client whose every request fails: these webhooks call no API server.
+fn no_client() -> kube::Client {
+    let service = tower::service_fn(|_: http::Request<kube::client::Body>| async {
+        Err::<http::Response<kube::client::Body>, _>(std::io::Error::other("no API server"))
+    });
+    kube::Client::new(service, "default")
+}
+
+/// A mutating webhook that sets the defaults `default` sets.
+fn defaults<K>(default: fn(&mut K)) -> MethodRouter
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    defaulting(Defaults(default), no_client())
+}
+
+/// A validating webhook that decides as `validate` does.
+fn validates<K>(validate: fn(Change<'_, K>) -> Verdict) -> MethodRouter
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    validating(Validates(validate), no_client())
+}
+
 fn thing(labels: Value) -> Value {
     json!({
         "apiVersion": "example.com/v1",
@@ -80,7 +138,7 @@ fn refuse_big(change: Change<'_, DynamicObject>) -> Verdict {
 #[tokio::test]
 async fn a_mutating_webhook_answers_with_the_patch_of_its_defaults() {
     let response = review(
-        defaulting(label),
+        defaults(label),
         json!({ "operation": "CREATE", "object": thing(json!({})) }),
     )
     .await;
@@ -99,7 +157,7 @@ async fn a_mutating_webhook_answers_with_the_patch_of_its_defaults() {
     // Nothing to default: allowed, with an empty patch.
     let already = thing(json!({ "defaulted": "yes" }));
     let response = review(
-        defaulting(label),
+        defaults(label),
         json!({ "operation": "CREATE", "object": already }),
     )
     .await;
@@ -109,7 +167,7 @@ async fn a_mutating_webhook_answers_with_the_patch_of_its_defaults() {
 #[tokio::test]
 async fn a_validating_webhook_relays_refusals_and_warnings() {
     let refused = review(
-        validating(refuse_big),
+        validates(refuse_big),
         json!({ "operation": "CREATE", "object": thing(json!({ "big": "1" })) }),
     )
     .await;
@@ -121,19 +179,19 @@ async fn a_validating_webhook_relays_refusals_and_warnings() {
     assert_eq!(refused["status"]["status"], "Failure");
 
     let update = json!({ "operation": "UPDATE", "object": thing(json!({ "a": "2" })), "oldObject": thing(json!({ "a": "1" })) });
-    let warned = review(validating(refuse_big), update).await;
+    let warned = review(validates(refuse_big), update).await;
     assert_eq!(warned["allowed"], true);
     assert_eq!(warned["warnings"], json!(["labels changed"]));
 
     // A deletion is decided on the old object.
     let kept = review(
-        validating(refuse_big),
+        validates(refuse_big),
         json!({ "operation": "DELETE", "oldObject": thing(json!({ "keep": "1" })) }),
     )
     .await;
     assert_eq!(kept["allowed"], false);
     let plain = review(
-        validating(refuse_big),
+        validates(refuse_big),
         json!({ "operation": "CREATE", "object": thing(json!({})) }),
     )
     .await;
@@ -176,7 +234,7 @@ fn replicas(replicas: i32, labels: Option<Value>) -> Value {
 #[tokio::test]
 async fn invalid_fields_are_refused_as_422_invalid_with_a_cause_each() {
     let refused = review(
-        validating(replicas_and_labels),
+        validates(replicas_and_labels),
         json!({ "operation": "CREATE", "object": replicas(-1, None) }),
     )
     .await;
@@ -208,7 +266,7 @@ async fn invalid_fields_are_refused_as_422_invalid_with_a_cause_each() {
     assert_eq!(refused["status"], expected);
 
     let one = review(
-        validating(replicas_and_labels),
+        validates(replicas_and_labels),
         json!({ "operation": "CREATE", "object": replicas(-1, Some(json!({ "a": "1" }))) }),
     )
     .await;
@@ -219,7 +277,7 @@ async fn invalid_fields_are_refused_as_422_invalid_with_a_cause_each() {
     );
 
     let valid = review(
-        validating(replicas_and_labels),
+        validates(replicas_and_labels),
         json!({ "operation": "CREATE", "object": replicas(1, Some(json!({ "a": "1" }))) }),
     )
     .await;
@@ -514,15 +572,15 @@ async fn bodies_up_to_7_mib_are_read_and_larger_ones_refused_with_a_review() {
         })
     };
     let admission = |size| large_review("AdmissionReview", "admission.k8s.io/v1", update(size));
-    let answer = answer_to(validating(refuse_big), admission(3 * mib / 2)).await;
+    let answer = answer_to(validates(refuse_big), admission(3 * mib / 2)).await;
     assert_eq!(answer["response"]["uid"], "b7e1");
     assert_eq!(answer["response"]["allowed"], true, "{answer}");
-    let answer = answer_to(defaulting(label), admission(3 * mib / 2)).await;
+    let answer = answer_to(defaults(label), admission(3 * mib / 2)).await;
     assert_eq!(answer["response"]["allowed"], true);
     assert_eq!(answer["response"]["patchType"], "JSONPatch");
 
     // Over 7 MiB: refused, with the review's uid and code 413, as controller-runtime does.
-    for route in [validating(refuse_big), defaulting(label)] {
+    for route in [validates(refuse_big), defaults(label)] {
         let answer = answer_to(route, admission(4 * mib)).await;
         let response = &answer["response"];
         assert_eq!(answer["kind"], "AdmissionReview");
@@ -588,7 +646,7 @@ fn a_conversion_keeps_the_metadata_but_labels_and_annotations() {
 async fn webhook_requests_are_measured_by_their_route() {
     let metrics = Arc::new(Metrics::default());
     let router = measured(
-        Router::new().route("/validate-things", validating(refuse_big)),
+        Router::new().route("/validate-things", validates(refuse_big)),
         metrics.clone(),
     );
     let request = |path: &str| {
@@ -623,7 +681,7 @@ async fn a_body_that_is_not_an_admission_review_is_refused_in_one() {
             "9",
         ),
     ] {
-        for route in [validating(refuse_big), defaulting(label)] {
+        for route in [validates(refuse_big), defaults(label)] {
             let answer = post_to(route, body.clone()).await;
             assert_eq!(answer["kind"], "AdmissionReview");
             assert_eq!(answer["apiVersion"], "admission.k8s.io/v1");
@@ -695,7 +753,7 @@ async fn the_defaulting_patch_applies_to_the_object_as_sent() {
     let mut sent =
         widget(json!({ "future": { "x": 1 }, "ports": [{ "port": 80, "appProtocol": "http" }] }));
     let response = review(
-        defaulting(default_widget),
+        defaults(default_widget),
         json!({ "operation": "CREATE", "object": sent }),
     )
     .await;
@@ -720,7 +778,7 @@ async fn the_defaulting_patch_applies_to_the_object_as_sent() {
 #[tokio::test]
 async fn objects_that_cannot_be_read_are_refused_with_a_message_unless_only_metadata_changes() {
     let unreadable = widget(json!({ "size": "three" }));
-    for route in [defaulting(default_widget), validating(accept_widgets)] {
+    for route in [defaults(default_widget), validates(accept_widgets)] {
         let created = review(
             route.clone(),
             json!({ "operation": "CREATE", "object": unreadable }),
@@ -746,7 +804,7 @@ async fn objects_that_cannot_be_read_are_refused_with_a_message_unless_only_meta
     }
     // Deleted, whatever it holds.
     let deleted = review(
-        validating(accept_widgets),
+        validates(accept_widgets),
         json!({ "operation": "DELETE", "oldObject": unreadable }),
     )
     .await;
@@ -754,14 +812,14 @@ async fn objects_that_cannot_be_read_are_refused_with_a_message_unless_only_meta
     // Repaired by an update: validated as a new object.
     let repaired = widget(json!({ "size": 3 }));
     let updated = review(
-        validating(accept_widgets),
+        validates(accept_widgets),
         json!({ "operation": "UPDATE", "object": repaired, "oldObject": unreadable }),
     )
     .await;
     assert_eq!(updated["allowed"], true, "{updated}");
     assert_eq!(updated["warnings"][1], "created", "{updated}");
     let refused = review(
-        validating(accept_widgets),
+        validates(accept_widgets),
         json!({ "operation": "UPDATE", "object": widget(json!({ "size": 0 })), "oldObject": unreadable }),
     )
     .await;

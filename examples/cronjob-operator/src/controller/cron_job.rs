@@ -90,6 +90,12 @@ pub const RULES: &[Rule] = &[
         resources: &["events"],
         verbs: &["create", "patch"],
     },
+    // The validating webhook (src/webhook/cron_job.rs) reads the ServiceAccount the Jobs run as.
+    Rule {
+        api_group: "",
+        resources: &["serviceaccounts"],
+        verbs: &["get"],
+    },
 ];
 
 /// What the reconcile of a CronJob works with.

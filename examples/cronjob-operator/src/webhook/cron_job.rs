@@ -16,8 +16,11 @@
 //! server asks before it stores a CronJob. kubebuilder's book, "Tutorial: Building CronJob"
 //! (`internal/webhook/v1/cronjob_webhook.go`): the defaults of [`DEFAULTS`], and the refusal of
 //! a schedule that does not parse or a name too long for the Jobs named after it, with
-//! kubebuilder's field paths and messages.
+//! kubebuilder's field paths and messages; and, beyond the book, a warning when the Jobs would
+//! run as a ServiceAccount that does not exist.
 
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::api::Api;
 use kube::ResourceExt;
 use memop_runtime::webhook::{FieldError, Invalid};
 
@@ -72,25 +75,60 @@ impl Defaults {
     }
 }
 
-/// Sets the defaults of a CronJob the API server is about to create or update: [`DEFAULTS`].
-pub fn default(cronjob: &mut CronJob) {
-    tracing::info!(name = %cronjob.name_any(), "Defaulting for CronJob");
-    DEFAULTS.apply(cronjob);
+/// The webhooks of CronJob (the book's `CronJobCustomDefaulter` and `CronJobCustomValidator`).
+pub struct CronJobWebhook;
+
+impl super::Defaulter<CronJob> for CronJobWebhook {
+    /// Sets the defaults of a CronJob the API server is about to create or update: [`DEFAULTS`].
+    async fn default(&self, ctx: &super::Context, cronjob: &mut CronJob) -> Result<(), super::Refusal> {
+        let operation = &ctx.request().operation;
+        tracing::info!(name = %cronjob.name_any(), ?operation, "Defaulting for CronJob");
+        DEFAULTS.apply(cronjob);
+        Ok(())
+    }
 }
 
-/// Decides whether the API server may store a CronJob: created or updated, its name and
-/// schedule must be valid ([`validate_cron_job`]); a deletion is always allowed.
-pub fn validate(change: super::Change<'_, CronJob>) -> super::Verdict {
-    match change {
-        super::Change::Create(cronjob) => {
-            tracing::info!(name = %cronjob.name_any(), "Validation for CronJob upon creation");
-            validate_cron_job(cronjob)
-        }
-        super::Change::Update { new, .. } => {
-            tracing::info!(name = %new.name_any(), "Validation for CronJob upon update");
-            validate_cron_job(new)
-        }
-        super::Change::Delete(_) => Ok(Vec::new()),
+impl super::Validator<CronJob> for CronJobWebhook {
+    /// A CronJob is created only with a valid name and schedule ([`validate_cron_job`]); with a
+    /// warning if its Jobs would run as a ServiceAccount that does not exist.
+    async fn validate_create(&self, ctx: &super::Context, cronjob: &CronJob) -> super::Verdict {
+        tracing::info!(name = %cronjob.name_any(), "Validation for CronJob upon creation");
+        let mut warnings = validate_cron_job(cronjob)?;
+        warnings.extend(missing_service_account(ctx, cronjob).await);
+        Ok(warnings)
+    }
+
+    /// The same for an update; a deletion is always allowed.
+    async fn validate_update(
+        &self,
+        ctx: &super::Context,
+        _old: &CronJob,
+        cronjob: &CronJob,
+    ) -> super::Verdict {
+        tracing::info!(name = %cronjob.name_any(), "Validation for CronJob upon update");
+        let mut warnings = validate_cron_job(cronjob)?;
+        warnings.extend(missing_service_account(ctx, cronjob).await);
+        Ok(warnings)
+    }
+}
+
+/// A warning when the ServiceAccount the CronJob's Jobs run as (`serviceAccountName` of their
+/// pods) does not exist in its namespace, read with the webhook's client: their pods cannot
+/// be created until it does. Not a refusal, since it is often created right after, by the same
+/// `kubectl apply`.
+async fn missing_service_account(ctx: &super::Context, cronjob: &CronJob) -> Option<String> {
+    let job = cronjob.spec.job_template.spec.as_ref()?;
+    let name = job.template.spec.as_ref()?.service_account_name.as_deref()?;
+    let namespace = ctx.request().namespace.as_deref()?;
+    let accounts = Api::<ServiceAccount>::namespaced(ctx.client().clone(), namespace);
+    let field = "spec.jobTemplate.spec.template.spec.serviceAccountName";
+    match accounts.get_opt(name).await {
+        Ok(Some(_)) => None,
+        Ok(None) => Some(format!(
+            "{field}: ServiceAccount {name:?} not found in namespace {namespace:?}: the Jobs' pods cannot be created until it exists"
+        )),
+        // Whether it exists is only worth a warning: it does not hold up the CronJob.
+        Err(error) => Some(format!("{field}: could not read ServiceAccount {name:?}: {error}")),
     }
 }
 
@@ -112,11 +150,12 @@ pub fn validate_cron_job(cronjob: &CronJob) -> super::Verdict {
     invalid.verdict()
 }
 
-/// The routes of these webhooks on the webhook server.
-pub fn routes() -> axum::Router {
+/// The routes of these webhooks on the webhook server, whose [`Context`](super::Context) has
+/// `client`.
+pub fn routes(client: &kube::Client) -> axum::Router {
     axum::Router::new()
-        .route(MUTATE_PATH, super::defaulting::<CronJob>(default))
-        .route(VALIDATE_PATH, super::validating::<CronJob>(validate))
+        .route(MUTATE_PATH, super::defaulting(CronJobWebhook, client.clone()))
+        .route(VALIDATE_PATH, super::validating(CronJobWebhook, client.clone()))
 }
 
 /// These webhooks, as `make manifests` declares them.
