@@ -469,7 +469,7 @@ fn a_kept_crd_replaced_by_one_of_another_plural_or_scope_the_project_cannot_take
 }
 
 #[test]
-fn delete_api_and_create_webhook_on_a_kind_that_is_not_the_projects_say_so() {
+fn delete_api_and_a_conversion_webhook_on_a_kind_that_is_not_the_projects_say_so() {
     let (_tmp, dir) = toys_project(&["--group core --version v1 --kind Pod --resource=false --controller=true"]);
     ok(&dir, WIDGET);
     // The group whole, or as PROJECT splits it.
@@ -487,12 +487,28 @@ fn delete_api_and_create_webhook_on_a_kind_that_is_not_the_projects_say_so() {
     );
     refused(
         &dir,
-        "create webhook --group toys.example.org --version v1 --kind Widget --defaulting",
-        &[
-            "toys.example.org/v1, Kind=Widget is another project's kind",
-            "memop scaffolds webhooks on the project's own",
-        ],
+        "create webhook --group toys.example.org --version v1 --kind Widget --conversion",
+        &["--conversion", "toys.example.org/v1, Kind=Widget is another project's kind", "drop --conversion"],
     );
+}
+
+/// Admission webhooks on another project's kind, as kubebuilder scaffolds them for external
+/// types: its kopium type in the kind's webhook module, and configurations for its group and
+/// plural (the project builds: `tests/generated.rs` builds and tests such a project).
+#[test]
+fn admission_webhooks_on_another_projects_kind_use_its_types() {
+    let (_tmp, dir) = toys_project(&[]);
+    ok(&dir, WIDGET);
+    ok(&dir, "create webhook --group toys.example.org --version v1 --kind Widget --defaulting --programmatic-validation");
+    let module = read(&dir, "src/webhook/widget.rs");
+    assert!(module.contains("use crate::external::widget::Widget;"), "{module}");
+    assert!(module.contains("impl super::Defaulter<Widget> for WidgetWebhook"), "{module}");
+    let manifests = read(&dir, "config/webhook/manifests.yaml");
+    for line in ["- toys.example.org", "- widgets", "path: /mutate-toys-example-org-v1-widget"] {
+        assert!(manifests.contains(line), "{line:?}:\n{manifests}");
+    }
+    let test = read(&dir, "tests/widget_webhook.rs");
+    assert!(test.contains("use proj::external::widget::Widget;"), "{test}");
 }
 
 /// `make install` installs the CRDs of other projects' kinds the cluster lacks, beside the

@@ -575,3 +575,36 @@ fn a_later_year_is_not_a_change_of_memops() {
     assert!(stdout.starts_with("Nothing to do"), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert_unchanged(&dir, &before, "an update in a later year");
 }
+
+/// A function the team appended at the end of one of memop's Rust files (`src/main.rs`), right
+/// after an item memop has since removed there (a tests module at the end, as memop 0.1's files
+/// had): the update merges by item, so memop's removal and the team's function are both kept.
+/// A merge by lines marks a conflict: the removed lines and the added ones meet at one place.
+#[test]
+fn a_function_appended_after_an_item_memop_removed_merges_without_conflict() {
+    let (_tmp, dir) = project(&[MEMCACHED]);
+    let memops = read(&dir, "src/main.rs");
+    // memop's text of the file as an older memop wrote it, recorded as such in PROJECT.sum.
+    let older = format!(
+        "{memops}\n#[cfg(test)]\nmod tests {{\n    use clap::Parser;\n\n    #[test]\n    fn the_flags_parse() \
+         {{\n        super::Cli::parse_from([\"manager\"]);\n    }}\n}}\n"
+    );
+    fs::write(dir.join("src/main.rs"), &older).unwrap();
+    let sum = read(&dir, "PROJECT.sum");
+    let recorded = format!("src/main.rs {}\n", blob_id(&memops));
+    assert!(sum.contains(&recorded), "{sum}");
+    let older_recorded = format!("src/main.rs {}\n", blob_id(&older));
+    fs::write(dir.join("PROJECT.sum"), sum.replace(&recorded, &older_recorded)).unwrap();
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "made by an older memop"]);
+    let team = "\n/// The team's own.\nfn banner() -> &'static str {\n    \"memcached-operator\"\n}\n";
+    fs::write(dir.join("src/main.rs"), format!("{older}{team}")).unwrap();
+    git(&dir, &["commit", "-qam", "our function"]);
+
+    let out = ok(&dir, "update");
+    let main = read(&dir, "src/main.rs");
+    assert!(!main.contains("<<<<<<<"), "{}\n{main}", out.stdout);
+    assert_eq!(main, format!("{memops}{team}"), "memop's removal and the team's function");
+    assert!(read(&dir, "PROJECT.sum").contains(&recorded), "memop's text recorded as the new base");
+}

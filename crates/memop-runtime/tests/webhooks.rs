@@ -485,7 +485,13 @@ async fn a_defaulter_sees_the_operation_and_the_user_and_reads_with_the_client()
     assert_eq!(data["owner"], "team-a", "read from the defaults with the client");
     assert_eq!(data["port"], "8080", "the object's own value is kept");
 
-    let (updated, _) = server.replace(&env, &created).await.stored();
+    // An update of the data (one of the metadata alone does not call the webhooks).
+    let mut changed = created.clone();
+    changed
+        .data
+        .get_or_insert_default()
+        .insert("port".into(), "8081".into());
+    let (updated, _) = server.replace(&env, &changed).await.stored();
     assert_eq!(annotation(&updated, "operation").as_deref(), Some("UPDATE"));
     server.stop(&env).await;
 }

@@ -1,11 +1,12 @@
 //! The files `create webhook` plans for a validated [`Request`]: the webhook server (once), the
 //! kind's admission webhooks or conversion, and the webhook configurations of every kind.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::Request;
 use crate::commands::context::ProjectContext;
+use crate::names::external::ExternalCrd;
 use crate::project::{self, Project};
 use crate::resource::ApiNames;
 use crate::scaffold::{self, Plan, Templates};
@@ -58,12 +59,26 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     resource.webhooks = Some(request.webhooks.clone());
     project.upsert(resource);
 
+    // Another project's kind: its CRD, which the project keeps, says its scope and makes the
+    // object the webhook tests create.
+    let external = match api.external {
+        true => {
+            let path = api.external_crd_path();
+            let Some(text) = plan.read(std::path::Path::new(&path))? else {
+                bail!("{path} is missing, and {}'s webhooks use its types; restore it from version control", api.kind);
+            };
+            let names = (api.qualified_group.as_str(), api.version.as_str(), api.kind.as_str(), api.plural.as_str());
+            Some(ExternalCrd::kept(&text, &path, names, project.namespaced)?)
+        }
+        false => None,
+    };
     let mut ctx = tera::Context::from_serialize(WebhookContext {
         project: ProjectContext::new(project),
         api,
-        api_namespaced: match api.builtin_kind() {
-            Some(builtin) => builtin.namespaced,
-            None => request.existing.api.as_ref().is_some_and(|a| a.namespaced),
+        api_namespaced: match (api.builtin_kind(), &external) {
+            (Some(builtin), _) => builtin.namespaced,
+            (None, Some(crd)) => crd.namespaced,
+            (None, None) => request.existing.api.as_ref().is_some_and(|a| a.namespaced),
         },
         defaulting: request.webhooks.defaulting,
         validation: request.webhooks.validation,
@@ -78,6 +93,10 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
         // template's `json!` has it: rustfmt leaves macros be).
         let sample = serde_json::to_string_pretty(&serde_json::from_str::<serde_json::Value>(builtin.sample)?)?;
         ctx.insert("sample", &sample.replace('\n', "\n        "));
+    }
+    if let Some(crd) = &external {
+        let sample = crd.sample(api.version.as_str(), &format!("{}-sample", api.kind.kebab()))?;
+        ctx.insert("sample", &serde_json::to_string_pretty(&sample)?.replace('\n', "\n        "));
     }
 
     let mut roots = vec!["webhook", "webhook-manifests"];

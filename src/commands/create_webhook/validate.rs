@@ -155,13 +155,16 @@ impl Request {
 /// PROJECT's entry of the project's own kind `args` name, which must have types.
 fn own_resource(args: &Args, project: &Project) -> Result<Resource> {
     if let Some(theirs) = args.gvk.theirs(project).filter(|r| r.names.external) {
-        bail!(
-            "{} is another project's kind (its CRD is kept in {}): its webhooks are that project's, which serves \
-             and stores it, and memop scaffolds webhooks on the project's own kinds and Kubernetes' only; validate \
-             or default its objects in that project, or in your controller's reconcile",
-            theirs.names.gvk(),
-            theirs.names.external_crd_path()
-        );
+        // Admission webhooks of the project's own, as kubebuilder scaffolds them for external
+        // types: the API server calls them for that kind's objects too.
+        if args.conversion {
+            bail!(
+                "--conversion: {} is another project's kind (its CRD is kept in {}), and that project converts                  between its versions; drop --conversion",
+                theirs.names.gvk(),
+                theirs.names.external_crd_path()
+            );
+        }
+        return Ok(theirs.clone());
     }
     let named = args.gvk.names(project, None).map_err(|err| {
         // A kind no project may define (`Event`), in a group of Kubernetes' own: what memop

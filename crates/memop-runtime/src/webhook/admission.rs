@@ -23,7 +23,7 @@ use super::refusal::Refusal;
 
 /// What a webhook knows of the request besides its objects (controller-runtime's
 /// `admission.RequestFromContext(ctx)`), and a client of the API server.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Context {
     request: AdmissionRequest<DynamicObject>,
     client: Client,
