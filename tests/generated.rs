@@ -433,7 +433,7 @@ fn cert_manager_certificate_crd() -> Option<std::path::PathBuf> {
 /// a controller over Deployments (Kubernetes' own), a defaulting webhook on Pods (whose real-tier
 /// test shows the manager's namespace taking Pods while the webhook server is down), a controller
 /// over cert-manager's Certificates (kopium's types from its CRD, kept in config/external-crds/,
-/// spelled as kubebuilder's documentation spells it) beside a kind of the project's own with a
+/// spelled as kubebuilder's documentation spells it) and admission webhooks on them, beside a kind of the project's own with a
 /// second, named controller, and the Helm chart of it all. Its tests run on both back ends (the real one with the CRD installed,
 /// whose schema checks the sample); `helm lint` passes; `external-types` and `update` change
 /// nothing.
@@ -455,6 +455,10 @@ fn a_project_over_types_it_does_not_define_builds_lints_and_passes_its_tests() {
     let second = ["--resource=false", "--controller=true", "--controller-name", "memcached-audit"];
     common::run(&dir, &[&["create", "api", "--group", "cache", "--kind", "Memcached"][..], &second].concat());
     common::run(&dir, &["create", "webhook", "--group", "core", "--version", "v1", "--kind", "Pod", "--defaulting"]);
+    // Admission webhooks on the external kind, on kopium's type: the real API server calls them
+    // for a Certificate made from the CRD's schema.
+    let admission = ["--group", "cert-manager.io", "--version", "v1", "--kind", "Certificate", "--defaulting"];
+    common::run(&dir, &[&["create", "webhook"], &admission[..], &["--programmatic-validation"]].concat());
     common::run(&dir, &["edit", "--plugins=helm/v2-alpha"]);
     let types = std::fs::read_to_string(dir.join("src/external/certificate.rs")).unwrap();
     assert!(types.contains("pub struct CertificateSpec") && types.contains("pub secret_name: String"), "{types}");

@@ -49,7 +49,7 @@ fn the_webhooks_order_is_a_function_of_project() {
         servers.push(read(&dir, "src/webhook/mod.rs"));
     }
     assert!(
-        servers[0].contains("memcached::routes());\n    let router = router.merge(nginx::routes"),
+        servers[0].contains("memcached::routes,\n        nginx::routes,\n"),
         "{}",
         servers[0]
     );

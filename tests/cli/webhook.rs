@@ -27,7 +27,7 @@ fn writes_the_kinds_webhooks_and_registers_them_once() {
     once(&dir, "src/lib.rs", "pub mod webhook;");
     once(&dir, "src/main.rs", "webhook: memop_runtime::webhook::Flags,");
     once(&dir, "src/webhook/mod.rs", "pub mod memcached;");
-    once(&dir, "src/webhook/mod.rs", "let router = router.merge(memcached::routes());");
+    once(&dir, "src/webhook/mod.rs", "        memcached::routes,\n");
     once(&dir, "config/default/kustomization.yaml", "- ../webhook\n");
     once(&dir, "config/default/kustomization.yaml", "- path: manager_webhook_patch.yaml");
     once(&dir, "config/certmanager/kustomization.yaml", "- certificate-webhook.yaml");

@@ -343,7 +343,7 @@ async fn serve_conversions(env: &TestEnv) -> (Shutdown, Arc<AtomicUsize>) {
 async fn serve_webhooks(env: &TestEnv) -> (Shutdown, Arc<AtomicUsize>, u16, String) {
     let conversions = Arc::new(AtomicUsize::new(0));
     let counted = conversions.clone();
-    let router = webhook::routes().layer(axum::middleware::from_fn(
+    let router = webhook::routes(&env.operator).layer(axum::middleware::from_fn(
         move |request: axum::extract::Request, next: axum::middleware::Next| {
             if request.uri().path() == webhook::CONVERT_PATH {
                 counted.fetch_add(1, Ordering::SeqCst);

@@ -69,9 +69,15 @@ async fn the_api_server_applies_defaults_and_relays_refusals() {
     let mut router = Router::new();
     for hook in webhook::cron_job::webhooks() {
         router = if hook.mutating {
-            router.route(hook.path, webhook::defaulting(TestWebhook, env.admin.clone()))
+            router.route(
+                hook.path,
+                webhook::defaulting(TestWebhook, env.admin.clone()),
+            )
         } else {
-            router.route(hook.path, webhook::validating(TestWebhook, env.admin.clone()))
+            router.route(
+                hook.path,
+                webhook::validating(TestWebhook, env.admin.clone()),
+            )
         };
     }
     let server = WebhookServer::start(&env, router).await;
@@ -205,10 +211,13 @@ async fn the_validator_warns_of_a_missing_service_account() {
     assert_eq!(warnings, [expected]);
 
     let account = serde_json::from_value(serde_json::json!({ "metadata": { "name": "robot" } }));
-    Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(env.admin.clone(), &env.namespace)
-        .create(&PostParams::default(), &account.unwrap())
-        .await
-        .unwrap();
+    Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(
+        env.admin.clone(),
+        &env.namespace,
+    )
+    .create(&PostParams::default(), &account.unwrap())
+    .await
+    .unwrap();
     let warnings = create_with_warnings(&env, &runs_as("late")).await;
     assert_eq!(warnings, Vec::<String>::new());
     server.stop(&env).await;
@@ -417,7 +426,11 @@ impl webhook::Defaulter<api::CronJob> for TestWebhook {
 }
 
 impl webhook::Validator<api::CronJob> for TestWebhook {
-    async fn validate_create(&self, _: &webhook::Context, object: &api::CronJob) -> webhook::Verdict {
+    async fn validate_create(
+        &self,
+        _: &webhook::Context,
+        object: &api::CronJob,
+    ) -> webhook::Verdict {
         if object.name_any().ends_with("refused") {
             return Err("names ending with \"refused\" are refused by the test".into());
         }

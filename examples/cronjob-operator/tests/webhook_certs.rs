@@ -60,7 +60,7 @@ async fn the_manager_makes_its_certificate_and_the_api_server_trusts_it() {
         .start(shutdown.clone())
         .await
         .expect("the operator's ServiceAccount manages the certificate");
-    let calls = serve(certificate, port, &shutdown).await;
+    let calls = serve(&env, certificate, port, &shutdown).await;
 
     // The API server calls the webhook, which it trusts only with the CA written into the
     // configuration: a ConfigMap is created once the configuration is loaded.
@@ -275,14 +275,15 @@ async fn convert_through(env: &TestEnv, port: u16) -> Vec<String> {
 /// Serves the project's webhooks and the test's on `port` with `certificate`; returns the
 /// count of calls to the test's.
 async fn serve(
+    env: &TestEnv,
     certificate: Arc<memop_runtime::manager::tls::Certificate>,
     port: u16,
     shutdown: &Shutdown,
 ) -> Arc<AtomicUsize> {
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = calls.clone();
-    let allow = webhook::validating::<ConfigMap>(|_| Ok(Vec::new()));
-    let router = webhook::routes().merge(Router::new().route(PATH, allow).layer(
+    let allow = webhook::validating(Allow, env.operator.clone());
+    let router = webhook::routes(&env.operator).merge(Router::new().route(PATH, allow).layer(
         axum::middleware::from_fn(
             move |request: axum::extract::Request, next: axum::middleware::Next| {
                 counted.fetch_add(1, Ordering::SeqCst);
@@ -296,6 +297,24 @@ async fn serve(
         .await
         .unwrap();
     calls
+}
+
+/// A validating webhook that allows every ConfigMap.
+struct Allow;
+
+impl webhook::Validator<ConfigMap> for Allow {
+    async fn validate_create(&self, _: &webhook::Context, _: &ConfigMap) -> webhook::Verdict {
+        Ok(Vec::new())
+    }
+
+    async fn validate_update(
+        &self,
+        _: &webhook::Context,
+        _: &ConfigMap,
+        _: &ConfigMap,
+    ) -> webhook::Verdict {
+        Ok(Vec::new())
+    }
 }
 
 /// Runs `probe` until `done`, for at most 10 s (the API server loads webhook configurations

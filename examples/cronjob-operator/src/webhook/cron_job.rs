@@ -20,8 +20,8 @@
 //! run as a ServiceAccount that does not exist.
 
 use k8s_openapi::api::core::v1::ServiceAccount;
-use kube::api::Api;
 use kube::ResourceExt;
+use kube::api::Api;
 use memop_runtime::webhook::{FieldError, Invalid};
 
 // Only the kind is imported by name, so that no kind can clash with an import here.
@@ -80,7 +80,11 @@ pub struct CronJobWebhook;
 
 impl super::Defaulter<CronJob> for CronJobWebhook {
     /// Sets the defaults of a CronJob the API server is about to create or update: [`DEFAULTS`].
-    async fn default(&self, ctx: &super::Context, cronjob: &mut CronJob) -> Result<(), super::Refusal> {
+    async fn default(
+        &self,
+        ctx: &super::Context,
+        cronjob: &mut CronJob,
+    ) -> Result<(), super::Refusal> {
         let operation = &ctx.request().operation;
         tracing::info!(name = %cronjob.name_any(), ?operation, "Defaulting for CronJob");
         DEFAULTS.apply(cronjob);
@@ -118,7 +122,8 @@ impl super::Validator<CronJob> for CronJobWebhook {
 /// `kubectl apply`.
 async fn missing_service_account(ctx: &super::Context, cronjob: &CronJob) -> Option<String> {
     let job = cronjob.spec.job_template.spec.as_ref()?;
-    let name = job.template.spec.as_ref()?.service_account_name.as_deref()?;
+    let pod = job.template.spec.as_ref()?;
+    let name = pod.service_account_name.as_deref()?;
     let namespace = ctx.request().namespace.as_deref()?;
     let accounts = Api::<ServiceAccount>::namespaced(ctx.client().clone(), namespace);
     let field = "spec.jobTemplate.spec.template.spec.serviceAccountName";
@@ -128,7 +133,9 @@ async fn missing_service_account(ctx: &super::Context, cronjob: &CronJob) -> Opt
             "{field}: ServiceAccount {name:?} not found in namespace {namespace:?}: the Jobs' pods cannot be created until it exists"
         )),
         // Whether it exists is only worth a warning: it does not hold up the CronJob.
-        Err(error) => Some(format!("{field}: could not read ServiceAccount {name:?}: {error}")),
+        Err(error) => Some(format!(
+            "{field}: could not read ServiceAccount {name:?}: {error}"
+        )),
     }
 }
 
@@ -154,8 +161,14 @@ pub fn validate_cron_job(cronjob: &CronJob) -> super::Verdict {
 /// `client`.
 pub fn routes(client: &kube::Client) -> axum::Router {
     axum::Router::new()
-        .route(MUTATE_PATH, super::defaulting(CronJobWebhook, client.clone()))
-        .route(VALIDATE_PATH, super::validating(CronJobWebhook, client.clone()))
+        .route(
+            MUTATE_PATH,
+            super::defaulting(CronJobWebhook, client.clone()),
+        )
+        .route(
+            VALIDATE_PATH,
+            super::validating(CronJobWebhook, client.clone()),
+        )
 }
 
 /// These webhooks, as `make manifests` declares them.

@@ -26,9 +26,11 @@
 //! scaffold markers below; keep the marker lines.
 
 use axum::Router;
+use kube::Client;
 use memop_runtime::manager::Shared;
 pub use memop_runtime::webhook::{
-    CONVERT_PATH, Change, Conversion, Flags, Verdict, Webhook, defaulting, validating,
+    CONVERT_PATH, Context, Conversion, Defaulter, FieldError, Flags, Invalid, Refusal, Validator,
+    Verdict, Webhook, defaulting, validating,
 };
 
 pub mod cron_job;
@@ -39,19 +41,24 @@ pub mod cron_job;
 /// them on your machine (`--webhook-url`).
 pub async fn serve(flags: &Flags, http2: bool, shared: &Shared) -> anyhow::Result<()> {
     let crds = memop_runtime::webhook::conversion_crds(&conversions(), crate::api::crds());
-    let (operator, routes, webhooks) = (&crate::OPERATOR, routes(), webhooks());
+    let (operator, routes, webhooks) = (&crate::OPERATOR, routes(shared.client()), webhooks());
     memop_runtime::webhook::serve(operator, flags, http2, shared, routes, crds, &webhooks).await
 }
 
-/// Every webhook of the project, by its path.
-pub fn routes() -> Router {
+/// Every webhook of the project, by its path; `client` (the manager's) is the admission
+/// webhooks' [`Context::client`].
+pub fn routes(client: &Client) -> Router {
+    let of_each_kind: &[fn(&Client) -> Router] = &[
+        cron_job::routes,
+        // +memop:scaffold:webhook-routes
+    ];
     let router = Router::new().route(
         CONVERT_PATH,
         memop_runtime::webhook::converting(conversions()),
     );
-    let router = router.merge(cron_job::routes());
-    // +memop:scaffold:webhook-routes
-    router
+    of_each_kind
+        .iter()
+        .fold(router, |router, routes| router.merge(routes(client)))
 }
 
 /// Every conversion of the project: one per spoke version of each kind.
