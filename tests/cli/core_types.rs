@@ -205,7 +205,8 @@ fn webhooks_on_kubernetes_kinds_skip_the_managers_namespace() {
         "pub const VALIDATE_PATH: &str = \"/validate--v1-pod\";",
         "name: \"mpod-v1.core.example.com\",",
         "group: \"\",",
-        "pub fn default(pod: &mut Pod)",
+        "impl super::Defaulter<Pod> for PodWebhook {",
+        "impl super::Validator<Pod> for PodWebhook {",
     ] {
         assert!(module.contains(line), "{line} in\n{module}");
     }

@@ -145,8 +145,9 @@ fn admission_webhooks_move_to_the_storage_version_with_your_edits() {
     ok(&dir, "create webhook --group cache --version v1alpha1 --kind Memcached --defaulting --programmatic-validation");
     let webhook = "src/webhook/memcached.rs";
     let edited = read(&dir, webhook).replace(
-        "    tracing::debug!(name = %memcached.name_any(), \"defaulting Memcached\");\n",
-        "    tracing::debug!(name = %memcached.name_any(), \"defaulting Memcached\");\n    // Mine: defaults.\n",
+        "        tracing::debug!(name = %memcached.name_any(), ?operation, \"defaulting Memcached\");\n",
+        "        tracing::debug!(name = %memcached.name_any(), ?operation, \"defaulting Memcached\");\n        \
+         // Mine: defaults.\n",
     );
     fs::write(dir.join(webhook), &edited).unwrap();
 
@@ -154,7 +155,7 @@ fn admission_webhooks_move_to_the_storage_version_with_your_edits() {
     assert!(out.stderr.contains("Memcached's admission webhooks moved to v1"), "{}", out.stderr);
     // The module takes v1's types, with the edit kept; the paths, configurations and tests follow.
     once(&dir, webhook, "use crate::api::cache::v1::Memcached;");
-    once(&dir, webhook, "    // Mine: defaults.\n");
+    once(&dir, webhook, "        // Mine: defaults.\n");
     once(&dir, webhook, "\"/mutate-cache-example-com-v1-memcached\"");
     once(&dir, "config/webhook/manifests.yaml", "path: /validate-cache-example-com-v1-memcached");
     assert!(dir.join("tests/memcached_webhook.rs").exists());

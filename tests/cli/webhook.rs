@@ -90,7 +90,8 @@ fn force_regenerates_the_webhook_module_with_the_types_it_had() {
         ["PROJECT", "PROJECT.sum", "config/webhook/manifests.yaml", "src/webhook/memcached.rs"];
     assert_eq!(touched, expected.map(PathBuf::from));
     let module = read(&dir, "src/webhook/memcached.rs");
-    assert!(module.contains("pub fn default(") && module.contains("pub fn validate("), "both types:\n{module}");
+    let both = ["impl super::Defaulter<Memcached> for", "impl super::Validator<Memcached> for"];
+    assert!(both.iter().all(|line| module.contains(line)), "both types:\n{module}");
     assert!(read(&dir, "src/webhook/mod.rs").ends_with("// my note\n"));
     once(&dir, "src/webhook/mod.rs", "pub mod memcached;");
     let manifests = read(&dir, "config/webhook/manifests.yaml");
