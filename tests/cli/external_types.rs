@@ -499,7 +499,10 @@ fn delete_api_and_a_conversion_webhook_on_a_kind_that_is_not_the_projects_say_so
 fn admission_webhooks_on_another_projects_kind_use_its_types() {
     let (_tmp, dir) = toys_project(&[]);
     ok(&dir, WIDGET);
-    ok(&dir, "create webhook --group toys.example.org --version v1 --kind Widget --defaulting --programmatic-validation");
+    ok(
+        &dir,
+        "create webhook --group toys.example.org --version v1 --kind Widget --defaulting --programmatic-validation",
+    );
     let module = read(&dir, "src/webhook/widget.rs");
     assert!(module.contains("use crate::external::widget::Widget;"), "{module}");
     assert!(module.contains("impl super::Defaulter<Widget> for WidgetWebhook"), "{module}");

@@ -48,11 +48,7 @@ fn the_webhooks_order_is_a_function_of_project() {
         assert_unchanged(&dir, &before, "an update of a project with two kinds' webhooks");
         servers.push(read(&dir, "src/webhook/mod.rs"));
     }
-    assert!(
-        servers[0].contains("memcached::routes,\n        nginx::routes,\n"),
-        "{}",
-        servers[0]
-    );
+    assert!(servers[0].contains("memcached::routes,\n        nginx::routes,\n"), "{}", servers[0]);
     assert_eq!(servers[0], servers[1], "the same server, whichever webhook came first");
 }
 

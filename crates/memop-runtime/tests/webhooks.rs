@@ -77,7 +77,11 @@ impl ConfigMapValidator {
         };
         if port.parse::<u16>().is_err() {
             let mut invalid = Invalid::of(config);
-            invalid.push(FieldError::invalid("data.port", port, "must be a port number"));
+            invalid.push(FieldError::invalid(
+                "data.port",
+                port,
+                "must be a port number",
+            ));
             return invalid.verdict();
         }
         let namespace = ctx.request().namespace.as_deref().unwrap_or_default();
@@ -113,7 +117,10 @@ impl Validator<ConfigMap> for ConfigMapValidator {
         let mut warnings = Self::validate(ctx, new).await?;
         let port = |config: &ConfigMap| config.data.as_ref()?.get("port").cloned();
         if port(old) != port(new) {
-            warnings.push(format!("port changed from {:?}", port(old).unwrap_or_default()));
+            warnings.push(format!(
+                "port changed from {:?}",
+                port(old).unwrap_or_default()
+            ));
         }
         Ok(warnings)
     }
@@ -438,12 +445,19 @@ async fn memory_send(
             .await
             .unwrap(),
         Method::PUT => configs
-            .replace(&config.name_any(), &params, &serde_json::from_value(object).unwrap())
+            .replace(
+                &config.name_any(),
+                &params,
+                &serde_json::from_value(object).unwrap(),
+            )
             .await
             .unwrap(),
         _ => {
             let name = name.unwrap();
-            configs.delete(name, &DeleteParams::default()).await.unwrap();
+            configs
+                .delete(name, &DeleteParams::default())
+                .await
+                .unwrap();
             ConfigMap::default()
         }
     };
@@ -482,7 +496,10 @@ async fn a_defaulter_sees_the_operation_and_the_user_and_reads_with_the_client()
         assert_eq!(user, MEMORY_USER);
     }
     let data = created.data.clone().unwrap_or_default();
-    assert_eq!(data["owner"], "team-a", "read from the defaults with the client");
+    assert_eq!(
+        data["owner"], "team-a",
+        "read from the defaults with the client"
+    );
     assert_eq!(data["port"], "8080", "the object's own value is kept");
 
     // An update of the data (one of the metadata alone does not call the webhooks).
@@ -575,7 +592,10 @@ async fn a_validator_warns_refuses_with_fields_or_a_message_and_sees_the_old_obj
     server.create(&env, &kept).await.stored();
     let status = server.delete(&env, "kept").await.refused();
     assert!(
-        status["message"].as_str().unwrap().ends_with("kept is kept"),
+        status["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("kept is kept"),
         "{status}"
     );
     let (_, warnings) = server.delete(&env, "web").await.stored();

@@ -154,7 +154,10 @@ impl Admission {
     /// Reads an AdmissionReview (with `client` for the webhook's context), or says why it is
     /// not one (or could not be read), in a response to it: a refusal, not an HTTP error,
     /// which the API server would not relay.
-    fn read(body: Result<Vec<u8>, Unread>, client: &Client) -> Result<Self, Box<AdmissionResponse>> {
+    fn read(
+        body: Result<Vec<u8>, Unread>,
+        client: &Client,
+    ) -> Result<Self, Box<AdmissionResponse>> {
         let body = body.map_err(|unread| {
             let (uid, message, code, reason) = unread.answer("AdmissionReview");
             refusal_with(&uid, message, code, reason)

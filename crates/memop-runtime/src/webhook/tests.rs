@@ -97,7 +97,13 @@ fn no_client() -> kube::Client {
 /// A mutating webhook that sets the defaults `default` sets.
 fn defaults<K>(default: fn(&mut K)) -> MethodRouter
 where
-    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    K: kube::Resource
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
 {
     defaulting(Defaults(default), no_client())
 }
@@ -105,7 +111,13 @@ where
 /// A validating webhook that decides as `validate` does.
 fn validates<K>(validate: fn(Change<'_, K>) -> Verdict) -> MethodRouter
 where
-    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    K: kube::Resource
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
 {
     validating(Validates(validate), no_client())
 }
