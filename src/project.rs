@@ -392,12 +392,14 @@ impl From<Resource> for Record {
 /// truth), and its CRD where the project keeps it.
 fn external_resource(record: &Record) -> Result<Resource> {
     use crate::names::{Kind, Plural};
-    if record.api.is_some() || record.operand.is_some() || record.webhooks.is_some() || record.storage_version.is_some()
-    {
+    if record.api.is_some() || record.operand.is_some() || record.storage_version.is_some() {
         bail!(
-            "external: true, and the project has no types (api), operand, webhooks nor storageVersion of another \
-             project's kind"
+            "external: true, and the project has no types (api), operand nor storageVersion of another project's kind"
         );
+    }
+    // Admission webhooks of the project's own, but no conversion: that project converts its kind.
+    if record.webhooks.as_ref().is_some_and(|w| w.conversion || !w.spoke.is_empty()) {
+        bail!("external: true, and another project converts between the versions of its kind: no conversion");
     }
     if !record.controllers.is_empty() {
         bail!("external: true, and memop scaffolds no named controllers (controllers) over another project's kind");
@@ -422,7 +424,7 @@ fn external_resource(record: &Record) -> Result<Resource> {
         api: None,
         controller: record.controller,
         operand: None,
-        webhooks: None,
+        webhooks: record.webhooks.clone(),
         controllers: Vec::new(),
         storage_version: None,
     })

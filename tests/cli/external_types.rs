@@ -512,6 +512,10 @@ fn admission_webhooks_on_another_projects_kind_use_its_types() {
     }
     let test = read(&dir, "tests/widget_webhook.rs");
     assert!(test.contains("use proj::external::widget::Widget;"), "{test}");
+    // PROJECT records them, and reads back (a later command once refused it).
+    assert!(read(&dir, "PROJECT").contains("external: true\n  group: toys\n"), "PROJECT");
+    let out = ok(&dir, "update --allow-dirty");
+    assert!(out.stdout.starts_with("Nothing to do"), "{}", out.stdout);
 }
 
 /// `make install` installs the CRDs of other projects' kinds the cluster lacks, beside the
