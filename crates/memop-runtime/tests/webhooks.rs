@@ -169,14 +169,14 @@ fn webhooks() -> [Webhook; 2] {
 /// What the API server answered: the object and the warnings, or the refusal's status.
 #[derive(Debug)]
 enum Answer {
-    Stored(ConfigMap, Vec<String>),
+    Stored(Box<ConfigMap>, Vec<String>),
     Refused(Value),
 }
 
 impl Answer {
     fn stored(self) -> (ConfigMap, Vec<String>) {
         match self {
-            Self::Stored(config, warnings) => (config, warnings),
+            Self::Stored(config, warnings) => (*config, warnings),
             Self::Refused(status) => panic!("refused: {status}"),
         }
     }
@@ -359,7 +359,7 @@ async fn real_send(
     }
     // A deletion answers with the deleted object (or a Status, when it is gone at once).
     let config = serde_json::from_value(body).unwrap_or_default();
-    Answer::Stored(config, warnings)
+    Answer::Stored(Box::new(config), warnings)
 }
 
 /// What the real API server does with the webhooks' answers, on the in-memory one: the
@@ -461,7 +461,7 @@ async fn memory_send(
             ConfigMap::default()
         }
     };
-    Answer::Stored(stored, warnings)
+    Answer::Stored(Box::new(stored), warnings)
 }
 
 fn config(name: &str, data: Value) -> ConfigMap {
