@@ -14,7 +14,6 @@ use crate::manager::health::Readiness;
 use crate::manager::metrics::Metrics;
 use crate::manager::sharding;
 use crate::manager::shutdown::Shutdown;
-use crate::manager::watchdog::{self, Pulse};
 
 /// What every controller gets from the manager: the client, the watched namespace, the metrics,
 /// readiness and shutdown signal, and the settings of its flags. Read them with the accessors;
@@ -152,20 +151,6 @@ impl Shared {
     pub fn with_readiness(mut self, readiness: Readiness) -> Self {
         self.readiness = readiness;
         self
-    }
-
-    /// Starts the watchdog of watch `name` (see `watchdog.rs`): returns `api` on a client whose
-    /// answers show the watch alive, and the pulse to tell of the watch's errors.
-    pub(crate) fn watched<K>(&self, name: &'static str, api: Api<K>) -> (Api<K>, Arc<Pulse>)
-    where
-        K: Resource<DynamicType = ()>,
-        K::Scope: crate::controller::WatchScope,
-    {
-        let pulse = watchdog::start(name, &self.readiness, &self.metrics);
-        let namespace = api.namespace().map(str::to_owned);
-        let client = watchdog::answers_beat(api.into_client(), pulse.clone());
-        let api = <K::Scope as crate::controller::WatchScope>::api(client, namespace.as_deref());
-        (api, pulse)
     }
 
     /// The API of a namespaced kind, limited to the watched namespace when there is one.

@@ -59,8 +59,8 @@ use super::{
     Conditions, Error, Instruments, Recorder, Result, Truth, WatchScope, condition,
     owned_conditions, resync,
 };
-use crate::manager::Shared;
 use crate::operand::Operand;
+use crate::shared::Shared;
 
 /// How often an object is looked at again when nothing changed, unless [`Builder::resync`]
 /// says otherwise.
@@ -300,7 +300,7 @@ impl<K: Kind> Builder<K> {
                 shared.client.clone(),
                 shared.watch_namespace.as_deref(),
             );
-            let (api, pulse) = shared.watched(name, api);
+            let (api, pulse) = super::watched(&shared, name, api);
             let config = watcher::Config {
                 bookmarks: true,
                 ..config

@@ -5,6 +5,7 @@
 //! hash that keeps reconciles free of needless writes ([`stamp`]).
 
 use std::fmt::Debug;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -15,8 +16,9 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
-use crate::manager::Shared;
 use crate::manager::sharding::Shard;
+use crate::manager::watchdog::{self, Pulse};
+use crate::shared::Shared;
 
 mod builder;
 mod cache;
@@ -108,7 +110,7 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::Scope: WatchScope,
 {
-    let (api, pulse) = shared.watched(name, api);
+    let (api, pulse) = watched(shared, name, api);
     let config = watcher::Config {
         bookmarks: true,
         ..config
@@ -128,6 +130,20 @@ where
             holding.listed();
         }
     })
+}
+
+/// Starts the watchdog of watch `name` (see `manager/watchdog.rs`): returns `api` on a client
+/// whose answers show the watch alive, and the pulse to tell of the watch's errors.
+pub(crate) fn watched<K>(shared: &Shared, name: &'static str, api: Api<K>) -> (Api<K>, Arc<Pulse>)
+where
+    K: Resource<DynamicType = ()>,
+    K::Scope: WatchScope,
+{
+    let pulse = watchdog::start(name, &shared.readiness, &shared.metrics);
+    let namespace = api.namespace().map(str::to_owned);
+    let client = watchdog::answers_beat(api.into_client(), pulse.clone());
+    let api = <K::Scope as WatchScope>::api(client, namespace.as_deref());
+    (api, pulse)
 }
 
 /// The cache of a controller built while its replica waits to lead (see

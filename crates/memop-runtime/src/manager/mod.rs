@@ -29,7 +29,6 @@ pub use crate::shared::Shared;
 pub use flags::{Flags, LogFormat, parse_bind_address};
 pub use health::Readiness;
 pub use metrics::Metrics;
-pub(crate) use metrics::QueueMetrics;
 pub use shutdown::Shutdown;
 pub use watchdog::WATCH_SILENCE_LIMIT;
 
@@ -175,20 +174,6 @@ impl Manager {
             let runnable = build(shared);
             (runnable.name(), runnable.run())
         }));
-    }
-
-    /// Migrates the objects of `migration`'s CRDs to their storage versions, and prunes their
-    /// `storedVersions`, once this replica leads (see [`crate::migration`]); the controllers do
-    /// not wait for it, and readiness does not depend on it.
-    pub fn migrate_storage(&mut self, migration: crate::migration::StorageMigration) {
-        self.register(move |shared| {
-            let run = async move {
-                shared.readiness.synced(crate::migration::NAME);
-                migration.run(&shared).await;
-                Ok(())
-            };
-            (crate::migration::NAME, run)
-        });
     }
 
     /// Runs the controllers until a shutdown signal, or until this replica loses leadership;

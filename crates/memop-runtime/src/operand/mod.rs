@@ -24,7 +24,7 @@ use crate::controller::{
     APPLIED_HASH, Error, Kind, Observed, Owned, Report, Result, condition, fingerprint,
     fingerprint_patch, label_value,
 };
-use crate::manager::Shared;
+use crate::shared::Shared;
 
 mod workload;
 pub use kube::api::PropagationPolicy;

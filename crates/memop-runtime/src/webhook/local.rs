@@ -47,8 +47,8 @@ use serde_json::{Value, json};
 
 use super::{CONVERT_PATH, Webhook, certs};
 use crate::Operator;
-use crate::manager::Shared;
 use crate::manager::tls::Certificate;
+use crate::shared::Shared;
 
 /// The webhooks of `operator`, served at `url` on this machine.
 pub(super) struct Local {
