@@ -45,7 +45,8 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, Resource};
 use serde_json::{Value, json};
 
-use super::{CONVERT_PATH, Webhook, certs};
+use super::pem::{self, Pem};
+use super::{CONVERT_PATH, Webhook};
 use crate::Operator;
 use crate::manager::tls::Certificate;
 use crate::shared::Shared;
@@ -55,7 +56,7 @@ pub(super) struct Local {
     name: String,
     /// `https://host:port`, without a trailing slash.
     url: String,
-    pem: certs::Pem,
+    pem: Pem,
 }
 
 impl Local {
@@ -63,7 +64,7 @@ impl Local {
     /// and makes a CA and a certificate for its host.
     pub(super) fn new(operator: &Operator, url: &str) -> anyhow::Result<Self> {
         let host = host_of(url)?;
-        let pem = certs::make(
+        let pem = pem::make(
             &format!("{}-local-webhook-ca", operator.name),
             &[host],
             None,

@@ -27,6 +27,7 @@ pub mod certs;
 mod configuration;
 mod conversion;
 mod local;
+mod pem;
 mod refusal;
 mod server;
 #[cfg(test)]
