@@ -148,13 +148,6 @@ impl StorageMigration {
         self
     }
 
-    /// This migration, rewriting the objects itself when nothing has processed its
-    /// `StorageVersionMigration` after `limit` (2 minutes by default).
-    pub fn with_unprocessed_limit(mut self, limit: Duration) -> Self {
-        self.unprocessed_limit = limit;
-        self
-    }
-
     /// The CRDs it migrates.
     pub fn crds(&self) -> &[String] {
         &self.crds

@@ -82,7 +82,7 @@ impl Shared {
     }
 
     /// Whether this replica leads now (always, without leader election).
-    pub fn is_leading(&self) -> bool {
+    pub(crate) fn is_leading(&self) -> bool {
         *self.leading.borrow()
     }
 
@@ -96,11 +96,6 @@ impl Shared {
     /// The client every controller and the webhook server use.
     pub fn client(&self) -> &Client {
         &self.client
-    }
-
-    /// The only namespace the controllers watch, or `None` for all of them (`WATCH_NAMESPACE`).
-    pub fn watch_namespace(&self) -> Option<&str> {
-        self.watch_namespace.as_deref()
     }
 
     /// The manager's metrics.
@@ -119,14 +114,8 @@ impl Shared {
     }
 
     /// Who the events this operator records come from.
-    pub fn reporter(&self) -> &Reporter {
+    pub(crate) fn reporter(&self) -> &Reporter {
         &self.reporter
-    }
-
-    /// How many rollouts of the operator's own making each operand lets run at once
-    /// (`--max-concurrent-rollouts`; 0: no limit).
-    pub fn max_concurrent_rollouts(&self) -> usize {
-        self.max_concurrent_rollouts
     }
 
     /// How long one reconcile may take, its API calls included.

@@ -578,7 +578,7 @@ impl<R: Reconciler> Controller<R> {
     }
 
     fn report_for(&self, object: &R::Object) -> Report {
-        Report::new(object, R::conditions(object), R::CONDITIONS, self.resync)
+        Report::new(object, R::conditions(object), self.resync)
     }
 
     /// Records the events of `report`.
@@ -619,8 +619,6 @@ impl<R: Reconciler> Controller<R> {
 pub struct Report {
     conditions: Vec<Condition>,
     generation: Option<i64>,
-    /// Whether the object's conditions already report on this generation of its spec.
-    seen: bool,
     /// Events to record: type, reason, note.
     events: Vec<(EventType, String, String)>,
     held: bool,
@@ -635,14 +633,10 @@ impl Report {
     pub(crate) fn new<K: Resource<DynamicType = ()>>(
         object: &K,
         conditions: &[Condition],
-        owned: &[&str],
         period: Duration,
     ) -> Self {
         let generation = object.meta().generation;
         Self {
-            seen: conditions
-                .iter()
-                .any(|c| owned.contains(&c.type_.as_str()) && c.observed_generation == generation),
             conditions: conditions.to_vec(),
             generation,
             events: Vec::new(),
@@ -710,12 +704,6 @@ impl Report {
     /// The generation of the object's spec that this report is about.
     pub fn generation(&self) -> Option<i64> {
         self.generation
-    }
-
-    /// Whether the object's status already reported on this generation of its spec before
-    /// this reconcile (a change since then is not one its spec asked for).
-    pub fn generation_seen(&self) -> bool {
-        self.seen
     }
 
     /// Records an event on the object, with `reason` and `note` (repeats of one become a

@@ -40,7 +40,8 @@ pub(crate) use instruments::{Instruments, publish};
 pub(crate) use owned::Observed;
 pub use owned::Owned;
 pub use queue::{Priority, Request};
-pub use status::{Conditions, Truth, condition, owned_conditions};
+pub(crate) use status::{Conditions, owned_conditions};
+pub use status::{Truth, condition};
 
 /// Everything a reconcile can fail with.
 #[derive(Debug, thiserror::Error)]

@@ -26,11 +26,11 @@ use tokio::task::JoinSet;
 use crate::Operator;
 pub use crate::shared::Shared;
 
-pub use flags::{Flags, LogFormat, parse_bind_address};
+pub(crate) use flags::parse_bind_address;
+pub use flags::{Flags, LogFormat};
 pub use health::Readiness;
 pub use metrics::Metrics;
 pub use shutdown::Shutdown;
-pub use watchdog::WATCH_SILENCE_LIMIT;
 
 /// How long each cleanup at shutdown may take.
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(10);

@@ -21,25 +21,25 @@ use crate::manager::{Metrics, Shared, http, parse_bind_address};
 pub struct Flags {
     /// Serve the webhooks; ENABLE_WEBHOOKS=false turns them off
     #[arg(long, env = "ENABLE_WEBHOOKS", action = ArgAction::Set, num_args = 0..=1, default_value_t = true, default_missing_value = "true")]
-    pub enable_webhooks: bool,
+    pub(crate) enable_webhooks: bool,
 
     /// Address the webhook server binds to
     #[arg(long, default_value = ":9443")]
-    pub webhook_bind_address: String,
+    pub(crate) webhook_bind_address: String,
 
     /// Directory holding the webhook server's certificate and key: the Secret cert-manager
     /// issues (config/certmanager), mounted there by config/default/manager_webhook_patch.yaml.
     /// Read again when they change
     #[arg(long, default_value = "/tmp/k8s-webhook-server/serving-certs")]
-    pub webhook_cert_path: PathBuf,
+    pub(crate) webhook_cert_path: PathBuf,
 
     /// File name of the webhook certificate in --webhook-cert-path
     #[arg(long, default_value = "tls.crt")]
-    pub webhook_cert_name: String,
+    pub(crate) webhook_cert_name: String,
 
     /// File name of the webhook certificate's key in --webhook-cert-path
     #[arg(long, default_value = "tls.key")]
-    pub webhook_cert_key: String,
+    pub(crate) webhook_cert_key: String,
 
     /// Local development (`make run`): serve the webhooks on this machine, where the API server
     /// reaches them at this URL (https://HOST:PORT), with a certificate made for HOST at start.
@@ -51,18 +51,18 @@ pub struct Flags {
         value_name = "URL",
         conflicts_with = "webhook_cert_secret"
     )]
-    pub webhook_url: Option<String>,
+    pub(crate) webhook_url: Option<String>,
 
     /// Keep the webhook server's certificate in this Secret of the manager's namespace, without
     /// cert-manager: made, written into the webhook configurations and CRDs, and renewed by the
     /// manager (config/webhook-certs). Instead of --webhook-cert-path
     #[arg(long, env = "WEBHOOK_CERT_SECRET", value_name = "NAME")]
-    pub webhook_cert_secret: Option<String>,
+    pub(crate) webhook_cert_secret: Option<String>,
 
     /// With --webhook-cert-secret: the webhook Service, whose DNS names the certificate is for
     /// [default: {operator name}-webhook-service]
     #[arg(long, value_name = "NAME")]
-    pub webhook_service: Option<String>,
+    pub(crate) webhook_service: Option<String>,
 
     /// With --webhook-cert-secret: the webhook configurations to write the CA into [default:
     /// {operator name}-mutating-webhook-configuration,{operator
