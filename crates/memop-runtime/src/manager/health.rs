@@ -215,7 +215,7 @@ impl Readiness {
     }
 
     /// Marks controller `name` ready once `store` (its controller's cache) has synced.
-    pub fn track<K>(&self, name: &'static str, store: Store<K>)
+    pub(crate) fn track<K>(&self, name: &'static str, store: Store<K>)
     where
         K: Lookup + Clone + Send + Sync + 'static,
         K::DynamicType: Eq + Hash + Clone + Send + Sync,

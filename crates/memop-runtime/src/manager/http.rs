@@ -60,11 +60,11 @@ pub(crate) const BODY_READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How many connections an endpoint holds open, and for how long they may sit idle.
 #[derive(Clone, Copy, Debug)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Connections open at once, from every client together: each costs memory (and a file
     /// descriptor). More wait for a place (as many as this, at most), up to
     /// `header_read_timeout`, and are closed then.
-    pub connections: usize,
+    pub(crate) connections: usize,
     /// Connections open at once from one IP address, so that one client cannot take all
     /// `connections`. More from that address wait for a place as above.
     pub(crate) per_peer: usize,

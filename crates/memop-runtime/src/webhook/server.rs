@@ -68,7 +68,7 @@ pub struct Flags {
     /// {operator name}-mutating-webhook-configuration,{operator
     /// name}-validating-webhook-configuration]
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
-    pub webhook_configurations: Option<Vec<String>>,
+    pub(crate) webhook_configurations: Option<Vec<String>>,
 }
 
 /// Starts the webhook server of `operator` (unless --enable-webhooks=false) with `routes`, and
