@@ -57,9 +57,22 @@ where
     }
 }
 
-/// A registered runnable, built when the manager runs: its name, and what runs it.
-type ControllerFn =
-    Box<dyn FnOnce(Shared) -> (&'static str, BoxFuture<'static, anyhow::Result<()>>) + Send>;
+/// A registered runnable, built: its name, and what runs it.
+type Built = (&'static str, BoxFuture<'static, anyhow::Result<()>>);
+
+/// A registered runnable, built when the manager runs (`Send` but not `Sync`, so the manager's
+/// steps that wait take `&mut self`).
+type ControllerFn = Box<dyn FnOnce(Shared) -> Built + Send>;
+
+/// What ended a run of the controllers.
+enum Ended {
+    /// Another replica may lead now.
+    LostLeadership,
+    /// Another process holds this replica's shard Lease.
+    LostShard,
+    /// A shutdown signal (`Ok`), caches that did not sync, or a controller that failed.
+    Done(anyhow::Result<()>),
+}
 
 /// A running manager with its registered controllers, which start once this replica leads.
 pub struct Manager {
@@ -188,46 +201,10 @@ impl Manager {
     }
 
     async fn run_controllers(&mut self) -> anyhow::Result<()> {
-        // With leader election, the controllers are built while this replica waits to lead: a
-        // warm standby, whose caches list and follow the API server as the leader's do, so that
-        // it takes over without listing everything again (controller-runtime's informers, too, run on every
-        // replica). They
-        // reconcile once it leads.
-        if self.leader_election.is_some() {
-            self.shared.leading.send_replace(false);
-        }
-        // Sharded, every replica runs its controllers at once, each reconcile gated by the
-        // replica's share, which grows as the ring takes it in.
-        let shard = self.sharding.clone().map(|config| {
-            let shard = sharding::Shard::start(self.shared.client.clone(), config);
-            self.shared.shard = Some(shard.clone());
-            tokio::spawn(report_shard(shard.clone(), self.shared.metrics.clone()));
-            shard
-        });
-        let controllers: Vec<_> = self
-            .controllers
-            .drain(..)
-            .map(|build| build(self.shared.clone()))
-            .collect();
-        let mut lease = match &self.leader_election {
-            Some(config) => {
-                self.shared.readiness.set_standby(true);
-                self.shared.metrics.leading(config.lease_name(), false);
-                let lease =
-                    leader::acquire(self.shared.client.clone(), config, &self.shared.shutdown)
-                        .await;
-                self.shared.readiness.set_standby(false);
-                match lease {
-                    Some(lease) => {
-                        self.shared.metrics.leading(config.lease_name(), true);
-                        self.shared.leading.send_replace(true);
-                        Some(lease)
-                    }
-                    // Shut down while waiting to lead: nothing ran, nothing to stop.
-                    None => return Ok(()),
-                }
-            }
-            None => None,
+        let (controllers, shard) = self.build_controllers();
+        let Some(mut lease) = self.lead().await else {
+            // Shut down while waiting to lead: nothing ran, nothing to stop.
+            return Ok(());
         };
         let mut running = JoinSet::new();
         for (name, run) in controllers {
@@ -236,68 +213,27 @@ impl Manager {
         }
         self.shared.readiness.set_started();
         tracing::info!(controllers = running.len(), "started controllers");
-        let shutdown = self.shared.shutdown.clone();
-        let mut lost_leadership = false;
-        let mut lost_shard = false;
-        let outcome = tokio::select! {
-            () = lost(&lease) => {
-                lost_leadership = true;
-                Ok(())
+        let outcome = match self.wait(&mut running, &lease, &shard).await {
+            Ended::Done(outcome) => outcome,
+            Ended::LostLeadership => {
+                // Another replica may lead now: stop at once, without finishing what is in
+                // flight (as controller-runtime does), and do not touch the Lease.
+                running.abort_all();
+                self.abandon(lease);
+                anyhow::bail!("lost leadership; exiting so that another replica takes over");
             }
-            () = shard_lost(&shard) => {
-                lost_shard = true;
-                Ok(())
+            Ended::LostShard => {
+                // Another process of this replica's name holds its Lease (a replica that merely
+                // failed to renew stops acting and rejoins without exiting): stop at once.
+                running.abort_all();
+                anyhow::bail!(
+                    "another process holds this replica's shard lease; exiting so that one process acts for it"
+                );
             }
-            () = shutdown.wait() => Ok(()),
-            why = self.shared.readiness.not_synced_within(self.cache_sync_timeout) => Err(anyhow::anyhow!(
-                "{why} after {:?}: check that the CRDs are installed (make install) and that the \
-                 manager's role allows list and watch (make manifests)",
-                self.cache_sync_timeout
-            )),
-            // Controllers only end on shutdown, unless one fails.
-            result = wait_all(&mut running), if !running.is_empty() => result,
         };
-        if lost_leadership {
-            // Another replica may lead now: stop at once, without finishing what is in flight
-            // (as controller-runtime does), and do not touch the Lease.
-            running.abort_all();
-            self.abandon(lease);
-            anyhow::bail!("lost leadership; exiting so that another replica takes over");
-        }
-        if lost_shard {
-            // Another process of this replica's name holds its Lease (a replica that merely
-            // failed to renew stops acting and rejoins without exiting): stop at once.
-            running.abort_all();
-            anyhow::bail!(
-                "another process holds this replica's shard lease; exiting so that one process acts for it"
-            );
-        }
         // Whatever ended the run, stop everything else and give it a bounded time to finish.
         self.shared.shutdown.trigger();
-        let rest = if let Some(why) = self.shared.readiness.unsynced() {
-            // Nothing was reconciled yet: stop at once.
-            tracing::info!(%why, "stopping controllers that never synced");
-            running.abort_all();
-            Ok(())
-        } else {
-            let drained =
-                tokio::time::timeout(self.graceful_shutdown_timeout, wait_all(&mut running));
-            tokio::select! {
-                drained = drained => drained.unwrap_or_else(|_| {
-                    running.abort_all();
-                    tracing::warn!(timeout = ?self.graceful_shutdown_timeout, "controllers did not stop in time; stopped them");
-                    Ok(())
-                }),
-                // The lease keeps being renewed while the controllers finish, and they stop at
-                // once if it is lost meanwhile, as they would before the shutdown.
-                () = lost(&lease) => {
-                    running.abort_all();
-                    tracing::warn!("lost leadership while stopping; stopped the controllers");
-                    self.abandon(lease.take());
-                    Ok(())
-                }
-            }
-        };
+        let rest = self.stop(&mut running, &mut lease).await;
         if let (Some(lease), Some(config)) = (lease, &self.leader_election) {
             lease.release().await;
             self.shared.metrics.leading(config.lease_name(), false);
@@ -307,6 +243,100 @@ impl Manager {
             shard.release(Duration::ZERO).await;
         }
         outcome.and(rest)
+    }
+
+    /// Builds the registered controllers, and starts this replica's shard with `--sharding`.
+    ///
+    /// With leader election, the controllers are built while this replica waits to lead: a
+    /// warm standby, whose caches list and follow the API server as the leader's do, so that it
+    /// takes over without listing everything again (controller-runtime's informers, too, run
+    /// on every replica). They reconcile once it leads. Sharded, every replica runs its
+    /// controllers at once, each reconcile gated by the replica's share, which grows as the
+    /// ring takes it in.
+    fn build_controllers(&mut self) -> (Vec<Built>, Option<sharding::Shard>) {
+        if self.leader_election.is_some() {
+            self.shared.leading.send_replace(false);
+        }
+        let shard = self.sharding.clone().map(|config| {
+            let shard = sharding::Shard::start(self.shared.client.clone(), config);
+            self.shared.shard = Some(shard.clone());
+            tokio::spawn(report_shard(shard.clone(), self.shared.metrics.clone()));
+            shard
+        });
+        let controllers = self
+            .controllers
+            .drain(..)
+            .map(|build| build(self.shared.clone()))
+            .collect();
+        (controllers, shard)
+    }
+
+    /// Waits until this replica leads, with leader election: `Some` of its lease (`None`
+    /// without leader election), or `None` if the manager shut down first.
+    async fn lead(&mut self) -> Option<Option<leader::Lease>> {
+        let Some(config) = &self.leader_election else {
+            return Some(None);
+        };
+        self.shared.readiness.set_standby(true);
+        self.shared.metrics.leading(config.lease_name(), false);
+        let lease =
+            leader::acquire(self.shared.client.clone(), config, &self.shared.shutdown).await;
+        self.shared.readiness.set_standby(false);
+        let lease = lease?;
+        self.shared.metrics.leading(config.lease_name(), true);
+        self.shared.leading.send_replace(true);
+        Some(Some(lease))
+    }
+
+    /// Waits for what ends the run: a shutdown signal, a lost lease or shard, caches that do
+    /// not sync in time, or a controller that fails (controllers only end on shutdown).
+    async fn wait(
+        &mut self,
+        running: &mut JoinSet<(&'static str, anyhow::Result<()>)>,
+        lease: &Option<leader::Lease>,
+        shard: &Option<sharding::Shard>,
+    ) -> Ended {
+        tokio::select! {
+            () = lost(lease) => Ended::LostLeadership,
+            () = shard_lost(shard) => Ended::LostShard,
+            () = self.shared.shutdown.wait() => Ended::Done(Ok(())),
+            why = self.shared.readiness.not_synced_within(self.cache_sync_timeout) => Ended::Done(Err(anyhow::anyhow!(
+                "{why} after {:?}: check that the CRDs are installed (make install) and that the \
+                 manager's role allows list and watch (make manifests)",
+                self.cache_sync_timeout
+            ))),
+            result = wait_all(running), if !running.is_empty() => Ended::Done(result),
+        }
+    }
+
+    /// Stops the running controllers: at once if nothing was reconciled yet, else within the
+    /// graceful shutdown timeout, and at once if the lease is lost meanwhile (it keeps being
+    /// renewed while they finish, as before the shutdown).
+    async fn stop(
+        &mut self,
+        running: &mut JoinSet<(&'static str, anyhow::Result<()>)>,
+        lease: &mut Option<leader::Lease>,
+    ) -> anyhow::Result<()> {
+        if let Some(why) = self.shared.readiness.unsynced() {
+            tracing::info!(%why, "stopping controllers that never synced");
+            running.abort_all();
+            return Ok(());
+        }
+        let timeout = self.graceful_shutdown_timeout;
+        let drained = tokio::time::timeout(timeout, wait_all(running));
+        tokio::select! {
+            drained = drained => drained.unwrap_or_else(|_| {
+                running.abort_all();
+                tracing::warn!(?timeout, "controllers did not stop in time; stopped them");
+                Ok(())
+            }),
+            () = lost(lease) => {
+                running.abort_all();
+                tracing::warn!("lost leadership while stopping; stopped the controllers");
+                self.abandon(lease.take());
+                Ok(())
+            }
+        }
     }
 
     /// Lets go of a lost lease without touching it.
