@@ -296,11 +296,7 @@ impl<K: Kind> Builder<K> {
     {
         let shared = self.shared.clone();
         self.triggers.push(Box::new(move |objects| {
-            let api = <W::Scope as WatchScope>::api(
-                shared.client.clone(),
-                shared.watch_namespace.as_deref(),
-            );
-            let (api, pulse) = super::watched(&shared, name, api);
+            let (api, pulse) = super::watched(&shared, name, super::scoped_api::<W>(&shared));
             let config = watcher::Config {
                 bookmarks: true,
                 ..config
@@ -343,14 +339,9 @@ impl<K: Kind> Builder<K> {
         let cache = if self.shared.is_leading() {
             Cache::Cold(writer)
         } else {
-            let objects = <<K as Resource>::Scope as WatchScope>::api(
-                self.shared.client.clone(),
-                self.shared.watch_namespace.as_deref(),
-            );
             let warm = super::Warm::start(
                 self.name,
                 &self.shared,
-                objects,
                 self.watch.clone(),
                 writer,
                 self.last_applied,
@@ -438,20 +429,13 @@ impl<R: Reconciler> Controller<R> {
     pub async fn run(mut self) -> anyhow::Result<()> {
         let mut requests = match self.cache.take() {
             Some(Cache::Warm(warm)) => warm.requests(),
-            Some(Cache::Cold(writer)) => {
-                let objects = <<R::Object as Resource>::Scope as WatchScope>::api(
-                    self.shared.client.clone(),
-                    self.shared.watch_namespace.as_deref(),
-                );
-                vec![super::new(
-                    self.name,
-                    &self.shared,
-                    objects,
-                    self.watch.clone(),
-                    writer,
-                    self.last_applied,
-                )]
-            }
+            Some(Cache::Cold(writer)) => vec![super::new(
+                self.name,
+                &self.shared,
+                self.watch.clone(),
+                writer,
+                self.last_applied,
+            )],
             None => unreachable!("a controller runs once: run takes it"),
         };
         for trigger in std::mem::take(&mut self.triggers) {

@@ -84,7 +84,6 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub(crate) fn new<K>(
     name: &'static str,
     shared: &Shared,
-    api: Api<K>,
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
     whole: bool,
@@ -93,7 +92,7 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::Scope: WatchScope,
 {
-    queue::requests(name, reflected(name, shared, api, config, writer, whole))
+    queue::requests(name, reflected(name, shared, config, writer, whole))
 }
 
 /// The events of the watch of `api` as `writer`'s store applied them: what [`new`] and
@@ -102,7 +101,6 @@ where
 fn reflected<K>(
     name: &'static str,
     shared: &Shared,
-    api: Api<K>,
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
     whole: bool,
@@ -111,7 +109,7 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::Scope: WatchScope,
 {
-    let (api, pulse) = watched(shared, name, api);
+    let (api, pulse) = watched(shared, name, scoped_api::<K>(shared));
     let config = watcher::Config {
         bookmarks: true,
         ..config
@@ -131,6 +129,16 @@ where
             holding.listed();
         }
     })
+}
+
+/// The `Api` of kind `K` that the controllers of `shared` watch: in the watched namespace, or
+/// all of them (cluster-scoped kinds: all).
+pub(crate) fn scoped_api<K>(shared: &Shared) -> Api<K>
+where
+    K: Resource<DynamicType = ()>,
+    K::Scope: WatchScope,
+{
+    <K::Scope as WatchScope>::api(shared.client.clone(), shared.watch_namespace.as_deref())
 }
 
 /// Starts the watchdog of watch `name` (see `manager/watchdog.rs`): returns `api` on a client
@@ -166,14 +174,13 @@ where
     pub(crate) fn start(
         name: &'static str,
         shared: &Shared,
-        api: Api<K>,
         config: watcher::Config,
         writer: reflector::store::Writer<K>,
         whole: bool,
     ) -> Self {
         let reader = writer.as_reader();
         let (sender, changes) = tokio::sync::mpsc::unbounded_channel();
-        let events = reflected(name, shared, api, config, writer, whole).inspect(move |event| {
+        let events = reflected(name, shared, config, writer, whole).inspect(move |event| {
             if let Ok(watcher::Event::InitDone) = event {
                 tracing::info!(controller = name, "listed; the cache is synced");
             }

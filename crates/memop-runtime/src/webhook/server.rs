@@ -98,48 +98,9 @@ pub async fn serve(
     let certificate = match (&local, &flags.webhook_cert_secret) {
         (Some(local), _) => local.certificate()?,
         (None, Some(secret)) => {
-            let namespace = shared.client.default_namespace().to_string();
-            let name = operator.name;
-            let service = (flags.webhook_service.clone())
-                .unwrap_or_else(|| format!("{name}-webhook-service"));
-            let configurations = flags.webhook_configurations.clone().unwrap_or_else(|| {
-                vec![
-                    format!("{name}-mutating-webhook-configuration"),
-                    format!("{name}-validating-webhook-configuration"),
-                ]
-            });
-            certs::SelfManaged {
-                client: shared.client.clone(),
-                ca_name: format!("{name}-webhook-ca"),
-                dns_names: vec![
-                    format!("{service}.{namespace}.svc"),
-                    format!("{service}.{namespace}.svc.cluster.local"),
-                ],
-                namespace,
-                secret: secret.clone(),
-                configurations,
-                crds: conversion_crds.clone(),
-            }
-            .start(shared.shutdown.clone())
-            .await
-            .context("managing the webhook certificate (--webhook-cert-secret)")?
+            self_managed(operator, flags, shared, secret, &conversion_crds).await?
         }
-        (None, None) => {
-            let certificate = Certificate::from_files(
-                &flags.webhook_cert_path,
-                &flags.webhook_cert_name,
-                &flags.webhook_cert_key,
-            )
-            .await
-            .context(
-                "the webhook server's certificate: deploy with cert-manager (the [CERTMANAGER] sections of \
-                 config/default/kustomization.yaml) or with config/webhook-certs, pass --webhook-cert-path; on \
-                 your machine, pass --webhook-url (make run does) or run with ENABLE_WEBHOOKS=false",
-            )?;
-            let certificate = Arc::new(certificate);
-            certificate.watch(shared.shutdown.clone());
-            certificate
-        }
+        (None, None) => mounted(flags, shared).await?,
     };
     let tls = certificate.acceptor(http2)?;
     let router = measured(routes, shared.metrics.clone());
@@ -164,6 +125,61 @@ pub async fn serve(
     }
     Ok(())
 }
+
+/// The certificate of --webhook-cert-secret: made and renewed by the manager itself, and
+/// trusted in the webhook configurations and the CRDs named `conversion_crds`.
+async fn self_managed(
+    operator: &Operator,
+    flags: &Flags,
+    shared: &Shared,
+    secret: &str,
+    conversion_crds: &[String],
+) -> anyhow::Result<Arc<Certificate>> {
+    let namespace = shared.client.default_namespace().to_string();
+    let name = operator.name;
+    let service =
+        (flags.webhook_service.clone()).unwrap_or_else(|| format!("{name}-webhook-service"));
+    let configurations = flags.webhook_configurations.clone().unwrap_or_else(|| {
+        vec![
+            format!("{name}-mutating-webhook-configuration"),
+            format!("{name}-validating-webhook-configuration"),
+        ]
+    });
+    certs::SelfManaged {
+        client: shared.client.clone(),
+        ca_name: format!("{name}-webhook-ca"),
+        dns_names: vec![
+            format!("{service}.{namespace}.svc"),
+            format!("{service}.{namespace}.svc.cluster.local"),
+        ],
+        namespace,
+        secret: secret.to_owned(),
+        configurations,
+        crds: conversion_crds.to_vec(),
+    }
+    .start(shared.shutdown.clone())
+    .await
+    .context("managing the webhook certificate (--webhook-cert-secret)")
+}
+
+/// The certificate mounted at --webhook-cert-path (cert-manager's, say), reloaded as it changes.
+async fn mounted(flags: &Flags, shared: &Shared) -> anyhow::Result<Arc<Certificate>> {
+    let certificate = Certificate::from_files(
+        &flags.webhook_cert_path,
+        &flags.webhook_cert_name,
+        &flags.webhook_cert_key,
+    )
+    .await
+    .context(
+        "the webhook server's certificate: deploy with cert-manager (the [CERTMANAGER] sections of \
+         config/default/kustomization.yaml) or with config/webhook-certs, pass --webhook-cert-path; on \
+         your machine, pass --webhook-url (make run does) or run with ENABLE_WEBHOOKS=false",
+    )?;
+    let certificate = Arc::new(certificate);
+    certificate.watch(shared.shutdown.clone());
+    Ok(certificate)
+}
+
 /// `router` with each request to a webhook counted, timed and tracked in flight by its path,
 /// as controller-runtime's `controller_runtime_webhook_*` metrics do. Only requests that match
 /// a route are measured, and webhook routes have no parameters, so the paths that label the
