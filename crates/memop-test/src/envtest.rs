@@ -177,48 +177,7 @@ impl ControlPlane {
 
         let etcd_url = start_etcd(&etcd, &dir, &mut reaper)?;
 
-        let port = free_port()?;
-        let url = format!("https://127.0.0.1:{port}");
-        let d = |file: &str| dir.join(file).display().to_string();
-        let admin = format!(
-            "client-certificate: {}\n    client-key: {}",
-            d("admin.crt"),
-            d("admin.key")
-        );
-        write_kubeconfig(
-            &dir.join("admin.kubeconfig"),
-            &url,
-            &dir.join("ca.crt"),
-            &admin,
-            "default",
-        );
-        let apiserver_child = spawn(
-            &dir,
-            "kube-apiserver",
-            Command::new(apiserver).args([
-                format!("--etcd-servers={etcd_url}"),
-                format!("--cert-dir={}", dir.display()),
-                format!("--tls-cert-file={}", d("apiserver.crt")),
-                format!("--tls-private-key-file={}", d("apiserver.key")),
-                format!("--secure-port={port}"),
-                "--bind-address=127.0.0.1".into(),
-                "--advertise-address=127.0.0.1".into(),
-                "--service-cluster-ip-range=10.0.0.0/24".into(),
-                "--allow-privileged=true".into(),
-                // No controller creates the `default` ServiceAccount, so its admission plugin
-                // would refuse pods. OwnerReferencesPermissionEnforcement is on, as in strict
-                // clusters: setting blockOwnerDeletion needs `update` on the owner's finalizers.
-                "--disable-admission-plugins=ServiceAccount".into(),
-                "--enable-admission-plugins=OwnerReferencesPermissionEnforcement".into(),
-                "--authorization-mode=RBAC".into(),
-                format!("--client-ca-file={}", d("ca.crt")),
-                format!("--service-account-issuer={url}/"),
-                format!("--service-account-key-file={}", d("sa.pub")),
-                format!("--service-account-signing-key-file={}", d("sa.key")),
-                "--endpoint-reconciler-type=none".into(),
-            ]),
-        )?;
-        let apiserver_child = reaper.watch(apiserver_child)?;
+        let (url, apiserver_child) = start_apiserver(&apiserver, &dir, &etcd_url, &mut reaper)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -905,6 +864,58 @@ pub fn project_dir() -> PathBuf {
     std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Starts kube-apiserver in `dir` on etcd at `etcd_url`, with the admin's kubeconfig beside it,
+/// and returns its URL and process (not ready yet).
+fn start_apiserver<'r>(
+    apiserver: &Path,
+    dir: &Path,
+    etcd_url: &str,
+    reaper: &'r mut Reaper,
+) -> Result<(String, &'r mut Child), String> {
+    let port = free_port()?;
+    let url = format!("https://127.0.0.1:{port}");
+    let d = |file: &str| dir.join(file).display().to_string();
+    let admin = format!(
+        "client-certificate: {}\n    client-key: {}",
+        d("admin.crt"),
+        d("admin.key")
+    );
+    write_kubeconfig(
+        &dir.join("admin.kubeconfig"),
+        &url,
+        &dir.join("ca.crt"),
+        &admin,
+        "default",
+    );
+    let apiserver_child = spawn(
+        dir,
+        "kube-apiserver",
+        Command::new(apiserver).args([
+            format!("--etcd-servers={etcd_url}"),
+            format!("--cert-dir={}", dir.display()),
+            format!("--tls-cert-file={}", d("apiserver.crt")),
+            format!("--tls-private-key-file={}", d("apiserver.key")),
+            format!("--secure-port={port}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            "--service-cluster-ip-range=10.0.0.0/24".into(),
+            "--allow-privileged=true".into(),
+            // No controller creates the `default` ServiceAccount, so its admission plugin
+            // would refuse pods. OwnerReferencesPermissionEnforcement is on, as in strict
+            // clusters: setting blockOwnerDeletion needs `update` on the owner's finalizers.
+            "--disable-admission-plugins=ServiceAccount".into(),
+            "--enable-admission-plugins=OwnerReferencesPermissionEnforcement".into(),
+            "--authorization-mode=RBAC".into(),
+            format!("--client-ca-file={}", d("ca.crt")),
+            format!("--service-account-issuer={url}/"),
+            format!("--service-account-key-file={}", d("sa.pub")),
+            format!("--service-account-signing-key-file={}", d("sa.key")),
+            "--endpoint-reconciler-type=none".into(),
+        ]),
+    )?;
+    Ok((url, reaper.watch(apiserver_child)?))
 }
 
 /// Starts etcd in `dir`, and returns its client URL once it is healthy.
