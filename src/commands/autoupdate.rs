@@ -20,7 +20,7 @@ pub const WORKFLOW: &str = ".github/workflows/auto-update.yml";
 /// Plans the workflow of a project whose PROJECT records the plugin: created, or merged with your
 /// edits as `memop update` merges memop's files (`force`: replaced).
 pub(crate) fn plan_workflow(project: &Project, plan: &mut Plan, record: &Sum, force: bool) -> Result<Merged> {
-    let templates = Templates::load(plan.layout(), &[TEMPLATES])?;
+    let templates = Templates::load(&[TEMPLATES])?;
     let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(project))?;
     let purpose = if force { Purpose::Make { force } } else { Purpose::Update };
     let dir = plan.root().to_path_buf();

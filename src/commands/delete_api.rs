@@ -21,7 +21,7 @@ use crate::project::{self, Project, Webhooks};
 use crate::resource::ApiNames;
 use crate::scaffold::merge;
 use crate::scaffold::reconcile::{Base, Router};
-use crate::scaffold::{Declared, Layout, Owner, Plan, Purpose};
+use crate::scaffold::{Declared, Owner, Plan, Purpose};
 use crate::sum::{self, Sum};
 
 /// Delete one version of a kind served in several: its types, conversion, sample, its entries in
@@ -62,9 +62,9 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
     let target = validate(&project, &api, &plan)?;
     let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
 
-    let old = replay(&project, &plan, Layout::Current)?;
+    let old = replay(&project, &plan)?;
     let mut notes = remove_version(&mut project, &api, &target);
-    let fresh = replay(&project, &plan, Layout::Current)?;
+    let fresh = replay(&project, &plan)?;
 
     let (changes, bases) = plan_difference(&old, &fresh, &mut plan, &record, args.force)?;
     notes.extend(changes);

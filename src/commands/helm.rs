@@ -159,7 +159,7 @@ fn refuse_a_foreign_chart(project: &Project, plan: &Plan, record: &Sum, output: 
     if record.get(&chart_yaml).is_some() {
         return Ok(());
     }
-    let templates = Templates::load(plan.layout(), &["helm"])?;
+    let templates = Templates::load(&["helm"])?;
     let ctx = tera::Context::from_serialize(ProjectContext::new(project))?;
     let ours = templates.entries("helm", &ctx)?.into_iter().find_map(|entry| match entry {
         Entry::File { template, path, .. } if path == "Chart.yaml" => Some(template),
@@ -240,7 +240,7 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
         ));
         return Ok(Merged::default());
     }
-    let templates = Templates::load(plan.layout(), &["helm", "helm-kind", "helm-webhook"])?;
+    let templates = Templates::load(&["helm", "helm-kind", "helm-webhook"])?;
     let ctx = chart_context(project, plan)?;
     let mut contexts = vec![("helm", ctx.clone())];
     contexts.extend(kind_contexts(project, plan, &ctx)?);

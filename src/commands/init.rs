@@ -157,7 +157,7 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
     };
     let ctx = tera::Context::from_serialize(ProjectContext::new(&project))?;
     let mut plan = Plan::new(dir);
-    let templates = Templates::load(plan.layout(), &["init", "manager-role"])?;
+    let templates = Templates::load(&["init", "manager-role"])?;
     // Without --force, a file the user already has (a README, a .gitignore) is kept, as
     // kubebuilder does; the project files themselves were refused above.
     scaffold::render_root(&templates, "init", &ctx, &mut plan, args.force)?;

@@ -28,7 +28,7 @@ use super::{Global, Report, finish};
 use crate::project::{self, Project};
 use crate::scaffold::merge;
 use crate::scaffold::reconcile::{self, Base, Conflict};
-use crate::scaffold::{self, Layout, Plan, RUNTIME_CRATES};
+use crate::scaffold::{self, Plan, RUNTIME_CRATES};
 use crate::sum::{self, Sum};
 
 /// Update the project to this memop: its runtime (vendor/, the pins), memop's files and the
@@ -148,7 +148,7 @@ impl Summary {
 
 fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     let dir = &global.dir;
-    let (mut project, v1) = Project::load_for_update(dir)?;
+    let mut project = Project::load(dir)?;
     let version = env!("CARGO_PKG_VERSION");
     summary.from = project.cli_version.clone();
     summary.to = version.to_string();
@@ -159,8 +159,7 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     let mut plan = Plan::new(dir);
     super::facts::record(&mut project, &plan)?;
     let recorded = plan.read(Path::new(sum::FILE))?;
-    // memop 0.1 kept no record: its migration knows what it wrote from its templates.
-    if recorded.is_none() && !v1 && !args.force {
+    if recorded.is_none() && !args.force {
         bail!(
             "{} is missing: memop records there what it wrote into each file, and cannot tell your edits from \
              its own text without it. Restore it (`git checkout -- {0}`; keep it in version control, it is no \
@@ -229,25 +228,18 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
             if edited.len() == 1 { "it" } else { "them" }
         );
     }
-    let fresh = replay(&project, &plan, Layout::Current)?;
-    // What memop 0.1 wrote, which it kept no record of: its templates, replayed.
-    let old = v1.then(|| replay(&project, &plan, Layout::V1)).transpose()?;
-    let mut updated = reconcile::update_files(&fresh, &mut plan, Base { record: &record, dir, replay: old.as_ref() })?;
+    let fresh = replay(&project, &plan)?;
+    let mut updated = reconcile::update_files(&fresh, &mut plan, Base { record: &record, dir, replay: None })?;
     // A project with a Helm chart gets memop's chart templates too, merged the same way.
     let chart = super::helm::plan_chart(&project, &mut plan, &record, false)?;
-    // A conflict in a migration is written with the rest: the files of memop 0.1's layout that
-    // the update removes must go with it. Elsewhere, one in the chart stops the update as any does.
-    // A dry run shows what the real run writes then, and fails as it does.
+    // One in the chart stops the update as any does. A dry run shows what the real run writes
+    // then, and fails as it does.
     let conflicts: Vec<&Conflict> = updated.conflicts.iter().chain(&chart.conflicts).collect();
     summary.conflicts = conflicts.iter().map(|(path, _, _)| path.clone()).collect();
     summary.merged = updated.merged.iter().chain(&chart.merged).cloned().collect();
-    if !conflicts.is_empty() && !v1 {
+    if !conflicts.is_empty() {
         summary.changed = summary.conflicts.clone();
         return write_conflicts(global, &conflicts);
-    }
-    if v1 {
-        // The lock of the runtime crates' dependencies, as `init` writes it (cargo adds yours).
-        plan.write("Cargo.lock", crate::scaffold::lockfile::for_project(&project.project_name))?;
     }
     let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
     plan.write("Cargo.toml", pin(&manifest, version)?)?;
@@ -260,10 +252,9 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     let news = |path: &&Path| *path != Path::new(project::FILE) && *path != Path::new(sum::FILE);
     summary.changed = plan.planned().map(|(path, _)| path).filter(news).map(|p| p.display().to_string()).collect();
     summary.removed = plan.removed().map(|path| path.display().to_string()).collect();
-    let from = match (from.is_empty(), v1) {
-        (_, true) => "memop 0.1 (its framework in src/manager and tests/support)".to_string(),
-        (true, false) => "an earlier memop".to_string(),
-        (false, false) => format!("memop {from}"),
+    let from = match from.is_empty() {
+        true => "an earlier memop".to_string(),
+        false => format!("memop {from}"),
     };
     let mut report = Report::default();
     report.next(format!(
@@ -294,12 +285,6 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
             "{path} is yours, so it was left as it is, but memop now writes it otherwise than when it made \
              your copy (its code, or the runtime's API it calls, changed): {see}, and bring into your file what \
              you need"
-        ));
-    }
-    for path in &updated.stranded {
-        report.note(format!(
-            "{path} is memop 0.1's framework, which the runtime crates provide now, and you edited it, so it \
-             was kept: move your change into your own code (or propose it to memop-runtime), then `git rm {path}`"
         ));
     }
     if !updated.generated.is_empty() {

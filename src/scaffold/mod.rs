@@ -21,7 +21,7 @@ pub use crate::embedded::{
 pub use generated::rbac;
 pub use plan::{Applied, Plan};
 pub use reconcile::{Purpose, plan_files, reconcile};
-pub use templates::{Declared, Entry, Key, Layout, Owner, Scope, Templates};
+pub use templates::{Declared, Entry, Key, Owner, Scope, Templates};
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
 use std::path::Path;
@@ -93,8 +93,6 @@ pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut 
             match key {
                 None => plan.insert(path, marker, &fragment)?,
                 Some(Key::FirstToken) => plan.upsert(path, marker, &fragment)?,
-                // memop 0.1 added its lists' entries in the order its commands ran.
-                Some(Key::Sorted) if plan.layout() == Layout::V1 => plan.insert(path, marker, &fragment)?,
                 Some(Key::Sorted) => plan.insert_sorted(path, marker, &fragment)?,
                 Some(Key::ImageEnv) => image_env::upsert(plan, path, marker, &fragment)?,
             }
@@ -184,7 +182,7 @@ mod tests {
     /// while as memop wrote it, else left to `make manifests`; one the change does not touch left.
     #[test]
     fn a_change_goes_over_memops_text_before_it() {
-        let mut before = Plan::scratch(".", Layout::Current);
+        let mut before = Plan::scratch(".");
         before.write("f", "memop's, then\n".into()).unwrap();
         let record = sum::Sum::default();
         let base = reconcile::Base { record: &record, dir: Path::new("."), replay: Some(&before) };

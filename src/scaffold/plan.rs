@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
-use super::{Declared, Layout};
+use super::Declared;
 
 /// A planned change; `old` is the file as on disk, in its own line endings (which an update
 /// keeps, and a failed apply restores).
@@ -53,8 +53,6 @@ pub struct Plan {
     declared: BTreeMap<PathBuf, Declared>,
     /// A scratch plan sees no disk: see [`Plan::scratch`].
     scratch: bool,
-    /// The layout whose templates the commands render into this plan.
-    layout: Layout,
 }
 
 /// What [`Plan::apply`] did, for the command's report.
@@ -77,22 +75,15 @@ impl Plan {
             inserted: BTreeSet::new(),
             declared: BTreeMap::new(),
             scratch: false,
-            layout: Layout::Current,
         }
     }
 
     /// A plan of the project at `root` as if its directory were empty: it reads only what it
     /// planned, so the commands' scaffolds replayed into it give the text memop writes for the
     /// project from PROJECT alone (what `memop update` compares your files with). Formatting
-    /// follows the project's `rustfmt.toml`; it is never applied. The commands render `layout`'s
-    /// templates into it: memop 0.1's, to know what memop 0.1 wrote.
-    pub fn scratch(root: impl Into<PathBuf>, layout: Layout) -> Self {
-        Self { scratch: true, layout, ..Self::new(root) }
-    }
-
-    /// The layout whose templates the commands render into this plan (see [`Plan::scratch`]).
-    pub fn layout(&self) -> Layout {
-        self.layout
+    /// follows the project's `rustfmt.toml`; it is never applied.
+    pub fn scratch(root: impl Into<PathBuf>) -> Self {
+        Self { scratch: true, ..Self::new(root) }
     }
 
     pub fn root(&self) -> &Path {

@@ -22,9 +22,8 @@ pub struct Base<'a> {
     /// the project at `dir`.
     pub record: &'a Sum,
     pub dir: &'a Path,
-    /// memop's text in a replay of the project, where `PROJECT.sum` cannot say it: of memop 0.1's
-    /// layout (which kept no record), or of the project before a command changed it (`delete
-    /// api`). The base of every merge when there is one.
+    /// memop's text in a replay of the project before a command changed it (`delete api`), where
+    /// `PROJECT.sum` cannot say it: the base of every merge when there is one.
     pub replay: Option<&'a Plan>,
 }
 
@@ -81,8 +80,6 @@ pub enum Purpose {
 ///   base where edited, kept without a base, left where the user deleted it);
 /// - one no memop wrote (missing, and neither recorded nor replayed), or the user's refreshed
 ///   while as memop wrote it: as memop's (made, or replaced);
-/// - the user's Rust files in a migration from memop 0.1's layout (a base replayed): as memop's,
-///   so that they move to the runtime's API with the user's edits;
 /// - else the user's: left, [`Decision::Outdated`] where memop now writes it otherwise than it
 ///   wrote it then;
 /// - generated: left to `make manifests`, [`Decision::Outdated`] where memop's text differs
@@ -136,12 +133,9 @@ fn bring(path: &str, declared: Declared, current: Option<&str>, base: Base, desi
         return base.decide(path, current, desired);
     }
     let recorded = base.record.get(path);
-    let replayed = base.replayed(path)?;
-    let made_by_no_memop = current.is_none() && recorded.is_none() && replayed.is_none();
+    let made_by_no_memop = current.is_none() && recorded.is_none() && base.replayed(path)?.is_none();
     let unedited = current.is_some_and(|text| as_recorded(text, recorded));
-    let migrated = replayed.is_some() && path.ends_with(".rs");
-    let user = declared.owner == Owner::User;
-    if made_by_no_memop || (user && ((declared.refresh && unedited) || migrated)) {
+    if made_by_no_memop || (declared.owner == Owner::User && declared.refresh && unedited) {
         return base.decide(path, current, desired);
     }
     let differs = current.is_some_and(|text| text != desired);
@@ -209,8 +203,6 @@ pub(crate) struct Merged {
     pub(crate) yours: Vec<(String, String, String)>,
     /// Generated files that differ from memop's text: `make manifests`'.
     pub(crate) generated: Vec<String>,
-    /// Files of memop 0.1's framework that the user edited: kept.
-    pub(crate) stranded: Vec<String>,
 }
 
 /// Plans the files a command renders, each by [`reconcile`] over one [`Base`], and collects what
@@ -280,23 +272,6 @@ impl<'a> Router<'a> {
         Ok(())
     }
 
-    /// Plans removing each file of `replay`, memop's text of the project in memop 0.1's layout,
-    /// that `fresh` (this memop's) no longer has (the framework in `src/manager` and
-    /// `tests/support`), where unedited; an edited one is kept, stranded.
-    fn remove_stranded(&mut self, plan: &mut Plan, replay: &Plan, fresh: &Plan) -> Result<()> {
-        for (path, text) in replay.planned() {
-            if fresh.declared(path).is_some() || fresh.planned().any(|(p, _)| p == path) {
-                continue;
-            }
-            match plan.read(path)? {
-                Some(current) if current == text => plan.remove(path)?,
-                Some(_) => self.merged.stranded.push(path.to_string_lossy().to_string()),
-                None => {}
-            }
-        }
-        Ok(())
-    }
-
     /// What became of the files, once none still holds the conflict markers of an earlier merge
     /// (see [`refuse_unresolved`]).
     pub(crate) fn finish(self) -> Result<Merged> {
@@ -306,14 +281,9 @@ impl<'a> Router<'a> {
 }
 
 /// Plans every file of `fresh`, memop's text of the project from a replay of PROJECT, over the
-/// project in `plan`, to bring it to this memop (see [`Purpose::Update`]); `base.replay`: the
-/// replay of memop 0.1's layout, for a project made by it, whose files that `fresh` no longer has
-/// are removed where unedited.
+/// project in `plan`, to bring it to this memop (see [`Purpose::Update`]).
 pub(crate) fn update_files(fresh: &Plan, plan: &mut Plan, base: Base) -> Result<Merged> {
     let mut router = Router::new(base);
-    if let Some(replay) = base.replay {
-        router.remove_stranded(plan, replay, fresh)?;
-    }
     for (path, new) in fresh.planned() {
         let shown = path.to_string_lossy();
         if shown == crate::project::FILE || shown == sum::FILE {

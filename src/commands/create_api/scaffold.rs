@@ -82,7 +82,7 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
         (Some(_), None) => "controller-operand",
         (None, None) => "controller-skeleton",
     };
-    let templates = Templates::load(plan.layout(), &["resource", root, "manager-role"])?;
+    let templates = Templates::load(&["resource", root, "manager-role"])?;
     if request.resource {
         let sharing = project.others(api).filter(|r| r.api.is_some());
         super::super::refuse_missing_shared(&templates, "resource", &ctx, plan, sharing)?;
@@ -168,7 +168,7 @@ fn join_conversion(
         webhooks.spoke.sort();
     }
     let (hub_version, spokes) = (hub.names.version.to_string(), webhooks.spoke.clone());
-    let templates = Templates::load(plan.layout(), &["webhook-conversion-spoke", "conversion-test"])?;
+    let templates = Templates::load(&["webhook-conversion-spoke", "conversion-test"])?;
     let mut ctx = ctx.clone();
     ctx.insert("version", &hub_version);
     ctx.insert("spoke", &version);
