@@ -31,8 +31,6 @@ use generated::Edit;
 use reconcile::Router;
 use tera::Context;
 
-use crate::sum;
-
 /// The files under `root/` that several APIs share (a module list, a kustomization), as `ctx`
 /// resolves their paths.
 pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<Vec<String>> {
@@ -55,10 +53,7 @@ pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<
 /// files are planned, so a root may create a file and insert into it.
 pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut Plan, force: bool) -> Result<()> {
     let entries = templates.entries(root, ctx)?;
-    let record = sum::Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
-    let dir = plan.root().to_path_buf();
-    let base = reconcile::Base { record: &record, dir: &dir, replay: None };
-    let mut router = Router::new(base);
+    let mut router = Router::new(None);
     for entry in &entries {
         if let Entry::File { template, path, declared } = entry {
             // A file generated from the user's code is edited, not rendered over.
@@ -105,6 +100,7 @@ pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut 
 mod tests {
     use super::*;
     use crate::scaffold::merge::Decision;
+    use crate::sum;
 
     const MEMOP: Declared = Declared { owner: Owner::Memop, scope: Scope::Api, refresh: false };
     const USER: Declared = Declared { owner: Owner::User, ..MEMOP };
@@ -201,7 +197,7 @@ mod tests {
     fn a_kept_file_is_noted() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.txt"), "mine\n").unwrap();
-        let mut plan = Plan::new(dir.path());
+        let mut plan = Plan::new(dir.path()).unwrap();
         assert!(
             plan_files(&mut plan, [("a.txt".into(), "theirs\n".into())], MEMOP, false, false).is_err(),
             "one per API"

@@ -15,7 +15,8 @@ use super::merge::{Decision, as_recorded, decide};
 use super::{Declared, Owner, Plan, Scope};
 use crate::sum::{self, Sum};
 
-/// Where the base of a three-way merge comes from: what memop last wrote at a path.
+/// Where the base of a three-way merge comes from: what memop last wrote at a path
+/// ([`Plan::base`]).
 #[derive(Clone, Copy)]
 pub struct Base<'a> {
     /// `PROJECT.sum`: the git blob id of what memop wrote, read back from the git repository of
@@ -172,9 +173,7 @@ pub fn plan_files(
     formatted: bool,
     force: bool,
 ) -> Result<()> {
-    let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
-    let dir = plan.root().to_path_buf();
-    let mut router = Router::new(Base { record: &record, dir: &dir, replay: None });
+    let mut router = Router::new(None);
     for (path, desired) in files {
         router.route(plan, Purpose::Make { force }, &path, declared, desired, formatted)?;
     }
@@ -194,8 +193,6 @@ pub(crate) struct Merged {
     /// Edited files kept as they are, no base to merge with, and whether PROJECT.sum records that
     /// memop wrote them.
     pub(crate) kept: Vec<(String, bool)>,
-    /// memop's text of each merged file, by path, to keep for the next merge.
-    pub(crate) bases: Vec<(String, String)>,
     /// Files that still hold the conflict markers of an earlier merge.
     pub(crate) unresolved: Vec<String>,
     /// The user's files that memop now writes otherwise than when it wrote them: the path, the
@@ -205,16 +202,16 @@ pub(crate) struct Merged {
     pub(crate) generated: Vec<String>,
 }
 
-/// Plans the files a command renders, each by [`reconcile`] over one [`Base`], and collects what
-/// became of them.
+/// Plans the files a command renders, each by [`reconcile`] over the plan's [`Base`] (with
+/// `replay`'s text, where given), and collects what became of them.
 pub(crate) struct Router<'a> {
-    base: Base<'a>,
+    replay: Option<&'a Plan>,
     merged: Merged,
 }
 
 impl<'a> Router<'a> {
-    pub(crate) fn new(base: Base<'a>) -> Self {
-        Self { base, merged: Merged::default() }
+    pub(crate) fn new(replay: Option<&'a Plan>) -> Self {
+        Self { replay, merged: Merged::default() }
     }
 
     /// Plans the file at `path`, which a template declaring `declared` renders as `desired`
@@ -229,15 +226,13 @@ impl<'a> Router<'a> {
         formatted: bool,
     ) -> Result<()> {
         let current = plan.read(Path::new(path))?;
-        let decision = reconcile(path, declared, current.as_deref(), self.base, &desired, purpose)?;
+        let decision = reconcile(path, declared, current.as_deref(), plan.base(self.replay), &desired, purpose)?;
         let merged = &mut self.merged;
-        let record = self.base.record;
+        let recorded = plan.record().get(path).map(str::to_string);
         match decision {
             // Already memop's text: recorded as such, so that the next update knows it unedited.
             Decision::Leave => {
-                if current.as_deref() == Some(desired.as_str())
-                    && record.get(path) != Some(sum::blob_id(&desired).as_str())
-                {
+                if current.as_deref() == Some(desired.as_str()) && recorded != Some(sum::blob_id(&desired)) {
                     plan.set_unchanged(path, desired);
                 }
             }
@@ -247,14 +242,13 @@ impl<'a> Router<'a> {
             Decision::Merge { text, conflicts } => {
                 plan.write_formatted(path, text.clone())?;
                 plan.set_base(path, desired.clone());
-                merged.bases.push((path.to_string(), desired.clone()));
                 match conflicts {
                     true => merged.conflicts.push((path.to_string(), text, desired)),
                     false => merged.merged.push(path.to_string()),
                 }
             }
             Decision::Keep => match purpose {
-                Purpose::Update | Purpose::Change => merged.kept.push((path.to_string(), record.get(path).is_some())),
+                Purpose::Update | Purpose::Change => merged.kept.push((path.to_string(), recorded.is_some())),
                 Purpose::Make { .. } if declared.refresh => plan.note(format!(
                     "kept your {path}, which is not as memop wrote it; memop's new version was not written"
                 )),
@@ -264,8 +258,7 @@ impl<'a> Router<'a> {
             Decision::Outdated => match declared.owner {
                 Owner::Generated => merged.generated.push(path.to_string()),
                 _ => {
-                    let then = record.get(path).unwrap_or_default().to_string();
-                    merged.yours.push((path.to_string(), then, desired));
+                    merged.yours.push((path.to_string(), recorded.unwrap_or_default(), desired));
                 }
             },
         }
@@ -282,8 +275,8 @@ impl<'a> Router<'a> {
 
 /// Plans every file of `fresh`, memop's text of the project from a replay of PROJECT, over the
 /// project in `plan`, to bring it to this memop (see [`Purpose::Update`]).
-pub(crate) fn update_files(fresh: &Plan, plan: &mut Plan, base: Base) -> Result<Merged> {
-    let mut router = Router::new(base);
+pub(crate) fn update_files(fresh: &Plan, plan: &mut Plan) -> Result<Merged> {
+    let mut router = Router::new(None);
     for (path, new) in fresh.planned() {
         let shown = path.to_string_lossy();
         if shown == crate::project::FILE || shown == sum::FILE {
