@@ -19,7 +19,7 @@ use super::replay::replay;
 use super::{Global, Report};
 use crate::project::{self, Project, Webhooks};
 use crate::resource::ApiNames;
-use crate::scaffold::merge;
+use crate::scaffold::merge::Decision;
 use crate::scaffold::reconcile::Router;
 use crate::scaffold::{Declared, Owner, Plan, Purpose};
 use crate::sum;
@@ -244,19 +244,17 @@ fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec
 fn plan_difference(old: &Plan, fresh: &Plan, plan: &mut Plan, force: bool) -> Result<Vec<String>> {
     let skip = |path: &Path| path == Path::new(project::FILE) || path == Path::new(sum::FILE);
     let (mut edited, mut gone) = (Vec::new(), Vec::new());
-    for (path, text) in old.planned().filter(|(path, _)| !skip(path)) {
+    let mut router = Router::new(Some(old));
+    for (path, _) in old.planned().filter(|(path, _)| !skip(path)) {
         if fresh.planned().any(|(p, _)| p == path) {
             continue;
         }
-        match plan.read(path)? {
+        match router.retire(plan, &path.to_string_lossy())? {
             // Gone already (a run killed among its renames): its record goes too.
-            None => gone.push(path.to_path_buf()),
-            Some(current) if current == text => plan.remove(path)?,
-            Some(current) if merge::as_recorded(&current, plan.record().get(&path.to_string_lossy())) => {
-                plan.remove(path)?
-            }
-            Some(_) if force => plan.remove(path)?,
-            Some(_) => edited.push(path.display().to_string()),
+            Decision::Leave => gone.push(path.to_path_buf()),
+            Decision::Keep if force => plan.remove(path)?,
+            Decision::Keep => edited.push(path.display().to_string()),
+            _ => {}
         }
     }
     if !edited.is_empty() {
@@ -271,7 +269,6 @@ fn plan_difference(old: &Plan, fresh: &Plan, plan: &mut Plan, force: bool) -> Re
     if gone.iter().any(|path| plan.record().get(&path.to_string_lossy().replace('\\', "/")).is_some()) {
         gone.iter().for_each(|path| plan.forget(path));
     }
-    let mut router = Router::new(Some(old));
     for (path, new) in fresh.planned().filter(|(path, _)| !skip(path)) {
         // A file the command writes itself (no template declares it) is memop's.
         let declared = fresh.declared(path).unwrap_or(Declared::from(Owner::Memop));

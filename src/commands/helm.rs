@@ -21,6 +21,7 @@ use serde::Serialize;
 use super::context::ProjectContext;
 use super::{Global, Report};
 use crate::project::{self, AutoUpdatePlugin, HelmPlugin, Project};
+use crate::scaffold::merge::Decision;
 use crate::scaffold::reconcile::{Merged, Router};
 use crate::scaffold::{self, Declared, Entry, Plan, Purpose, Templates};
 
@@ -291,10 +292,7 @@ fn remove_what_memop_no_longer_renders<'a>(
         .map(str::to_string)
         .collect();
     for path in gone {
-        let Some(current) = plan.read(Path::new(&path))? else { continue };
-        if scaffold::merge::as_recorded(&current, plan.record().get(&path)) {
-            plan.remove(&path)?;
-        } else {
+        if Router::new(None).retire(plan, &path)? == Decision::Keep {
             plan.note(format!(
                 "memop no longer writes {path} (the project no longer has what it deployed), and kept it as you \
                  edited it; delete it unless the chart needs it"

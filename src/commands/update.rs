@@ -27,7 +27,8 @@ use super::replay::replay;
 use super::{Global, Report, finish};
 use crate::project::{self, Project};
 use crate::scaffold::merge;
-use crate::scaffold::reconcile::{self, Conflict};
+use crate::scaffold::merge::Decision;
+use crate::scaffold::reconcile::{self, Conflict, Router};
 use crate::scaffold::{self, Plan, RUNTIME_CRATES};
 use crate::sum;
 
@@ -269,10 +270,8 @@ fn plan_vendor(project: &Project, plan: &mut Plan, force: bool) -> Result<Vec<St
     // edited since is left, with a note.
     let mut kept = Vec::new();
     for path in dropped {
-        match plan.read(Path::new(&path))? {
-            Some(current) if merge::as_recorded(&current, plan.record().get(&path)) => plan.remove(&path)?,
-            Some(_) => kept.push(path),
-            None => {}
+        if Router::new(None).retire(plan, &path)? == Decision::Keep {
+            kept.push(path);
         }
     }
     let mut edited = Vec::new();

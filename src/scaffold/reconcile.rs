@@ -163,6 +163,21 @@ fn change(path: &str, declared: Declared, current: Option<&str>, base: Base, des
     })
 }
 
+/// Decides what becomes of the file at `path`, `current` now (`None`: gone already), that memop
+/// wrote and renders no more (a runtime file an earlier memop vendored, a chart template of what
+/// the project no longer has, the files of a deleted version): [`Decision::Remove`] while it is
+/// as memop wrote it (the base's replay, else `PROJECT.sum`, says what that was),
+/// [`Decision::Keep`] once edited (the command says what the user does with it), and
+/// [`Decision::Leave`] where it is gone.
+pub fn retire(path: &str, current: Option<&str>, base: Base) -> Result<Decision> {
+    let Some(current) = current else { return Ok(Decision::Leave) };
+    let replayed = base.replayed(path)?;
+    Ok(match replayed.as_deref() == Some(current) || as_recorded(current, base.record.get(path)) {
+        true => Decision::Remove,
+        false => Decision::Keep,
+    })
+}
+
 /// Plans files a command writes without a template (`vendor/`, the lock), each a path and memop's
 /// text, all declaring `declared`, by [`reconcile`] (`formatted`: the texts need no formatting
 /// pass), to make them: noting a file kept, refusing one in the way.
@@ -255,6 +270,7 @@ impl<'a> Router<'a> {
                 Purpose::Make { .. } => plan.note(format!("kept your {path}; memop's version was not written")),
             },
             Decision::Unresolved => merged.unresolved.push(path.to_string()),
+            Decision::Remove => plan.remove(path)?,
             Decision::Outdated => match declared.owner {
                 Owner::Generated => merged.generated.push(path.to_string()),
                 _ => {
@@ -263,6 +279,18 @@ impl<'a> Router<'a> {
             },
         }
         Ok(())
+    }
+
+    /// Plans retiring the file at `path`, which memop wrote and renders no more, by [`retire`]:
+    /// removed while as memop wrote it. Returns the decision: [`Decision::Keep`] for one the user
+    /// edited (left as it is), [`Decision::Leave`] for one gone already.
+    pub(crate) fn retire(&self, plan: &mut Plan, path: &str) -> Result<Decision> {
+        let current = plan.read(Path::new(path))?;
+        let decision = retire(path, current.as_deref(), plan.base(self.replay))?;
+        if decision == Decision::Remove {
+            plan.remove(path)?;
+        }
+        Ok(decision)
     }
 
     /// What became of the files, once none still holds the conflict markers of an earlier merge
