@@ -628,8 +628,8 @@ impl Project {
             bail!(
                 "this project has layout {LAYOUT_V1}, made by memop 0.1: its framework lives in src/manager and \
                  tests/support, and memop {} no longer moves it to the memop-runtime and memop-test crates \
-                 ({LAYOUT}); memop 0.2 does: commit, install memop 0.2 (`cargo install memop --version '~0.2' \
-                 --locked`), run its `memop update` (it keeps your edits), commit, then run this memop's `memop \
+                 ({LAYOUT}); memop 0.2 does: commit, install memop 0.2.0 (in memop's checkout, `git checkout 3318b9f && cargo install --locked \
+                 --path .`), run its `memop update` (it keeps your edits), commit, then run this memop's `memop \
                  update`",
                 env!("CARGO_PKG_VERSION")
             );
@@ -882,7 +882,7 @@ mod tests {
     fn a_project_of_memop_0_1_is_refused_with_the_way_out() {
         let text = sample().render().unwrap().replace(LAYOUT, LAYOUT_V1);
         let error = Project::parse(&text).unwrap_err().to_string();
-        assert!(error.contains("made by memop 0.1") && error.contains("--version '~0.2'"), "{error}");
+        assert!(error.contains("made by memop 0.1") && error.contains("git checkout 3318b9f"), "{error}");
     }
 
     /// A PROJECT of an earlier memop loads, its history read once: the project's year dates the header

@@ -114,7 +114,7 @@ fn a_project_of_memop_0_1_is_refused_by_update_with_the_way_through_memop_0_2() 
         assert!(!out.status.success(), "memop update --dry-run={dry_run} succeeded:\n{stderr}");
         for says in [
             "made by memop 0.1",
-            "`cargo install memop --version '~0.2' --locked`",
+            "`git checkout 3318b9f && cargo install --locked --path .`",
             "run its `memop update`",
             "then run this memop's `memop update`",
         ] {
