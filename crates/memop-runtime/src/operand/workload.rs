@@ -587,10 +587,10 @@ mod tests {
     fn the_fleets_rollouts_count_wherever_they_were_started() {
         let rollouts = Rollouts::new(2);
         // Another replica's (or an earlier process's) rollouts, as the cache lists them.
-        rollouts.seen(&watcher::Event::Init);
+        rollouts.seen(&watcher::Event::<Deployment>::Init);
         rollouts.seen(&watcher::Event::InitApply(reported("elsewhere", 2, 1)));
         rollouts.seen(&watcher::Event::InitApply(reported("done", 1, 1)));
-        rollouts.seen(&watcher::Event::InitDone);
+        rollouts.seen(&watcher::Event::<Deployment>::InitDone);
         rollouts.seen(&watcher::Event::Apply(reported("other", 2, 1)));
         assert!(!rollouts.start("ns/a", |_| true), "two are rolling out");
         assert!(rollouts.start("ns/other", |_| true), "one under way goes on");
@@ -604,10 +604,10 @@ mod tests {
         assert!(!rollouts.start("ns/b", |_| true));
 
         // A relist replaces the count at its end: a rollout deleted meanwhile is gone.
-        rollouts.seen(&watcher::Event::Init);
+        rollouts.seen(&watcher::Event::<Deployment>::Init);
         rollouts.seen(&watcher::Event::InitApply(reported("a", 2, 1)));
         assert!(!rollouts.start("ns/b", |_| true), "the count before, until the end");
-        rollouts.seen(&watcher::Event::InitDone);
+        rollouts.seen(&watcher::Event::<Deployment>::InitDone);
         assert!(rollouts.start("ns/b", |_| true));
         rollouts.seen(&watcher::Event::Delete(reported("a", 2, 1)));
         assert!(rollouts.start("ns/c", |_| true), "a deleted one frees its place");
