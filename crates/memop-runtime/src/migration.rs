@@ -447,8 +447,7 @@ async fn rewrite(
                     .and_then(|metadata| metadata.continue_.clone())
                     .filter(|token| !token.is_empty());
                 let Some(token) = resume else {
-                    return Err(kube::Error::Api(status))
-                        .context("listing the objects to rewrite");
+                    return Err(kube::Error::Api(status)).context("listing the objects to rewrite");
                 };
                 tracing::info!(
                     crd = %crd.name_any(),

@@ -6,14 +6,14 @@
 use std::path::Path;
 use std::time::Duration;
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
 use memop_runtime::Operator;
 use memop_runtime::controller::Owned;
-use memop_runtime::manager::Shared;
-use futures::StreamExt;
 use memop_runtime::controller::Priority;
+use memop_runtime::manager::Shared;
 use memop_test::{Backend, TestEnv, Verb};
 use serde_json::json;
 
@@ -93,7 +93,8 @@ async fn a_relist_asks_at_low_priority_only_for_what_did_not_change() {
     }
 
     // The watch expires, and the lists that follow fail for a while: b changes meanwhile.
-    env.requests.fail_next(Verb::List, "configmaps", 503, usize::MAX);
+    env.requests
+        .fail_next(Verb::List, "configmaps", 503, usize::MAX);
     server.expire_watches();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let patch = kube::api::Patch::Merge(json!({ "data": { "v": "2" } }));

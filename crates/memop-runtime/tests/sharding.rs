@@ -479,14 +479,17 @@ async fn owners(env: &TestEnv, members: &[&str]) -> BTreeMap<String, String> {
 /// same rules).
 #[test]
 fn the_replicas_role_is_what_the_runtime_declares() {
-    let role = std::fs::read_to_string(fixture().join("config/rbac/leader_election_role.yaml"))
-        .unwrap();
+    let role =
+        std::fs::read_to_string(fixture().join("config/rbac/leader_election_role.yaml")).unwrap();
     let declared = memop_runtime::rbac::role_yaml(
         memop_runtime::rbac::Scope::Namespace,
         &[memop_runtime::manager::sharding::RULES],
     );
     let rules = &declared[declared.find("rules:").unwrap()..];
-    assert!(role.ends_with(rules), "the fixture's role should end with:\n{rules}");
+    assert!(
+        role.ends_with(rules),
+        "the fixture's role should end with:\n{rules}"
+    );
 }
 
 #[tokio::test]

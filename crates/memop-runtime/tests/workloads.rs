@@ -623,7 +623,11 @@ async fn the_rollout_limit_counts_the_rollouts_another_process_started(env: Test
     let pause = |paused: bool| async move {
         let patch = Patch::Merge(json!({ "spec": { "paused": paused } }));
         let params = PatchParams::default();
-        cluster.deployments.patch("first", &params, &patch).await.unwrap();
+        cluster
+            .deployments
+            .patch("first", &params, &patch)
+            .await
+            .unwrap();
     };
     if cluster.env.rolls_out() {
         // The first's rollout stays under way (its old pod runs, no new one) until resumed.
@@ -646,7 +650,13 @@ async fn the_rollout_limit_counts_the_rollouts_another_process_started(env: Test
         .await;
     } else {
         // As the deployment controller reports it: a pod of the new template beside the old.
-        let generation = cluster.deployments.get("first").await.unwrap().metadata.generation;
+        let generation = cluster
+            .deployments
+            .get("first")
+            .await
+            .unwrap()
+            .metadata
+            .generation;
         let rolling = Patch::Merge(json!({ "status": {
             "observedGeneration": generation, "replicas": 2, "updatedReplicas": 1,
             "readyReplicas": 1, "availableReplicas": 1,

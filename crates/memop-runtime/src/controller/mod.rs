@@ -35,8 +35,8 @@ pub use events::Recorder;
 use instruments::resource_version;
 pub use instruments::resync;
 pub(crate) use instruments::{Instruments, publish};
-pub(crate) use owned::{Every, Observed};
 pub use owned::Owned;
+pub(crate) use owned::{Every, Observed};
 pub use queue::{Priority, Request};
 pub use status::{Conditions, Truth, condition, owned_conditions};
 

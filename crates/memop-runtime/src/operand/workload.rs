@@ -175,7 +175,8 @@ impl Workload for DaemonSet {
         let Some(value) = serde_json::to_value(self).ok() else {
             return false;
         };
-        int(&value, "/status/updatedNumberScheduled") < int(&value, "/status/desiredNumberScheduled")
+        int(&value, "/status/updatedNumberScheduled")
+            < int(&value, "/status/desiredNumberScheduled")
     }
 }
 
@@ -593,7 +594,10 @@ mod tests {
         rollouts.seen(&watcher::Event::<Deployment>::InitDone);
         rollouts.seen(&watcher::Event::Apply(reported("other", 2, 1)));
         assert!(!rollouts.start("ns/a", |_| true), "two are rolling out");
-        assert!(rollouts.start("ns/other", |_| true), "one under way goes on");
+        assert!(
+            rollouts.start("ns/other", |_| true),
+            "one under way goes on"
+        );
 
         // One completes, wherever it was started: a place is free.
         rollouts.seen(&watcher::Event::Apply(reported("other", 1, 1)));
@@ -606,11 +610,17 @@ mod tests {
         // A relist replaces the count at its end: a rollout deleted meanwhile is gone.
         rollouts.seen(&watcher::Event::<Deployment>::Init);
         rollouts.seen(&watcher::Event::InitApply(reported("a", 2, 1)));
-        assert!(!rollouts.start("ns/b", |_| true), "the count before, until the end");
+        assert!(
+            !rollouts.start("ns/b", |_| true),
+            "the count before, until the end"
+        );
         rollouts.seen(&watcher::Event::<Deployment>::InitDone);
         assert!(rollouts.start("ns/b", |_| true));
         rollouts.seen(&watcher::Event::Delete(reported("a", 2, 1)));
-        assert!(rollouts.start("ns/c", |_| true), "a deleted one frees its place");
+        assert!(
+            rollouts.start("ns/c", |_| true),
+            "a deleted one frees its place"
+        );
     }
 
     #[test]
