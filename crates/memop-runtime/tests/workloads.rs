@@ -342,6 +342,18 @@ impl Cluster {
             .unwrap();
     }
 
+    /// Where Deployments roll out for real, pauses Deployment `name` (`hold`) or resumes it: a
+    /// rollout started meanwhile stays under way, its old pods running and no new one made,
+    /// until it is resumed. (Elsewhere nothing rolls out by itself.)
+    async fn hold_rollouts(&self, name: &str, hold: bool) {
+        if !self.env.rolls_out() {
+            return;
+        }
+        let patch = Patch::Merge(json!({ "spec": { "paused": hold } }));
+        let params = PatchParams::default();
+        self.deployments.patch(name, &params, &patch).await.unwrap();
+    }
+
     /// Fills the namespace's pod quota with the `pods` that run: the API server refuses new
     /// pods from now on.
     async fn fill_pod_quota(&self, pods: i32) {
@@ -570,7 +582,10 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
         image(&deployment).to_string()
     };
 
-    // The operator restarts with a new image, one rollout at a time.
+    // The operator restarts with a new image, one rollout at a time. (Where Deployments roll
+    // out for real, the first's is held until it is resumed: the count is the cluster's, and
+    // kwok's pods would complete it at once.)
+    cluster.hold_rollouts("first", true).await;
     let shared = cluster.shared.clone().with_max_concurrent_rollouts(1);
     let new_image = format!("{IMAGE}-new");
     let new = controller(&shared, &new_image);
@@ -601,6 +616,7 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
     assert_eq!(image(&third), IMAGE);
 
     // Once the first has rolled out, the next goes.
+    cluster.hold_rollouts("first", false).await;
     roll_out(&cluster.env, "first").await;
     cluster.reconcile_with(&new, "first").await.unwrap();
     cluster.reconcile_with(&new, "second").await.unwrap();
@@ -620,19 +636,8 @@ async fn the_rollout_limit_counts_the_rollouts_another_process_started(env: Test
         let deployment = cluster.deployments.get(name).await.unwrap();
         image(&deployment).to_string()
     };
-    let pause = |paused: bool| async move {
-        let patch = Patch::Merge(json!({ "spec": { "paused": paused } }));
-        let params = PatchParams::default();
-        cluster
-            .deployments
-            .patch("first", &params, &patch)
-            .await
-            .unwrap();
-    };
-    if cluster.env.rolls_out() {
-        // The first's rollout stays under way (its old pod runs, no new one) until resumed.
-        pause(true).await;
-    }
+    // The first's rollout stays under way (its old pod runs, no new one) until resumed.
+    cluster.hold_rollouts("first", true).await;
     let new_image = format!("{IMAGE}-new");
     let one = controller(
         &cluster.shared.clone().with_max_concurrent_rollouts(1),
@@ -687,9 +692,7 @@ async fn the_rollout_limit_counts_the_rollouts_another_process_started(env: Test
     assert_eq!(state(&second, "Degraded"), ("False", "RolloutWaiting"));
 
     // The first's rollout completes: the second process sees it in its cache, and goes on.
-    if cluster.env.rolls_out() {
-        pause(false).await;
-    }
+    cluster.hold_rollouts("first", false).await;
     roll_out(&cluster.env, "first").await;
     cluster.cached(&other, "first").await;
     cluster.reconcile_with(&other, "second").await.unwrap();
