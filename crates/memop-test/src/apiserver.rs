@@ -362,11 +362,11 @@ impl State {
         let mut items: Vec<&Value> = Vec::new();
         let mut next = None;
         for (key, object) in selected.by_ref() {
+            items.push(object);
+            next = Some(key);
             if limit.is_some_and(|limit| items.len() == limit) {
                 break;
             }
-            items.push(object);
-            next = Some(key);
         }
         let more = limit.is_some_and(|limit| items.len() == limit) && selected.next().is_some();
         let mut metadata = json!({ "resourceVersion": resource_version.to_string() });
