@@ -8,7 +8,7 @@
 //! them all and prunes the list.
 //!
 //! [`StorageMigration`] does that in the manager, for the operator's own CRDs, once this replica
-//! leads ([`crate::manager::Manager::migrate_storage`]):
+//! leads (registered as any controller is: [`StorageMigration::runnable`]):
 //!
 //! 1. it reads the CRD; when `status.storedVersions` is the storage version alone there is
 //!    nothing to do (one GET per CRD at start-up);
@@ -46,7 +46,8 @@ use kube::{Client, Resource as _, ResourceExt as _};
 use serde_json::json;
 
 use crate::controller::Recorder;
-use crate::manager::Shared;
+use crate::manager::Runnable;
+use crate::shared::Shared;
 
 /// The name of the migration task, in logs and readiness.
 pub const NAME: &str = "storage-migration";
@@ -147,20 +148,25 @@ impl StorageMigration {
         self
     }
 
-    /// This migration, rewriting the objects itself when nothing has processed its
-    /// `StorageVersionMigration` after `limit` (2 minutes by default).
-    pub fn with_unprocessed_limit(mut self, limit: Duration) -> Self {
-        self.unprocessed_limit = limit;
-        self
-    }
-
     /// The CRDs it migrates.
     pub fn crds(&self) -> &[String] {
         &self.crds
     }
 
+    /// What the manager runs once this replica leads, under the name [`NAME`]: register it as
+    /// any controller, `manager.register(|shared| StorageMigration::new(crds).runnable(shared))`.
+    /// The controllers do not wait for it, and readiness does not depend on it.
+    pub fn runnable(self, shared: Shared) -> impl Runnable {
+        let run = async move {
+            shared.readiness.synced(NAME);
+            self.run(&shared).await;
+            Ok(())
+        };
+        (NAME, run)
+    }
+
     /// Migrates every CRD, trying each again after a failure, until all are done or the
-    /// manager shuts down. What the manager runs ([`crate::manager::Manager::migrate_storage`]).
+    /// manager shuts down (what [`StorageMigration::runnable`] runs).
     pub async fn run(&self, shared: &Shared) {
         for crd in &self.crds {
             loop {

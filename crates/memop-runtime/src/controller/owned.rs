@@ -32,8 +32,8 @@ use super::queue::{Priority, Request};
 use super::{
     APPLIED_HASH, WatchScope, claims_fingerprint, fingerprint, in_sync, resource_version as version,
 };
-use crate::manager::Shared;
 use crate::manager::sharding::{BUCKETS, Shard};
+use crate::shared::Shared;
 
 /// How long the cache may lag behind an apply of this controller before it is believed again
 /// anyway. A watch event comes within milliseconds; this bounds the wait when one never comes
@@ -351,7 +351,7 @@ where
             by_owner: Mutex::default(),
         });
         let changes: Arc<Mutex<Option<Arc<Changes<K>>>>> = Arc::default();
-        let (api, pulse) = shared.watched(name, api);
+        let (api, pulse) = super::watched(shared, name, api);
         let config = watcher::Config {
             bookmarks: true,
             ..config

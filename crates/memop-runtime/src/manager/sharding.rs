@@ -64,7 +64,7 @@ pub const BUCKETS: u16 = 64;
 /// The 64-bit FNV-1a hash of `bytes`, with the standard offset basis and prime: the same on
 /// every platform and in every process (unlike the randomly seeded `DefaultHasher`), and the
 /// hash Kubernetes' server-side sharded list and watch (KEP-5866) computes.
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
     })
@@ -87,7 +87,7 @@ pub fn bucket_of(metadata: &ObjectMeta) -> u16 {
 
 /// The bucket of the object whose UID is `uid`: that of an owned object is its controller's,
 /// `bucket_of_uid` of its controller ownerReference's `uid`.
-pub fn bucket_of_uid(uid: &str) -> u16 {
+pub(crate) fn bucket_of_uid(uid: &str) -> u16 {
     bucket_of_key(uid)
 }
 
@@ -193,7 +193,7 @@ impl Config {
     }
 
     /// The ring of `flags` (`--leader-election-id`, `--leader-election-namespace`), as this pod.
-    pub fn from_flags(operator: &Operator, flags: &Flags) -> Self {
+    pub(crate) fn from_flags(operator: &Operator, flags: &Flags) -> Self {
         let leader = super::leader::Config::from_flags(operator, flags);
         Self::new(
             operator,
@@ -217,7 +217,7 @@ impl Config {
 
     /// The name of this replica's Lease: `<ring>-shard-<name>`, the same for every process of
     /// the replica.
-    pub fn lease_name(&self) -> String {
+    pub(crate) fn lease_name(&self) -> String {
         format!("{}-shard-{}", self.ring, self.name)
     }
 
@@ -460,7 +460,7 @@ struct Inner {
 
 /// A reconcile under way in an active bucket: while it lives, the bucket does not finish
 /// draining.
-pub struct Turn {
+pub(crate) struct Turn {
     shard: Shard,
     bucket: u16,
 }
@@ -625,7 +625,7 @@ impl Shard {
 
     /// Starts a reconcile of the object of `metadata` if its bucket is active here: keep the
     /// turn until the reconcile ends. `None`: not this replica's to reconcile now.
-    pub fn enter(&self, metadata: &ObjectMeta) -> Option<Turn> {
+    pub(crate) fn enter(&self, metadata: &ObjectMeta) -> Option<Turn> {
         let bucket = bucket_of(metadata);
         self.table().begin(bucket).then(|| Turn {
             shard: self.clone(),
@@ -662,7 +662,7 @@ impl Shard {
     }
 
     /// A receiver that changes each time buckets become active here.
-    pub fn activations(&self) -> watch::Receiver<u64> {
+    pub(crate) fn activations(&self) -> watch::Receiver<u64> {
         self.inner.activations.subscribe()
     }
 

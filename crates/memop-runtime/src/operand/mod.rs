@@ -24,7 +24,7 @@ use crate::controller::{
     APPLIED_HASH, Error, Every, Kind, Observed, Owned, Report, Result, condition, fingerprint,
     fingerprint_patch, label_value,
 };
-use crate::manager::Shared;
+use crate::shared::Shared;
 
 mod workload;
 pub use kube::api::PropagationPolicy;
@@ -671,7 +671,7 @@ impl<K: Kind> State<K> {
 
 /// The label every object of an operand carries, with the operand's manager as its value: the
 /// operand's cache holds the objects so labelled only.
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub(crate) const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 
 /// A resourceVersion that no object has (etcd's revisions are counted from 1 and never come
 /// near it): the precondition of an apply that must only create (see
@@ -888,8 +888,7 @@ mod tests {
         let owner: ConfigMap =
             serde_json::from_value(json!({ "metadata": { "name": "owner", "generation": 1 } }))
                 .unwrap();
-        let owned = [condition::AVAILABLE, condition::DEGRADED];
-        Report::new(&owner, conditions, &owned, Duration::from_secs(300))
+        Report::new(&owner, conditions, Duration::from_secs(300))
     }
 
     fn state<K: Kind>(object: serde_json::Value, workload: bool) -> State<K> {
