@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use syn::{Fields, ImplItem, Item, TraitItem, UseTree, Visibility};
 
 /// At most this many public things: top-level names, their `pub` methods and `pub` fields.
-const LIMIT: usize = 260;
+const LIMIT: usize = 262;
 
 /// A definition: the module that defines it and its name there.
 type Def = (Vec<String>, String);
