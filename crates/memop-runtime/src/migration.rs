@@ -42,7 +42,7 @@ use anyhow::Context as _;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
-use kube::{Client, Resource as _};
+use kube::{Client, Resource as _, ResourceExt as _};
 use serde_json::json;
 
 use crate::controller::Recorder;
@@ -440,10 +440,31 @@ async fn rewrite(
     let mut written = 0;
     let mut params = ListParams::default().limit(PAGE);
     loop {
-        let page = all
-            .list_metadata(&params)
-            .await
-            .context("listing the objects to rewrite")?;
+        let page = match all.list_metadata(&params).await {
+            Ok(page) => page,
+            // The list outlived its continue token (etcd compacted the revision it began at:
+            // after 5 minutes by default, some 60,000 rewrites in). The API server's 410 holds
+            // a token that resumes it where it stopped, at the current revision; go on with it,
+            // as kube-storage-version-migrator does, instead of starting over (and expiring
+            // again). What that list may bring twice or leave out was written since the list
+            // began, so it is stored in the storage version already.
+            Err(kube::Error::Api(status)) if status.code == 410 => {
+                let resume = (status.metadata.as_ref())
+                    .and_then(|metadata| metadata.continue_.clone())
+                    .filter(|token| !token.is_empty());
+                let Some(token) = resume else {
+                    return Err(kube::Error::Api(status)).context("listing the objects to rewrite");
+                };
+                tracing::info!(
+                    crd = %crd.name_any(),
+                    written,
+                    "the rewrite's list expired; resuming it where it stopped"
+                );
+                params = params.continue_token(&token);
+                continue;
+            }
+            Err(err) => return Err(err).context("listing the objects to rewrite"),
+        };
         for object in &page.items {
             let name = object.metadata.name.as_deref().unwrap_or_default();
             let api: Api<DynamicObject> = match (namespaced, object.metadata.namespace.as_deref()) {

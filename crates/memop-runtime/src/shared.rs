@@ -34,8 +34,8 @@ pub struct Shared {
     pub(crate) reporter: Reporter,
     /// How many objects each controller reconciles at once (`--max-concurrent-reconciles`).
     pub(crate) max_concurrent_reconciles: u16,
-    /// How many rollouts of the operator's own making each operand controller lets run at
-    /// once (`--max-concurrent-rollouts`; 0: no limit).
+    /// How many rollouts each operand controller lets run at once, across the operator's
+    /// replicas (`--max-concurrent-rollouts`; 0: no limit).
     pub(crate) max_concurrent_rollouts: usize,
     /// How long one reconcile may take, its API calls included: a call that hangs (on a
     /// half-open connection, say) fails the reconcile instead of blocking its object for ever.

@@ -37,8 +37,8 @@ pub use events::Recorder;
 use instruments::resource_version;
 pub use instruments::resync;
 pub(crate) use instruments::{Instruments, publish};
-pub(crate) use owned::Observed;
 pub use owned::Owned;
+pub(crate) use owned::{Every, Observed};
 pub use queue::{Priority, Request};
 pub(crate) use status::{Conditions, owned_conditions};
 pub use status::{Truth, condition};
@@ -117,7 +117,14 @@ where
     let holding = shared.shard.as_ref().map(Shard::hold);
     let paged = cache::Paged::default();
     let watch = move || cache::watch(api.clone(), config.clone(), paged.clone());
-    let events = cache::follow(watch, holding.clone(), cache::own_bucket)
+    let store = writer.as_reader();
+    let cached = move |kept: u64| {
+        (store.state().iter())
+            .filter(|object| !cache::kept_in(kept, cache::own_bucket(object.meta())))
+            .map(|object| object.as_ref().clone())
+            .collect()
+    };
+    let events = cache::follow(watch, holding.clone(), cache::own_bucket, cached)
         .inspect(move |event| {
             if event.is_err() {
                 pulse.failed();

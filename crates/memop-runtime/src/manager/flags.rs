@@ -79,10 +79,10 @@ pub struct Flags {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_concurrent_reconciles: u16,
 
-    /// How many of its Deployments each operand controller lets roll out at once when the
-    /// change is the operator's own (a new operand image, a new operator version), so that
-    /// it does not restart every operand together and a bad image stops there; 0 for no
-    /// limit. A change of an object's spec is never held back
+    /// How many of its Deployments each operand controller lets roll out at once, counted
+    /// across all the operator's replicas (from the cache), so that a new operand image, a new
+    /// operator version or a spec change to every object does not restart every operand
+    /// together and a bad image stops there; 0 for no limit. A new size is never held back
     #[arg(long, default_value_t = 10)]
     pub(crate) max_concurrent_rollouts: usize,
 
