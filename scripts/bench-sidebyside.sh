@@ -60,6 +60,8 @@
 #   - kubebuilder $KB_VERSION from its Go module (the Go module proxy), the Getting Started
 #     tutorial's operator scaffolded by it (deploy-image plugin), `make generate manifests`,
 #     `go build -o bin/manager cmd/main.go`.
+# MANAGER_ENV="VAR=value ..." is given to every manager process (say, MALLOC_ARENA_MAX=2, or
+# LD_PRELOAD of another malloc, to compare allocators with one binary).
 # Builds run under `nice -n 10`. PREPARE_ONLY=1 builds and stops. KEEP=1 keeps each run's
 # directory (audit log, manager log); otherwise only its result and manager log are kept.
 # Needs: go, cargo, python3, openssl, curl, kubectl.
@@ -80,6 +82,7 @@ RELIST_SETTLE=${RELIST_SETTLE:-60}
 SHARDS=${SHARDS:-3}
 RESIZE_TO=${RESIZE_TO:-$([ "$PODS" = 1 ] && echo 3 || echo 2)}
 SETTLE=${SETTLE:-30}
+MANAGER_ENV=${MANAGER_ENV:-}
 IMAGE=memcached:1.6.26-alpine3.19
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-5400}
 if [ $# -eq 0 ]; then set -- 1000 10000; fi
@@ -426,7 +429,7 @@ EOF
     [ "$replicas" -le ${#names[@]} ] || die "SHARDS: at most ${#names[@]}"
     t_start=$(now)
     for ((r = 0; r < replicas; r++)); do
-        KUBECONFIG="$dir/$user.kubeconfig" MEMCACHED_IMAGE=$IMAGE RUST_LOG=info POD_NAME="replica-${names[r]}" \
+        env $MANAGER_ENV KUBECONFIG="$dir/$user.kubeconfig" MEMCACHED_IMAGE=$IMAGE RUST_LOG=info POD_NAME="replica-${names[r]}" \
             POD_NAMESPACE=default "$manager" --leader-elect=$elect "${sharding[@]}" --metrics-bind-address=0 \
             --health-probe-bind-address=0 > "$dir/manager$([ "$r" = 0 ] || echo "-${names[r]}").log" 2>&1 &
         pids+=($!)
@@ -450,7 +453,7 @@ EOF
     local standby=""
     if [ "$FAILOVER" = 1 ]; then
         # The second replica, waiting for the Lease through the quiet minute and the resize.
-        KUBECONFIG="$dir/$user.kubeconfig" MEMCACHED_IMAGE=$IMAGE RUST_LOG=info POD_NAME=replica-b \
+        env $MANAGER_ENV KUBECONFIG="$dir/$user.kubeconfig" MEMCACHED_IMAGE=$IMAGE RUST_LOG=info POD_NAME=replica-b \
             POD_NAMESPACE=default "$manager" --leader-elect=true --metrics-bind-address=0 \
             --health-probe-bind-address=0 > "$dir/manager-standby.log" 2>&1 &
         standby=$!
