@@ -860,3 +860,174 @@ mod tests {
         assert!(burst.active(later + Duration::from_millis(999)));
     }
 }
+
+/// What each structure of an owned cache costs per object, on the heap: a measurement, not a
+/// check (docs/performance.md has the figures). Run it alone:
+///
+/// ```text
+/// cargo test -p memop-runtime --release --lib heap_per_object -- --ignored --nocapture
+/// ```
+#[cfg(test)]
+mod heap {
+    use super::*;
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::runtime::reflector;
+
+    #[global_allocator]
+    static COUNTING_ALLOCATOR: memop_test::heap::Counting = memop_test::heap::Counting;
+
+    const N: usize = 10_000;
+
+    /// A Deployment of the Memcached example as the API server returns it (its defaults filled
+    /// in), without `managedFields`, and with no status (no deployment controller in the
+    /// side-by-side benchmark).
+    fn deployment(i: usize) -> Deployment {
+        let name = format!("memcached-{i}");
+        let labels = serde_json::json!({
+            "app.kubernetes.io/instance": name, "app.kubernetes.io/managed-by": "memcached-operator",
+            "app.kubernetes.io/name": "memcached", "app.kubernetes.io/part-of": "memcached-operator",
+            "app.kubernetes.io/version": "1.6.26-alpine3.19",
+        });
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {
+                "name": name, "namespace": format!("bench-{}", i % 10),
+                "uid": format!("3f2a8c1e-5b7d-4e9a-9c0f-{i:012}"), "resourceVersion": format!("{}", 100_000 + i),
+                "generation": 1, "creationTimestamp": "2026-12-05T17:49:07Z",
+                "labels": labels,
+                "annotations": { "memop.rs/applied-hash": "0123456789abcdef", "deployment.kubernetes.io/revision": "1" },
+                "ownerReferences": [{ "apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": name,
+                    "uid": format!("9e8d7c6b-5a4f-4e3d-2c1b-{i:012}"), "controller": true, "blockOwnerDeletion": true }],
+            },
+            "spec": {
+                "replicas": 1, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600,
+                "selector": { "matchLabels": { "app.kubernetes.io/instance": name, "app.kubernetes.io/name": "memcached" } },
+                "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": "25%", "maxUnavailable": "25%" } },
+                "template": {
+                    "metadata": { "labels": labels },
+                    "spec": {
+                        "containers": [{
+                            "name": "memcached", "image": "memcached:1.6.26-alpine3.19", "imagePullPolicy": "IfNotPresent",
+                            "command": ["memcached", "--memory-limit=64", "-o", "modern", "-v"],
+                            "ports": [{ "containerPort": 11211, "name": "memcached", "protocol": "TCP" }],
+                            "resources": {}, "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+                            "securityContext": { "allowPrivilegeEscalation": false, "capabilities": { "drop": ["ALL"] },
+                                "runAsNonRoot": true, "runAsUser": 1001 },
+                        }],
+                        "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "schedulerName": "default-scheduler",
+                        "securityContext": { "runAsNonRoot": true, "seccompProfile": { "type": "RuntimeDefault" } },
+                        "terminationGracePeriodSeconds": 30,
+                    },
+                },
+            },
+        }))
+        .unwrap()
+    }
+
+    fn per_object(before: usize) -> usize {
+        memop_test::heap::live().saturating_sub(before) / N
+    }
+
+    #[test]
+    #[ignore = "a measurement: run it alone, with --ignored"]
+    fn heap_per_object() {
+        let objects: Vec<Deployment> = (0..N).map(deployment).collect();
+        let json = compact(&objects[0]).len();
+        println!("{N} Deployments of {json} B of compact JSON each");
+
+        let before = memop_test::heap::live();
+        let cache = Cache::<Deployment> {
+            objects: RwLock::default(),
+            seen: AtomicU64::new(0),
+            listed: watch::Sender::new(false),
+            by_owner: Mutex::default(),
+        };
+        for object in &objects {
+            cache.insert(ObjectRef::from_obj(object), object);
+        }
+        println!(
+            "owned cache (key and compact JSON): {} B per object",
+            per_object(before)
+        );
+
+        let before = memop_test::heap::live();
+        let mut index = OwnerIndex::<Deployment>::new();
+        for object in &objects {
+            index.set(&ObjectRef::from_obj(object), object.meta());
+        }
+        println!("owner index: {} B per object", per_object(before));
+
+        let before = memop_test::heap::live();
+        let applied: HashMap<ObjectRef<Deployment>, Applied> = (objects.iter())
+            .map(|object| {
+                let record = Applied {
+                    hash: Some("0123456789abcdef".into()),
+                    fingerprint: fingerprint(object, object),
+                    version: None,
+                };
+                (ObjectRef::from_obj(object), record)
+            })
+            .collect();
+        println!(
+            "what was applied (Owned::applied): {} B per object",
+            per_object(before)
+        );
+
+        let before = memop_test::heap::live();
+        let changes = Changes::<Deployment>::new();
+        for object in &objects {
+            changes.add(object.meta(), Priority::Low);
+        }
+        println!(
+            "changes queued, not yet taken: {} B per object",
+            per_object(before)
+        );
+
+        let before = memop_test::heap::live();
+        let queue = crate::controller::queue::Queue::new(None);
+        for object in &objects {
+            queue.add(
+                ObjectRef::from_obj(object),
+                Priority::Low,
+                Duration::from_secs(600),
+            );
+        }
+        println!(
+            "the controller's queue, each object's resync due: {} B per object",
+            per_object(before)
+        );
+
+        let before = memop_test::heap::live();
+        let keys: HashSet<ObjectRef<Deployment>> =
+            objects.iter().map(ObjectRef::from_obj).collect();
+        println!(
+            "a relist's keys (HashSet<ObjectRef>): {} B per object",
+            per_object(before)
+        );
+
+        let before = memop_test::heap::live();
+        let (store, mut writer) = reflector::store::<Deployment>();
+        writer.apply_watcher_event(&watcher::Event::Init);
+        for object in &objects {
+            writer.apply_watcher_event(&watcher::Event::InitApply(object.clone()));
+        }
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        println!(
+            "kube's store of the same, typed (a controller's own cache): {} B per object",
+            per_object(before)
+        );
+
+        let before = memop_test::heap::live();
+        let metadata: Vec<Arc<ObjectMeta>> = objects
+            .iter()
+            .map(|o| Arc::new(o.metadata.clone()))
+            .collect();
+        println!(
+            "the metadata alone, typed: {} B per object",
+            per_object(before)
+        );
+        drop((
+            cache, index, applied, changes, queue, keys, store, writer, metadata,
+        ));
+    }
+}
