@@ -1,11 +1,10 @@
-//! Rebuild memop when a template or a runtime crate changes: `include_dir!` embeds `templates/`,
-//! `layouts/` and `crates/`, but cargo only tracks the files it is told about. Also records the git commit
+//! Rebuild memop when a template or a runtime crate changes: `include_dir!` embeds `templates/`
+//! and `crates/`, but cargo only tracks the files it is told about. Also records the git commit
 //! memop is built from, and its date, for `memop version` (as kubebuilder's reports them).
 use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=templates");
-    println!("cargo:rerun-if-changed=layouts");
     println!("cargo:rerun-if-changed=crates");
     println!("cargo:rerun-if-changed=.git/HEAD");
     println!("cargo:rerun-if-changed=.git/refs/heads");

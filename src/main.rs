@@ -73,13 +73,26 @@ enum Delete {
     Api(commands::delete_api::Args),
 }
 
+impl Command {
+    /// Whether the command works on an existing project, which it finds from inside it.
+    fn on_a_project(&self) -> bool {
+        matches!(
+            self,
+            Command::Create(_) | Command::Delete(_) | Command::Update(_) | Command::Edit(_) | Command::ExternalTypes(_)
+        )
+    }
+
+    /// Whether the command writes a project (`init` a new one): it dates license headers, and
+    /// holds the project's lock.
+    fn writes(&self) -> bool {
+        self.on_a_project() || matches!(self, Command::Init(_))
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     memop::catch_interrupts();
-    let on_a_project = matches!(
-        cli.command,
-        Command::Create(_) | Command::Delete(_) | Command::Update(_) | Command::Edit(_) | Command::ExternalTypes(_)
-    );
+    let on_a_project = cli.command.on_a_project();
     // As `git -C` and `make -C`: a -C that names no directory is an error, never a reason to
     // look further up (a typo in a script would change the project around it).
     if let Some(dir) = cli.dir.as_deref().filter(|_| on_a_project)
@@ -93,7 +106,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     // The commands that write files date their license headers with it.
-    if (on_a_project || matches!(cli.command, Command::Init(_)))
+    if cli.command.writes()
         && let Err(err) = memop::clock::source_date_epoch()
     {
         memop::warn_line!("error: {err}");
@@ -109,29 +122,13 @@ fn main() -> ExitCode {
         dir = root;
     }
     let global = commands::Global { dir, dry_run: cli.dry_run };
-    // `init` into a directory that does not exist yet makes it first, so that it can hold the
-    // directory's lock: of two `init`s at once, one waits for nothing and the other is refused.
-    // The directory goes again if the command fails (when it is still empty).
-    let made_dirs: Vec<PathBuf> = match matches!(cli.command, Command::Init(_)) && !global.dry_run {
-        true => {
-            global.dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(PathBuf::from).collect()
-        }
+    // `init` makes its directory first, to hold its lock (see `init::make_dir`).
+    let made_dirs = match matches!(cli.command, Command::Init(_)) && !global.dry_run {
+        true => commands::init::make_dir(&global.dir),
         false => Vec::new(),
     };
-    if !made_dirs.is_empty() {
-        let _ = std::fs::create_dir_all(&global.dir);
-    }
     // Commands that change a project hold its lock while they read, plan and write.
-    let changes_the_project = matches!(
-        cli.command,
-        Command::Init(_)
-            | Command::Create(_)
-            | Command::Delete(_)
-            | Command::Update(_)
-            | Command::Edit(_)
-            | Command::ExternalTypes(_)
-    ) && !global.dry_run;
-    let lock = match changes_the_project {
+    let lock = match cli.command.writes() && !global.dry_run {
         true => memop::lock::Lock::take(&global.dir),
         false => Ok(None),
     };
@@ -141,8 +138,10 @@ fn main() -> ExitCode {
         (Err(err), _) => Err(err),
         (Ok(_lock), Command::Init(args)) => commands::init::run(&global, args, &mut report),
         (Ok(_lock), Command::Create(Create::Api(args))) => commands::create_api::run(&global, *args, &mut report),
-        (Ok(_lock), Command::Create(Create::Webhook(args))) => commands::create_webhook::run(&global, args),
-        (Ok(_lock), Command::Delete(Delete::Api(args))) => commands::delete_api::run(&global, args),
+        (Ok(_lock), Command::Create(Create::Webhook(args))) => {
+            commands::create_webhook::run(&global, args, &mut report)
+        }
+        (Ok(_lock), Command::Delete(Delete::Api(args))) => commands::delete_api::run(&global, args, &mut report),
         (Ok(_lock), Command::Update(args)) => commands::update::run(&global, args),
         (Ok(_lock), Command::ExternalTypes(args)) => commands::external_types::run(&global, args),
         (Ok(_), Command::Version) => commands::say(&commands::version::text()),
@@ -157,12 +156,7 @@ fn main() -> ExitCode {
     // Before the error, where the command would have printed them first.
     commands::print_answers(&mut report);
     if result.is_err() {
-        // Deepest first; a directory that is not empty (another init's) stays.
-        for made in &made_dirs {
-            if std::fs::remove_dir(made).is_err() {
-                break;
-            }
-        }
+        commands::init::remove_dirs(&made_dirs);
     }
     match result {
         Ok(()) => ExitCode::SUCCESS,

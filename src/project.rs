@@ -15,7 +15,8 @@ pub const FILE: &str = "PROJECT";
 /// The layout this version of memop scaffolds; later layouts will need a migration. v2: the
 /// framework is the `memop-runtime` and `memop-test` crates, not files of the project.
 pub const LAYOUT: &str = "memop.rs/rust/v2";
-/// The layout of memop 0.1, whose projects held the framework (`src/manager/`, `tests/support/`).
+/// The layout of memop 0.1, whose projects held the framework (`src/manager/`, `tests/support/`):
+/// refused, with the way through memop 0.2.
 const LAYOUT_V1: &str = "memop.rs/rust/v1";
 
 const HEADER: &str = "\
@@ -550,20 +551,6 @@ pub fn find_root(dir: &Path) -> Option<PathBuf> {
 
 impl Project {
     /// Reads `DIR/PROJECT`, with errors that say what to do.
-    /// Loads PROJECT as `memop update` does: a project of layout `memop.rs/rust/v1` (memop 0.1,
-    /// which `load` refuses) loads too, moved to today's layout; says whether it was one.
-    pub fn load_for_update(dir: &Path) -> Result<(Self, bool)> {
-        let text = crate::fs::read(dir, Path::new(FILE))?.unwrap_or_default();
-        let v1 = text.lines().any(|line| line.trim() == format!("- {LAYOUT_V1}"));
-        if !v1 {
-            return Ok((Self::load(dir)?, false));
-        }
-        let (project, year) = Self::parse_dated(&text.replace(LAYOUT_V1, LAYOUT)).with_context(|| {
-            format!("{} is not a valid memop PROJECT file; restore it from version control", dir.join(FILE).display())
-        })?;
-        Ok((project.with_boilerplate(dir, year)?, true))
-    }
-
     pub fn load(dir: &Path) -> Result<Self> {
         let path = dir.join(FILE);
         // Read as every file of the project is: a regular file only, never through a link.
@@ -640,9 +627,10 @@ impl Project {
         if project.layout.iter().any(|l| l == LAYOUT_V1) {
             bail!(
                 "this project has layout {LAYOUT_V1}, made by memop 0.1: its framework lives in src/manager and \
-                 tests/support, where memop {} keeps it in the memop-runtime and memop-test crates ({LAYOUT}); \
-                 move it to them with `memop update` (commit first: it keeps your edits), or extend it with \
-                 memop 0.1 (`cargo install memop --version 0.1.0`)",
+                 tests/support, and memop {} no longer moves it to the memop-runtime and memop-test crates \
+                 ({LAYOUT}); memop 0.2 does: commit, install memop 0.2.0 (in memop's checkout, `git checkout 3318b9f && cargo install --locked \
+                 --path .`), run its `memop update` (it keeps your edits), commit, then run this memop's `memop \
+                 update`",
                 env!("CARGO_PKG_VERSION")
             );
         }
@@ -894,7 +882,7 @@ mod tests {
     fn a_project_of_memop_0_1_is_refused_with_the_way_out() {
         let text = sample().render().unwrap().replace(LAYOUT, LAYOUT_V1);
         let error = Project::parse(&text).unwrap_err().to_string();
-        assert!(error.contains("made by memop 0.1") && error.contains("--version 0.1.0"), "{error}");
+        assert!(error.contains("made by memop 0.1") && error.contains("git checkout 3318b9f"), "{error}");
     }
 
     /// A PROJECT of an earlier memop loads, its history read once: the project's year dates the header

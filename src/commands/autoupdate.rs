@@ -7,9 +7,8 @@
 use anyhow::Result;
 
 use crate::project::Project;
-use crate::scaffold::reconcile::{Base, Merged, Router};
+use crate::scaffold::reconcile::{Merged, Router};
 use crate::scaffold::{Entry, Plan, Purpose, Templates};
-use crate::sum::Sum;
 
 /// The templates of the workflow.
 pub const TEMPLATES: &str = "autoupdate";
@@ -19,12 +18,11 @@ pub const WORKFLOW: &str = ".github/workflows/auto-update.yml";
 
 /// Plans the workflow of a project whose PROJECT records the plugin: created, or merged with your
 /// edits as `memop update` merges memop's files (`force`: replaced).
-pub(crate) fn plan_workflow(project: &Project, plan: &mut Plan, record: &Sum, force: bool) -> Result<Merged> {
-    let templates = Templates::load(plan.layout(), &[TEMPLATES])?;
+pub(crate) fn plan_workflow(project: &Project, plan: &mut Plan, force: bool) -> Result<Merged> {
+    let templates = Templates::load(&[TEMPLATES])?;
     let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(project))?;
     let purpose = if force { Purpose::Make { force } } else { Purpose::Update };
-    let dir = plan.root().to_path_buf();
-    let mut router = Router::new(Base { record, dir: &dir, replay: None });
+    let mut router = Router::new(None);
     for entry in templates.entries(TEMPLATES, &ctx)? {
         if let Entry::File { template, path, declared } = entry {
             router.route(plan, purpose, &path, declared, templates.render(&template, &ctx)?, true)?;

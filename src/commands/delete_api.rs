@@ -16,13 +16,13 @@ use anyhow::{Context as _, Result, bail};
 
 use super::gvk::GvkArgs;
 use super::replay::replay;
-use super::{Global, Report, finish};
+use super::{Global, Report};
 use crate::project::{self, Project, Webhooks};
 use crate::resource::ApiNames;
-use crate::scaffold::merge;
-use crate::scaffold::reconcile::{Base, Router};
-use crate::scaffold::{Declared, Layout, Owner, Plan, Purpose};
-use crate::sum::{self, Sum};
+use crate::scaffold::merge::Decision;
+use crate::scaffold::reconcile::Router;
+use crate::scaffold::{Declared, Owner, Plan, Purpose};
+use crate::sum;
 
 /// Delete one version of a kind served in several: its types, conversion, sample, its entries in
 /// PROJECT and in the files that register it, and its place in the CRD
@@ -39,9 +39,15 @@ pub struct Args {
     force: bool,
 }
 
-pub fn run(global: &Global, args: Args) -> Result<()> {
-    let mut project = Project::load(&global.dir)?;
-    if let Some(theirs) = args.gvk.theirs(&project) {
+pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
+    super::frame::on_project(global, report, |project, plan, report| {
+        delete(project, plan, report, &args, global.dry_run)
+    })
+}
+
+/// Plans deleting the version `args` names from `project`, and reports it.
+fn delete(project: &mut Project, plan: &mut Plan, report: &mut Report, args: &Args, dry_run: bool) -> Result<()> {
+    if let Some(theirs) = args.gvk.theirs(project) {
         bail!(
             "{} is {}, with no types of the project's (a controller over a kind that is not yours): memop \
              deletes versions of the project's own kinds only; remove the controller by hand (its module in \
@@ -56,27 +62,21 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
             }
         );
     }
-    let api = args.gvk.names(&project, None)?;
-    let mut plan = Plan::new(&global.dir);
-    super::facts::record(&mut project, &plan)?;
-    let target = validate(&project, &api, &plan)?;
-    let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
+    let api = args.gvk.names(project, None)?;
+    let target = validate(project, &api, plan)?;
 
-    let old = replay(&project, &plan, Layout::Current)?;
-    let mut notes = remove_version(&mut project, &api, &target);
-    let fresh = replay(&project, &plan, Layout::Current)?;
+    let old = replay(project, plan)?;
+    let mut notes = remove_version(project, &api, &target);
+    let fresh = replay(project, plan)?;
 
-    let (changes, bases) = plan_difference(&old, &fresh, &mut plan, &record, args.force)?;
+    let changes = plan_difference(&old, &fresh, plan, args.force)?;
     notes.extend(changes);
     plan.write(project::FILE, project.render()?)?;
-    refuse_code_naming(&plan, &api, &target)?;
-    let chart = super::helm::plan_chart_of(&project, &mut plan)?;
+    refuse_code_naming(plan, &api, &target)?;
 
     let gvk = format!("{}/{} {}", api.group, api.version, api.kind);
-    let mut report = Report::default();
-    report.keep_bases(bases);
     // Where the real run says what it did.
-    if global.dry_run {
+    if dry_run {
         report.say(format!("Would delete {gvk}; {} is served and stored as {}.\n", api.kind, target.storage));
     }
     for note in &notes {
@@ -88,8 +88,7 @@ pub fn run(global: &Global, args: Args) -> Result<()> {
          $ make test\n",
         api.kind, target.storage, api.version
     ));
-    report.merged(chart, super::helm::FRESH_CHART);
-    finish(global, plan, &mut report)
+    Ok(())
 }
 
 /// What the deletion leaves: the version the kind is stored as, which takes the controller and
@@ -237,35 +236,25 @@ fn remove_version(project: &mut Project, api: &ApiNames, target: &Target) -> Vec
     notes
 }
 
-/// Each merged file's path with memop's text of it, kept in git as the base of the next merge.
-type Bases = Vec<(String, String)>;
-
 /// Plans what changes from `old` (memop's text of the project now) to `fresh` (without the
 /// version): files only `old` has are removed (refused where edited, unless `force`); files that
 /// change go by [`Purpose::Change`] (replaced where unedited, merged over `old`'s text where
 /// edited; a generated file, the CRD, that was edited is left to `make manifests`, noted).
-/// Returns the notes, and memop's text of each merged file, to keep in git as the base of the
-/// next merge.
-fn plan_difference(
-    old: &Plan,
-    fresh: &Plan,
-    plan: &mut Plan,
-    record: &Sum,
-    force: bool,
-) -> Result<(Vec<String>, Bases)> {
+/// Returns the notes.
+fn plan_difference(old: &Plan, fresh: &Plan, plan: &mut Plan, force: bool) -> Result<Vec<String>> {
     let skip = |path: &Path| path == Path::new(project::FILE) || path == Path::new(sum::FILE);
     let (mut edited, mut gone) = (Vec::new(), Vec::new());
-    for (path, text) in old.planned().filter(|(path, _)| !skip(path)) {
+    let mut router = Router::new(Some(old));
+    for (path, _) in old.planned().filter(|(path, _)| !skip(path)) {
         if fresh.planned().any(|(p, _)| p == path) {
             continue;
         }
-        match plan.read(path)? {
+        match router.retire(plan, &path.to_string_lossy())? {
             // Gone already (a run killed among its renames): its record goes too.
-            None => gone.push(path.to_path_buf()),
-            Some(current) if current == text => plan.remove(path)?,
-            Some(current) if merge::as_recorded(&current, record.get(&path.to_string_lossy())) => plan.remove(path)?,
-            Some(_) if force => plan.remove(path)?,
-            Some(_) => edited.push(path.display().to_string()),
+            Decision::Leave => gone.push(path.to_path_buf()),
+            Decision::Keep if force => plan.remove(path)?,
+            Decision::Keep => edited.push(path.display().to_string()),
+            _ => {}
         }
     }
     if !edited.is_empty() {
@@ -277,13 +266,9 @@ fn plan_difference(
             if edited.len() == 1 { "it" } else { "them" }
         );
     }
-    if gone.iter().any(|path| record.get(&path.to_string_lossy().replace('\\', "/")).is_some()) {
-        let mut kept = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
-        gone.iter().for_each(|path| kept.forget(path));
-        plan.write(sum::FILE, kept.render(env!("CARGO_PKG_VERSION")))?;
+    if gone.iter().any(|path| plan.record().get(&path.to_string_lossy().replace('\\', "/")).is_some()) {
+        gone.iter().for_each(|path| plan.forget(path));
     }
-    let dir = plan.root().to_path_buf();
-    let mut router = Router::new(Base { record, dir: &dir, replay: Some(old) });
     for (path, new) in fresh.planned().filter(|(path, _)| !skip(path)) {
         // A file the command writes itself (no template declares it) is memop's.
         let declared = fresh.declared(path).unwrap_or(Declared::from(Owner::Memop));
@@ -307,7 +292,7 @@ fn plan_difference(
     let mut notes: Vec<(&String, &str)> = kept.chain(generated).collect();
     notes.sort();
     let notes = notes.into_iter().map(|(path, note)| format!("{path} {note}")).collect();
-    Ok((notes, merged.bases))
+    Ok(notes)
 }
 
 /// Refuses when Rust code of the project, as the plan leaves it, still names the deleted version

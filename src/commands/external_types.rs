@@ -27,7 +27,7 @@ pub struct Args {}
 
 pub fn run(global: &Global, _args: Args) -> Result<()> {
     let project = Project::load(&global.dir)?;
-    let mut plan = Plan::new(&global.dir);
+    let mut plan = Plan::new(&global.dir)?;
     let mut kinds = Vec::new();
     for resource in project.resources.iter().filter(|r| r.names.external) {
         let api = &resource.names;

@@ -21,9 +21,9 @@ use serde::Serialize;
 use super::context::ProjectContext;
 use super::{Global, Report};
 use crate::project::{self, AutoUpdatePlugin, HelmPlugin, Project};
-use crate::scaffold::reconcile::{Base, Merged, Router};
+use crate::scaffold::merge::Decision;
+use crate::scaffold::reconcile::{Merged, Router};
 use crate::scaffold::{self, Declared, Entry, Plan, Purpose, Templates};
-use crate::sum::{self, Sum};
 
 /// The chart's directory under `--output-dir`, as kubebuilder names it.
 const CHART: &str = "chart";
@@ -98,13 +98,7 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
     if !helm {
         return edit_autoupdate(global, &args, project, report);
     }
-    let output = match (&args.output_dir, &project.plugins.helm) {
-        (Some(dir), _) => dir.trim_end_matches('/').to_string(),
-        (None, Some(helm)) => helm.output.clone(),
-        (None, None) => "dist".to_string(),
-    };
-    project::check_output_dir(&output).map_err(|err| anyhow::anyhow!("--output-dir {err}"))?;
-    project::check_chart_home(&output).map_err(|err| anyhow::anyhow!("--output-dir {err}"))?;
+    let output = chart_home(&args, &project)?;
     // (a controller over a kind of Kubernetes' own reconciles without an API of the project's)
     if project.resources.iter().all(|r| r.api.is_none() && !r.controller) {
         bail!(
@@ -112,7 +106,7 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
              run `memop create api` first (later `create api` runs update the chart)"
         );
     }
-    let mut plan = Plan::new(&global.dir);
+    let mut plan = Plan::new(&global.dir)?;
     // A chart moved by --output-dir: memop keeps only the new one up to date.
     if let Some(old) = project.plugins.helm.as_ref().map(|helm| &helm.output).filter(|old| **old != output) {
         let old_chart = format!("{old}/{CHART}");
@@ -125,13 +119,12 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
     }
     let new_home = project.plugins.helm.as_ref().is_none_or(|helm| helm.output != output);
     project.plugins.helm = Some(HelmPlugin { output: output.clone() });
-    let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
     if new_home {
-        refuse_a_foreign_chart(&project, &plan, &record, &output)?;
+        refuse_a_foreign_chart(&project, &plan, &output)?;
     }
-    let merged = plan_chart(&project, &mut plan, &record, args.force)?;
+    let merged = plan_chart(&project, &mut plan, args.force)?;
     let workflow = match autoupdate {
-        true => add_autoupdate(&args, &mut project, &mut plan, &record)?,
+        true => add_autoupdate(&args, &mut project, &mut plan)?,
         false => Merged::default(),
     };
     plan.write(project::FILE, project.render()?)?;
@@ -149,17 +142,29 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
     super::finish(global, plan, report)
 }
 
+/// The directory the chart goes in: `--output-dir`, else where PROJECT records it, else `dist`.
+fn chart_home(args: &Args, project: &Project) -> Result<String> {
+    let output = match (&args.output_dir, &project.plugins.helm) {
+        (Some(dir), _) => dir.trim_end_matches('/').to_string(),
+        (None, Some(helm)) => helm.output.clone(),
+        (None, None) => "dist".to_string(),
+    };
+    project::check_output_dir(&output).map_err(|err| anyhow::anyhow!("--output-dir {err}"))?;
+    project::check_chart_home(&output).map_err(|err| anyhow::anyhow!("--output-dir {err}"))?;
+    Ok(output)
+}
+
 /// Refuses to write the chart into `<output>/chart` when a chart is there already that memop did
 /// not write (one kubebuilder left, say), as `init` refuses an existing project: mixing memop's
 /// templates into it would break both. A `Chart.yaml` that `PROJECT.sum` lists, or that is memop's
 /// own text (a first `edit` interrupted before it recorded the chart), is memop's.
-fn refuse_a_foreign_chart(project: &Project, plan: &Plan, record: &Sum, output: &str) -> Result<()> {
+fn refuse_a_foreign_chart(project: &Project, plan: &Plan, output: &str) -> Result<()> {
     let chart_yaml = format!("{output}/{CHART}/Chart.yaml");
     let Some(current) = plan.read(Path::new(&chart_yaml))? else { return Ok(()) };
-    if record.get(&chart_yaml).is_some() {
+    if plan.record().get(&chart_yaml).is_some() {
         return Ok(());
     }
-    let templates = Templates::load(plan.layout(), &["helm"])?;
+    let templates = Templates::load(&["helm"])?;
     let ctx = tera::Context::from_serialize(ProjectContext::new(project))?;
     let ours = templates.entries("helm", &ctx)?.into_iter().find_map(|entry| match entry {
         Entry::File { template, path, .. } if path == "Chart.yaml" => Some(template),
@@ -188,9 +193,8 @@ const FRESH_WORKFLOW: &str = "`memop edit --plugins=autoupdate/v1-alpha --force`
 
 /// `edit --plugins=autoupdate/v1-alpha` alone.
 fn edit_autoupdate(global: &Global, args: &Args, mut project: Project, report: &mut Report) -> Result<()> {
-    let mut plan = Plan::new(&global.dir);
-    let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
-    let merged = add_autoupdate(args, &mut project, &mut plan, &record)?;
+    let mut plan = Plan::new(&global.dir)?;
+    let merged = add_autoupdate(args, &mut project, &mut plan)?;
     plan.write(project::FILE, project.render()?)?;
     report.next(AUTOUPDATE_NEXT);
     report.merged(merged, FRESH_WORKFLOW);
@@ -199,7 +203,7 @@ fn edit_autoupdate(global: &Global, args: &Args, mut project: Project, report: &
 
 /// Records the autoupdate plugin in `project`, with the repository memop is installed from, and
 /// plans its workflow.
-fn add_autoupdate(args: &Args, project: &mut Project, plan: &mut Plan, record: &Sum) -> Result<Merged> {
+fn add_autoupdate(args: &Args, project: &mut Project, plan: &mut Plan) -> Result<Merged> {
     let memop_git = match (&args.memop_git, &project.plugins.autoupdate) {
         (Some(url), _) => url.trim().to_string(),
         (None, Some(recorded)) => recorded.memop_git.clone(),
@@ -211,36 +215,29 @@ fn add_autoupdate(args: &Args, project: &mut Project, plan: &mut Plan, record: &
     };
     project::check_memop_git(&memop_git).map_err(|err| anyhow::anyhow!("--memop-git {err}"))?;
     project.plugins.autoupdate = Some(AutoUpdatePlugin { memop_git });
-    super::autoupdate::plan_workflow(project, plan, record, args.force)
+    super::autoupdate::plan_workflow(project, plan, args.force)
 }
 
 /// Where to see memop's text of a chart file it could not merge.
 pub(crate) const FRESH_CHART: &str = "`memop edit --plugins=helm/v2-alpha --force` in a copy of the project";
 
-/// [`plan_chart`] for a command that changed the project in `plan`, with what memop wrote as
-/// `PROJECT.sum` records it.
-pub(crate) fn plan_chart_of(project: &Project, plan: &mut Plan) -> Result<Merged> {
-    let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
-    plan_chart(project, plan, &record, false)
-}
-
 /// Plans the chart of a project whose PROJECT records the Helm plugin (nothing otherwise): memop's
 /// files merged with the user's edits, `Chart.yaml` and `values.yaml` created once (`force`:
 /// every file replaced). Reads the project's CRDs and manager role from `plan`, so a command that
 /// changes them first gets a chart that has the changes.
-pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force: bool) -> Result<Merged> {
+pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, force: bool) -> Result<Merged> {
     let Some(helm) = &project.plugins.helm else { return Ok(Merged::default()) };
     let chart = format!("{}/{CHART}", helm.output);
     // A chart whose Chart.yaml memop wrote and the user deleted is gone: not made again in parts.
     let chart_yaml = format!("{chart}/Chart.yaml");
-    if !force && record.get(&chart_yaml).is_some() && plan.read(Path::new(&chart_yaml))?.is_none() {
+    if !force && plan.record().get(&chart_yaml).is_some() && plan.read(Path::new(&chart_yaml))?.is_none() {
         plan.note(format!(
             "{chart_yaml} is gone, so memop left the Helm chart alone; make it again with `memop edit \
              --plugins=helm/v2-alpha --force`"
         ));
         return Ok(Merged::default());
     }
-    let templates = Templates::load(plan.layout(), &["helm", "helm-kind", "helm-webhook"])?;
+    let templates = Templates::load(&["helm", "helm-kind", "helm-webhook"])?;
     let ctx = chart_context(project, plan)?;
     let mut contexts = vec![("helm", ctx.clone())];
     contexts.extend(kind_contexts(project, plan, &ctx)?);
@@ -252,11 +249,11 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
             files.push((format!("{chart}/{path}"), templates.render(&template, &ctx)?, declared));
         }
     }
-    remove_what_memop_no_longer_renders(plan, record, &chart, files.iter().map(|(path, ..)| path.as_str()))?;
+    remove_what_memop_no_longer_renders(plan, &chart, files.iter().map(|(path, ..)| path.as_str()))?;
     // The files the chart's templates cannot render without: one the user deleted stays deleted,
     // but is named, as `helm lint` would only say that a value or template is missing.
     for needed in [format!("{chart}/{VALUES}"), format!("{chart}/templates/_helpers.tpl")] {
-        if !force && record.get(&needed).is_some() && plan.read(Path::new(&needed))?.is_none() {
+        if !force && plan.record().get(&needed).is_some() && plan.read(Path::new(&needed))?.is_none() {
             plan.note(format!(
                 "{needed} is gone, and the chart's templates need it (`helm lint` fails without it); memop \
                  leaves it deleted: restore it from version control, or make the chart anew with `memop edit \
@@ -265,8 +262,7 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
         }
     }
     let purpose = if force { Purpose::Make { force } } else { Purpose::Update };
-    let dir = plan.root().to_path_buf();
-    let mut router = Router::new(Base { record, dir: &dir, replay: None });
+    let mut router = Router::new(None);
     for (path, text, declared) in files {
         let yours = plan.read(Path::new(&path))?.is_some() && !force;
         router.route(plan, purpose, &path, declared, text, true)?;
@@ -284,22 +280,19 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, record: &Sum, force
 /// is kept, with a note.
 fn remove_what_memop_no_longer_renders<'a>(
     plan: &mut Plan,
-    record: &Sum,
     chart: &str,
     rendered: impl Iterator<Item = &'a str>,
 ) -> Result<()> {
     let rendered: std::collections::BTreeSet<&str> = rendered.collect();
     let templates = format!("{chart}/templates/");
-    let gone: Vec<String> = record
+    let gone: Vec<String> = plan
+        .record()
         .paths()
         .filter(|path| path.starts_with(&templates) && !rendered.contains(path))
         .map(str::to_string)
         .collect();
     for path in gone {
-        let Some(current) = plan.read(Path::new(&path))? else { continue };
-        if scaffold::merge::as_recorded(&current, record.get(&path)) {
-            plan.remove(&path)?;
-        } else {
+        if Router::new(None).retire(plan, &path)? == Decision::Keep {
             plan.note(format!(
                 "memop no longer writes {path} (the project no longer has what it deployed), and kept it as you \
                  edited it; delete it unless the chart needs it"
@@ -626,7 +619,7 @@ mod tests {
         redis.names = crate::resource::ApiNames::parse("cache", "v1", "Redis", None, "example.com").unwrap();
         redis.operand.as_mut().unwrap().image = "redis:7".into();
         project.resources.push(redis);
-        let mut plan = Plan::new(dir.path());
+        let mut plan = Plan::new(dir.path()).unwrap();
         add_operand_images(&mut plan, path, &project).unwrap();
         // The user's image of Memcached is kept; Redis's is added once.
         let text = plan.read(Path::new(path)).unwrap().unwrap();
@@ -636,7 +629,7 @@ mod tests {
              +memop:scaffold:operand-images\n"
         );
         // Without the marker: a note, and the file as it is.
-        let mut plan = Plan::new(dir.path());
+        let mut plan = Plan::new(dir.path()).unwrap();
         let bare = "manager:\n  operandImages:\n    MEMCACHED_IMAGE: \"mine:1\"\n";
         std::fs::write(dir.path().join(path), bare).unwrap();
         add_operand_images(&mut plan, path, &project).unwrap();

@@ -1,6 +1,6 @@
 //! `memop init`: a new operator project, with no APIs yet.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 
@@ -58,7 +58,17 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
     for note in super::plugins::answer(super::plugins::Command::Init, &args.plugins)? {
         report.answer(note);
     }
-    let dir = &global.dir;
+    let force = args.force;
+    let project = validate(&global.dir, args, report)?;
+    let mut plan = Plan::new(&global.dir)?;
+    plan_project(&project, &mut plan, force)?;
+    report.next("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached\n");
+    finish(global, plan, report)
+}
+
+/// The project `args` describe in `dir`, once they and the directory are found fit for it (see
+/// [`refuse_a_project_there`]).
+fn validate(dir: &Path, args: Args, report: &mut Report) -> Result<Project> {
     let domain = Domain::parse(&args.domain)?;
     crate::names::check_owner(&args.owner)?;
     let repo = args.repo.as_deref().map(crate::names::repository).transpose()?.unwrap_or_default();
@@ -81,8 +91,39 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
             outer.display()
         );
     }
+    refuse_a_project_there(dir, args.force)?;
+    // As kubebuilder: other files are no reason to refuse, but worth a word (not under --force,
+    // which says the user knows what is there).
+    if let (Some(others), false) = (other_files(dir), args.force) {
+        report.answer_warning(format!(
+            "the directory is not empty ({others}); memop keeps files it would otherwise write, but \
+             initializing in an empty directory is safer"
+        ));
+    }
+    Ok(Project {
+        // The license header of every file, kept in the project (`hack/boilerplate.rs.txt`), so
+        // that a command in a later year writes the same headers.
+        boilerplate: project::boilerplate(&args.license, &args.owner, name.as_str(), crate::clock::current_year()),
+        cli_version: env!("CARGO_PKG_VERSION").to_string(),
+        crate_name: name.crate_name(),
+        domain: domain.to_string(),
+        layout: vec![project::LAYOUT.to_string()],
+        license: args.license,
+        namespaced: args.namespaced,
+        owner: args.owner,
+        plugins: Default::default(),
+        project_name: name.to_string(),
+        repo,
+        resources: Vec::new(),
+        version: "3".to_string(),
+    })
+}
+
+/// Refuses to initialize over a project (or a Cargo project) in `dir` unless `force`, and even
+/// then over one with APIs, whose files would stay behind unregistered.
+fn refuse_a_project_there(dir: &Path, force: bool) -> Result<()> {
     let found = PROJECT_MARKERS.iter().find(|f| dir.join(f).exists());
-    if let (Some(&"Cargo.toml"), false) = (found, args.force) {
+    if let (Some(&"Cargo.toml"), false) = (found, force) {
         bail!(
             "{} holds a Cargo project (Cargo.toml) but no memop PROJECT file; run `memop init` in a \
              new directory, or pass --force to write memop's files over it (Cargo.toml included)",
@@ -92,14 +133,14 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
     let loaded = Project::load(dir);
     // A project with APIs: --force would refuse too (below), so do not suggest it.
     let apis = loaded.as_ref().map_or(0, |p| p.resources.len());
-    if let (Some(found), false, true) = (found, args.force, apis > 0) {
+    if let (Some(found), false, true) = (found, force, apis > 0) {
         bail!(
             "{} already holds a project with {apis} API(s) (found {found}); run `memop create api` to \
              extend it, or `memop update` to move it to this memop's runtime",
             dir.display()
         );
     }
-    if let (Some(found), false) = (found, args.force) {
+    if let (Some(found), false) = (found, force) {
         bail!(
             "{} already holds a project (found {found}); run `memop create api` to extend it, \
              or pass --force to initialize over it (memop's files will be overwritten)",
@@ -128,49 +169,45 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
             apis.join(", ")
         );
     }
+    Ok(())
+}
 
-    // As kubebuilder: other files are no reason to refuse, but worth a word (not under --force,
-    // which says the user knows what is there).
-    if let (Some(others), false) = (other_files(dir), args.force) {
-        report.answer_warning(format!(
-            "the directory is not empty ({others}); memop keeps files it would otherwise write, but \
-             initializing in an empty directory is safer"
-        ));
-    }
-
-    let project = Project {
-        // The license header of every file, kept in the project (`hack/boilerplate.rs.txt`), so
-        // that a command in a later year writes the same headers.
-        boilerplate: project::boilerplate(&args.license, &args.owner, name.as_str(), crate::clock::current_year()),
-        cli_version: env!("CARGO_PKG_VERSION").to_string(),
-        crate_name: name.crate_name(),
-        domain: domain.to_string(),
-        layout: vec![project::LAYOUT.to_string()],
-        license: args.license,
-        namespaced: args.namespaced,
-        owner: args.owner,
-        plugins: Default::default(),
-        project_name: name.to_string(),
-        repo,
-        resources: Vec::new(),
-        version: "3".to_string(),
-    };
-    let ctx = tera::Context::from_serialize(ProjectContext::new(&project))?;
-    let mut plan = Plan::new(dir);
-    let templates = Templates::load(plan.layout(), &["init", "manager-role"])?;
+/// Plans the new `project` (`force`: memop's files written over those there).
+fn plan_project(project: &Project, plan: &mut Plan, force: bool) -> Result<()> {
+    let ctx = tera::Context::from_serialize(ProjectContext::new(project))?;
+    let templates = Templates::load(&["init", "manager-role"])?;
     // Without --force, a file the user already has (a README, a .gitignore) is kept, as
     // kubebuilder does; the project files themselves were refused above.
-    scaffold::render_root(&templates, "init", &ctx, &mut plan, args.force)?;
-    scaffold::render_root(&templates, "manager-role", &ctx, &mut plan, args.force)?;
-    scaffold::vendor(&mut plan, args.force)?;
-    let lock = crate::scaffold::lockfile::for_project(name.as_str());
+    scaffold::render_root(&templates, "init", &ctx, plan, force)?;
+    scaffold::render_root(&templates, "manager-role", &ctx, plan, force)?;
+    scaffold::vendor(plan, force)?;
+    let lock = crate::scaffold::lockfile::for_project(&project.project_name);
     // memop's, one per project: a lock the user has already is kept.
     let declared = Declared::new(Owner::Memop, Scope::Project);
-    scaffold::plan_files(&mut plan, [("Cargo.lock".to_string(), lock)], declared, false, args.force)?;
-    plan.write(project::FILE, project.render()?)?;
+    scaffold::plan_files(plan, [("Cargo.lock".to_string(), lock)], declared, false, force)?;
+    plan.write(project::FILE, project.render()?)
+}
 
-    report.next("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached\n");
-    finish(global, plan, report)
+/// Makes `dir` and the directories above it that do not exist yet, so that `init` can hold the
+/// directory's lock: of two `init`s at once, one waits for nothing and the other is refused.
+/// Returns the directories made, deepest first, for [`remove_dirs`] if the command fails.
+pub fn make_dir(dir: &Path) -> Vec<PathBuf> {
+    let made: Vec<PathBuf> =
+        dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(PathBuf::from).collect();
+    if !made.is_empty() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    made
+}
+
+/// Removes the directories [`make_dir`] made, deepest first, while they are empty: one that is
+/// not (another `init`'s) stays, with those above it.
+pub fn remove_dirs(made: &[PathBuf]) {
+    for dir in made {
+        if std::fs::remove_dir(dir).is_err() {
+            break;
+        }
+    }
 }
 
 /// A short list of what `dir` already holds, ignoring hidden entries (`.git`, editor files);

@@ -9,6 +9,7 @@ pub mod create_webhook;
 pub mod delete_api;
 pub mod external_types;
 mod facts;
+pub mod frame;
 mod gvk;
 pub mod helm;
 pub mod init;
@@ -102,7 +103,7 @@ pub fn print_answers(report: &mut Report) {
 }
 
 /// Formats the plan and records it in `PROJECT.sum`, then shows it (a dry run) or writes it and
-/// keeps the report's merge bases at once; only then prints the report's answers to flags, the
+/// keeps the plan's merge bases at once; only then prints the report's answers to flags, the
 /// plan's warnings, the files and the rest of the report, in that order for a dry run as for a
 /// real one. Fails, once all is printed, when files are in conflict.
 pub fn finish(global: &Global, mut plan: Plan, report: &mut Report) -> Result<()> {
@@ -118,9 +119,10 @@ pub fn finish(global: &Global, mut plan: Plan, report: &mut Report) -> Result<()
         (false, true) => ("Nothing to do: the project already has everything this command generates.\n".into(), false),
         (false, false) => {
             let root = plan.root().to_path_buf();
+            let bases = plan.bases();
             let applied = plan.apply()?;
             // Right after the files, so that a report that cannot be written loses no base.
-            sum::keep_bases(&global.dir, &report.bases);
+            sum::keep_bases(&global.dir, &bases);
             (written_files(&root, &applied), true)
         }
     };
@@ -176,11 +178,11 @@ fn written_files(root: &Path, applied: &crate::scaffold::Applied) -> String {
 /// Adds to the plan `PROJECT.sum` with the blob id of every file the plan writes, so that a
 /// later update knows what memop wrote (see [`crate::sum`]).
 fn record(plan: &mut Plan) -> Result<()> {
-    if plan.is_empty() {
+    let (mut sum, forgot) = plan.take_record();
+    if plan.is_empty() && !forgot {
         return Ok(());
     }
     let path = Path::new(crate::sum::FILE);
-    let mut sum = crate::sum::Sum::parse(plan.read(path)?.as_deref())?;
     for (file, text) in plan.written_by_memop().filter(|(p, _)| *p != path) {
         // A file you edited that memop inserted a fragment into holds your edits too: its record
         // stays memop's text from before them, the base over which `memop update` merges (your

@@ -10,19 +10,19 @@
 use anyhow::{Context as _, Result};
 
 use crate::project::Project;
-use crate::scaffold::{self, Layout, Plan, Templates};
+use crate::scaffold::{self, Plan, Templates};
 
 /// memop's text of every file of the project: init's scaffold, then `create api` for each API
 /// (and each of its named controllers), then `create webhook` for each kind's admission
 /// webhooks and for each kind's conversion webhook, in PROJECT's order, replayed into a scratch
 /// plan (which sees no disk), and formatted. `plan` is the project, which replay reads only for
 /// the CRDs of external kinds.
-pub fn replay(project: &Project, plan: &Plan, layout: Layout) -> Result<Plan> {
-    let mut scratch = Plan::scratch(plan.root(), layout);
+pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
+    let mut scratch = Plan::scratch(plan.root());
     let mut replayed =
         Project { cli_version: env!("CARGO_PKG_VERSION").to_string(), resources: Vec::new(), ..project.clone() };
     let ctx = tera::Context::from_serialize(super::context::ProjectContext::new(&replayed))?;
-    let templates = Templates::load(layout, &["init", "manager-role", super::autoupdate::TEMPLATES])?;
+    let templates = Templates::load(&["init", "manager-role", super::autoupdate::TEMPLATES])?;
     scaffold::render_root(&templates, "init", &ctx, &mut scratch, true)?;
     scaffold::render_root(&templates, "manager-role", &ctx, &mut scratch, true)?;
     if project.plugins.autoupdate.is_some() {
@@ -41,18 +41,7 @@ pub fn replay(project: &Project, plan: &Plan, layout: Layout) -> Result<Plan> {
                 .with_context(|| format!("replaying the controller {name} of {}", resource.describe()))?;
         }
     }
-    let mut admission: Vec<_> = project.resources.iter().filter(|r| r.admits()).collect();
-    if layout == Layout::V1 {
-        // memop 0.1 listed the kinds' webhooks in the order its commands ran, as its server's
-        // routes still say (`job::routes()` is not the tail of `cron_job::routes()`).
-        let server = plan.read(std::path::Path::new("src/webhook/mod.rs"))?.unwrap_or_default();
-        admission.sort_by_key(|r| {
-            let route = format!("{}::routes()", r.names.kind.snake());
-            let mut places = server.match_indices(&route).map(|(at, _)| at);
-            places.find(|&at| !server[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_')).unwrap_or(usize::MAX)
-        });
-    }
-    let admission = admission.into_iter().map(|r| (r, false));
+    let admission = project.resources.iter().filter(|r| r.admits()).map(|r| (r, false));
     let conversion = project.resources.iter().filter(|r| r.converts()).map(|r| (r, true));
     for (resource, conversion) in admission.chain(conversion) {
         let request = super::create_webhook::Request::replay(resource, conversion, &replayed)?;

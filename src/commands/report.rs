@@ -1,5 +1,6 @@
 //! What a command tells the user: one [`Report`], filled while the command plans and printed once
-//! by [`super::finish`], after the files are written and the merge bases kept.
+//! by [`super::finish`], after the files are written and the merge bases kept (the plan holds
+//! them).
 //!
 //! A dry run builds the same report as the real run and prints it in the same order; it only
 //! leaves out what follows the writing (the next steps, the files merged), which it did not do.
@@ -20,9 +21,6 @@ pub struct Report {
     /// the command then fails.
     answers: Vec<String>,
     items: Vec<Item>,
-    /// memop's text of the files merged or left to the user, by path: kept (where git reads it
-    /// back) as the base of the next merge, as soon as the files are written.
-    pub(super) bases: Vec<(String, String)>,
 }
 
 #[derive(Debug)]
@@ -76,13 +74,8 @@ impl Report {
         self.items.push(Item::Note(format!("note: {text}")));
     }
 
-    /// Keeps `bases` (path, memop's text) for the next merge, once the files are written.
-    pub fn keep_bases(&mut self, bases: impl IntoIterator<Item = (String, String)>) {
-        self.bases.extend(bases);
-    }
-
     /// Reports what became of memop's files that `merged` planned (`compare`: how the user sees
-    /// memop's text of a file kept as it is), and keeps their bases. Conflicts fail the command,
+    /// memop's text of a file kept as it is). Conflicts fail the command,
     /// once the whole report is printed.
     pub(crate) fn merged(&mut self, merged: Merged, compare: &'static str) {
         self.push_merged(merged, compare, false);
@@ -95,7 +88,6 @@ impl Report {
     }
 
     fn push_merged(&mut self, merged: Merged, compare: &'static str, update: bool) {
-        self.bases.extend(merged.bases.iter().cloned());
         self.items.push(Item::Merged { merged, compare, update });
     }
 
@@ -171,7 +163,6 @@ mod tests {
             merged: vec!["Makefile".into()],
             conflicts: vec![("src/main.rs".into(), "<<<<<<<".into(), "fn main() {}".into())],
             kept: vec![("README.md".into(), false)],
-            bases: vec![("Makefile".into(), "all:".into())],
             ..Merged::default()
         };
         report.merged(merged, "a fresh project");
@@ -204,7 +195,6 @@ mod tests {
             .filter(|line| !matches!(line, Line::Out(text) if after_writing.iter().any(|s| text.starts_with(s))))
             .collect();
         assert_eq!(report.lines(false), dry);
-        assert_eq!(report.bases, [("Makefile".to_string(), "all:".to_string())]);
         assert_eq!(report.notes().collect::<Vec<_>>(), ["the kind is new", &kept["note: ".len()..]]);
     }
 

@@ -27,9 +27,10 @@ use super::replay::replay;
 use super::{Global, Report, finish};
 use crate::project::{self, Project};
 use crate::scaffold::merge;
-use crate::scaffold::reconcile::{self, Base, Conflict};
-use crate::scaffold::{self, Layout, Plan, RUNTIME_CRATES};
-use crate::sum::{self, Sum};
+use crate::scaffold::merge::Decision;
+use crate::scaffold::reconcile::{self, Conflict, Router};
+use crate::scaffold::{self, Plan, RUNTIME_CRATES};
+use crate::sum;
 
 /// Update the project to this memop: its runtime (vendor/, the pins), memop's files and the
 /// files it inserts into (merged with your edits), PROJECT
@@ -86,6 +87,22 @@ struct Summary {
 }
 
 impl Summary {
+    /// Takes what the update planned from its `report` and `plan`: the files it changes and
+    /// removes, and the notes (with `dropped`, the runtime's files the user edited, to delete).
+    fn take(&mut self, report: &Report, plan: &Plan, dropped: &[String], dry_run: bool) {
+        // PROJECT and PROJECT.sum change with every real update: not news.
+        let news = |path: &&Path| *path != Path::new(project::FILE) && *path != Path::new(sum::FILE);
+        self.changed = plan.planned().map(|(path, _)| path).filter(news).map(|p| p.display().to_string()).collect();
+        self.removed = plan.removed().map(|path| path.display().to_string()).collect();
+        self.notes = report.notes().collect();
+        if !dry_run && !plan.is_empty() && !dropped.is_empty() {
+            self.notes.push(format!(
+                "The runtime no longer has these files, which you edited; delete them: `git rm {}`",
+                dropped.join(" ")
+            ));
+        }
+    }
+
     fn render(&self, dry_run: bool, error: Option<&anyhow::Error>) -> String {
         let code = |paths: &[String]| paths.iter().map(|p| format!("- `{p}`\n")).collect::<String>();
         let mut out = match self.from.is_empty() || self.from == self.to {
@@ -148,7 +165,7 @@ impl Summary {
 
 fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     let dir = &global.dir;
-    let (mut project, v1) = Project::load_for_update(dir)?;
+    let mut project = Project::load(dir)?;
     let version = env!("CARGO_PKG_VERSION");
     summary.from = project.cli_version.clone();
     summary.to = version.to_string();
@@ -156,11 +173,57 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
     if !args.allow_dirty && !global.dry_run {
         refuse_a_dirty_tree(dir)?;
     }
-    let mut plan = Plan::new(dir);
+    let mut plan = Plan::new(dir)?;
     super::facts::record(&mut project, &plan)?;
-    let recorded = plan.read(Path::new(sum::FILE))?;
-    // memop 0.1 kept no record: its migration knows what it wrote from its templates.
-    if recorded.is_none() && !v1 && !args.force {
+    refuse_a_lost_record(&plan, args.force)?;
+    let dropped = plan_vendor(&project, &mut plan, args.force)?;
+    let fresh = replay(&project, &plan)?;
+    let mut updated = reconcile::update_files(&fresh, &mut plan)?;
+    // A project with a Helm chart gets memop's chart templates too, merged the same way.
+    let chart = super::frame::plan_plugins(&project, &mut plan)?;
+    // One in the chart stops the update as any does. A dry run shows what the real run writes
+    // then, and fails as it does.
+    let conflicts: Vec<&Conflict> = updated.conflicts.iter().chain(&chart.conflicts).collect();
+    summary.conflicts = conflicts.iter().map(|(path, _, _)| path.clone()).collect();
+    summary.merged = updated.merged.iter().chain(&chart.merged).cloned().collect();
+    if !conflicts.is_empty() {
+        summary.changed = summary.conflicts.clone();
+        return write_conflicts(global, &conflicts);
+    }
+    pin_the_runtime(&mut plan, version)?;
+    let from = std::mem::replace(&mut project.cli_version, version.to_string());
+    plan.write(project::FILE, project.render()?)?;
+    let from = if from.is_empty() { "an earlier memop".to_string() } else { format!("memop {from}") };
+    let mut report = Report::default();
+    report.next(format!(
+        "\nUpdated from {from} to memop {version}: its runtime, and memop's files. Next:\n  \
+         $ make manifests   # config/crd, config/rbac/role.yaml, config/webhook from your code\n  \
+         $ cargo test       # the lock follows the new runtime's dependencies on the first build\n"
+    ));
+    note_yours(std::mem::take(&mut updated.yours), &mut plan, &mut report, global.dry_run);
+    if !updated.generated.is_empty() {
+        report.note(format!(
+            "{} are generated from your code, and memop now generates them otherwise than when it wrote them: \
+             run `make manifests` to write them again with this memop's runtime",
+            updated.generated.join(", ")
+        ));
+    }
+    report.updated(updated, "`memop init` in an empty directory");
+    if !dropped.is_empty() {
+        report.next(format!(
+            "The runtime no longer has these files, which you edited; delete them:\n  $ git rm {}\n",
+            dropped.join(" ")
+        ));
+    }
+    report.merged(chart, super::helm::FRESH_CHART);
+    summary.take(&report, &plan, &dropped, global.dry_run);
+    finish(global, plan, &mut report)
+}
+
+/// Refuses to update without `PROJECT.sum` (unless `force`): memop could not tell its text from
+/// the user's edits.
+fn refuse_a_lost_record(plan: &Plan, force: bool) -> Result<()> {
+    if plan.read(Path::new(sum::FILE))?.is_none() && !force {
         bail!(
             "{} is missing: memop records there what it wrote into each file, and cannot tell your edits from \
              its own text without it. Restore it (`git checkout -- {0}`; keep it in version control, it is no \
@@ -169,51 +232,64 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
             sum::FILE
         );
     }
-    let record = Sum::parse(recorded.as_deref())?;
+    Ok(())
+}
+
+/// Plans the project's pins of the runtime crates, in `Cargo.toml` and `Cargo.lock`, moved to
+/// `version`.
+fn pin_the_runtime(plan: &mut Plan, version: &str) -> Result<()> {
+    let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
+    plan.write("Cargo.toml", pin(&manifest, version)?)?;
+    if let Some(lock) = plan.read(Path::new("Cargo.lock"))? {
+        plan.write("Cargo.lock", lock_versions(&lock, version))?;
+    }
+    Ok(())
+}
+
+/// Plans `vendor/`, memop's copy of the runtime crates: this memop's files replace those as an
+/// earlier memop wrote them (`force`: edited ones too, else an edited one is refused), and those
+/// it no longer ships go where unedited. Returns the ones no longer shipped that were edited,
+/// left for the user to delete.
+fn plan_vendor(project: &Project, plan: &mut Plan, force: bool) -> Result<Vec<String>> {
     let shipped = scaffold::vendored_files();
     // What an earlier memop vendored and this one does not: no module names it any more.
     let vendor = format!("{}/", scaffold::VENDOR);
     // A chart an earlier memop let the user put under vendor/ is not the runtime's.
     let chart = project.plugins.helm.as_ref().map(|helm| format!("{}/", helm.output));
-    let (mut dropped, gone): (Vec<&str>, Vec<&str>) = record
+    let (dropped, gone): (Vec<String>, Vec<String>) = plan
+        .record()
         .paths()
         .filter(|path| path.starts_with(&vendor) && !shipped.iter().any(|(s, _)| s == path))
         .filter(|path| chart.as_ref().is_none_or(|chart| !path.starts_with(chart.as_str())))
-        .partition(|path| dir.join(path).is_file());
+        .map(str::to_string)
+        .partition(|path| plan.root().join(path).is_file());
     // Gone already (an update killed after it removed them): their records go too.
-    if !gone.is_empty() {
-        let mut kept = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
-        gone.iter().for_each(|path| kept.forget(Path::new(path)));
-        plan.write(sum::FILE, kept.render(env!("CARGO_PKG_VERSION")))?;
-    }
+    gone.iter().for_each(|path| plan.forget(Path::new(path)));
     // Those still as memop wrote them go: a module that became a directory (`operand.rs` to
     // `operand/mod.rs`) would otherwise be found twice, and the crate would not build. One
     // edited since is left, with a note.
     let mut kept = Vec::new();
-    for path in dropped.drain(..) {
-        match plan.read(Path::new(path))? {
-            Some(current) if merge::as_recorded(&current, record.get(path)) => plan.remove(path)?,
-            Some(_) => kept.push(path),
-            None => {}
+    for path in dropped {
+        if Router::new(None).retire(plan, &path)? == Decision::Keep {
+            kept.push(path);
         }
     }
-    let dropped = kept;
     let mut edited = Vec::new();
     for (path, text) in shipped {
         let unedited = match plan.read(Path::new(&path))? {
             // Already this memop's text (an update killed before it wrote PROJECT.sum, say):
             // recorded as such.
             Some(current) if current == text => {
-                if record.get(&path) != Some(sum::blob_id(&text).as_str()) {
+                if plan.record().get(&path) != Some(sum::blob_id(&text).as_str()) {
                     plan.set_unchanged(&path, text);
                 }
                 continue;
             }
-            Some(current) => merge::as_recorded(&current, record.get(&path)),
+            Some(current) => merge::as_recorded(&current, plan.record().get(&path)),
             // Restored: memop's file, gone.
             None => true,
         };
-        if !unedited && !args.force {
+        if !unedited && !force {
             edited.push(path);
             continue;
         }
@@ -229,59 +305,23 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
             if edited.len() == 1 { "it" } else { "them" }
         );
     }
-    let fresh = replay(&project, &plan, Layout::Current)?;
-    // What memop 0.1 wrote, which it kept no record of: its templates, replayed.
-    let old = v1.then(|| replay(&project, &plan, Layout::V1)).transpose()?;
-    let mut updated = reconcile::update_files(&fresh, &mut plan, Base { record: &record, dir, replay: old.as_ref() })?;
-    // A project with a Helm chart gets memop's chart templates too, merged the same way.
-    let chart = super::helm::plan_chart(&project, &mut plan, &record, false)?;
-    // A conflict in a migration is written with the rest: the files of memop 0.1's layout that
-    // the update removes must go with it. Elsewhere, one in the chart stops the update as any does.
-    // A dry run shows what the real run writes then, and fails as it does.
-    let conflicts: Vec<&Conflict> = updated.conflicts.iter().chain(&chart.conflicts).collect();
-    summary.conflicts = conflicts.iter().map(|(path, _, _)| path.clone()).collect();
-    summary.merged = updated.merged.iter().chain(&chart.merged).cloned().collect();
-    if !conflicts.is_empty() && !v1 {
-        summary.changed = summary.conflicts.clone();
-        return write_conflicts(global, &conflicts);
-    }
-    if v1 {
-        // The lock of the runtime crates' dependencies, as `init` writes it (cargo adds yours).
-        plan.write("Cargo.lock", crate::scaffold::lockfile::for_project(&project.project_name))?;
-    }
-    let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
-    plan.write("Cargo.toml", pin(&manifest, version)?)?;
-    if let Some(lock) = plan.read(Path::new("Cargo.lock"))? {
-        plan.write("Cargo.lock", lock_versions(&lock, version))?;
-    }
-    let from = std::mem::replace(&mut project.cli_version, version.to_string());
-    plan.write(project::FILE, project.render()?)?;
-    // PROJECT and PROJECT.sum change with every real update: not news.
-    let news = |path: &&Path| *path != Path::new(project::FILE) && *path != Path::new(sum::FILE);
-    summary.changed = plan.planned().map(|(path, _)| path).filter(news).map(|p| p.display().to_string()).collect();
-    summary.removed = plan.removed().map(|path| path.display().to_string()).collect();
-    let from = match (from.is_empty(), v1) {
-        (_, true) => "memop 0.1 (its framework in src/manager and tests/support)".to_string(),
-        (true, false) => "an earlier memop".to_string(),
-        (false, false) => format!("memop {from}"),
-    };
-    let mut report = Report::default();
-    report.next(format!(
-        "\nUpdated from {from} to memop {version}: its runtime, and memop's files. Next:\n  \
-         $ make manifests   # config/crd, config/rbac/role.yaml, config/webhook from your code\n  \
-         $ cargo test       # the lock follows the new runtime's dependencies on the first build\n"
-    ));
-    for (path, then, new) in std::mem::take(&mut updated.yours) {
-        // Recording memop's new text says it once; kept where git finds it (`refs/memop/bases`).
-        let ids = sum::base(dir, &then).is_some().then(|| (then, sum::blob_id(&new)));
-        plan.set_unchanged(&path, new.clone());
-        updated.bases.push((path.clone(), new));
+    Ok(kept)
+}
+
+/// Notes each of the user's files that memop now writes otherwise (`yours`: path, memop's text
+/// then as PROJECT.sum records it, memop's text now), with how to see and merge the change, and
+/// records memop's text now as the base of the next merge (kept where git finds it,
+/// `refs/memop/bases`).
+fn note_yours(yours: Vec<(String, String, String)>, plan: &mut Plan, report: &mut Report, dry_run: bool) {
+    for (path, then, new) in yours {
+        let ids = sum::base(plan.root(), &then).is_some().then(|| (then, sum::blob_id(&new)));
+        plan.set_base(&path, new);
         let see = match ids {
             Some((old, new)) => {
                 let (old, new) = (&old[..12], &new[..12]);
                 // memop's new text goes into git as the update is written: the dry run's
                 // commands work once it is.
-                let once = if global.dry_run { "once the update is written, " } else { "" };
+                let once = if dry_run { "once the update is written, " } else { "" };
                 format!(
                     "{once}see what changed with `git diff {old} {new}`, and merge it into your file with `git \
                      merge-file {path} $(git unpack-file {old}) $(git unpack-file {new}) && rm .merge_file_*` (it marks \
@@ -296,38 +336,6 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
              you need"
         ));
     }
-    for path in &updated.stranded {
-        report.note(format!(
-            "{path} is memop 0.1's framework, which the runtime crates provide now, and you edited it, so it \
-             was kept: move your change into your own code (or propose it to memop-runtime), then `git rm {path}`"
-        ));
-    }
-    if !updated.generated.is_empty() {
-        report.note(format!(
-            "{} are generated from your code, and memop now generates them otherwise than when it wrote them: \
-             run `make manifests` to write them again with this memop's runtime",
-            updated.generated.join(", ")
-        ));
-    }
-    // The text memop's templates give now (of memop's files and of yours), which PROJECT.sum
-    // records as the base of the next merge: kept where git can read it back, as the text of
-    // every file committed is.
-    report.updated(updated, "`memop init` in an empty directory");
-    if !dropped.is_empty() {
-        report.next(format!(
-            "The runtime no longer has these files, which you edited; delete them:\n  $ git rm {}\n",
-            dropped.join(" ")
-        ));
-    }
-    report.merged(chart, super::helm::FRESH_CHART);
-    summary.notes = report.notes().collect();
-    if !global.dry_run && !plan.is_empty() && !dropped.is_empty() {
-        summary.notes.push(format!(
-            "The runtime no longer has these files, which you edited; delete them: `git rm {}`",
-            dropped.join(" ")
-        ));
-    }
-    finish(global, plan, &mut report)
 }
 
 /// Writes only the files in conflict, with their markers, and their records (memop's new
@@ -335,13 +343,12 @@ fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
 /// to do. A dry run shows that and fails the same way: its exit code tells a script the update
 /// will stop.
 fn write_conflicts(global: &Global, conflicts: &[&Conflict]) -> Result<()> {
-    let mut marked = Plan::new(&global.dir);
+    let mut marked = Plan::new(&global.dir)?;
     for (path, text, new) in conflicts {
         marked.write_formatted(path, text.clone())?;
         marked.set_base(path, new.clone());
     }
     let mut report = Report::default();
-    report.keep_bases(conflicts.iter().map(|(p, _, new)| (p.clone(), new.clone())));
     finish(global, marked, &mut report)?;
     let paths: Vec<&str> = conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
     if global.dry_run {

@@ -366,7 +366,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("config/manager")).unwrap();
         std::fs::write(dir.path().join(MANAGER), text).unwrap();
-        let mut plan = Plan::new(dir.path());
+        let mut plan = Plan::new(dir.path()).unwrap();
         set_image_env(&mut plan, MANAGER, &format!("{}_IMAGE", kind().screaming()), IMAGE).unwrap();
         let notes = plan.notes().to_vec();
         plan.apply().unwrap();
@@ -405,7 +405,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("config/manager")).unwrap();
         std::fs::write(dir.path().join(MANAGER), manager("")).unwrap();
-        let mut plan = Plan::new(dir.path());
+        let mut plan = Plan::new(dir.path()).unwrap();
         let fragment = |image: &str| format!("- name: MEMCACHED_IMAGE\n  value: \"{image}\"\n");
         upsert(&mut plan, MANAGER, "env", &fragment("memcached:1.6.26")).unwrap();
         upsert(&mut plan, MANAGER, "env", &fragment(IMAGE)).unwrap();

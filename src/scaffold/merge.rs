@@ -22,6 +22,9 @@ pub enum Decision {
     /// Leave the file to its owner, though memop's text of it changed: the user's (that memop now
     /// writes otherwise than when it wrote it), or generated (`make manifests`' to write).
     Outdated,
+    /// Remove the file: memop wrote it, renders it no more, and it is as memop wrote it
+    /// ([`super::reconcile::retire`]).
+    Remove,
 }
 
 /// Whether `current` (read in `\n` line endings, as `Plan` reads every file) is the text whose

@@ -21,7 +21,7 @@ pub use crate::embedded::{
 pub use generated::rbac;
 pub use plan::{Applied, Plan};
 pub use reconcile::{Purpose, plan_files, reconcile};
-pub use templates::{Declared, Entry, Key, Layout, Owner, Scope, Templates};
+pub use templates::{Declared, Entry, Key, Owner, Scope, Templates};
 pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
 use std::path::Path;
@@ -30,8 +30,6 @@ use anyhow::Result;
 use generated::Edit;
 use reconcile::Router;
 use tera::Context;
-
-use crate::sum;
 
 /// The files under `root/` that several APIs share (a module list, a kustomization), as `ctx`
 /// resolves their paths.
@@ -55,10 +53,7 @@ pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<
 /// files are planned, so a root may create a file and insert into it.
 pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut Plan, force: bool) -> Result<()> {
     let entries = templates.entries(root, ctx)?;
-    let record = sum::Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
-    let dir = plan.root().to_path_buf();
-    let base = reconcile::Base { record: &record, dir: &dir, replay: None };
-    let mut router = Router::new(base);
+    let mut router = Router::new(None);
     for entry in &entries {
         if let Entry::File { template, path, declared } = entry {
             // A file generated from the user's code is edited, not rendered over.
@@ -93,8 +88,6 @@ pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut 
             match key {
                 None => plan.insert(path, marker, &fragment)?,
                 Some(Key::FirstToken) => plan.upsert(path, marker, &fragment)?,
-                // memop 0.1 added its lists' entries in the order its commands ran.
-                Some(Key::Sorted) if plan.layout() == Layout::V1 => plan.insert(path, marker, &fragment)?,
                 Some(Key::Sorted) => plan.insert_sorted(path, marker, &fragment)?,
                 Some(Key::ImageEnv) => image_env::upsert(plan, path, marker, &fragment)?,
             }
@@ -107,6 +100,7 @@ pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut 
 mod tests {
     use super::*;
     use crate::scaffold::merge::Decision;
+    use crate::sum;
 
     const MEMOP: Declared = Declared { owner: Owner::Memop, scope: Scope::Api, refresh: false };
     const USER: Declared = Declared { owner: Owner::User, ..MEMOP };
@@ -184,7 +178,7 @@ mod tests {
     /// while as memop wrote it, else left to `make manifests`; one the change does not touch left.
     #[test]
     fn a_change_goes_over_memops_text_before_it() {
-        let mut before = Plan::scratch(".", Layout::Current);
+        let mut before = Plan::scratch(".");
         before.write("f", "memop's, then\n".into()).unwrap();
         let record = sum::Sum::default();
         let base = reconcile::Base { record: &record, dir: Path::new("."), replay: Some(&before) };
@@ -203,7 +197,7 @@ mod tests {
     fn a_kept_file_is_noted() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.txt"), "mine\n").unwrap();
-        let mut plan = Plan::new(dir.path());
+        let mut plan = Plan::new(dir.path()).unwrap();
         assert!(
             plan_files(&mut plan, [("a.txt".into(), "theirs\n".into())], MEMOP, false, false).is_err(),
             "one per API"

@@ -23,7 +23,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
-use super::{Declared, Layout};
+use super::Declared;
+use super::reconcile::Base;
+use crate::sum::{self, Sum};
 
 /// A planned change; `old` is the file as on disk, in its own line endings (which an update
 /// keeps, and a failed apply restores).
@@ -42,8 +44,13 @@ pub struct Plan {
     /// Files written verbatim from templates that are already formatted.
     formatted: BTreeSet<PathBuf>,
     notes: Vec<String>,
-    /// What memop's templates gave for a file whose planned text holds more (the user's edits,
-    /// merged in): `PROJECT.sum` records this, the base of the next merge.
+    /// `PROJECT.sum` as the command found it, loaded once ([`Plan::new`]): what memop last wrote
+    /// into each file, the base of every merge; and whether the plan forgot files of it.
+    record: Sum,
+    forgot: bool,
+    /// The merge bases, the one place they are held: what memop's templates gave for a file
+    /// whose text holds more (the user's edits, merged in; or a file of the user's that memop
+    /// left). `PROJECT.sum` records this, and git keeps it, the base of the next merge.
     bases: BTreeMap<PathBuf, String>,
     /// Files the plan leaves as they are that hold memop's text, for `PROJECT.sum`.
     unchanged: BTreeMap<PathBuf, String>,
@@ -53,8 +60,6 @@ pub struct Plan {
     declared: BTreeMap<PathBuf, Declared>,
     /// A scratch plan sees no disk: see [`Plan::scratch`].
     scratch: bool,
-    /// The layout whose templates the commands render into this plan.
-    layout: Layout,
 }
 
 /// What [`Plan::apply`] did, for the command's report.
@@ -66,9 +71,19 @@ pub struct Applied {
 }
 
 impl Plan {
-    pub fn new(root: impl Into<PathBuf>) -> Self {
+    /// The plan of a command on the project at `root`, with its `PROJECT.sum` loaded.
+    pub fn new(root: impl Into<PathBuf>) -> Result<Self> {
+        let mut plan = Self::unrecorded(root);
+        plan.record = Sum::parse(plan.read_disk(Path::new(sum::FILE))?.as_deref())?;
+        Ok(plan)
+    }
+
+    /// A plan of the project at `root` that knows no `PROJECT.sum` (see [`Plan::new`]).
+    fn unrecorded(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
+            record: Sum::default(),
+            forgot: false,
             changes: BTreeMap::new(),
             formatted: BTreeSet::new(),
             notes: Vec::new(),
@@ -77,22 +92,15 @@ impl Plan {
             inserted: BTreeSet::new(),
             declared: BTreeMap::new(),
             scratch: false,
-            layout: Layout::Current,
         }
     }
 
     /// A plan of the project at `root` as if its directory were empty: it reads only what it
     /// planned, so the commands' scaffolds replayed into it give the text memop writes for the
     /// project from PROJECT alone (what `memop update` compares your files with). Formatting
-    /// follows the project's `rustfmt.toml`; it is never applied. The commands render `layout`'s
-    /// templates into it: memop 0.1's, to know what memop 0.1 wrote.
-    pub fn scratch(root: impl Into<PathBuf>, layout: Layout) -> Self {
-        Self { scratch: true, layout, ..Self::new(root) }
-    }
-
-    /// The layout whose templates the commands render into this plan (see [`Plan::scratch`]).
-    pub fn layout(&self) -> Layout {
-        self.layout
+    /// follows the project's `rustfmt.toml`; it is never applied.
+    pub fn scratch(root: impl Into<PathBuf>) -> Self {
+        Self { scratch: true, ..Self::unrecorded(root) }
     }
 
     pub fn root(&self) -> &Path {
@@ -128,6 +136,34 @@ impl Plan {
     /// What is on disk at `path`, in its own line endings.
     fn read_raw(&self, path: &Path) -> Result<Option<String>> {
         if self.scratch { Ok(None) } else { crate::fs::read_regular(&self.root, path) }
+    }
+
+    /// What memop last wrote into each file, as the command found `PROJECT.sum`.
+    pub fn record(&self) -> &Sum {
+        &self.record
+    }
+
+    /// Where the base of a merge of the plan's files comes from: its record, and `replay`'s
+    /// text where given (see [`Base`]).
+    pub(crate) fn base<'a>(&'a self, replay: Option<&'a Plan>) -> Base<'a> {
+        Base { record: &self.record, dir: &self.root, replay }
+    }
+
+    /// Forgets the record of `path`, a file gone already (a command killed as it removed it):
+    /// `PROJECT.sum` is written without it.
+    pub fn forget(&mut self, path: &Path) {
+        self.record.forget(path);
+        self.forgot = true;
+    }
+
+    /// The record to write, and whether it must be written even with no file planned.
+    pub(crate) fn take_record(&mut self) -> (Sum, bool) {
+        (std::mem::take(&mut self.record), self.forgot)
+    }
+
+    /// The merge bases to keep in git (see [`Plan::set_base`]).
+    pub fn bases(&self) -> Vec<(String, String)> {
+        self.bases.iter().map(|(path, text)| (path.to_string_lossy().replace('\\', "/"), text.clone())).collect()
     }
 
     /// Records whose the file at `path` is, as its template declares (or a command, for a file
@@ -362,7 +398,8 @@ impl Plan {
 
     /// Every file the plan creates or changes, with the contents it will have.
     /// Says that memop's own text of `path` is `base`, though the plan writes it merged with the
-    /// user's edits: what memop wrote, for `PROJECT.sum`.
+    /// user's edits (or leaves the user's text there): what memop wrote, for `PROJECT.sum`, and
+    /// the base of the next merge, which git keeps.
     pub fn set_base(&mut self, path: impl AsRef<Path>, base: String) {
         self.bases.insert(path.as_ref().to_path_buf(), base);
     }
@@ -374,10 +411,12 @@ impl Plan {
     }
 
     /// memop's own text of each planned file: [`Plan::set_base`]'s where one was set, else the
-    /// planned text; and of each file [`Plan::set_unchanged`] names.
+    /// planned text; and of each file [`Plan::set_unchanged`] or [`Plan::set_base`] names that
+    /// the plan leaves.
     pub fn written_by_memop(&self) -> impl Iterator<Item = (&Path, &str)> {
         let planned = self.planned().map(|(path, text)| (path, self.bases.get(path).map_or(text, String::as_str)));
-        planned.chain(self.unchanged.iter().map(|(path, text)| (path.as_path(), text.as_str())))
+        let left = self.bases.iter().filter(|(path, _)| !self.changes.contains_key(*path));
+        planned.chain(self.unchanged.iter().chain(left).map(|(path, text)| (path.as_path(), text.as_str())))
     }
 
     pub fn planned(&self) -> impl Iterator<Item = (&Path, &str)> {
@@ -721,7 +760,7 @@ mod tests {
     fn plan_with(file: &str, contents: &str) -> (tempfile::TempDir, Plan) {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join(file), contents).unwrap();
-        let plan = Plan::new(dir.path());
+        let plan = Plan::unrecorded(dir.path());
         (dir, plan)
     }
 
@@ -805,7 +844,7 @@ mod tests {
         fs::create_dir_all(dir.path().join("src/manager")).unwrap();
         fs::write(dir.path().join("src/manager/mod.rs"), "// old\n").unwrap();
         fs::write(dir.path().join("src/lib.rs"), "pub mod manager;\n").unwrap();
-        let mut plan = Plan::new(dir.path());
+        let mut plan = Plan::unrecorded(dir.path());
         plan.remove("src/manager/mod.rs").unwrap();
         plan.remove("src/missing.rs").unwrap();
         plan.write("src/lib.rs", "\n".into()).unwrap();
@@ -820,7 +859,7 @@ mod tests {
     #[test]
     fn apply_writes_new_directories_and_leaves_no_temp_files() {
         let dir = tempfile::tempdir().unwrap();
-        let mut plan = Plan::new(dir.path());
+        let mut plan = Plan::unrecorded(dir.path());
         plan.write("x/y/z.txt", "hi\n".into()).unwrap();
         let applied = plan.apply().unwrap();
         assert_eq!(applied.created, vec![PathBuf::from("x/y/z.txt")]);
@@ -834,7 +873,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir(dir.path().join("dist")).unwrap();
         fs::write(dir.path().join("dist/chart"), "").unwrap();
-        let mut plan = Plan::new(dir.path());
+        let mut plan = Plan::unrecorded(dir.path());
         let err = plan.write("dist/chart/Chart.yaml", "x\n".into()).unwrap_err().to_string();
         assert!(err.starts_with("dist/chart is a regular file, not a directory"), "{err}");
         assert!(plan.read(Path::new("dist/chart/values.yaml")).is_err());
@@ -846,7 +885,7 @@ mod tests {
     fn failed_apply_leaves_the_directory_as_it_was() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a.txt"), "old\n").unwrap();
-        let mut plan = Plan::new(dir.path());
+        let mut plan = Plan::unrecorded(dir.path());
         plan.write("a.txt", "new\n".into()).unwrap();
         plan.write("blocker/inner.txt", "x\n".into()).unwrap();
         plan.write("fresh/dir/f.txt", "x\n".into()).unwrap();

@@ -15,16 +15,16 @@ use super::merge::{Decision, as_recorded, decide};
 use super::{Declared, Owner, Plan, Scope};
 use crate::sum::{self, Sum};
 
-/// Where the base of a three-way merge comes from: what memop last wrote at a path.
+/// Where the base of a three-way merge comes from: what memop last wrote at a path
+/// ([`Plan::base`]).
 #[derive(Clone, Copy)]
 pub struct Base<'a> {
     /// `PROJECT.sum`: the git blob id of what memop wrote, read back from the git repository of
     /// the project at `dir`.
     pub record: &'a Sum,
     pub dir: &'a Path,
-    /// memop's text in a replay of the project, where `PROJECT.sum` cannot say it: of memop 0.1's
-    /// layout (which kept no record), or of the project before a command changed it (`delete
-    /// api`). The base of every merge when there is one.
+    /// memop's text in a replay of the project before a command changed it (`delete api`), where
+    /// `PROJECT.sum` cannot say it: the base of every merge when there is one.
     pub replay: Option<&'a Plan>,
 }
 
@@ -81,8 +81,6 @@ pub enum Purpose {
 ///   base where edited, kept without a base, left where the user deleted it);
 /// - one no memop wrote (missing, and neither recorded nor replayed), or the user's refreshed
 ///   while as memop wrote it: as memop's (made, or replaced);
-/// - the user's Rust files in a migration from memop 0.1's layout (a base replayed): as memop's,
-///   so that they move to the runtime's API with the user's edits;
 /// - else the user's: left, [`Decision::Outdated`] where memop now writes it otherwise than it
 ///   wrote it then;
 /// - generated: left to `make manifests`, [`Decision::Outdated`] where memop's text differs
@@ -136,12 +134,9 @@ fn bring(path: &str, declared: Declared, current: Option<&str>, base: Base, desi
         return base.decide(path, current, desired);
     }
     let recorded = base.record.get(path);
-    let replayed = base.replayed(path)?;
-    let made_by_no_memop = current.is_none() && recorded.is_none() && replayed.is_none();
+    let made_by_no_memop = current.is_none() && recorded.is_none() && base.replayed(path)?.is_none();
     let unedited = current.is_some_and(|text| as_recorded(text, recorded));
-    let migrated = replayed.is_some() && path.ends_with(".rs");
-    let user = declared.owner == Owner::User;
-    if made_by_no_memop || (user && ((declared.refresh && unedited) || migrated)) {
+    if made_by_no_memop || (declared.owner == Owner::User && declared.refresh && unedited) {
         return base.decide(path, current, desired);
     }
     let differs = current.is_some_and(|text| text != desired);
@@ -168,6 +163,21 @@ fn change(path: &str, declared: Declared, current: Option<&str>, base: Base, des
     })
 }
 
+/// Decides what becomes of the file at `path`, `current` now (`None`: gone already), that memop
+/// wrote and renders no more (a runtime file an earlier memop vendored, a chart template of what
+/// the project no longer has, the files of a deleted version): [`Decision::Remove`] while it is
+/// as memop wrote it (the base's replay, else `PROJECT.sum`, says what that was),
+/// [`Decision::Keep`] once edited (the command says what the user does with it), and
+/// [`Decision::Leave`] where it is gone.
+pub fn retire(path: &str, current: Option<&str>, base: Base) -> Result<Decision> {
+    let Some(current) = current else { return Ok(Decision::Leave) };
+    let replayed = base.replayed(path)?;
+    Ok(match replayed.as_deref() == Some(current) || as_recorded(current, base.record.get(path)) {
+        true => Decision::Remove,
+        false => Decision::Keep,
+    })
+}
+
 /// Plans files a command writes without a template (`vendor/`, the lock), each a path and memop's
 /// text, all declaring `declared`, by [`reconcile`] (`formatted`: the texts need no formatting
 /// pass), to make them: noting a file kept, refusing one in the way.
@@ -178,9 +188,7 @@ pub fn plan_files(
     formatted: bool,
     force: bool,
 ) -> Result<()> {
-    let record = Sum::parse(plan.read(Path::new(sum::FILE))?.as_deref())?;
-    let dir = plan.root().to_path_buf();
-    let mut router = Router::new(Base { record: &record, dir: &dir, replay: None });
+    let mut router = Router::new(None);
     for (path, desired) in files {
         router.route(plan, Purpose::Make { force }, &path, declared, desired, formatted)?;
     }
@@ -200,8 +208,6 @@ pub(crate) struct Merged {
     /// Edited files kept as they are, no base to merge with, and whether PROJECT.sum records that
     /// memop wrote them.
     pub(crate) kept: Vec<(String, bool)>,
-    /// memop's text of each merged file, by path, to keep for the next merge.
-    pub(crate) bases: Vec<(String, String)>,
     /// Files that still hold the conflict markers of an earlier merge.
     pub(crate) unresolved: Vec<String>,
     /// The user's files that memop now writes otherwise than when it wrote them: the path, the
@@ -209,20 +215,18 @@ pub(crate) struct Merged {
     pub(crate) yours: Vec<(String, String, String)>,
     /// Generated files that differ from memop's text: `make manifests`'.
     pub(crate) generated: Vec<String>,
-    /// Files of memop 0.1's framework that the user edited: kept.
-    pub(crate) stranded: Vec<String>,
 }
 
-/// Plans the files a command renders, each by [`reconcile`] over one [`Base`], and collects what
-/// became of them.
+/// Plans the files a command renders, each by [`reconcile`] over the plan's [`Base`] (with
+/// `replay`'s text, where given), and collects what became of them.
 pub(crate) struct Router<'a> {
-    base: Base<'a>,
+    replay: Option<&'a Plan>,
     merged: Merged,
 }
 
 impl<'a> Router<'a> {
-    pub(crate) fn new(base: Base<'a>) -> Self {
-        Self { base, merged: Merged::default() }
+    pub(crate) fn new(replay: Option<&'a Plan>) -> Self {
+        Self { replay, merged: Merged::default() }
     }
 
     /// Plans the file at `path`, which a template declaring `declared` renders as `desired`
@@ -237,15 +241,13 @@ impl<'a> Router<'a> {
         formatted: bool,
     ) -> Result<()> {
         let current = plan.read(Path::new(path))?;
-        let decision = reconcile(path, declared, current.as_deref(), self.base, &desired, purpose)?;
+        let decision = reconcile(path, declared, current.as_deref(), plan.base(self.replay), &desired, purpose)?;
         let merged = &mut self.merged;
-        let record = self.base.record;
+        let recorded = plan.record().get(path).map(str::to_string);
         match decision {
             // Already memop's text: recorded as such, so that the next update knows it unedited.
             Decision::Leave => {
-                if current.as_deref() == Some(desired.as_str())
-                    && record.get(path) != Some(sum::blob_id(&desired).as_str())
-                {
+                if current.as_deref() == Some(desired.as_str()) && recorded != Some(sum::blob_id(&desired)) {
                     plan.set_unchanged(path, desired);
                 }
             }
@@ -255,46 +257,40 @@ impl<'a> Router<'a> {
             Decision::Merge { text, conflicts } => {
                 plan.write_formatted(path, text.clone())?;
                 plan.set_base(path, desired.clone());
-                merged.bases.push((path.to_string(), desired.clone()));
                 match conflicts {
                     true => merged.conflicts.push((path.to_string(), text, desired)),
                     false => merged.merged.push(path.to_string()),
                 }
             }
             Decision::Keep => match purpose {
-                Purpose::Update | Purpose::Change => merged.kept.push((path.to_string(), record.get(path).is_some())),
+                Purpose::Update | Purpose::Change => merged.kept.push((path.to_string(), recorded.is_some())),
                 Purpose::Make { .. } if declared.refresh => plan.note(format!(
                     "kept your {path}, which is not as memop wrote it; memop's new version was not written"
                 )),
                 Purpose::Make { .. } => plan.note(format!("kept your {path}; memop's version was not written")),
             },
             Decision::Unresolved => merged.unresolved.push(path.to_string()),
+            Decision::Remove => plan.remove(path)?,
             Decision::Outdated => match declared.owner {
                 Owner::Generated => merged.generated.push(path.to_string()),
                 _ => {
-                    let then = record.get(path).unwrap_or_default().to_string();
-                    merged.yours.push((path.to_string(), then, desired));
+                    merged.yours.push((path.to_string(), recorded.unwrap_or_default(), desired));
                 }
             },
         }
         Ok(())
     }
 
-    /// Plans removing each file of `replay`, memop's text of the project in memop 0.1's layout,
-    /// that `fresh` (this memop's) no longer has (the framework in `src/manager` and
-    /// `tests/support`), where unedited; an edited one is kept, stranded.
-    fn remove_stranded(&mut self, plan: &mut Plan, replay: &Plan, fresh: &Plan) -> Result<()> {
-        for (path, text) in replay.planned() {
-            if fresh.declared(path).is_some() || fresh.planned().any(|(p, _)| p == path) {
-                continue;
-            }
-            match plan.read(path)? {
-                Some(current) if current == text => plan.remove(path)?,
-                Some(_) => self.merged.stranded.push(path.to_string_lossy().to_string()),
-                None => {}
-            }
+    /// Plans retiring the file at `path`, which memop wrote and renders no more, by [`retire`]:
+    /// removed while as memop wrote it. Returns the decision: [`Decision::Keep`] for one the user
+    /// edited (left as it is), [`Decision::Leave`] for one gone already.
+    pub(crate) fn retire(&self, plan: &mut Plan, path: &str) -> Result<Decision> {
+        let current = plan.read(Path::new(path))?;
+        let decision = retire(path, current.as_deref(), plan.base(self.replay))?;
+        if decision == Decision::Remove {
+            plan.remove(path)?;
         }
-        Ok(())
+        Ok(decision)
     }
 
     /// What became of the files, once none still holds the conflict markers of an earlier merge
@@ -306,14 +302,9 @@ impl<'a> Router<'a> {
 }
 
 /// Plans every file of `fresh`, memop's text of the project from a replay of PROJECT, over the
-/// project in `plan`, to bring it to this memop (see [`Purpose::Update`]); `base.replay`: the
-/// replay of memop 0.1's layout, for a project made by it, whose files that `fresh` no longer has
-/// are removed where unedited.
-pub(crate) fn update_files(fresh: &Plan, plan: &mut Plan, base: Base) -> Result<Merged> {
-    let mut router = Router::new(base);
-    if let Some(replay) = base.replay {
-        router.remove_stranded(plan, replay, fresh)?;
-    }
+/// project in `plan`, to bring it to this memop (see [`Purpose::Update`]).
+pub(crate) fn update_files(fresh: &Plan, plan: &mut Plan) -> Result<Merged> {
+    let mut router = Router::new(None);
     for (path, new) in fresh.planned() {
         let shown = path.to_string_lossy();
         if shown == crate::project::FILE || shown == sum::FILE {

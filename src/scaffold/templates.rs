@@ -12,26 +12,8 @@
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashMap;
 
-use include_dir::{Dir, include_dir};
-
 use crate::embedded::{SUFFIX, TEMPLATES, collect};
 use tera::{Context, Tera};
-
-/// The templates of layout `memop.rs/rust/v1` (memop 0.1, commit 2a6d6ec: the framework inside
-/// `src/manager` and `tests/support`) that differ from today's: `TEMPLATES` lists that layout's
-/// names, and a name without a file here is today's template, unchanged since. `memop update`
-/// renders them to know what memop 0.1 wrote into a project (it kept no record), so that it can
-/// tell memop's files from your edits when it moves the project to the runtime crates.
-static LAYOUT_V1: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/layouts/v1");
-
-/// Which layout's templates [`Templates::load`] loads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
-    /// Today's.
-    Current,
-    /// `memop.rs/rust/v1`, see [`LAYOUT_V1`].
-    V1,
-}
 
 /// How a template declares whose its file is, and the properties of the file (see [`Declared`]).
 const OWNER: &str = "{# owner: ";
@@ -69,8 +51,7 @@ pub enum Key {
 
 /// Whose a generated file is, as its template declares on its first line: `{# owner: memop #}`,
 /// `{# owner: user #}` or `{# owner: generated #}`, then maybe its properties (see [`Declared`]).
-/// Every template of today's layout declares one (a unit test sees to it); memop 0.1's layout
-/// (`layouts/v1`) declares none, and its files are memop's.
+/// Every whole-file template declares one (a unit test sees to it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Owner {
     /// memop's (the Makefile, `config/`, `src/main.rs` and the other files commands extend at
@@ -141,22 +122,18 @@ pub struct Templates {
 }
 
 impl Templates {
-    /// `layout`'s templates of the scaffold `roots` (`"init"`, `"resource"`, …), and the partials
-    /// they include. A command loads the layout of its plan ([`super::Plan::layout`]): today's,
-    /// or memop 0.1's in `memop update`'s replay of what memop 0.1 wrote.
-    pub fn load(layout: Layout, roots: &[&str]) -> Result<Self> {
-        Self::load_where(layout, |name| {
+    /// The templates of the scaffold `roots` (`"init"`, `"resource"`, …), and the partials they
+    /// include.
+    pub fn load(roots: &[&str]) -> Result<Self> {
+        Self::load_where(|name| {
             roots.iter().any(|root| name.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')))
         })
     }
 
     /// The templates whose names `wanted` accepts, and the partials.
-    fn load_where(layout: Layout, wanted: impl Fn(&str) -> bool) -> Result<Self> {
+    fn load_where(wanted: impl Fn(&str) -> bool) -> Result<Self> {
         let mut sources = Vec::new();
-        match layout {
-            Layout::Current => collect(&TEMPLATES, &mut sources),
-            Layout::V1 => collect_v1(&mut sources),
-        }
+        collect(&TEMPLATES, &mut sources);
         sources.retain(|(name, _)| name.starts_with(PARTIALS) || wanted(name));
         sources.sort();
         let mut tera = Tera::default();
@@ -250,17 +227,6 @@ fn declared(text: &str, scope: Scope) -> Option<Declared> {
         }
     }
     rest.starts_with(' ').then_some(declared)
-}
-
-/// The templates of [`LAYOUT_V1`], by name.
-fn collect_v1(out: &mut Vec<(String, &'static str)>) {
-    let names = LAYOUT_V1.get_file("TEMPLATES").and_then(|f| f.contents_utf8()).unwrap_or_default();
-    for name in names.lines() {
-        let text = [&LAYOUT_V1, &TEMPLATES].iter().find_map(|dir| dir.get_file(name)?.contents_utf8());
-        if let Some(text) = text {
-            out.push((name.to_string(), text));
-        }
-    }
 }
 
 /// Splits a template with no Tera syntax, except maybe a leading declaration of its owner (see
@@ -362,20 +328,6 @@ mod tests {
             let owner = declared(text, Scope::Api).map(|declared| declared.owner);
             assert_eq!(owner, Some(Owner::User), "{name} does not say `{OWNER}user #}}`");
         }
-    }
-
-    /// Layout v1's templates are loaded only when asked for, and every one it lists has a text:
-    /// its own where it differs from today's, else today's.
-    #[test]
-    fn layout_v1_is_loaded_only_when_asked_for() {
-        let listed = LAYOUT_V1.get_file("TEMPLATES").and_then(|f| f.contents_utf8()).unwrap().lines().count();
-        let mut v1 = Vec::new();
-        collect_v1(&mut v1);
-        assert_eq!(v1.len(), listed, "a template layout v1 lists has no text");
-        let old = Templates::load(Layout::V1, &["init"]).unwrap();
-        assert!(old.names.iter().any(|n| n == "init/src/manager/mod.rs.tera"), "{:?}", old.names);
-        let now = Templates::load(Layout::Current, &["init"]).unwrap();
-        assert!(!now.names.iter().any(|n| n.starts_with("init/src/manager/")), "{:?}", now.names);
     }
 
     #[test]
@@ -529,7 +481,7 @@ mod tests {
 
     #[test]
     fn every_embedded_template_parses() {
-        let templates = Templates::load_where(Layout::Current, |_| true).unwrap();
+        let templates = Templates::load_where(|_| true).unwrap();
         assert!(templates.names.iter().any(|n| n.starts_with("init/")));
         assert!(!templates.plain.is_empty(), "the license-header-only templates are plain");
     }
@@ -548,7 +500,7 @@ mod tests {
             Some((Some("_partials/h".into()), "fn main() {}\n"))
         );
         assert_eq!(split_plain("{# owner: user #}# {{ project_name }}\n"), None);
-        let templates = Templates::load(Layout::Current, &["init"]).unwrap();
+        let templates = Templates::load(&["init"]).unwrap();
         let mut ctx = Context::new();
         ctx.insert("boilerplate", "// Copyright 2026 The p Authors.\n");
         let text = templates.render("init/src/controller/mod.rs.tera", &ctx).unwrap();
@@ -560,7 +512,7 @@ mod tests {
     #[test]
     fn plain_rust_templates_are_rustfmt_clean() {
         use std::io::Write as _;
-        let templates = Templates::load_where(Layout::Current, |_| true).unwrap();
+        let templates = Templates::load_where(|_| true).unwrap();
         let mut checked = 0;
         for (name, (_, body)) in templates.plain.iter().filter(|(n, _)| n.ends_with(".rs.tera")) {
             // Outside the repository: memop's own rustfmt.toml is not the generated projects'.

@@ -27,7 +27,7 @@ fn create_api_refuses_a_corrupt_project_file() {
         (format!("{good}bogus: 1\n"), &["caused by: unknown field `bogus`"]),
         (good.replace("version: '3'", "version: '2'"), &["PROJECT version \"2\" is not supported"]),
         (good.replace("memop.rs/rust/v2", "go.kubebuilder.io/v4"), &["go.kubebuilder.io/v4"]),
-        (good.replace("memop.rs/rust/v2", "memop.rs/rust/v1"), &["made by memop 0.1", "cargo install memop --version 0.1.0"]),
+        (good.replace("memop.rs/rust/v2", "memop.rs/rust/v1"), &["made by memop 0.1", "git checkout 3318b9f && cargo install --locked --path ."]),
         (good.replace("domain: example.com\n", ""), &["missing field `domain`"]),
         (String::new(), &[]),
     ];

@@ -180,15 +180,15 @@ fn uncommitted_changes_are_refused_unless_allowed_and_a_dry_run_writes_nothing()
     assert!(read(&dir, "src/lib.rs").ends_with("// not committed\n"));
 }
 
-/// Every command but `update` refuses a project of memop 0.1 and names `update`, which
-/// migrates it (tests/migrate.rs).
+/// Every command refuses a project of memop 0.1 and names memop 0.2's `update`, which migrates
+/// it (`update` itself: tests/migrate.rs).
 #[test]
 fn a_project_of_memop_0_1_is_refused_with_the_way_out() {
     let (_tmp, dir) = project(&[MEMCACHED]);
     let project = read(&dir, "PROJECT").replace("memop.rs/rust/v2", "memop.rs/rust/v1");
     fs::write(dir.join("PROJECT"), project).unwrap();
     let before = snapshot(&dir);
-    refused(&dir, &format!("create api {NGINX}"), &["made by memop 0.1", "`memop update`"]);
+    refused(&dir, &format!("create api {NGINX}"), &["made by memop 0.1", "run its `memop update`"]);
     assert_unchanged(&dir, &before, "a refused command");
 }
 

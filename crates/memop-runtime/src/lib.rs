@@ -56,6 +56,8 @@ pub mod operand;
 pub mod rbac;
 pub mod webhook;
 
+mod shared;
+
 /// Who an operator is: what the manager names itself by, at run time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Operator {

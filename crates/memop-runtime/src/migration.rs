@@ -8,7 +8,7 @@
 //! them all and prunes the list.
 //!
 //! [`StorageMigration`] does that in the manager, for the operator's own CRDs, once this replica
-//! leads ([`crate::manager::Manager::migrate_storage`]):
+//! leads (registered as any controller is: [`StorageMigration::runnable`]):
 //!
 //! 1. it reads the CRD; when `status.storedVersions` is the storage version alone there is
 //!    nothing to do (one GET per CRD at start-up);
@@ -42,11 +42,12 @@ use anyhow::Context as _;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
-use kube::{Client, Resource as _};
+use kube::{Client, Resource as _, ResourceExt as _};
 use serde_json::json;
 
 use crate::controller::Recorder;
-use crate::manager::Shared;
+use crate::manager::Runnable;
+use crate::shared::Shared;
 
 /// The name of the migration task, in logs and readiness.
 pub const NAME: &str = "storage-migration";
@@ -147,20 +148,25 @@ impl StorageMigration {
         self
     }
 
-    /// This migration, rewriting the objects itself when nothing has processed its
-    /// `StorageVersionMigration` after `limit` (2 minutes by default).
-    pub fn with_unprocessed_limit(mut self, limit: Duration) -> Self {
-        self.unprocessed_limit = limit;
-        self
-    }
-
     /// The CRDs it migrates.
     pub fn crds(&self) -> &[String] {
         &self.crds
     }
 
+    /// What the manager runs once this replica leads, under the name [`NAME`]: register it as
+    /// any controller, `manager.register(|shared| StorageMigration::new(crds).runnable(shared))`.
+    /// The controllers do not wait for it, and readiness does not depend on it.
+    pub fn runnable(self, shared: Shared) -> impl Runnable {
+        let run = async move {
+            shared.readiness.synced(NAME);
+            self.run(&shared).await;
+            Ok(())
+        };
+        (NAME, run)
+    }
+
     /// Migrates every CRD, trying each again after a failure, until all are done or the
-    /// manager shuts down. What the manager runs ([`crate::manager::Manager::migrate_storage`]).
+    /// manager shuts down (what [`StorageMigration::runnable`] runs).
     pub async fn run(&self, shared: &Shared) {
         for crd in &self.crds {
             loop {
@@ -434,10 +440,31 @@ async fn rewrite(
     let mut written = 0;
     let mut params = ListParams::default().limit(PAGE);
     loop {
-        let page = all
-            .list_metadata(&params)
-            .await
-            .context("listing the objects to rewrite")?;
+        let page = match all.list_metadata(&params).await {
+            Ok(page) => page,
+            // The list outlived its continue token (etcd compacted the revision it began at:
+            // after 5 minutes by default, some 60,000 rewrites in). The API server's 410 holds
+            // a token that resumes it where it stopped, at the current revision; go on with it,
+            // as kube-storage-version-migrator does, instead of starting over (and expiring
+            // again). What that list may bring twice or leave out was written since the list
+            // began, so it is stored in the storage version already.
+            Err(kube::Error::Api(status)) if status.code == 410 => {
+                let resume = (status.metadata.as_ref())
+                    .and_then(|metadata| metadata.continue_.clone())
+                    .filter(|token| !token.is_empty());
+                let Some(token) = resume else {
+                    return Err(kube::Error::Api(status)).context("listing the objects to rewrite");
+                };
+                tracing::info!(
+                    crd = %crd.name_any(),
+                    written,
+                    "the rewrite's list expired; resuming it where it stopped"
+                );
+                params = params.continue_token(&token);
+                continue;
+            }
+            Err(err) => return Err(err).context("listing the objects to rewrite"),
+        };
         for object in &page.items {
             let name = object.metadata.name.as_deref().unwrap_or_default();
             let api: Api<DynamicObject> = match (namespaced, object.metadata.namespace.as_deref()) {

@@ -29,7 +29,7 @@ pub enum Scope {
 
 impl Scope {
     /// The kind of the role object.
-    pub fn role_kind(self) -> &'static str {
+    pub(crate) fn role_kind(self) -> &'static str {
         match self {
             Self::Cluster => "ClusterRole",
             Self::Namespace => "Role",
@@ -39,7 +39,7 @@ impl Scope {
 
 /// One rule of the generated role: resources of one group that need the same verbs.
 #[derive(Debug, PartialEq, Eq)]
-pub struct MergedRule {
+pub(crate) struct MergedRule {
     /// The API group (`""` is the core group).
     pub api_group: String,
     /// Its resources, sorted.
@@ -49,7 +49,7 @@ pub struct MergedRule {
 }
 
 /// Merges `rules` as controller-gen does: one rule per group and set of verbs, sorted.
-pub fn merge<'a>(rules: impl IntoIterator<Item = &'a Rule>) -> Vec<MergedRule> {
+pub(crate) fn merge<'a>(rules: impl IntoIterator<Item = &'a Rule>) -> Vec<MergedRule> {
     let mut verbs_of: BTreeMap<&str, BTreeMap<&str, BTreeSet<&str>>> = BTreeMap::new();
     for rule in rules {
         for resource in rule.resources {

@@ -1,17 +1,20 @@
 //! `controller::Owned` against the in-memory API server of memop-test: a cache that cannot list
-//! its kind keeps the manager unready, saying which cache, until it can; and on both back ends,
-//! a cache's list is streamed where the API server serves it, and paged where it refuses.
+//! its kind keeps the manager unready, saying which cache, until it can; a relist tells what
+//! changed while the watch was down from what did not; and on both back ends, a cache's list is
+//! streamed where the API server serves it, and paged where it refuses.
 
 use std::path::Path;
 use std::time::Duration;
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
 use memop_runtime::Operator;
 use memop_runtime::controller::Owned;
+use memop_runtime::controller::Priority;
 use memop_runtime::manager::Shared;
-use memop_test::{TestEnv, Verb};
+use memop_test::{Backend, TestEnv, Verb};
 use serde_json::json;
 
 const OPERATOR: Operator = Operator {
@@ -55,6 +58,61 @@ async fn a_cache_that_cannot_list_keeps_the_manager_unready_until_it_can() {
     .await
     .expect("ready once the cache has listed");
     assert!(owned.get(&env.namespace, "a").await.is_some());
+}
+
+/// A relist (the watch expired: etcd compacted the revision it followed) brings every object
+/// again. Those the cache held as they are ask their owners' reconciles at low priority, as the
+/// first list's do; one changed while the watch was down is a change, and asks at normal
+/// priority, so that it is not queued behind every object of the relist.
+#[tokio::test]
+async fn a_relist_asks_at_low_priority_only_for_what_did_not_change() {
+    let env = TestEnv::in_memory();
+    let Backend::InMemory(server) = &env.backend else {
+        unreachable!("in memory")
+    };
+    let admin: Api<ConfigMap> = Api::namespaced(env.admin.clone(), &env.namespace);
+    for name in ["a", "b", "c"] {
+        let object = json!({ "metadata": { "name": name, "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": format!("owner-{name}"),
+            "uid": format!("uid-{name}"), "controller": true,
+        }] } });
+        let object = serde_json::from_value(object).unwrap();
+        admin.create(&PostParams::default(), &object).await.unwrap();
+    }
+    let shared = Shared::new(&OPERATOR, env.operator.clone(), None);
+    let configmaps: Api<ConfigMap> = Api::namespaced(env.operator.clone(), &env.namespace);
+    let owned = Owned::watch(configmaps, watcher::Config::default(), &shared, "owned");
+    let mut requests = owned.owned_by::<ConfigMap>().boxed();
+    let mut next = async || {
+        let request = tokio::time::timeout(Duration::from_secs(30), requests.next());
+        let (owner, priority) = request.await.expect("a request").unwrap();
+        (owner.name, priority)
+    };
+    for _ in 0..3 {
+        assert_eq!(next().await.1, Priority::Low, "the first list");
+    }
+
+    // The watch expires, and the lists that follow fail for a while: b changes meanwhile.
+    env.requests
+        .fail_next(Verb::List, "configmaps", 503, usize::MAX);
+    server.expire_watches();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let patch = kube::api::Patch::Merge(json!({ "data": { "v": "2" } }));
+    (admin.patch("b", &Default::default(), &patch).await).unwrap();
+    env.requests.heal();
+    let mut relisted = Vec::new();
+    for _ in 0..3 {
+        relisted.push(next().await);
+    }
+    relisted.sort();
+    assert_eq!(
+        relisted,
+        [
+            ("owner-a".to_string(), Priority::Low),
+            ("owner-b".to_string(), Priority::Normal),
+            ("owner-c".to_string(), Priority::Low),
+        ]
+    );
 }
 
 /// The cache's watch never waits for the controller it triggers: kube's controller stops

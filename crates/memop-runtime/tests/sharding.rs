@@ -473,6 +473,25 @@ async fn owners(env: &TestEnv, members: &[&str]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The replicas here run with the Lease rules the runtime declares for them, no more: a verb
+/// they use and `sharding::RULES` leaves out fails these tests with a 403, as it would fail a
+/// project's replicas under its `config/sharding/role.yaml` (which memop's tests hold to the
+/// same rules).
+#[test]
+fn the_replicas_role_is_what_the_runtime_declares() {
+    let role =
+        std::fs::read_to_string(fixture().join("config/rbac/leader_election_role.yaml")).unwrap();
+    let declared = memop_runtime::rbac::role_yaml(
+        memop_runtime::rbac::Scope::Namespace,
+        &[memop_runtime::manager::sharding::RULES],
+    );
+    let rules = &declared[declared.find("rules:").unwrap()..];
+    assert!(
+        role.ends_with(rules),
+        "the fixture's role should end with:\n{rules}"
+    );
+}
+
 #[tokio::test]
 async fn three_shards_converge_with_no_object_written_by_two() {
     let Some(env) = TestEnv::real_for(&fixture()).await else {
@@ -669,6 +688,10 @@ async fn a_killed_shards_objects_are_taken_over_within_the_lease_duration_and_a_
     }
 }
 
+/// A fourth replica takes about a quarter of the buckets, all from the others and nothing
+/// between them; the others, which only give buckets up, drop those objects from their caches
+/// without listing anything again (each step of an operator's rolling upgrade is a replica
+/// joining: it alone lists).
 #[tokio::test]
 async fn adding_a_shard_moves_about_one_in_n_objects_and_nothing_else() {
     let Some(env) = TestEnv::real_for(&fixture()).await else {
@@ -676,8 +699,13 @@ async fn adding_a_shard_moves_about_one_in_n_objects_and_nothing_else() {
     };
     let _one = ONE_AT_A_TIME.lock().await;
     let [a, b, c] = three_converged(&env).await;
+    create_owned(&env).await;
     let before = owners(&env, &["shard-a", "shard-b", "shard-c"]).await;
+    cached_by_owner(&env, &[&a, &b, &c], &before).await;
     let masks: Vec<u64> = [&a, &b, &c].iter().map(|r| r.shard.active()).collect();
+    for replica in [&a, &b, &c] {
+        replica.log.clear();
+    }
 
     let overlaps = Overlaps::watch(vec![a.shard.clone(), b.shard.clone(), c.shard.clone()]);
     // Reconciles are in flight as the fourth replica joins: every object changes, and each
@@ -710,6 +738,24 @@ async fn adding_a_shard_moves_about_one_in_n_objects_and_nothing_else() {
         (8..=26).contains(&share),
         "{share} buckets, about 16 expected"
     );
+    // The others hold exactly their smaller shares, and listed nothing to get there.
+    let four = owners(&env, &["shard-a", "shard-b", "shard-c", "shard-d"]).await;
+    cached_by_owner(&env, &[&a, &b, &c, &d], &four).await;
+    for replica in [&a, &b, &c] {
+        let requests = replica.log.requests();
+        let count = |verb: Verb| {
+            (requests.iter())
+                .filter(|r| r.verb == verb && r.resource == "configmaps")
+                .count()
+        };
+        println!(
+            "{} gave buckets up with {} lists and {} watches of ConfigMaps",
+            replica.identity,
+            count(Verb::List),
+            count(Verb::Watch)
+        );
+        assert_eq!(count(Verb::List), 0, "{} listed again", replica.identity);
+    }
 
     for replica in [&a, &b, &c, &d] {
         replica.log.clear();

@@ -375,6 +375,65 @@ async fn an_object_written_during_the_rewrite_is_not_written_again() {
     assert_eq!(stored_versions(&crds.get(CRD).await.unwrap()), ["v1"]);
 }
 
+/// The rewrite of a kind with more objects than it can patch before etcd compacts the
+/// revision its list began at: the API server answers the next page 410 Expired, with a token
+/// that resumes the list where it stopped (as the real server's `handleCompactedErrorForPaging`
+/// does). The rewrite goes on with it, each object written once, instead of failing (or
+/// starting over, to expire again).
+#[tokio::test]
+async fn a_rewrite_whose_list_expires_resumes_where_it_stopped() {
+    const OBJECTS: usize = 1_100;
+    let env = TestEnv::in_memory();
+    let memop_test::Backend::InMemory(server) = &env.backend else {
+        unreachable!("in memory")
+    };
+    let crds = Api::<CustomResourceDefinition>::all(env.admin.clone());
+    crds.create(&PostParams::default(), &crd("v1", &["v1alpha1", "v1"]))
+        .await
+        .unwrap();
+    let status = json!({ "status": { "storedVersions": ["v1alpha1", "v1"] } });
+    crds.patch_status(CRD, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    let all =
+        Api::<DynamicObject>::namespaced_with(env.admin.clone(), &env.namespace, &gadgets("v1"));
+    for i in 0..OBJECTS {
+        all.create(&PostParams::default(), &gadget("v1", i))
+            .await
+            .unwrap();
+    }
+    server.expire_continue_tokens(1);
+
+    let shared = Shared::new(&OPERATOR, env.operator.clone(), None);
+    let outcome = StorageMigration::new([CRD])
+        .migrate(&shared, CRD)
+        .await
+        .expect("the migration");
+    assert_eq!(
+        outcome,
+        Outcome::Migrated {
+            from: vec!["v1alpha1".into()],
+            to: "v1".into(),
+            method: Method::Rewrite { objects: OBJECTS },
+        }
+    );
+    let requests = env.requests.requests();
+    let lists: Vec<_> = (requests.iter())
+        .filter(|r| r.verb == Verb::List && r.resource == "gadgets")
+        .collect();
+    // Three pages of 500, the second asked for again with the token of the 410.
+    assert_eq!(lists.len(), 4, "{lists:?}");
+    let mut patched: Vec<_> = (requests.iter())
+        .filter(|r| r.verb == Verb::Patch && r.resource == "gadgets")
+        .filter_map(|r| r.name.clone())
+        .collect();
+    assert_eq!(patched.len(), OBJECTS, "each object written once");
+    patched.sort();
+    patched.dedup();
+    assert_eq!(patched.len(), OBJECTS);
+    assert_eq!(stored_versions(&crds.get(CRD).await.unwrap()), ["v1"]);
+}
+
 /// A `StorageVersionMigration` marked `Failed` (by kube-controller-manager, after an error
 /// listing or writing the objects) does not block the migration for ever: its name is fixed by
 /// the CRD, the storage version and the generation, so every attempt finds it again; the

@@ -140,6 +140,7 @@ scenarios!(
     a_reconcile_in_steady_state_writes_nothing,
     an_object_older_than_the_last_status_write_is_not_reconciled,
     a_new_image_rolls_out_a_few_deployments_at_a_time,
+    the_rollout_limit_counts_the_rollouts_another_process_started,
     unhealthy_deployments_do_not_hold_back_a_new_image,
     a_resize_writes_the_status_twice_not_once_per_pod,
     a_failed_deployment_write_is_reported_and_retried,
@@ -278,6 +279,13 @@ impl Cluster {
     /// One reconcile of object `name` by `controller`, as the Controller would run it: once
     /// its cache holds the Deployment as it is now.
     async fn reconcile_with(&self, controller: &Controller<Context>, name: &str) -> Result<Action> {
+        self.cached(controller, name).await;
+        let object = self.objects.get(name).await.unwrap();
+        controller.reconcile(Arc::new(object)).await
+    }
+
+    /// Waits until `controller`'s cache holds Deployment `name` as it is now.
+    async fn cached(&self, controller: &Controller<Context>, name: &str) {
         let cache = controller.reconciler().deployments.cache();
         eventually(
             "the cache to hold the Deployment as it is",
@@ -290,8 +298,6 @@ impl Cluster {
             },
         )
         .await;
-        let object = self.objects.get(name).await.unwrap();
-        controller.reconcile(Arc::new(object)).await
     }
 
     /// What a reconcile of the object in sync returns.
@@ -334,6 +340,18 @@ impl Cluster {
             .patch_status(NAME, &params, &patch)
             .await
             .unwrap();
+    }
+
+    /// Where Deployments roll out for real, pauses Deployment `name` (`hold`) or resumes it: a
+    /// rollout started meanwhile stays under way, its old pods running and no new one made,
+    /// until it is resumed. (Elsewhere nothing rolls out by itself.)
+    async fn hold_rollouts(&self, name: &str, hold: bool) {
+        if !self.env.rolls_out() {
+            return;
+        }
+        let patch = Patch::Merge(json!({ "spec": { "paused": hold } }));
+        let params = PatchParams::default();
+        self.deployments.patch(name, &params, &patch).await.unwrap();
     }
 
     /// Fills the namespace's pod quota with the `pods` that run: the API server refuses new
@@ -564,7 +582,10 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
         image(&deployment).to_string()
     };
 
-    // The operator restarts with a new image, one rollout at a time.
+    // The operator restarts with a new image, one rollout at a time. (Where Deployments roll
+    // out for real, the first's is held until it is resumed: the count is the cluster's, and
+    // kwok's pods would complete it at once.)
+    cluster.hold_rollouts("first", true).await;
     let shared = cluster.shared.clone().with_max_concurrent_rollouts(1);
     let new_image = format!("{IMAGE}-new");
     let new = controller(&shared, &new_image);
@@ -595,9 +616,86 @@ async fn a_new_image_rolls_out_a_few_deployments_at_a_time(env: TestEnv) {
     assert_eq!(image(&third), IMAGE);
 
     // Once the first has rolled out, the next goes.
+    cluster.hold_rollouts("first", false).await;
     roll_out(&cluster.env, "first").await;
     cluster.reconcile_with(&new, "first").await.unwrap();
     cluster.reconcile_with(&new, "second").await.unwrap();
+    assert_eq!(image_of("second").await, new_image);
+}
+
+/// The limit is the fleet's, read from the cache: another process of the operator (another
+/// shard, or the new leader after a failover) counts a rollout the first one started and that
+/// has not completed, and starts none past the limit; once that rollout completes, the next
+/// goes, without the second process ever reconciling the first's object.
+async fn the_rollout_limit_counts_the_rollouts_another_process_started(env: TestEnv) {
+    let cluster = &Cluster::new(env);
+    for name in ["first", "second"] {
+        cluster.converged_named(name, 1).await;
+    }
+    let image_of = |name: &'static str| async move {
+        let deployment = cluster.deployments.get(name).await.unwrap();
+        image(&deployment).to_string()
+    };
+    // The first's rollout stays under way (its old pod runs, no new one) until resumed.
+    cluster.hold_rollouts("first", true).await;
+    let new_image = format!("{IMAGE}-new");
+    let one = controller(
+        &cluster.shared.clone().with_max_concurrent_rollouts(1),
+        &new_image,
+    );
+    cluster.reconcile_with(&one, "first").await.unwrap();
+    assert_eq!(image_of("first").await, new_image);
+    if cluster.env.rolls_out() {
+        eventually("the first's rollout reported under way", WAIT, || async {
+            let first = cluster.deployments.get("first").await.unwrap();
+            let status = first.status.unwrap_or_default();
+            status.observed_generation == first.metadata.generation
+                && status.updated_replicas.unwrap_or(0) < status.replicas.unwrap_or(0)
+        })
+        .await;
+    } else {
+        // As the deployment controller reports it: a pod of the new template beside the old.
+        let generation = cluster
+            .deployments
+            .get("first")
+            .await
+            .unwrap()
+            .metadata
+            .generation;
+        let rolling = Patch::Merge(json!({ "status": {
+            "observedGeneration": generation, "replicas": 2, "updatedReplicas": 1,
+            "readyReplicas": 1, "availableReplicas": 1,
+        }}));
+        let params = PatchParams::default();
+        cluster
+            .deployments
+            .patch_status("first", &params, &rolling)
+            .await
+            .unwrap();
+    }
+
+    // A second process, with a cache of its own and nothing in memory of the first's rollout.
+    let shared = Shared::new(
+        &OPERATOR,
+        cluster.env.operator.clone(),
+        Some(cluster.env.namespace.clone()),
+    )
+    .with_max_concurrent_rollouts(1);
+    let other = controller(&shared, &new_image);
+    cluster.reconcile_with(&other, "second").await.unwrap();
+    assert_eq!(
+        image_of("second").await,
+        IMAGE,
+        "the second waits for the first's rollout, started by another process"
+    );
+    let second = cluster.objects.get("second").await.unwrap();
+    assert_eq!(state(&second, "Degraded"), ("False", "RolloutWaiting"));
+
+    // The first's rollout completes: the second process sees it in its cache, and goes on.
+    cluster.hold_rollouts("first", false).await;
+    roll_out(&cluster.env, "first").await;
+    cluster.cached(&other, "first").await;
+    cluster.reconcile_with(&other, "second").await.unwrap();
     assert_eq!(image_of("second").await, new_image);
 }
 

@@ -33,10 +33,14 @@
 //! - Garbage collection runs synchronously, in background mode: orphaning, foreground deletion
 //!   and `deletecollection` are not supported (a delete's propagation policy is ignored; its
 //!   preconditions are checked). `dryRun` is refused (400).
-//! - `limit`/`continue` are ignored (lists return everything). Field selectors accept any dotted
-//!   path, compared as a string. Watches send no periodic bookmarks (only the end-of-initial-events
-//!   bookmark of streaming lists) and the event history is unbounded, so no watch ever gets
-//!   410 Gone.
+//! - A list with `limit` is served in pages, each with a `continue` token, but each page as the
+//!   objects are when it is asked for, not as they were when the list began. A token expires only
+//!   when a test says ([`ApiServer::expire_continue_tokens`]), then as after etcd compacted the
+//!   revision the list began at: 410 Expired, with a token that resumes the list where it stopped
+//!   (the real server's "inconsistent continue"). Field selectors accept any dotted path, compared
+//!   as a string. Watches send no periodic bookmarks (only the end-of-initial-events bookmark of
+//!   streaming lists) and the event history is unbounded, so no watch gets 410 Gone unless a
+//!   test says ([`ApiServer::expire_watches`]).
 
 use std::{
     collections::BTreeMap,
@@ -121,6 +125,33 @@ impl ApiServer {
         self.log.fail_next(verb, resource, code, times);
     }
 
+    /// Ends every open watch as the real server does when the revision a watch follows has
+    /// been compacted away (etcd keeps 5 minutes of history by default): with an `ERROR` event
+    /// holding a 410 Expired `Status`, after which its client must list again.
+    pub fn expire_watches(&self) {
+        let status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "too old resource version",
+            "reason": "Expired",
+            "code": 410,
+        });
+        for watcher in self.lock().watchers.drain(..) {
+            let _ = watcher.sender.send(event_line("ERROR", &status));
+        }
+    }
+
+    /// Answers the next `times` lists that continue with a token of an earlier page as the real
+    /// server does once etcd has compacted the revision their list began at (5 minutes after, by
+    /// default): 410 Expired, and in the `Status`'s `metadata.continue` a token that continues
+    /// the list where it stopped, at the current revision (the real server's "inconsistent
+    /// continue"). Lists continued with such a token never expire.
+    pub fn expire_continue_tokens(&self, times: usize) {
+        self.lock().expire_continues = times;
+    }
+
     /// Every request of [`ApiServer::client`] since the log was last cleared, in order, failed
     /// ones included.
     pub fn requests(&self) -> Vec<Request> {
@@ -172,6 +203,23 @@ struct State {
     /// The last server-side apply of each object by each field manager (through the status
     /// subresource or not): what a manager's next apply leaves out of it is removed.
     applied: BTreeMap<(ObjectKey, String, bool), Value>,
+    /// How many continued lists to answer as expired ([`ApiServer::expire_continue_tokens`]).
+    expire_continues: usize,
+}
+
+/// Where a paged list goes on: the list's resourceVersion (`None` for the current one, after an
+/// expired token), and the namespace and name of the last object of the page before.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Continue {
+    rv: Option<u64>,
+    namespace: String,
+    name: String,
+}
+
+impl Continue {
+    fn token(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -280,14 +328,61 @@ impl State {
         }
     }
 
-    fn list(&self, target: &Target, query: &Query) -> Result<Value, Failure> {
+    fn list(&mut self, target: &Target, query: &Query) -> Result<Value, Failure> {
         let filter = Filter::new(target, query)?;
-        let items: Vec<&Value> = self.selected(&filter).collect();
+        let after = match query.get("continue").filter(|token| !token.is_empty()) {
+            Some(token) => {
+                let after: Continue = serde_json::from_str(token)
+                    .map_err(|_| Failure::new(400, "continue key is not valid"))?;
+                if after.rv.is_some() && self.expire_continues > 0 {
+                    self.expire_continues -= 1;
+                    let inconsistent = Continue { rv: None, ..after };
+                    return Err(Failure::new(410, INCONSISTENT_CONTINUE)
+                        .with_continue(inconsistent.token()));
+                }
+                Some(after)
+            }
+            None => None,
+        };
+        let limit = query
+            .get("limit")
+            .and_then(|limit| limit.parse::<usize>().ok())
+            .filter(|limit| *limit > 0);
+        let resource_version = after
+            .as_ref()
+            .and_then(|after| after.rv)
+            .unwrap_or(self.resource_version);
+        let mut selected = self.objects.iter().filter(|(key, object)| {
+            filter.matches(key, object)
+                && after.as_ref().is_none_or(|after| {
+                    (key.namespace.as_str(), key.name.as_str())
+                        > (after.namespace.as_str(), after.name.as_str())
+                })
+        });
+        let mut items: Vec<&Value> = Vec::new();
+        let mut next = None;
+        for (key, object) in selected.by_ref() {
+            items.push(object);
+            next = Some(key);
+            if limit.is_some_and(|limit| items.len() == limit) {
+                break;
+            }
+        }
+        let more = limit.is_some_and(|limit| items.len() == limit) && selected.next().is_some();
+        let mut metadata = json!({ "resourceVersion": resource_version.to_string() });
+        if let (true, Some(last)) = (more, next) {
+            let next = Continue {
+                rv: Some(resource_version),
+                namespace: last.namespace.clone(),
+                name: last.name.clone(),
+            };
+            metadata["continue"] = json!(next.token());
+        }
         let kind = self.kind_of(&target.collection).unwrap_or_default();
         Ok(json!({
             "apiVersion": target.group_version,
             "kind": format!("{kind}List"),
-            "metadata": { "resourceVersion": self.resource_version.to_string() },
+            "metadata": metadata,
             "items": items,
         }))
     }
@@ -397,6 +492,7 @@ impl State {
                 code: 409,
                 reason: "AlreadyExists",
                 message: format!("{} already exists", target.describe(&name)),
+                continue_: None,
             });
         }
         self.serial += 1;
@@ -1080,7 +1176,16 @@ struct Failure {
     code: u16,
     reason: &'static str,
     message: String,
+    /// The `continue` token of the `Status`'s list metadata (an expired list's).
+    continue_: Option<String>,
 }
+
+/// The message of the real server's 410 to a list continued with an expired token.
+const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a \
+    consistent list result. You can start a new list without the continue parameter, or use the \
+    continue token in this response to retrieve the remainder of the results. Continuing with \
+    the provided token results in an inconsistent list - objects that were created, modified, or \
+    deleted between the time the first chunk was returned and now may show up in the list.";
 
 impl Failure {
     fn new(code: u16, message: impl Into<String>) -> Self {
@@ -1102,14 +1207,27 @@ impl Failure {
             code,
             reason,
             message: message.into(),
+            continue_: None,
+        }
+    }
+
+    /// The failure with `token` in its list metadata.
+    fn with_continue(self, token: String) -> Self {
+        Self {
+            continue_: Some(token),
+            ..self
         }
     }
 
     fn response(self) -> Response {
+        let metadata = match &self.continue_ {
+            Some(token) => json!({ "continue": token }),
+            None => json!({}),
+        };
         let status = json!({
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": metadata,
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,

@@ -175,66 +175,9 @@ impl ControlPlane {
         let mut reaper = Reaper::start(&dir)?;
         write_certificates(&dir).map_err(|e| format!("certificates: {e}"))?;
 
-        let (client_port, peer_port) = (free_port()?, free_port()?);
-        let etcd_url = format!("http://127.0.0.1:{client_port}");
-        let etcd_child = spawn(
-            &dir,
-            "etcd",
-            Command::new(etcd).args([
-                format!("--data-dir={}", dir.join("etcd").display()),
-                format!("--listen-client-urls={etcd_url}"),
-                format!("--advertise-client-urls={etcd_url}"),
-                format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
-                "--unsafe-no-fsync=true".into(),
-            ]),
-        )?;
-        let etcd_child = reaper.watch(etcd_child)?;
-        wait_for(&dir, "etcd", etcd_child, || {
-            http_get(client_port, "/health").is_some_and(|(status, _)| status == 200)
-        })?;
+        let etcd_url = start_etcd(&etcd, &dir, &mut reaper)?;
 
-        let port = free_port()?;
-        let url = format!("https://127.0.0.1:{port}");
-        let d = |file: &str| dir.join(file).display().to_string();
-        let admin = format!(
-            "client-certificate: {}\n    client-key: {}",
-            d("admin.crt"),
-            d("admin.key")
-        );
-        write_kubeconfig(
-            &dir.join("admin.kubeconfig"),
-            &url,
-            &dir.join("ca.crt"),
-            &admin,
-            "default",
-        );
-        let apiserver_child = spawn(
-            &dir,
-            "kube-apiserver",
-            Command::new(apiserver).args([
-                format!("--etcd-servers={etcd_url}"),
-                format!("--cert-dir={}", dir.display()),
-                format!("--tls-cert-file={}", d("apiserver.crt")),
-                format!("--tls-private-key-file={}", d("apiserver.key")),
-                format!("--secure-port={port}"),
-                "--bind-address=127.0.0.1".into(),
-                "--advertise-address=127.0.0.1".into(),
-                "--service-cluster-ip-range=10.0.0.0/24".into(),
-                "--allow-privileged=true".into(),
-                // No controller creates the `default` ServiceAccount, so its admission plugin
-                // would refuse pods. OwnerReferencesPermissionEnforcement is on, as in strict
-                // clusters: setting blockOwnerDeletion needs `update` on the owner's finalizers.
-                "--disable-admission-plugins=ServiceAccount".into(),
-                "--enable-admission-plugins=OwnerReferencesPermissionEnforcement".into(),
-                "--authorization-mode=RBAC".into(),
-                format!("--client-ca-file={}", d("ca.crt")),
-                format!("--service-account-issuer={url}/"),
-                format!("--service-account-key-file={}", d("sa.pub")),
-                format!("--service-account-signing-key-file={}", d("sa.key")),
-                "--endpoint-reconciler-type=none".into(),
-            ]),
-        )?;
-        let apiserver_child = reaper.watch(apiserver_child)?;
+        let (url, apiserver_child) = start_apiserver(&apiserver, &dir, &etcd_url, &mut reaper)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -269,53 +212,13 @@ impl ControlPlane {
         })?;
         // After the CRDs: its garbage collector then watches the custom kinds from the start.
         let garbage_collection = controller_manager.is_some();
-        if let Some(binary) = controller_manager {
-            // The resource quota controller keeps quotas' usage, so that a test can fill a
-            // namespace's quota to make new pods fail as they would in a cluster. The storage
-            // version migrator runs StorageVersionMigrations (GA in 1.37, on by default there;
-            // it needs the garbage collector, whose caches it reads).
-            let controllers = if rollouts.is_some() {
-                "garbage-collector-controller,storage-version-migrator-controller,deployment-controller,replicaset-controller,resourcequota-controller"
-            } else {
-                "garbage-collector-controller,storage-version-migrator-controller"
-            };
-            let child = spawn(
-                &dir,
-                "kube-controller-manager",
-                Command::new(binary).args([
-                    format!("--kubeconfig={}", d("admin.kubeconfig")),
-                    format!("--controllers={controllers}"),
-                    "--leader-elect=false".into(),
-                    "--secure-port=0".into(),
-                    "--use-service-account-credentials=false".into(),
-                ]),
-            )?;
-            reaper.watch(child)?;
-        }
-        if let Some((kwok, stages, scheduler)) = &rollouts {
-            let child = spawn(
-                &dir,
-                "kube-scheduler",
-                Command::new(scheduler).args([
-                    format!("--kubeconfig={}", d("admin.kubeconfig")),
-                    "--leader-elect=false".into(),
-                    "--secure-port=0".into(),
-                ]),
-            )?;
-            reaper.watch(child)?;
-            // kwok serves nothing without --server-address: no port to pick.
-            let child = spawn(
-                &dir,
-                "kwok",
-                Command::new(kwok).args([
-                    format!("--kubeconfig={}", d("admin.kubeconfig")),
-                    format!("--config={}", stages.display()),
-                    "--manage-all-nodes=true".into(),
-                ]),
-            )?;
-            let kwok = reaper.watch(child)?;
-            runtime.block_on(add_node(&dir, kwok))?;
-        }
+        start_controllers(
+            &dir,
+            controller_manager,
+            rollouts.as_ref(),
+            &mut reaper,
+            &runtime,
+        )?;
         Ok(ControlPlane {
             dir,
             url,
@@ -961,4 +864,139 @@ pub fn project_dir() -> PathBuf {
     std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Starts kube-apiserver in `dir` on etcd at `etcd_url`, with the admin's kubeconfig beside it,
+/// and returns its URL and process (not ready yet).
+fn start_apiserver<'r>(
+    apiserver: &Path,
+    dir: &Path,
+    etcd_url: &str,
+    reaper: &'r mut Reaper,
+) -> Result<(String, &'r mut Child), String> {
+    let port = free_port()?;
+    let url = format!("https://127.0.0.1:{port}");
+    let d = |file: &str| dir.join(file).display().to_string();
+    let admin = format!(
+        "client-certificate: {}\n    client-key: {}",
+        d("admin.crt"),
+        d("admin.key")
+    );
+    write_kubeconfig(
+        &dir.join("admin.kubeconfig"),
+        &url,
+        &dir.join("ca.crt"),
+        &admin,
+        "default",
+    );
+    let apiserver_child = spawn(
+        dir,
+        "kube-apiserver",
+        Command::new(apiserver).args([
+            format!("--etcd-servers={etcd_url}"),
+            format!("--cert-dir={}", dir.display()),
+            format!("--tls-cert-file={}", d("apiserver.crt")),
+            format!("--tls-private-key-file={}", d("apiserver.key")),
+            format!("--secure-port={port}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            "--service-cluster-ip-range=10.0.0.0/24".into(),
+            "--allow-privileged=true".into(),
+            // No controller creates the `default` ServiceAccount, so its admission plugin
+            // would refuse pods. OwnerReferencesPermissionEnforcement is on, as in strict
+            // clusters: setting blockOwnerDeletion needs `update` on the owner's finalizers.
+            "--disable-admission-plugins=ServiceAccount".into(),
+            "--enable-admission-plugins=OwnerReferencesPermissionEnforcement".into(),
+            "--authorization-mode=RBAC".into(),
+            format!("--client-ca-file={}", d("ca.crt")),
+            format!("--service-account-issuer={url}/"),
+            format!("--service-account-key-file={}", d("sa.pub")),
+            format!("--service-account-signing-key-file={}", d("sa.key")),
+            "--endpoint-reconciler-type=none".into(),
+        ]),
+    )?;
+    Ok((url, reaper.watch(apiserver_child)?))
+}
+
+/// Starts etcd in `dir`, and returns its client URL once it is healthy.
+fn start_etcd(etcd: &Path, dir: &Path, reaper: &mut Reaper) -> Result<String, String> {
+    let (client_port, peer_port) = (free_port()?, free_port()?);
+    let etcd_url = format!("http://127.0.0.1:{client_port}");
+    let etcd_child = spawn(
+        dir,
+        "etcd",
+        Command::new(etcd).args([
+            format!("--data-dir={}", dir.join("etcd").display()),
+            format!("--listen-client-urls={etcd_url}"),
+            format!("--advertise-client-urls={etcd_url}"),
+            format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+            "--unsafe-no-fsync=true".into(),
+        ]),
+    )?;
+    let etcd_child = reaper.watch(etcd_child)?;
+    wait_for(dir, "etcd", etcd_child, || {
+        http_get(client_port, "/health").is_some_and(|(status, _)| status == 200)
+    })?;
+    Ok(etcd_url)
+}
+
+/// Starts kube-controller-manager (its garbage collector and storage version migrator, and the
+/// controllers of rollouts with `rollouts`), and with `rollouts` kube-scheduler and kwok, which
+/// runs the pods on one simulated node.
+fn start_controllers(
+    dir: &Path,
+    controller_manager: Option<PathBuf>,
+    rollouts: Option<&(PathBuf, PathBuf, PathBuf)>,
+    reaper: &mut Reaper,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(), String> {
+    let d = |file: &str| dir.join(file).display().to_string();
+    if let Some(binary) = controller_manager {
+        // The resource quota controller keeps quotas' usage, so that a test can fill a
+        // namespace's quota to make new pods fail as they would in a cluster. The storage
+        // version migrator runs StorageVersionMigrations (GA in 1.37, on by default there;
+        // it needs the garbage collector, whose caches it reads).
+        let controllers = if rollouts.is_some() {
+            "garbage-collector-controller,storage-version-migrator-controller,deployment-controller,replicaset-controller,resourcequota-controller"
+        } else {
+            "garbage-collector-controller,storage-version-migrator-controller"
+        };
+        let child = spawn(
+            dir,
+            "kube-controller-manager",
+            Command::new(binary).args([
+                format!("--kubeconfig={}", d("admin.kubeconfig")),
+                format!("--controllers={controllers}"),
+                "--leader-elect=false".into(),
+                "--secure-port=0".into(),
+                "--use-service-account-credentials=false".into(),
+            ]),
+        )?;
+        reaper.watch(child)?;
+    }
+    if let Some((kwok, stages, scheduler)) = rollouts {
+        let child = spawn(
+            dir,
+            "kube-scheduler",
+            Command::new(scheduler).args([
+                format!("--kubeconfig={}", d("admin.kubeconfig")),
+                "--leader-elect=false".into(),
+                "--secure-port=0".into(),
+            ]),
+        )?;
+        reaper.watch(child)?;
+        // kwok serves nothing without --server-address: no port to pick.
+        let child = spawn(
+            dir,
+            "kwok",
+            Command::new(kwok).args([
+                format!("--kubeconfig={}", d("admin.kubeconfig")),
+                format!("--config={}", stages.display()),
+                "--manage-all-nodes=true".into(),
+            ]),
+        )?;
+        let kwok = reaper.watch(child)?;
+        runtime.block_on(add_node(dir, kwok))?;
+    }
+    Ok(())
 }

@@ -212,10 +212,53 @@ async fn lists_filter_by_namespace_and_label_and_field_selectors() {
     );
     assert_eq!(outside_default.items.len(), 1);
 
-    let everything = all.list(&ListParams::default().limit(1)).await.unwrap();
-    assert_eq!(everything.items.len(), 4, "paging is ignored");
-    assert!(everything.metadata.continue_.is_none());
-    assert!(everything.metadata.resource_version.is_some());
+    // Paged: each page goes on from the last one's continue token, the last has none.
+    let mut pages = Vec::new();
+    let mut params = ListParams::default().limit(3);
+    loop {
+        let page = all.list(&params).await.unwrap();
+        assert!(page.metadata.resource_version.is_some());
+        pages.push(page.items.iter().map(|o| o.name_any()).collect::<Vec<_>>());
+        match page.metadata.continue_ {
+            Some(token) => params = params.continue_token(&token),
+            None => break,
+        }
+    }
+    assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [3, 1]);
+    assert_eq!(pages.concat().len(), 4);
+}
+
+/// A list continued after its token expired is answered as the real server answers it once
+/// etcd compacted the revision the list began at: 410 Expired, with a token in the `Status`'s
+/// list metadata that goes on from where the list stopped.
+#[tokio::test]
+async fn an_expired_continue_token_is_answered_with_one_that_resumes_the_list() {
+    let server = ApiServer::new();
+    let client = server.client();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    for name in ["a", "b", "c"] {
+        let object = serde_json::from_value(json!({ "metadata": { "name": name } })).unwrap();
+        api.create(&PostParams::default(), &object).await.unwrap();
+    }
+    let first = api.list(&ListParams::default().limit(2)).await.unwrap();
+    let token = first.metadata.continue_.expect("a second page");
+    server.expire_continue_tokens(1);
+    let expired = api
+        .list(&ListParams::default().limit(2).continue_token(&token))
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = expired else {
+        panic!("{expired}")
+    };
+    assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
+    let resume = status.metadata.and_then(|m| m.continue_).expect("a token");
+    let rest = api
+        .list(&ListParams::default().limit(2).continue_token(&resume))
+        .await
+        .unwrap();
+    let names: Vec<String> = rest.items.iter().map(|o| o.name_any()).collect();
+    assert_eq!(names, ["c"]);
+    assert!(rest.metadata.continue_.is_none());
 }
 
 #[tokio::test]

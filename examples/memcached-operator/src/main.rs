@@ -45,6 +45,8 @@ async fn main() -> anyhow::Result<()> {
     // +memop:scaffold:controllers
     // Once this replica leads: objects still stored in an older version of a kind are migrated
     // to its storage version, so that the older version can be removed (`memop delete api`).
-    manager.migrate_storage(StorageMigration::new(memcached_operator::api::crd_names()));
+    manager.register(|shared| {
+        StorageMigration::new(memcached_operator::api::crd_names()).runnable(shared)
+    });
     manager.run().await
 }

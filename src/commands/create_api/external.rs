@@ -8,6 +8,7 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
+use super::validate::{Foreign, refuse_foreign_flags};
 use super::{Args, Request, validate};
 use crate::names::external::ExternalCrd;
 use crate::project::Project;
@@ -78,19 +79,8 @@ fn validate_external(args: &Args, project: &Project, dir: &Path, file: &Path) ->
              in its reconcile"
         );
     }
-    if let Some(plural) = args.plural.as_deref().filter(|p| *p != crd.plural) {
-        bail!("--plural {plural}: {theirs}, served as {} (its CRD says so); drop --plural", crd.plural);
-    }
-    if !args.namespaced && crd.namespaced {
-        bail!("--namespaced=false: {theirs}, and its CRD makes it namespaced; drop --namespaced=false");
-    }
-    if project.namespaced && !crd.namespaced {
-        bail!(
-            "{theirs}, and it is cluster-scoped: this project was initialized with --namespaced, and its manager's \
-             Role, bound in one namespace, cannot grant access to cluster-scoped kinds; use a project without \
-             --namespaced"
-        );
-    }
+    let foreign = Foreign { theirs: &theirs, plural: &crd.plural, namespaced: crd.namespaced, by_crd: true };
+    refuse_foreign_flags(args, project, &foreign)?;
     // The project's own kind of that group and kind: its types are the ones to control.
     if let Some(own) = project.resources.iter().find(|r| {
         let n = &r.names;

@@ -143,24 +143,20 @@ pub fn run(global: &Global, args: Args, report: &mut super::Report) -> Result<()
         report
             .answer("--make is kubebuilder's; memop never runs make after scaffolding (run `make manifests` yourself)");
     }
-    let mut project = Project::load(&global.dir)?;
-    let request = external::request(&args, &project, &global.dir)?;
-    let mut plan = Plan::new(&global.dir);
-    super::facts::record(&mut project, &plan)?;
-    if request.new_version {
-        super::facts::refuse_storage_disagreement(&project, &plan, &request.api)?;
-    }
-    let mut notes = scaffold::scaffold(&request, &mut project, &mut plan)?;
-    notes.splice(0..0, request.notes.iter().cloned());
-    let chart = super::helm::plan_chart_of(&project, &mut plan)?;
-
-    report.say(summary(&request));
-    for note in &notes {
-        report.note(note);
-    }
-    report.next(next(&request));
-    report.merged(chart, super::helm::FRESH_CHART);
-    super::finish(global, plan, report)
+    super::frame::on_project(global, report, |project, plan, report| {
+        let request = external::request(&args, project, &global.dir)?;
+        if request.new_version {
+            super::facts::refuse_storage_disagreement(project, plan, &request.api)?;
+        }
+        let mut notes = scaffold::scaffold(&request, project, plan)?;
+        notes.splice(0..0, request.notes.iter().cloned());
+        report.say(summary(&request));
+        for note in &notes {
+            report.note(note);
+        }
+        report.next(next(&request));
+        Ok(())
+    })
 }
 
 /// The line that says which controller the kind got.

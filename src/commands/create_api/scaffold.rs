@@ -25,9 +25,9 @@ struct ApiContext<'a> {
     operand: Option<&'a Operand>,
 }
 
-/// Plans `request`'s files and records the API in `project` (written with the plan). Returns
-/// the notes to print once the plan is written.
-pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Result<Vec<String>> {
+/// Records `request`'s API in `project`: a new kind or version, or another controller of a kind
+/// the project has.
+fn record(request: &Request, project: &mut Project) {
     let api = &request.api;
     let existing = request.existing.as_ref();
     if let Some(name) = &request.controller_name {
@@ -51,6 +51,14 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
             storage_version: project.storage_version(api).map(str::to_string),
         });
     }
+}
+
+/// Plans `request`'s files and records the API in `project` (written with the plan). Returns
+/// the notes to print once the plan is written.
+pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Result<Vec<String>> {
+    let api = &request.api;
+    let existing = request.existing.as_ref();
+    record(request, project);
 
     let mut ctx = tera::Context::from_serialize(ApiContext {
         project: ProjectContext::new(project),
@@ -67,10 +75,12 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
         ctx.insert("operand", &existing.and_then(|r| r.operand.as_ref()));
     }
 
+    // A kind the project does not define (Kubernetes' own, another project's) gets the one
+    // controller root of foreign kinds; another project's also its types (`controller-external`).
     let root = match (&request.operand, api.builtin_kind()) {
         _ if request.external.is_some() => {
             plan_external(request, plan, &mut ctx)?;
-            "controller-external"
+            "controller-core"
         }
         (_, Some(builtin)) => {
             // The object the controller's tests create: k8s-openapi's type, from JSON.
@@ -82,7 +92,8 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
         (Some(_), None) => "controller-operand",
         (None, None) => "controller-skeleton",
     };
-    let templates = Templates::load(plan.layout(), &["resource", root, "manager-role"])?;
+    let external = request.external.is_some();
+    let templates = Templates::load(&["resource", root, "controller-external", "manager-role"])?;
     if request.resource {
         let sharing = project.others(api).filter(|r| r.api.is_some());
         super::super::refuse_missing_shared(&templates, "resource", &ctx, plan, sharing)?;
@@ -102,6 +113,9 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     }
     if request.controller {
         scaffold::render_root(&templates, root, &ctx, plan, request.force)?;
+        if external {
+            scaffold::render_root(&templates, "controller-external", &ctx, plan, request.force)?;
+        }
     }
     // The manager role, with this controller's rules: a generated file, which keeps the rules
     // it has, and the user's own role.yaml (see scaffold::generated).
@@ -168,7 +182,7 @@ fn join_conversion(
         webhooks.spoke.sort();
     }
     let (hub_version, spokes) = (hub.names.version.to_string(), webhooks.spoke.clone());
-    let templates = Templates::load(plan.layout(), &["webhook-conversion-spoke", "conversion-test"])?;
+    let templates = Templates::load(&["webhook-conversion-spoke", "conversion-test"])?;
     let mut ctx = ctx.clone();
     ctx.insert("version", &hub_version);
     ctx.insert("spoke", &version);

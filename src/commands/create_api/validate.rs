@@ -297,6 +297,38 @@ fn builtin_kind(args: &Args, project: &Project) -> Result<Option<&'static Builti
     crate::names::builtin::find(group, &gvk.version, &gvk.kind).map(Some)
 }
 
+/// A kind the project does not define (Kubernetes' own, or another project's), as it is served.
+pub(super) struct Foreign<'a> {
+    /// Whose it is, as the refusals say it.
+    pub(super) theirs: &'a str,
+    pub(super) plural: &'a str,
+    pub(super) namespaced: bool,
+    /// Whether its CRD says how it is served (another project's kind), not Kubernetes.
+    pub(super) by_crd: bool,
+}
+
+/// Refuses the flags that name or scope a `foreign` kind otherwise than it is served (a plural,
+/// `--namespaced=false`), and a cluster-scoped one in a project initialized with `--namespaced`.
+pub(super) fn refuse_foreign_flags(args: &Args, project: &Project, foreign: &Foreign) -> Result<()> {
+    let Foreign { theirs, plural: served, namespaced, by_crd } = foreign;
+    if let Some(plural) = args.plural.as_deref().filter(|p| p != served) {
+        let says = if *by_crd { " (its CRD says so)" } else { "" };
+        bail!("--plural {plural}: {theirs}, served as {served}{says}; drop --plural");
+    }
+    if !args.namespaced && *namespaced {
+        let scope = if *by_crd { "its CRD makes it namespaced" } else { "it is namespaced" };
+        bail!("--namespaced=false: {theirs}, and {scope}; drop --namespaced=false");
+    }
+    if project.namespaced && !namespaced {
+        bail!(
+            "{theirs}, and it is cluster-scoped: this project was initialized with --namespaced, and its manager's \
+             Role, bound in one namespace, cannot grant access to cluster-scoped kinds; use a project without \
+             --namespaced"
+        );
+    }
+    Ok(())
+}
+
 /// A controller over a kind of Kubernetes' own: no types, CRD, sample nor operand; the names,
 /// plural and scope are Kubernetes'.
 fn validate_builtin(args: &Args, project: &Project, builtin: &'static BuiltinKind) -> Result<Request> {
@@ -315,19 +347,8 @@ fn validate_builtin(args: &Args, project: &Project, builtin: &'static BuiltinKin
              defines (it reads its spec.size); drop {flag}, and write what the controller does in its reconcile"
         );
     }
-    if let Some(plural) = args.plural.as_deref().filter(|p| *p != builtin.plural) {
-        bail!("--plural {plural}: {theirs}, served as {}; drop --plural", builtin.plural);
-    }
-    if !args.namespaced && builtin.namespaced {
-        bail!("--namespaced=false: {theirs}, and it is namespaced; drop --namespaced=false");
-    }
-    if project.namespaced && !builtin.namespaced {
-        bail!(
-            "{theirs}, and it is cluster-scoped: this project was initialized with --namespaced, and its manager's \
-             Role, bound in one namespace, cannot grant access to cluster-scoped kinds; use a project without \
-             --namespaced"
-        );
-    }
+    let foreign = Foreign { theirs: &theirs, plural: builtin.plural, namespaced: builtin.namespaced, by_crd: false };
+    refuse_foreign_flags(args, project, &foreign)?;
     let existing = project.find(&api).cloned();
     if existing.as_ref().is_some_and(|r| r.controller) && !args.force {
         bail!("a controller for {gvk} already exists; pass --force to regenerate it (your edits to it are lost)");

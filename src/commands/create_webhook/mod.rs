@@ -52,17 +52,13 @@ pub struct Args {
     force: bool,
 }
 
-pub fn run(global: &Global, args: Args) -> Result<()> {
-    let mut project = Project::load(&global.dir)?;
-    let request = validate(&args, &project)?;
-    let mut plan = Plan::new(&global.dir);
-    super::facts::record(&mut project, &plan)?;
-    scaffold::scaffold(&request, &mut project, &mut plan)?;
-    let chart = super::helm::plan_chart_of(&project, &mut plan)?;
-    let mut report = super::Report::default();
-    report.next(next(&request));
-    report.merged(chart, super::helm::FRESH_CHART);
-    super::finish(global, plan, &mut report)
+pub fn run(global: &Global, args: Args, report: &mut super::Report) -> Result<()> {
+    super::frame::on_project(global, report, |project, plan, report| {
+        let request = validate(&args, project)?;
+        scaffold::scaffold(&request, project, plan)?;
+        report.next(next(&request));
+        Ok(())
+    })
 }
 
 /// Plans into `plan` what `memop create webhook` planned for `request` (see

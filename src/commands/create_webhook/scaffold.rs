@@ -98,7 +98,7 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     if request.conversion {
         roots.extend(["webhook-conversion", "webhook-conversion-spoke", "conversion-test"]);
     }
-    let templates = Templates::load(plan.layout(), &roots)?;
+    let templates = Templates::load(&roots)?;
     // The other kinds with webhooks (with a conversion webhook, for `conversion`).
     let others =
         |conversion: bool| project.others(api).filter(move |r| r.webhooks.is_some() && (!conversion || r.converts()));

@@ -59,8 +59,8 @@ use super::{
     Conditions, Error, Instruments, Recorder, Result, Truth, WatchScope, condition,
     owned_conditions, resync,
 };
-use crate::manager::Shared;
 use crate::operand::Operand;
+use crate::shared::Shared;
 
 /// How often an object is looked at again when nothing changed, unless [`Builder::resync`]
 /// says otherwise.
@@ -296,11 +296,7 @@ impl<K: Kind> Builder<K> {
     {
         let shared = self.shared.clone();
         self.triggers.push(Box::new(move |objects| {
-            let api = <W::Scope as WatchScope>::api(
-                shared.client.clone(),
-                shared.watch_namespace.as_deref(),
-            );
-            let (api, pulse) = shared.watched(name, api);
+            let (api, pulse) = super::watched(&shared, name, super::scoped_api::<W>(&shared));
             let config = watcher::Config {
                 bookmarks: true,
                 ..config
@@ -343,14 +339,9 @@ impl<K: Kind> Builder<K> {
         let cache = if self.shared.is_leading() {
             Cache::Cold(writer)
         } else {
-            let objects = <<K as Resource>::Scope as WatchScope>::api(
-                self.shared.client.clone(),
-                self.shared.watch_namespace.as_deref(),
-            );
             let warm = super::Warm::start(
                 self.name,
                 &self.shared,
-                objects,
                 self.watch.clone(),
                 writer,
                 self.last_applied,
@@ -438,20 +429,13 @@ impl<R: Reconciler> Controller<R> {
     pub async fn run(mut self) -> anyhow::Result<()> {
         let mut requests = match self.cache.take() {
             Some(Cache::Warm(warm)) => warm.requests(),
-            Some(Cache::Cold(writer)) => {
-                let objects = <<R::Object as Resource>::Scope as WatchScope>::api(
-                    self.shared.client.clone(),
-                    self.shared.watch_namespace.as_deref(),
-                );
-                vec![super::new(
-                    self.name,
-                    &self.shared,
-                    objects,
-                    self.watch.clone(),
-                    writer,
-                    self.last_applied,
-                )]
-            }
+            Some(Cache::Cold(writer)) => vec![super::new(
+                self.name,
+                &self.shared,
+                self.watch.clone(),
+                writer,
+                self.last_applied,
+            )],
             None => unreachable!("a controller runs once: run takes it"),
         };
         for trigger in std::mem::take(&mut self.triggers) {
@@ -578,7 +562,7 @@ impl<R: Reconciler> Controller<R> {
     }
 
     fn report_for(&self, object: &R::Object) -> Report {
-        Report::new(object, R::conditions(object), R::CONDITIONS, self.resync)
+        Report::new(object, R::conditions(object), self.resync)
     }
 
     /// Records the events of `report`.
@@ -619,8 +603,6 @@ impl<R: Reconciler> Controller<R> {
 pub struct Report {
     conditions: Vec<Condition>,
     generation: Option<i64>,
-    /// Whether the object's conditions already report on this generation of its spec.
-    seen: bool,
     /// Events to record: type, reason, note.
     events: Vec<(EventType, String, String)>,
     held: bool,
@@ -635,14 +617,10 @@ impl Report {
     pub(crate) fn new<K: Resource<DynamicType = ()>>(
         object: &K,
         conditions: &[Condition],
-        owned: &[&str],
         period: Duration,
     ) -> Self {
         let generation = object.meta().generation;
         Self {
-            seen: conditions
-                .iter()
-                .any(|c| owned.contains(&c.type_.as_str()) && c.observed_generation == generation),
             conditions: conditions.to_vec(),
             generation,
             events: Vec::new(),
@@ -710,12 +688,6 @@ impl Report {
     /// The generation of the object's spec that this report is about.
     pub fn generation(&self) -> Option<i64> {
         self.generation
-    }
-
-    /// Whether the object's status already reported on this generation of its spec before
-    /// this reconcile (a change since then is not one its spec asked for).
-    pub fn generation_seen(&self) -> bool {
-        self.seen
     }
 
     /// Records an event on the object, with `reason` and `note` (repeats of one become a

@@ -2,7 +2,7 @@
 //! them ([`watch`]), a relist applied in place, not gathered beside the cache ([`reflect`]),
 //! and, sharded, only the objects of the replica's buckets ([`follow`]).
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -108,15 +108,20 @@ pub(crate) fn owner_bucket(metadata: &ObjectMeta) -> Option<u16> {
 }
 
 /// The events of the watches `watch` makes. Unsharded (`holding` is `None`): one watch, as it
-/// comes. Sharded: only the objects whose `bucket` the replica claims; and when its claims
-/// change, the watch is made again, so that its list brings the objects of the buckets newly
-/// claimed (the API server cannot select by UID hash) and the cache drops those of the buckets
-/// given up (a relist drops what it did not list, see [`reflect`]). The cache then says so
-/// ([`Holding::listed`]).
+/// comes. Sharded: only the objects whose `bucket` the replica claims. When a bucket is added
+/// to its claims, the watch is made again, so that its list brings the objects of the buckets
+/// newly claimed (the API server cannot select by UID hash) and the cache drops those of the
+/// buckets given up (a relist drops what it did not list, see [`reflect`]); the cache then says
+/// so ([`Holding::listed`]). When buckets are only given up (a replica joins the ring, and takes
+/// some of each other's), the watch goes on, keeping fewer, and the cache's objects of those
+/// buckets come out as deleted: `cached(kept)` gives the objects the cache holds outside the
+/// buckets of `kept`. No list: an operator's rolling upgrade, a replica joining and one leaving
+/// at each step, lists only on the replicas that take buckets in.
 pub(crate) fn follow<K>(
     watch: impl Fn() -> Events<K> + Send + 'static,
     holding: Option<Holding>,
     bucket: fn(&ObjectMeta) -> Option<u16>,
+    cached: impl Fn(u64) -> Vec<K> + Send + 'static,
 ) -> Events<K>
 where
     K: Resource + Send + 'static,
@@ -124,29 +129,53 @@ where
     let Some(holding) = holding else {
         return watch();
     };
-    struct State<K, W> {
+    struct State<K, W, C> {
         watch: W,
+        cached: C,
         holding: Holding,
         events: Option<Events<K>>,
+        /// Whether the watch is in the middle of a list (the cache has not applied it yet).
+        listing: bool,
+        /// The deletions of the objects of buckets given up, still to come out.
+        dropped: VecDeque<K>,
     }
     let state = State {
         watch,
+        cached,
         holding,
         events: None,
+        listing: false,
+        dropped: VecDeque::new(),
     };
     futures::stream::unfold(state, move |mut state| async move {
         loop {
+            if let Some(object) = state.dropped.pop_front() {
+                return Some((Ok(Event::Delete(object)), state));
+            }
             let events = match &mut state.events {
                 Some(events) => events,
                 None => {
                     let keeps = state.holding.restart();
                     tracing::debug!(buckets = keeps.count_ones(), "watching the claimed buckets");
+                    state.listing = false;
                     state.events.insert((state.watch)())
                 }
             };
             let event = tokio::select! {
                 () = state.holding.changed() => {
-                    state.events = None;
+                    // In the middle of a list, the cache may hold objects of the buckets given
+                    // up that it has not applied yet: start over.
+                    match (!state.listing).then(|| state.holding.narrow()).flatten() {
+                        Some(kept) => {
+                            state.dropped.extend((state.cached)(kept));
+                            tracing::debug!(
+                                buckets = kept.count_ones(),
+                                dropped = state.dropped.len(),
+                                "buckets given up; watching the others still"
+                            );
+                        }
+                        None => state.events = None,
+                    }
                     continue;
                 }
                 event = events.next() => event?,
@@ -155,7 +184,15 @@ where
                 Ok(Event::Apply(object) | Event::InitApply(object) | Event::Delete(object)) => {
                     bucket(object.meta()).is_some_and(|b| state.holding.keeps(b))
                 }
-                Ok(Event::Init | Event::InitDone) | Err(_) => true,
+                Ok(Event::Init) => {
+                    state.listing = true;
+                    true
+                }
+                Ok(Event::InitDone) => {
+                    state.listing = false;
+                    true
+                }
+                Err(_) => true,
             };
             if kept {
                 return Some((event, state));
@@ -163,6 +200,11 @@ where
         }
     })
     .boxed()
+}
+
+/// Whether `bucket` is in the mask `kept`; an object of no bucket is kept by no replica.
+pub(crate) fn kept_in(kept: u64, bucket: Option<u16>) -> bool {
+    bucket.is_some_and(|b| kept & (1 << b) != 0)
 }
 
 /// kube's `reflector(writer, events)`, but with every list after the first applied to the

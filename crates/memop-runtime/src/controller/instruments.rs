@@ -16,7 +16,8 @@ use tracing::Instrument;
 
 use super::drift::fnv1a;
 use super::{Error, Recorder, Result};
-use crate::manager::{Metrics, Shared};
+use crate::manager::metrics::Metrics;
+use crate::shared::Shared;
 
 /// Records an event on `object` with `reason` and `note`, with kubebuilder's action names
 /// (`DeleteCR` for a `Deleting` warning, `Reconcile` otherwise). Events are informational: a

@@ -5,6 +5,7 @@
 //! hash that keeps reconciles free of needless writes ([`stamp`]).
 
 use std::fmt::Debug;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -15,8 +16,9 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
-use crate::manager::Shared;
 use crate::manager::sharding::Shard;
+use crate::manager::watchdog::{self, Pulse};
+use crate::shared::Shared;
 
 mod builder;
 mod cache;
@@ -35,10 +37,11 @@ pub use events::Recorder;
 use instruments::resource_version;
 pub use instruments::resync;
 pub(crate) use instruments::{Instruments, publish};
-pub(crate) use owned::Observed;
 pub use owned::Owned;
+pub(crate) use owned::{Every, Observed};
 pub use queue::{Priority, Request};
-pub use status::{Conditions, Truth, condition, owned_conditions};
+pub(crate) use status::{Conditions, owned_conditions};
+pub use status::{Truth, condition};
 
 /// Everything a reconcile can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -81,7 +84,6 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub(crate) fn new<K>(
     name: &'static str,
     shared: &Shared,
-    api: Api<K>,
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
     whole: bool,
@@ -90,7 +92,7 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::Scope: WatchScope,
 {
-    queue::requests(name, reflected(name, shared, api, config, writer, whole))
+    queue::requests(name, reflected(name, shared, config, writer, whole))
 }
 
 /// The events of the watch of `api` as `writer`'s store applied them: what [`new`] and
@@ -99,7 +101,6 @@ where
 fn reflected<K>(
     name: &'static str,
     shared: &Shared,
-    api: Api<K>,
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
     whole: bool,
@@ -108,7 +109,7 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::Scope: WatchScope,
 {
-    let (api, pulse) = shared.watched(name, api);
+    let (api, pulse) = watched(shared, name, scoped_api::<K>(shared));
     let config = watcher::Config {
         bookmarks: true,
         ..config
@@ -116,7 +117,14 @@ where
     let holding = shared.shard.as_ref().map(Shard::hold);
     let paged = cache::Paged::default();
     let watch = move || cache::watch(api.clone(), config.clone(), paged.clone());
-    let events = cache::follow(watch, holding.clone(), cache::own_bucket)
+    let store = writer.as_reader();
+    let cached = move |kept: u64| {
+        (store.state().iter())
+            .filter(|object| !cache::kept_in(kept, cache::own_bucket(object.meta())))
+            .map(|object| object.as_ref().clone())
+            .collect()
+    };
+    let events = cache::follow(watch, holding.clone(), cache::own_bucket, cached)
         .inspect(move |event| {
             if event.is_err() {
                 pulse.failed();
@@ -128,6 +136,30 @@ where
             holding.listed();
         }
     })
+}
+
+/// The `Api` of kind `K` that the controllers of `shared` watch: in the watched namespace, or
+/// all of them (cluster-scoped kinds: all).
+pub(crate) fn scoped_api<K>(shared: &Shared) -> Api<K>
+where
+    K: Resource<DynamicType = ()>,
+    K::Scope: WatchScope,
+{
+    <K::Scope as WatchScope>::api(shared.client.clone(), shared.watch_namespace.as_deref())
+}
+
+/// Starts the watchdog of watch `name` (see `manager/watchdog.rs`): returns `api` on a client
+/// whose answers show the watch alive, and the pulse to tell of the watch's errors.
+pub(crate) fn watched<K>(shared: &Shared, name: &'static str, api: Api<K>) -> (Api<K>, Arc<Pulse>)
+where
+    K: Resource<DynamicType = ()>,
+    K::Scope: WatchScope,
+{
+    let pulse = watchdog::start(name, &shared.readiness, &shared.metrics);
+    let namespace = api.namespace().map(str::to_owned);
+    let client = watchdog::answers_beat(api.into_client(), pulse.clone());
+    let api = <K::Scope as WatchScope>::api(client, namespace.as_deref());
+    (api, pulse)
 }
 
 /// The cache of a controller built while its replica waits to lead (see
@@ -149,14 +181,13 @@ where
     pub(crate) fn start(
         name: &'static str,
         shared: &Shared,
-        api: Api<K>,
         config: watcher::Config,
         writer: reflector::store::Writer<K>,
         whole: bool,
     ) -> Self {
         let reader = writer.as_reader();
         let (sender, changes) = tokio::sync::mpsc::unbounded_channel();
-        let events = reflected(name, shared, api, config, writer, whole).inspect(move |event| {
+        let events = reflected(name, shared, config, writer, whole).inspect(move |event| {
             if let Ok(watcher::Event::InitDone) = event {
                 tracing::info!(controller = name, "listed; the cache is synced");
             }

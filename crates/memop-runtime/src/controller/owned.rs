@@ -32,8 +32,8 @@ use super::queue::{Priority, Request};
 use super::{
     APPLIED_HASH, WatchScope, claims_fingerprint, fingerprint, in_sync, resource_version as version,
 };
-use crate::manager::Shared;
 use crate::manager::sharding::{BUCKETS, Shard};
+use crate::shared::Shared;
 
 /// How long the cache may lag behind an apply of this controller before it is believed again
 /// anyway. A watch event comes within milliseconds; this bounds the wait when one never comes
@@ -53,6 +53,9 @@ const BURST_HOLD: Duration = Duration::from_secs(600);
 /// for a second now and then, and a burst that ended at each stall would release every report
 /// it held into the middle of the applies.
 const BURST_QUIET: u32 = 3;
+
+/// What an owned cache tells of every event of its watch ([`Owned::watch_telling`]).
+pub(crate) type Every<K> = Arc<dyn Fn(&watcher::Event<K>) + Send + Sync>;
 
 /// A cache of the objects of kind `K` a controller owns; dropping it stops its watch.
 pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
@@ -165,6 +168,32 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> Cache<K> {
 }
 
 impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K> {
+    /// The cached objects outside the buckets of `kept`: those of buckets a sharded replica
+    /// gave up.
+    fn outside(&self, kept: u64) -> Vec<K> {
+        let objects = self.objects.read().expect("cache lock");
+        let keys: Vec<ObjectRef<K>> = (objects.iter())
+            .filter(|(_, json)| {
+                serde_json::from_slice::<Metadata>(json).is_ok_and(|object| {
+                    !super::cache::kept_in(kept, super::cache::owner_bucket(&object.metadata))
+                })
+            })
+            .map(|(key, _)| key.clone())
+            .collect();
+        drop(objects);
+        keys.iter()
+            .filter_map(|key| self.object(key))
+            .map(|object| object.as_ref().clone())
+            .collect()
+    }
+
+    /// The resourceVersion of the cached object of `key`.
+    fn version(&self, key: &ObjectRef<K>) -> Option<String> {
+        let json = self.objects.read().expect("cache lock").get(key)?.clone();
+        let object = serde_json::from_slice::<Metadata>(&json).ok()?;
+        object.metadata.resource_version
+    }
+
     /// The cached object of `key`, read back from its JSON.
     fn object(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
         let json = self.objects.read().expect("cache lock").get(key)?.clone();
@@ -309,6 +338,19 @@ where
         shared: &Shared,
         name: &'static str,
     ) -> Self {
+        Self::watch_telling(api, config, shared, name, None)
+    }
+
+    /// [`Self::watch`], telling `every` of each event of the watch as it comes, before a
+    /// sharded replica leaves out the objects of other replicas' buckets: what the whole fleet
+    /// of objects is doing (the rollouts under way, which every replica counts alike).
+    pub(crate) fn watch_telling(
+        api: Api<K>,
+        config: watcher::Config,
+        shared: &Shared,
+        name: &'static str,
+        every: Option<Every<K>>,
+    ) -> Self {
         let cache = Arc::new(Cache {
             objects: RwLock::default(),
             seen: AtomicU64::new(0),
@@ -316,7 +358,7 @@ where
             by_owner: Mutex::default(),
         });
         let changes: Arc<Mutex<Option<Arc<Changes<K>>>>> = Arc::default();
-        let (api, pulse) = shared.watched(name, api);
+        let (api, pulse) = super::watched(shared, name, api);
         let config = watcher::Config {
             bookmarks: true,
             ..config
@@ -325,12 +367,23 @@ where
         let holding = shared.shard.as_ref().map(Shard::hold);
         let paged = super::cache::Paged::default();
         let watch = move || {
+            let every = every.clone();
             super::cache::watch(api.clone(), config.clone(), paged.clone())
                 .default_backoff()
+                .inspect(move |event| {
+                    if let (Some(every), Ok(event)) = (&every, event) {
+                        every(event);
+                    }
+                })
                 .boxed()
         };
-        let events = super::cache::follow(watch, holding.clone(), super::cache::owner_bucket)
-            .modify(super::cache::projection(false));
+        let cached = {
+            let cache = cache.clone();
+            move |kept: u64| cache.outside(kept)
+        };
+        let events =
+            super::cache::follow(watch, holding.clone(), super::cache::owner_bucket, cached)
+                .modify(super::cache::projection(false));
         let readiness = shared.readiness.clone();
         readiness.expect(name);
         let applied: Arc<Mutex<HashMap<ObjectRef<K>, Applied>>> = Arc::default();
@@ -352,7 +405,11 @@ where
                             continue;
                         }
                     };
-                    let listed = matches!(event, watcher::Event::InitApply(_));
+                    // Whether the object is as listed, not changed: all of a first list; of a
+                    // relist, those the cache held at the same resourceVersion (the others
+                    // changed while the watch was down, or are new: changes, as `reflect` tells
+                    // them apart for a controller's own cache).
+                    let mut listed = false;
                     let touched = match &event {
                         watcher::Event::Init => {
                             relisted.clear();
@@ -360,6 +417,9 @@ where
                         }
                         watcher::Event::InitApply(object) => {
                             let key = ObjectRef::from_obj(object);
+                            let version = &object.meta().resource_version;
+                            listed = !*cache.listed.borrow()
+                                || (version.is_some() && cache.version(&key) == *version);
                             relisted.insert(key.clone());
                             cache.insert(key, object);
                             object
@@ -411,8 +471,13 @@ where
                     if let Some(version) = version(touched) {
                         cache.seen.fetch_max(version, Ordering::SeqCst);
                     }
+                    // An object of a bucket given up leaves the cache without a word to the
+                    // controller: its owner is no longer this replica's to reconcile.
+                    let ours = holding.as_ref().is_none_or(|holding| {
+                        super::cache::owner_bucket(touched.meta()).is_some_and(|b| holding.keeps(b))
+                    });
                     // Only the metadata: the controller maps it to its owner, nothing else.
-                    if let Some(changes) = changes.lock().expect("changes lock").as_ref() {
+                    if ours && let Some(changes) = changes.lock().expect("changes lock").as_ref() {
                         let priority = if listed {
                             Priority::Low
                         } else {
@@ -437,8 +502,9 @@ where
 
     /// The requests to reconcile the owner of kind `P` of every object that changes in this
     /// cache (deletions included), as kube's `Controller::owns` makes them, fed by the cache's
-    /// own watch: at [`Priority::Low`] for an object as listed, [`Priority::Normal`] for a
-    /// change. Only the last stream asked for here is told of changes.
+    /// own watch: at [`Priority::Low`] for an object as listed (by a relist, unchanged since
+    /// the cache held it), [`Priority::Normal`] for a change. Only the last stream asked for
+    /// here is told of changes.
     pub fn owned_by<P>(&self) -> impl Stream<Item = Request<P>> + Send + 'static
     where
         P: Resource<DynamicType = ()> + 'static,

@@ -34,7 +34,8 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::manager::{QueueMetrics, Shared};
+use crate::manager::metrics::QueueMetrics;
+use crate::shared::Shared;
 
 /// How soon a request to reconcile an object should be served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -507,7 +508,7 @@ mod tests {
     /// wait from ready to taken.
     #[tokio::test(start_paused = true)]
     async fn the_queue_reports_its_depth_adds_and_waits() {
-        let metrics = crate::manager::Metrics::default();
+        let metrics = crate::manager::metrics::Metrics::default();
         let queue = Queue::new(Some(metrics.queue("things")));
         let value = |series: &str| -> String {
             let text = metrics.encode();

@@ -13,26 +13,24 @@ pub mod condition {
     pub const DEGRADED: &str = "Degraded";
 
     /// Being reconciled, or reconciled and in sync.
-    pub const RECONCILING: &str = "Reconciling";
+    pub(crate) const RECONCILING: &str = "Reconciling";
     /// The size changed and the Deployment is being scaled to it.
-    pub const RESIZING: &str = "Resizing";
+    pub(crate) const RESIZING: &str = "Resizing";
     /// The Deployment's pods are still starting.
     pub const PROGRESSING: &str = "Progressing";
     /// The object is being deleted and its finalizer runs.
     pub const FINALIZING: &str = "Finalizing";
     /// The Deployment did not roll out (`ProgressDeadlineExceeded`, `ReplicaFailure`).
-    pub const ROLLOUT_FAILED: &str = "RolloutFailed";
+    pub(crate) const ROLLOUT_FAILED: &str = "RolloutFailed";
     /// The operator's configuration is missing something (an image variable).
     pub const MISCONFIGURED: &str = "Misconfigured";
-    /// A Deployment of that name exists and is controlled by something else.
-    pub const NOT_OWNED: &str = "DeploymentNotOwned";
     /// Writing the Deployment failed.
-    pub const CREATE_FAILED: &str = "CreateFailed";
+    pub(crate) const CREATE_FAILED: &str = "CreateFailed";
     /// Updating the Deployment failed.
-    pub const UPDATE_FAILED: &str = "UpdateFailed";
+    pub(crate) const UPDATE_FAILED: &str = "UpdateFailed";
     /// A change of the Deployment waits for other rollouts to complete
     /// (`--max-concurrent-rollouts`).
-    pub const ROLLOUT_WAITING: &str = "RolloutWaiting";
+    pub(crate) const ROLLOUT_WAITING: &str = "RolloutWaiting";
 }
 
 /// The status of a condition.
@@ -64,7 +62,7 @@ impl From<bool> for Truth {
 }
 
 /// The status conditions of one object, being updated for one generation of its spec.
-pub struct Conditions<'a> {
+pub(crate) struct Conditions<'a> {
     list: &'a mut Vec<Condition>,
     generation: Option<i64>,
 }
@@ -108,7 +106,7 @@ impl<'a> Conditions<'a> {
 
 /// The conditions of `list` whose type is one of `types`: what a controller puts in its status
 /// apply, so that it owns only its own conditions and leaves other writers' alone.
-pub fn owned_conditions(list: &[Condition], types: &[&str]) -> Vec<Condition> {
+pub(crate) fn owned_conditions(list: &[Condition], types: &[&str]) -> Vec<Condition> {
     list.iter()
         .filter(|c| types.contains(&c.type_.as_str()))
         .cloned()

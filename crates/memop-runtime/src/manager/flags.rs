@@ -22,34 +22,34 @@ pub struct Flags {
     /// Address the metrics endpoint binds to, e.g. ":8443" (config/default sets it); "0"
     /// disables it
     #[arg(long, default_value = "0")]
-    pub metrics_bind_address: String,
+    pub(crate) metrics_bind_address: String,
 
     /// Serve metrics over HTTPS, only to callers the API server authenticates and allows
     /// `get` on /metrics (the metrics-reader ClusterRole); "false" serves plain HTTP to anyone
     /// who can reach the port, e.g. for `make run`
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = true, default_missing_value = "true")]
-    pub metrics_secure: bool,
+    pub(crate) metrics_secure: bool,
 
     /// Directory holding the metrics certificate and key (e.g. a cert-manager Secret), read
     /// again when they change; without it the manager makes a self-signed certificate
     #[arg(long)]
-    pub metrics_cert_path: Option<PathBuf>,
+    pub(crate) metrics_cert_path: Option<PathBuf>,
 
     /// File name of the metrics certificate in --metrics-cert-path
     #[arg(long, default_value = "tls.crt")]
-    pub metrics_cert_name: String,
+    pub(crate) metrics_cert_name: String,
 
     /// File name of the metrics certificate's key in --metrics-cert-path
     #[arg(long, default_value = "tls.key")]
-    pub metrics_cert_key: String,
+    pub(crate) metrics_cert_key: String,
 
     /// Address the /healthz and /readyz probes bind to; "0" disables them
     #[arg(long, default_value = ":8081")]
-    pub health_probe_bind_address: String,
+    pub(crate) health_probe_bind_address: String,
 
     /// Elect a leader through a Lease, so that only one replica reconciles at a time
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
-    pub leader_elect: bool,
+    pub(crate) leader_elect: bool,
 
     /// Name of the leader election Lease [default: {operator name}.{domain}]
     #[arg(long)]
@@ -64,7 +64,7 @@ pub struct Flags {
 
     /// Namespace of the leader election Lease [default: the pod's namespace]
     #[arg(long, env = "POD_NAMESPACE")]
-    pub leader_election_namespace: Option<String>,
+    pub(crate) leader_election_namespace: Option<String>,
 
     /// Serve HTTP/2 as well as HTTP/1.1. Off by default: HTTP/2 Stream Cancellation and Rapid
     /// Reset (CVE-2023-44487, CVE-2023-39325) make it a risk unless you need it.
@@ -73,29 +73,29 @@ pub struct Flags {
 
     /// Watch only this namespace (all namespaces when unset)
     #[arg(long, env = "WATCH_NAMESPACE")]
-    pub watch_namespace: Option<String>,
+    pub(crate) watch_namespace: Option<String>,
 
     /// How many objects each controller reconciles at once
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_concurrent_reconciles: u16,
 
-    /// How many of its Deployments each operand controller lets roll out at once when the
-    /// change is the operator's own (a new operand image, a new operator version), so that
-    /// it does not restart every operand together and a bad image stops there; 0 for no
-    /// limit. A change of an object's spec is never held back
+    /// How many of its Deployments each operand controller lets roll out at once, counted
+    /// across all the operator's replicas (from the cache), so that a new operand image, a new
+    /// operator version or a spec change to every object does not restart every operand
+    /// together and a bad image stops there; 0 for no limit. A new size is never held back
     #[arg(long, default_value_t = 10)]
-    pub max_concurrent_rollouts: usize,
+    pub(crate) max_concurrent_rollouts: usize,
 
     /// How long the controllers may take to fill their caches (list what they watch) before
     /// the manager gives up and exits: a missing CRD or RBAC rule shows as a crash, not as a
     /// pod that is never ready. E.g. "2m", "90s"
     #[arg(long, default_value = "2m", value_parser = parse_duration)]
-    pub cache_sync_timeout: Duration,
+    pub(crate) cache_sync_timeout: Duration,
 
     /// How long the controllers may take to finish their reconciles on shutdown; then they
     /// are stopped. Keep it below the pod's terminationGracePeriodSeconds (10 s)
     #[arg(long, default_value = "8s", value_parser = parse_duration)]
-    pub graceful_shutdown_timeout: Duration,
+    pub(crate) graceful_shutdown_timeout: Duration,
 
     /// Log format; the level comes from RUST_LOG (default "info")
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
@@ -130,7 +130,7 @@ pub fn parse_duration(value: &str) -> anyhow::Result<Duration> {
 
 /// Parses a bind address the way controller-runtime does: ":8080" means every interface (IPv6
 /// and IPv4, as in Go), "0" (or an empty string) means disabled.
-pub fn parse_bind_address(value: &str) -> anyhow::Result<Option<SocketAddr>> {
+pub(crate) fn parse_bind_address(value: &str) -> anyhow::Result<Option<SocketAddr>> {
     let parsed = match value {
         "" | "0" => return Ok(None),
         v if v.starts_with(':') => format!("[::]{v}").parse(),

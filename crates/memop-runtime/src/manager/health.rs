@@ -143,7 +143,7 @@ impl Readiness {
 
     /// Resolves, saying which controllers are still syncing, if they have not all synced
     /// within `timeout`; never resolves once they have.
-    pub async fn not_synced_within(&self, timeout: Duration) -> String {
+    pub(crate) async fn not_synced_within(&self, timeout: Duration) -> String {
         tokio::time::sleep(timeout).await;
         match self.unsynced() {
             Some(why) => why,
@@ -191,7 +191,7 @@ impl Readiness {
 
     /// Records that this manager's webhook server is up and converts objects of some kind:
     /// from now on it is ready whether or not the caches have synced.
-    pub fn serving_conversions(&self) {
+    pub(crate) fn serving_conversions(&self) {
         self.state.lock().expect("readiness lock").converting = true;
     }
 
@@ -215,7 +215,7 @@ impl Readiness {
     }
 
     /// Marks controller `name` ready once `store` (its controller's cache) has synced.
-    pub fn track<K>(&self, name: &'static str, store: Store<K>)
+    pub(crate) fn track<K>(&self, name: &'static str, store: Store<K>)
     where
         K: Lookup + Clone + Send + Sync + 'static,
         K::DynamicType: Eq + Hash + Clone + Send + Sync,

@@ -51,31 +51,31 @@ use super::Shutdown;
 
 /// How long a client has to finish its TLS handshake, and to send a request's headers
 /// (controller-runtime's ReadHeaderTimeout is 32 s; probes and scrapes need far less).
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long a client has to send a request's body, from the end of its headers. The API
 /// server sends a webhook call's body (at most a few MiB) at once; 5 s is ample on any network
 /// that can carry the call within its own timeout (10 s by default).
-pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const BODY_READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How many connections an endpoint holds open, and for how long they may sit idle.
 #[derive(Clone, Copy, Debug)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Connections open at once, from every client together: each costs memory (and a file
     /// descriptor). More wait for a place (as many as this, at most), up to
     /// `header_read_timeout`, and are closed then.
-    pub connections: usize,
+    pub(crate) connections: usize,
     /// Connections open at once from one IP address, so that one client cannot take all
     /// `connections`. More from that address wait for a place as above.
-    pub per_peer: usize,
+    pub(crate) per_peer: usize,
     /// How long a client has to finish its TLS handshake, and to send a request's headers
     /// from when it connected or its previous request ended (an idle connection is closed
     /// then); also how long an HTTP/2 peer may stay silent before it is pinged, and take to
     /// answer; and how long a connection over the limits waits for a place.
-    pub header_read_timeout: Duration,
+    pub(crate) header_read_timeout: Duration,
     /// How long a client has to send a request's body, from the end of its headers: then the
     /// request fails and its connection is closed.
-    pub body_read_timeout: Duration,
+    pub(crate) body_read_timeout: Duration,
 }
 
 impl Limits {
@@ -83,7 +83,7 @@ impl Limits {
     /// closed after the answer), so at most one per probe of the pod at once; Prometheus keeps
     /// one per target. 32 from one address leave them ample room, and take 32 addresses to
     /// fill an endpoint.
-    pub const DEFAULT: Self = Self {
+    pub(crate) const DEFAULT: Self = Self {
         connections: 1024,
         per_peer: 32,
         header_read_timeout: HEADER_READ_TIMEOUT,
@@ -94,7 +94,7 @@ impl Limits {
     /// flight (a busy one has hundreds of requests in flight), and several API servers may
     /// reach the webhooks from one address (through konnectivity, or a node's SNAT): a quarter
     /// of the endpoint, so that one client still cannot take all of it.
-    pub const WEBHOOKS: Self = Self {
+    pub(crate) const WEBHOOKS: Self = Self {
         per_peer: 256,
         ..Self::DEFAULT
     };
@@ -115,7 +115,7 @@ pub async fn spawn(
 /// Binds `addr` now (so a port clash fails the start) and serves `router` until shutdown
 /// stops the servers ([`Shutdown::servers_stop`]: under a manager, once its controllers
 /// have drained), over TLS when `tls` is given, within `limits`.
-pub async fn spawn_with(
+pub(crate) async fn spawn_with(
     what: &'static str,
     addr: SocketAddr,
     router: Router,

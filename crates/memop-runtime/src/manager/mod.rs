@@ -5,15 +5,15 @@
 mod auth;
 mod client;
 mod flags;
-mod health;
+pub(crate) mod health;
 pub mod http;
 mod leader;
-mod metrics;
+pub(crate) mod metrics;
 pub mod sharding;
-mod shutdown;
+pub(crate) mod shutdown;
 pub mod telemetry;
 pub mod tls;
-mod watchdog;
+pub(crate) mod watchdog;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -21,185 +21,16 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::future::BoxFuture;
-use kube::runtime::events::Reporter;
-use kube::{Api, Client, Resource};
-use serde::de::DeserializeOwned;
 use tokio::task::JoinSet;
 
 use crate::Operator;
+pub use crate::shared::Shared;
 
-pub use flags::{Flags, LogFormat, parse_bind_address};
+pub(crate) use flags::parse_bind_address;
+pub use flags::{Flags, LogFormat};
 pub use health::Readiness;
 pub use metrics::Metrics;
-pub(crate) use metrics::QueueMetrics;
 pub use shutdown::Shutdown;
-use watchdog::Pulse;
-pub use watchdog::WATCH_SILENCE_LIMIT;
-
-/// What every controller gets from the manager: the client, the watched namespace, the metrics,
-/// readiness and shutdown signal, and the settings of its flags. Read them with the accessors;
-/// tests change a setting with the `with_*` methods (`Shared::new(..).with_reconcile_timeout(..)`).
-#[derive(Clone)]
-pub struct Shared {
-    /// The client every controller and the webhook server use.
-    pub(crate) client: Client,
-    /// The only namespace the controllers watch, or `None` for all of them (`WATCH_NAMESPACE`).
-    pub(crate) watch_namespace: Option<String>,
-    /// The manager's metrics.
-    pub(crate) metrics: Arc<Metrics>,
-    /// What `/readyz` reports.
-    pub(crate) readiness: Readiness,
-    /// The signal every task of the manager stops on.
-    pub(crate) shutdown: Shutdown,
-    /// Who the events this operator records come from.
-    pub(crate) reporter: Reporter,
-    /// How many objects each controller reconciles at once (`--max-concurrent-reconciles`).
-    pub(crate) max_concurrent_reconciles: u16,
-    /// How many rollouts of the operator's own making each operand controller lets run at
-    /// once (`--max-concurrent-rollouts`; 0: no limit).
-    pub(crate) max_concurrent_rollouts: usize,
-    /// How long one reconcile may take, its API calls included: a call that hangs (on a
-    /// half-open connection, say) fails the reconcile instead of blocking its object for ever.
-    pub(crate) reconcile_timeout: Duration,
-    /// Whether this replica leads (always, without leader election): a controller built
-    /// before it does fills its caches while it waits, and reconciles once it leads.
-    pub(crate) leading: Arc<tokio::sync::watch::Sender<bool>>,
-    /// This replica's share of the objects, with `--sharding`: controllers reconcile only the
-    /// objects of its active buckets.
-    pub(crate) shard: Option<sharding::Shard>,
-}
-
-impl Shared {
-    /// Everything a controller of `operator` needs, around `client`, for tests and tools.
-    pub fn new(operator: &Operator, client: Client, watch_namespace: Option<String>) -> Self {
-        Self {
-            client,
-            watch_namespace,
-            metrics: Arc::new(Metrics::default()),
-            readiness: Readiness::default(),
-            shutdown: Shutdown::default(),
-            reporter: Reporter {
-                controller: operator.name.into(),
-                instance: std::env::var("POD_NAME").ok(),
-            },
-            max_concurrent_reconciles: 10,
-            max_concurrent_rollouts: 10,
-            reconcile_timeout: Duration::from_secs(60),
-            leading: Arc::new(tokio::sync::watch::Sender::new(true)),
-            shard: None,
-        }
-    }
-
-    /// These settings with `shard` as this replica's share: the controllers built on them
-    /// reconcile only the objects of its active buckets (see [`sharding`]).
-    pub fn with_shard(mut self, shard: sharding::Shard) -> Self {
-        self.shard = Some(shard);
-        self
-    }
-
-    /// This replica's share of the objects, with `--sharding`.
-    pub fn shard(&self) -> Option<&sharding::Shard> {
-        self.shard.as_ref()
-    }
-
-    /// Whether this replica leads now (always, without leader election).
-    pub fn is_leading(&self) -> bool {
-        *self.leading.borrow()
-    }
-
-    /// Resolves once this replica leads (at once without leader election): a task that writes
-    /// waits for it.
-    pub async fn leading(&self) {
-        // The sender lives as long as `self`.
-        let _ = self.leading.subscribe().wait_for(|leading| *leading).await;
-    }
-
-    /// The client every controller and the webhook server use.
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
-    /// The only namespace the controllers watch, or `None` for all of them (`WATCH_NAMESPACE`).
-    pub fn watch_namespace(&self) -> Option<&str> {
-        self.watch_namespace.as_deref()
-    }
-
-    /// The manager's metrics.
-    pub fn metrics(&self) -> &Metrics {
-        &self.metrics
-    }
-
-    /// What `/readyz` reports.
-    pub fn readiness(&self) -> &Readiness {
-        &self.readiness
-    }
-
-    /// The signal every task of the manager stops on.
-    pub fn shutdown(&self) -> &Shutdown {
-        &self.shutdown
-    }
-
-    /// Who the events this operator records come from.
-    pub fn reporter(&self) -> &Reporter {
-        &self.reporter
-    }
-
-    /// How many rollouts of the operator's own making each operand lets run at once
-    /// (`--max-concurrent-rollouts`; 0: no limit).
-    pub fn max_concurrent_rollouts(&self) -> usize {
-        self.max_concurrent_rollouts
-    }
-
-    /// How long one reconcile may take, its API calls included.
-    pub fn reconcile_timeout(&self) -> Duration {
-        self.reconcile_timeout
-    }
-
-    /// These settings with at most `max` rollouts at once (`--max-concurrent-rollouts`).
-    pub fn with_max_concurrent_rollouts(mut self, max: usize) -> Self {
-        self.max_concurrent_rollouts = max;
-        self
-    }
-
-    /// These settings with reconciles limited to `timeout`.
-    pub fn with_reconcile_timeout(mut self, timeout: Duration) -> Self {
-        self.reconcile_timeout = timeout;
-        self
-    }
-
-    /// These settings with `readiness` as what `/readyz` reports (a test's own silence limit,
-    /// say: [`Readiness::with_silence_limit`]).
-    pub fn with_readiness(mut self, readiness: Readiness) -> Self {
-        self.readiness = readiness;
-        self
-    }
-
-    /// Starts the watchdog of watch `name` (see `watchdog.rs`): returns `api` on a client whose
-    /// answers show the watch alive, and the pulse to tell of the watch's errors.
-    pub(crate) fn watched<K>(&self, name: &'static str, api: Api<K>) -> (Api<K>, Arc<Pulse>)
-    where
-        K: Resource<DynamicType = ()>,
-        K::Scope: crate::controller::WatchScope,
-    {
-        let pulse = watchdog::start(name, &self.readiness, &self.metrics);
-        let namespace = api.namespace().map(str::to_owned);
-        let client = watchdog::answers_beat(api.into_client(), pulse.clone());
-        let api = <K::Scope as crate::controller::WatchScope>::api(client, namespace.as_deref());
-        (api, pulse)
-    }
-
-    /// The API of a namespaced kind, limited to the watched namespace when there is one.
-    pub fn namespaced_api<K>(&self) -> Api<K>
-    where
-        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
-        K: Clone + DeserializeOwned + std::fmt::Debug,
-    {
-        match &self.watch_namespace {
-            Some(ns) => Api::namespaced(self.client.clone(), ns),
-            None => Api::all(self.client.clone()),
-        }
-    }
-}
 
 /// How long each cleanup at shutdown may take.
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -226,9 +57,22 @@ where
     }
 }
 
-/// A registered runnable, built when the manager runs: its name, and what runs it.
-type ControllerFn =
-    Box<dyn FnOnce(Shared) -> (&'static str, BoxFuture<'static, anyhow::Result<()>>) + Send>;
+/// A registered runnable, built: its name, and what runs it.
+type Built = (&'static str, BoxFuture<'static, anyhow::Result<()>>);
+
+/// A registered runnable, built when the manager runs (`Send` but not `Sync`, so the manager's
+/// steps that wait take `&mut self`).
+type ControllerFn = Box<dyn FnOnce(Shared) -> Built + Send>;
+
+/// What ended a run of the controllers.
+enum Ended {
+    /// Another replica may lead now.
+    LostLeadership,
+    /// Another process holds this replica's shard Lease.
+    LostShard,
+    /// A shutdown signal (`Ok`), caches that did not sync, or a controller that failed.
+    Done(anyhow::Result<()>),
+}
 
 /// A running manager with its registered controllers, which start once this replica leads.
 pub struct Manager {
@@ -345,20 +189,6 @@ impl Manager {
         }));
     }
 
-    /// Migrates the objects of `migration`'s CRDs to their storage versions, and prunes their
-    /// `storedVersions`, once this replica leads (see [`crate::migration`]); the controllers do
-    /// not wait for it, and readiness does not depend on it.
-    pub fn migrate_storage(&mut self, migration: crate::migration::StorageMigration) {
-        self.register(move |shared| {
-            let run = async move {
-                shared.readiness.synced(crate::migration::NAME);
-                migration.run(&shared).await;
-                Ok(())
-            };
-            (crate::migration::NAME, run)
-        });
-    }
-
     /// Runs the controllers until a shutdown signal, or until this replica loses leadership;
     /// then what was deferred at shutdown ([`Shutdown::defer`]); then stops the HTTP servers,
     /// which serve until then.
@@ -371,46 +201,10 @@ impl Manager {
     }
 
     async fn run_controllers(&mut self) -> anyhow::Result<()> {
-        // With leader election, the controllers are built while this replica waits to lead: a
-        // warm standby, whose caches list and follow the API server as the leader's do, so that
-        // it takes over without listing everything again (controller-runtime's informers, too, run on every
-        // replica). They
-        // reconcile once it leads.
-        if self.leader_election.is_some() {
-            self.shared.leading.send_replace(false);
-        }
-        // Sharded, every replica runs its controllers at once, each reconcile gated by the
-        // replica's share, which grows as the ring takes it in.
-        let shard = self.sharding.clone().map(|config| {
-            let shard = sharding::Shard::start(self.shared.client.clone(), config);
-            self.shared.shard = Some(shard.clone());
-            tokio::spawn(report_shard(shard.clone(), self.shared.metrics.clone()));
-            shard
-        });
-        let controllers: Vec<_> = self
-            .controllers
-            .drain(..)
-            .map(|build| build(self.shared.clone()))
-            .collect();
-        let mut lease = match &self.leader_election {
-            Some(config) => {
-                self.shared.readiness.set_standby(true);
-                self.shared.metrics.leading(config.lease_name(), false);
-                let lease =
-                    leader::acquire(self.shared.client.clone(), config, &self.shared.shutdown)
-                        .await;
-                self.shared.readiness.set_standby(false);
-                match lease {
-                    Some(lease) => {
-                        self.shared.metrics.leading(config.lease_name(), true);
-                        self.shared.leading.send_replace(true);
-                        Some(lease)
-                    }
-                    // Shut down while waiting to lead: nothing ran, nothing to stop.
-                    None => return Ok(()),
-                }
-            }
-            None => None,
+        let (controllers, shard) = self.build_controllers();
+        let Some(mut lease) = self.lead().await else {
+            // Shut down while waiting to lead: nothing ran, nothing to stop.
+            return Ok(());
         };
         let mut running = JoinSet::new();
         for (name, run) in controllers {
@@ -419,68 +213,27 @@ impl Manager {
         }
         self.shared.readiness.set_started();
         tracing::info!(controllers = running.len(), "started controllers");
-        let shutdown = self.shared.shutdown.clone();
-        let mut lost_leadership = false;
-        let mut lost_shard = false;
-        let outcome = tokio::select! {
-            () = lost(&lease) => {
-                lost_leadership = true;
-                Ok(())
+        let outcome = match self.wait(&mut running, &lease, &shard).await {
+            Ended::Done(outcome) => outcome,
+            Ended::LostLeadership => {
+                // Another replica may lead now: stop at once, without finishing what is in
+                // flight (as controller-runtime does), and do not touch the Lease.
+                running.abort_all();
+                self.abandon(lease);
+                anyhow::bail!("lost leadership; exiting so that another replica takes over");
             }
-            () = shard_lost(&shard) => {
-                lost_shard = true;
-                Ok(())
+            Ended::LostShard => {
+                // Another process of this replica's name holds its Lease (a replica that merely
+                // failed to renew stops acting and rejoins without exiting): stop at once.
+                running.abort_all();
+                anyhow::bail!(
+                    "another process holds this replica's shard lease; exiting so that one process acts for it"
+                );
             }
-            () = shutdown.wait() => Ok(()),
-            why = self.shared.readiness.not_synced_within(self.cache_sync_timeout) => Err(anyhow::anyhow!(
-                "{why} after {:?}: check that the CRDs are installed (make install) and that the \
-                 manager's role allows list and watch (make manifests)",
-                self.cache_sync_timeout
-            )),
-            // Controllers only end on shutdown, unless one fails.
-            result = wait_all(&mut running), if !running.is_empty() => result,
         };
-        if lost_leadership {
-            // Another replica may lead now: stop at once, without finishing what is in flight
-            // (as controller-runtime does), and do not touch the Lease.
-            running.abort_all();
-            self.abandon(lease);
-            anyhow::bail!("lost leadership; exiting so that another replica takes over");
-        }
-        if lost_shard {
-            // Another process of this replica's name holds its Lease (a replica that merely
-            // failed to renew stops acting and rejoins without exiting): stop at once.
-            running.abort_all();
-            anyhow::bail!(
-                "another process holds this replica's shard lease; exiting so that one process acts for it"
-            );
-        }
         // Whatever ended the run, stop everything else and give it a bounded time to finish.
         self.shared.shutdown.trigger();
-        let rest = if let Some(why) = self.shared.readiness.unsynced() {
-            // Nothing was reconciled yet: stop at once.
-            tracing::info!(%why, "stopping controllers that never synced");
-            running.abort_all();
-            Ok(())
-        } else {
-            let drained =
-                tokio::time::timeout(self.graceful_shutdown_timeout, wait_all(&mut running));
-            tokio::select! {
-                drained = drained => drained.unwrap_or_else(|_| {
-                    running.abort_all();
-                    tracing::warn!(timeout = ?self.graceful_shutdown_timeout, "controllers did not stop in time; stopped them");
-                    Ok(())
-                }),
-                // The lease keeps being renewed while the controllers finish, and they stop at
-                // once if it is lost meanwhile, as they would before the shutdown.
-                () = lost(&lease) => {
-                    running.abort_all();
-                    tracing::warn!("lost leadership while stopping; stopped the controllers");
-                    self.abandon(lease.take());
-                    Ok(())
-                }
-            }
-        };
+        let rest = self.stop(&mut running, &mut lease).await;
         if let (Some(lease), Some(config)) = (lease, &self.leader_election) {
             lease.release().await;
             self.shared.metrics.leading(config.lease_name(), false);
@@ -490,6 +243,100 @@ impl Manager {
             shard.release(Duration::ZERO).await;
         }
         outcome.and(rest)
+    }
+
+    /// Builds the registered controllers, and starts this replica's shard with `--sharding`.
+    ///
+    /// With leader election, the controllers are built while this replica waits to lead: a
+    /// warm standby, whose caches list and follow the API server as the leader's do, so that it
+    /// takes over without listing everything again (controller-runtime's informers, too, run
+    /// on every replica). They reconcile once it leads. Sharded, every replica runs its
+    /// controllers at once, each reconcile gated by the replica's share, which grows as the
+    /// ring takes it in.
+    fn build_controllers(&mut self) -> (Vec<Built>, Option<sharding::Shard>) {
+        if self.leader_election.is_some() {
+            self.shared.leading.send_replace(false);
+        }
+        let shard = self.sharding.clone().map(|config| {
+            let shard = sharding::Shard::start(self.shared.client.clone(), config);
+            self.shared.shard = Some(shard.clone());
+            tokio::spawn(report_shard(shard.clone(), self.shared.metrics.clone()));
+            shard
+        });
+        let controllers = self
+            .controllers
+            .drain(..)
+            .map(|build| build(self.shared.clone()))
+            .collect();
+        (controllers, shard)
+    }
+
+    /// Waits until this replica leads, with leader election: `Some` of its lease (`None`
+    /// without leader election), or `None` if the manager shut down first.
+    async fn lead(&mut self) -> Option<Option<leader::Lease>> {
+        let Some(config) = &self.leader_election else {
+            return Some(None);
+        };
+        self.shared.readiness.set_standby(true);
+        self.shared.metrics.leading(config.lease_name(), false);
+        let lease =
+            leader::acquire(self.shared.client.clone(), config, &self.shared.shutdown).await;
+        self.shared.readiness.set_standby(false);
+        let lease = lease?;
+        self.shared.metrics.leading(config.lease_name(), true);
+        self.shared.leading.send_replace(true);
+        Some(Some(lease))
+    }
+
+    /// Waits for what ends the run: a shutdown signal, a lost lease or shard, caches that do
+    /// not sync in time, or a controller that fails (controllers only end on shutdown).
+    async fn wait(
+        &mut self,
+        running: &mut JoinSet<(&'static str, anyhow::Result<()>)>,
+        lease: &Option<leader::Lease>,
+        shard: &Option<sharding::Shard>,
+    ) -> Ended {
+        tokio::select! {
+            () = lost(lease) => Ended::LostLeadership,
+            () = shard_lost(shard) => Ended::LostShard,
+            () = self.shared.shutdown.wait() => Ended::Done(Ok(())),
+            why = self.shared.readiness.not_synced_within(self.cache_sync_timeout) => Ended::Done(Err(anyhow::anyhow!(
+                "{why} after {:?}: check that the CRDs are installed (make install) and that the \
+                 manager's role allows list and watch (make manifests)",
+                self.cache_sync_timeout
+            ))),
+            result = wait_all(running), if !running.is_empty() => Ended::Done(result),
+        }
+    }
+
+    /// Stops the running controllers: at once if nothing was reconciled yet, else within the
+    /// graceful shutdown timeout, and at once if the lease is lost meanwhile (it keeps being
+    /// renewed while they finish, as before the shutdown).
+    async fn stop(
+        &mut self,
+        running: &mut JoinSet<(&'static str, anyhow::Result<()>)>,
+        lease: &mut Option<leader::Lease>,
+    ) -> anyhow::Result<()> {
+        if let Some(why) = self.shared.readiness.unsynced() {
+            tracing::info!(%why, "stopping controllers that never synced");
+            running.abort_all();
+            return Ok(());
+        }
+        let timeout = self.graceful_shutdown_timeout;
+        let drained = tokio::time::timeout(timeout, wait_all(running));
+        tokio::select! {
+            drained = drained => drained.unwrap_or_else(|_| {
+                running.abort_all();
+                tracing::warn!(?timeout, "controllers did not stop in time; stopped them");
+                Ok(())
+            }),
+            () = lost(lease) => {
+                running.abort_all();
+                tracing::warn!("lost leadership while stopping; stopped the controllers");
+                self.abandon(lease.take());
+                Ok(())
+            }
+        }
     }
 
     /// Lets go of a lost lease without touching it.

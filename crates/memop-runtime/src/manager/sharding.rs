@@ -39,6 +39,24 @@ use super::leader::{
 };
 use crate::Operator;
 
+/// What a sharded replica does with the Leases of its ring, in the namespace they live in
+/// (`--leader-election-namespace`, else the manager's), and so the Role it needs (a project's
+/// `config/sharding/role.yaml`, the Helm chart's sharding Role):
+/// - `create` its own Lease the first time (RBAC cannot limit a create to a name);
+/// - `get` and `patch` its own Lease at each round, each write conditional on the version read;
+/// - `list` the ring's Leases (by their label) to know who is live and what each claims;
+/// - `delete` the Lease of a replica gone for good, conditional on the version it was judged by.
+///
+/// Each Lease is named after its replica's pod (`<leader-election-id>-shard-<pod name>`),
+/// and a Deployment's pod names are not known beforehand: the Role cannot list them in
+/// `resourceNames`, so it reaches every Lease of that namespace (memop's `docs/sharding.md`,
+/// "The flag").
+pub const RULES: &[crate::rbac::Rule] = &[crate::rbac::Rule {
+    api_group: "coordination.k8s.io",
+    resources: &["leases"],
+    verbs: &["create", "delete", "get", "list", "patch"],
+}];
+
 /// How many buckets the objects are spread over: a fixed number, so that an object's bucket
 /// never changes, and enough that 3 to 10 replicas get shares within a few percent of equal.
 pub const BUCKETS: u16 = 64;
@@ -46,7 +64,7 @@ pub const BUCKETS: u16 = 64;
 /// The 64-bit FNV-1a hash of `bytes`, with the standard offset basis and prime: the same on
 /// every platform and in every process (unlike the randomly seeded `DefaultHasher`), and the
 /// hash Kubernetes' server-side sharded list and watch (KEP-5866) computes.
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
     })
@@ -69,7 +87,7 @@ pub fn bucket_of(metadata: &ObjectMeta) -> u16 {
 
 /// The bucket of the object whose UID is `uid`: that of an owned object is its controller's,
 /// `bucket_of_uid` of its controller ownerReference's `uid`.
-pub fn bucket_of_uid(uid: &str) -> u16 {
+pub(crate) fn bucket_of_uid(uid: &str) -> u16 {
     bucket_of_key(uid)
 }
 
@@ -175,7 +193,7 @@ impl Config {
     }
 
     /// The ring of `flags` (`--leader-election-id`, `--leader-election-namespace`), as this pod.
-    pub fn from_flags(operator: &Operator, flags: &Flags) -> Self {
+    pub(crate) fn from_flags(operator: &Operator, flags: &Flags) -> Self {
         let leader = super::leader::Config::from_flags(operator, flags);
         Self::new(
             operator,
@@ -199,7 +217,7 @@ impl Config {
 
     /// The name of this replica's Lease: `<ring>-shard-<name>`, the same for every process of
     /// the replica.
-    pub fn lease_name(&self) -> String {
+    pub(crate) fn lease_name(&self) -> String {
         format!("{}-shard-{}", self.ring, self.name)
     }
 
@@ -442,7 +460,7 @@ struct Inner {
 
 /// A reconcile under way in an active bucket: while it lives, the bucket does not finish
 /// draining.
-pub struct Turn {
+pub(crate) struct Turn {
     shard: Shard,
     bucket: u16,
 }
@@ -458,10 +476,12 @@ impl Drop for Turn {
 /// claimed until it is free again, so that they are there when it becomes active (and every
 /// cached object of it is reconciled) and while its last reconciles drain.
 ///
-/// The cache filters what its watch brings; when the claims change, it starts its watch over
-/// (a list) with the new ones ([`Holding::restart`]) and, once that list is applied, says so
-/// ([`Holding::listed`]): the rounds let a claimed bucket become active only then. The list
-/// drops the objects of the buckets no longer claimed.
+/// The cache filters what its watch brings; when a bucket is added to the claims, it starts its
+/// watch over (a list) with the new ones ([`Holding::restart`]) and, once that list is applied,
+/// says so ([`Holding::listed`]): the rounds let a claimed bucket become active only then. The
+/// list drops the objects of the buckets no longer claimed. When buckets are only given up, the
+/// watch goes on, keeping fewer, and the cache drops their objects ([`Holding::narrow`]): no
+/// list.
 #[derive(Clone)]
 pub(crate) struct Holding {
     wanted: watch::Receiver<u64>,
@@ -481,6 +501,20 @@ impl Holding {
         self.listing.store(listing, Ordering::SeqCst);
         self.listed.fetch_and(listing, Ordering::SeqCst);
         listing
+    }
+
+    /// Follows a change of the claims that gave buckets up and added none, without starting
+    /// over: the watch keeps only the buckets claimed now, which it returns, and the cache,
+    /// which drops the objects of the others, still holds every object of those. `None` when
+    /// a bucket was added: only a new list brings its objects ([`Self::restart`]).
+    pub(crate) fn narrow(&mut self) -> Option<u64> {
+        let wanted = *self.wanted.borrow_and_update();
+        if wanted & !self.listing.load(Ordering::SeqCst) != 0 {
+            return None;
+        }
+        self.listing.store(wanted, Ordering::SeqCst);
+        self.listed.fetch_and(wanted, Ordering::SeqCst);
+        Some(wanted)
     }
 
     /// Whether the claims changed since [`Self::restart`] (at once if they have).
@@ -591,7 +625,7 @@ impl Shard {
 
     /// Starts a reconcile of the object of `metadata` if its bucket is active here: keep the
     /// turn until the reconcile ends. `None`: not this replica's to reconcile now.
-    pub fn enter(&self, metadata: &ObjectMeta) -> Option<Turn> {
+    pub(crate) fn enter(&self, metadata: &ObjectMeta) -> Option<Turn> {
         let bucket = bucket_of(metadata);
         self.table().begin(bucket).then(|| Turn {
             shard: self.clone(),
@@ -628,7 +662,7 @@ impl Shard {
     }
 
     /// A receiver that changes each time buckets become active here.
-    pub fn activations(&self) -> watch::Receiver<u64> {
+    pub(crate) fn activations(&self) -> watch::Receiver<u64> {
         self.inner.activations.subscribe()
     }
 

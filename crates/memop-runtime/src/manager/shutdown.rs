@@ -49,7 +49,7 @@ impl Shutdown {
     /// Resolves once the HTTP servers are to stop accepting connections: when shutdown is
     /// triggered, or, for a [`Manager`](super::Manager)'s, once its `run` has stopped the
     /// controllers and run what was deferred.
-    pub async fn servers_stop(&self) {
+    pub(crate) async fn servers_stop(&self) {
         let mut receiver = self.servers.subscribe();
         let _ = receiver.wait_for(|&stop| stop).await;
     }
@@ -74,7 +74,7 @@ impl Shutdown {
 
     /// Has [`Shutdown::run_deferred`] run `cleanup` once everything has stopped: to undo
     /// what a task changed in the cluster for as long as it runs (`make run`'s webhooks).
-    pub fn defer(&self, cleanup: impl Future<Output = ()> + Send + 'static) {
+    pub(crate) fn defer(&self, cleanup: impl Future<Output = ()> + Send + 'static) {
         self.deferred
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -66,7 +66,7 @@ impl Certificate {
     /// The certificate chain in `dir/cert` and its key in `dir/key`, both PEM; a file that is
     /// missing or wrong fails now, before anything is served. The files are read off the
     /// runtime's threads (tokio's `fs`): a read that stalls (a network volume) blocks no task.
-    pub async fn from_files(dir: &Path, cert: &str, key: &str) -> anyhow::Result<Self> {
+    pub(crate) async fn from_files(dir: &Path, cert: &str, key: &str) -> anyhow::Result<Self> {
         let files = Files {
             cert: dir.join(cert),
             key: dir.join(key),
@@ -101,7 +101,7 @@ impl Certificate {
     /// Reads the files again; serves their certificate from now on if they changed. Returns
     /// whether they did. A file being rewritten may not parse: then the last good certificate
     /// stays, and the next check tries again. The files are read off the runtime's threads.
-    pub async fn reload(&self) -> anyhow::Result<bool> {
+    pub(crate) async fn reload(&self) -> anyhow::Result<bool> {
         let Some(files) = &self.files else {
             return Ok(false);
         };

@@ -37,7 +37,7 @@ use super::{Metrics, Readiness};
 /// How long a watch may go without a word from the API server before the manager is not
 /// ready: 5 minutes, longer than a watch lasts (kube's watcher asks the API server to end it
 /// after 290 s, then opens the next), so that even a watch without bookmarks answers within it.
-pub const WATCH_SILENCE_LIMIT: Duration = Duration::from_secs(300);
+pub(crate) const WATCH_SILENCE_LIMIT: Duration = Duration::from_secs(300);
 
 /// The signs of life of one watch, and its errors. [`Pulse::beat`] is all an answer costs: two
 /// atomic stores.

@@ -21,10 +21,10 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::controller::{
-    APPLIED_HASH, Error, Kind, Observed, Owned, Report, Result, condition, fingerprint,
+    APPLIED_HASH, Error, Every, Kind, Observed, Owned, Report, Result, condition, fingerprint,
     fingerprint_patch, label_value,
 };
-use crate::manager::Shared;
+use crate::shared::Shared;
 
 mod workload;
 pub use kube::api::PropagationPolicy;
@@ -104,7 +104,7 @@ struct Inner<K: Kind> {
 struct Pacing<K> {
     replicas: fn(&K) -> Option<i32>,
     rollout: fn(&K, i32) -> Rollout,
-    rollouts: Rollouts,
+    rollouts: Arc<Rollouts>,
 }
 
 impl<K> Operand<K>
@@ -122,15 +122,22 @@ where
         Self::with(shared, name, manager, None)
     }
 
-    fn with(shared: &Shared, name: &'static str, manager: &str, pacing: Option<Pacing<K>>) -> Self {
+    fn with(
+        shared: &Shared,
+        name: &'static str,
+        manager: &str,
+        pacing: Option<(Pacing<K>, Every<K>)>,
+    ) -> Self {
         let selector = format!("{MANAGED_BY_LABEL}={manager}");
         let config = watcher::Config::default().labels(&selector);
+        let (workload, every) = pacing.unzip();
+        let objects = Owned::watch_telling(shared.namespaced_api(), config, shared, name, every);
         Self {
             inner: Arc::new(Inner {
                 client: shared.client.clone(),
                 manager: manager.to_string(),
-                objects: Owned::watch(shared.namespaced_api(), config, shared, name),
-                workload: pacing,
+                objects,
+                workload,
             }),
         }
     }
@@ -154,7 +161,8 @@ where
     ///   apply's work for the API server (which counts when a fleet is resized at once);
     /// - anything else differs (a new image, someone's edit, a field no longer desired): applied
     ///   again; a workload once a rollout may start (at most `--max-concurrent-rollouts` of the
-    ///   operator's own at once), else [`Outcome::Waiting`];
+    ///   operator's workloads roll out at once, counted from the cache across every replica),
+    ///   else [`Outcome::Waiting`];
     /// - in sync: nothing written.
     ///
     /// An object of that name that `owner` does not control is never taken over (as
@@ -555,15 +563,20 @@ where
 impl<K: Workload> Operand<K> {
     /// The workloads of kind `K` labelled `app.kubernetes.io/managed-by=<manager>`, as
     /// [`Self::new`] keeps objects, and with their rollouts read ([`Workload::rollout`]) and
-    /// paced: at most `--max-concurrent-rollouts` rollouts of the controller's own making at
-    /// once.
+    /// paced: at most `--max-concurrent-rollouts` of them roll out at once, a figure read from
+    /// the cache ([`Workload::rolling_out`] of every workload its watch brings), so that it is
+    /// the same on every replica of a sharded operator and survives a restart or a failover.
     pub fn workloads(shared: &Shared, name: &'static str, manager: &str) -> Self {
+        let rollouts = Arc::new(Rollouts::new(shared.max_concurrent_rollouts));
         let pacing = Pacing {
             replicas: K::replicas,
             rollout: K::rollout,
-            rollouts: Rollouts::new(shared.max_concurrent_rollouts),
+            rollouts: rollouts.clone(),
         };
-        Self::with(shared, name, manager, Some(pacing))
+        // The rollouts are counted from every workload the cache's watch brings, this
+        // replica's or not.
+        let every: Every<K> = Arc::new(move |event: &watcher::Event<K>| rollouts.seen(event));
+        Self::with(shared, name, manager, Some((pacing, every)))
     }
 }
 
@@ -658,7 +671,7 @@ impl<K: Kind> State<K> {
 
 /// The label every object of an operand carries, with the operand's manager as its value: the
 /// operand's cache holds the objects so labelled only.
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub(crate) const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 
 /// A resourceVersion that no object has (etcd's revisions are counted from 1 and never come
 /// near it): the precondition of an apply that must only create (see
@@ -875,8 +888,7 @@ mod tests {
         let owner: ConfigMap =
             serde_json::from_value(json!({ "metadata": { "name": "owner", "generation": 1 } }))
                 .unwrap();
-        let owned = [condition::AVAILABLE, condition::DEGRADED];
-        Report::new(&owner, conditions, &owned, Duration::from_secs(300))
+        Report::new(&owner, conditions, Duration::from_secs(300))
     }
 
     fn state<K: Kind>(object: serde_json::Value, workload: bool) -> State<K> {

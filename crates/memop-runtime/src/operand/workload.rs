@@ -10,6 +10,7 @@ use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, DeploymentSpec, StatefulSet};
 use kube::ResourceExt;
 use kube::api::Patch;
+use kube::runtime::watcher;
 use serde_json::{Value, json};
 
 use crate::controller::{APPLIED_HASH, Kind, in_sync, stamp};
@@ -31,6 +32,17 @@ pub trait Workload: Kind + kube::Resource<Scope = NamespaceResourceScope> {
 
     /// How its rollout towards `replicas` pods stands, as `kubectl rollout status` reads it.
     fn rollout(&self, replicas: i32) -> Rollout;
+
+    /// Whether it is rolling a new template out, as its own controller last reported: pods of
+    /// an earlier template still run (or wait to be replaced) beside the new one's. This is
+    /// what `--max-concurrent-rollouts` counts, on every replica of the operator alike, from
+    /// the cache; a rollout that has stalled (a bad image) still counts, but pods that are
+    /// merely not ready at the one template they all run (pending, short of a quota) do not.
+    ///
+    /// By default, any rollout not complete ([`Self::rollout`] at its own size).
+    fn rolling_out(&self) -> bool {
+        self.rollout(self.replicas().unwrap_or(1)) != Rollout::Complete
+    }
 }
 
 impl Workload for Deployment {
@@ -74,6 +86,14 @@ impl Workload for Deployment {
             Rollout::InProgress
         }
     }
+
+    /// Pods of an older ReplicaSet are still counted beside the new one's: the deployment
+    /// controller has not replaced them all yet.
+    fn rolling_out(&self) -> bool {
+        self.status.as_ref().is_some_and(|status| {
+            status.replicas.unwrap_or(0) > status.updated_replicas.unwrap_or(0)
+        })
+    }
 }
 
 impl Workload for StatefulSet {
@@ -103,6 +123,28 @@ impl Workload for StatefulSet {
         }
         Rollout::Complete
     }
+
+    /// Pods of an older revision are left to replace (above the partition, if any).
+    fn rolling_out(&self) -> bool {
+        let Some(value) = serde_json::to_value(self).ok() else {
+            return false;
+        };
+        if let Some(partition) = value
+            .pointer("/spec/updateStrategy/rollingUpdate/partition")
+            .and_then(Value::as_i64)
+        {
+            let wanted = int(&value, "/spec/replicas") - partition;
+            return int(&value, "/status/updatedReplicas") < wanted;
+        }
+        let revision = |field: &str| value.pointer(field).and_then(Value::as_str);
+        match (
+            revision("/status/updateRevision"),
+            revision("/status/currentRevision"),
+        ) {
+            (Some(update), Some(current)) => update != current,
+            _ => false,
+        }
+    }
 }
 
 impl Workload for DaemonSet {
@@ -126,6 +168,15 @@ impl Workload for DaemonSet {
         } else {
             Rollout::InProgress
         }
+    }
+
+    /// Nodes are left whose pod runs an older template.
+    fn rolling_out(&self) -> bool {
+        let Some(value) = serde_json::to_value(self).ok() else {
+            return false;
+        };
+        int(&value, "/status/updatedNumberScheduled")
+            < int(&value, "/status/desiredNumberScheduled")
     }
 }
 
@@ -200,14 +251,33 @@ pub(crate) fn resize_patch<K: Kind>(current: &K, desired: &K) -> Option<Patch<Va
 /// a time for such a change (`--max-concurrent-rollouts`), and a rollout that fails keeps its
 /// place, so a bad image stops after `max` of them.
 ///
-/// Only rollouts started through [`Self::start`] count: a workload unhealthy for a reason of
-/// its own (pods pending, a quota) takes no place. A place is freed when the rollout is seen
-/// complete, or when its workload is gone (deleted with its owner, wherever that ran).
+/// The count is the fleet's, read from the cache ([`Self::seen`]): the operator's workloads
+/// that are rolling out ([`Workload::rolling_out`]), every one its watch brings, whichever
+/// replica (sharded) or process (before a failover or a restart) started it. So the limit holds
+/// across the replicas of a sharded operator and through its restarts, instead of each process
+/// allowing `max` of its own. Between the apply that starts a rollout and the moment the
+/// workload's controller reports it (and the cache shows it), this process counts it itself
+/// ([`Self::start`]), until the cache shows it under way or a reconcile sees it complete.
+///
+/// A workload unhealthy for a reason of its own (pods pending, a quota) at the template all its
+/// pods run takes no place. A place is freed when the rollout is seen complete, or when its
+/// workload is gone (deleted with its owner, wherever that ran).
 pub(crate) struct Rollouts {
     max: usize,
-    /// The workloads (namespace/name) this controller started rolling out, until seen
-    /// complete.
-    rolling: Mutex<HashSet<String>>,
+    /// The workloads (namespace/name) the cache shows rolling out, of the whole fleet.
+    fleet: Mutex<Fleet>,
+    /// The workloads (namespace/name) this process started rolling out and the cache does
+    /// not show under way yet.
+    started: Mutex<HashSet<String>>,
+}
+
+/// The workloads rolling out, as the cache's watch brings them.
+#[derive(Default)]
+struct Fleet {
+    rolling: HashSet<String>,
+    /// While the watch lists (again): those of the list so far. The list replaces `rolling` at
+    /// its end; until then the count is the one before.
+    listing: Option<HashSet<String>>,
 }
 
 impl Rollouts {
@@ -215,25 +285,63 @@ impl Rollouts {
     pub fn new(max: usize) -> Self {
         Self {
             max,
-            rolling: Mutex::default(),
+            fleet: Mutex::default(),
+            started: Mutex::default(),
+        }
+    }
+
+    /// Follows an event of the operand cache's watch: every object it brings, before a
+    /// sharded replica leaves out those of other replicas' buckets.
+    pub fn seen<K: Workload>(&self, event: &watcher::Event<K>) {
+        let key = |object: &K| {
+            format!(
+                "{}/{}",
+                object.namespace().unwrap_or_default(),
+                object.name_any()
+            )
+        };
+        let mut fleet = self.fleet.lock().expect("the rollouts are never poisoned");
+        match event {
+            watcher::Event::Init => fleet.listing = Some(HashSet::new()),
+            watcher::Event::InitApply(object) => {
+                if object.rolling_out() {
+                    fleet.listing.get_or_insert_default().insert(key(object));
+                }
+            }
+            watcher::Event::InitDone => {
+                if let Some(listed) = fleet.listing.take() {
+                    fleet.rolling = listed;
+                }
+            }
+            watcher::Event::Apply(object) if object.rolling_out() => {
+                fleet.rolling.insert(key(object));
+            }
+            watcher::Event::Apply(object) | watcher::Event::Delete(object) => {
+                fleet.rolling.remove(&key(object));
+            }
         }
     }
 
     /// Whether the controller may start a rollout of `workload` (namespace/name) now: yes
-    /// when it is rolling out already or fewer than `max` are, not counting those for which
-    /// `exists` says the workload is gone. A yes counts it as rolling until
-    /// [`Self::observed`] sees it complete.
+    /// when it is rolling out already or fewer than `max` are, not counting those this process
+    /// started for which `exists` says the workload is gone. A yes counts it as rolling until
+    /// the cache shows it so, or [`Self::observed`] sees it complete.
     pub fn start(&self, workload: &str, exists: impl Fn(&str) -> bool) -> bool {
-        let mut rolling = self.rolling();
-        if self.max == 0 || rolling.contains(workload) {
-            rolling.insert(workload.to_string());
+        if self.max == 0 {
             return true;
         }
-        if rolling.len() >= self.max {
-            rolling.retain(|key| exists(key));
+        let fleet = self.fleet.lock().expect("the rollouts are never poisoned");
+        let mut started = self.started();
+        // What the cache shows under way is counted there.
+        started.retain(|key| !fleet.rolling.contains(key));
+        if fleet.rolling.contains(workload) || started.contains(workload) {
+            return true;
         }
-        if rolling.len() < self.max {
-            rolling.insert(workload.to_string());
+        if fleet.rolling.len() + started.len() >= self.max {
+            started.retain(|key| exists(key));
+        }
+        if fleet.rolling.len() + started.len() < self.max {
+            started.insert(workload.to_string());
             true
         } else {
             false
@@ -243,7 +351,7 @@ impl Rollouts {
     /// Records how the rollout of `workload` stands, as a reconcile saw it.
     pub fn observed(&self, workload: &str, rollout: &Rollout) {
         if *rollout == Rollout::Complete {
-            self.rolling().remove(workload);
+            self.started().remove(workload);
         }
     }
 
@@ -252,8 +360,8 @@ impl Rollouts {
         self.max
     }
 
-    fn rolling(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.rolling
+    fn started(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.started
             .lock()
             .expect("the rollouts are never poisoned")
     }
@@ -450,6 +558,69 @@ mod tests {
         // Its owner was deleted (its cleanup ran elsewhere, or its finalizer was removed by
         // hand), and its Deployment with it: the cache no longer holds it.
         assert!(rollouts.start("ns/a", |key| key != "ns/deleted"));
+    }
+
+    /// A Deployment `name` whose controller reports `replicas` pods, `updated` of them of its
+    /// current template.
+    fn reported(name: &str, replicas: i32, updated: i32) -> Deployment {
+        serde_json::from_value(json!({
+            "metadata": { "name": name, "namespace": "ns", "generation": 2 },
+            "status": { "observedGeneration": 2, "replicas": replicas,
+                "updatedReplicas": updated, "availableReplicas": updated },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_deployment_rolls_out_while_pods_of_an_older_template_are_left() {
+        assert!(reported("a", 2, 1).rolling_out());
+        // A stalled rollout (a bad image) keeps its old pods: still rolling out.
+        assert!(reported("a", 1, 0).rolling_out());
+        assert!(!reported("a", 2, 2).rolling_out());
+        // Pods pending at the one template they all run: no rollout.
+        let mut pending = reported("a", 2, 2);
+        pending.status.as_mut().unwrap().available_replicas = Some(0);
+        assert!(!pending.rolling_out());
+        assert!(!Deployment::default().rolling_out());
+    }
+
+    #[test]
+    fn the_fleets_rollouts_count_wherever_they_were_started() {
+        let rollouts = Rollouts::new(2);
+        // Another replica's (or an earlier process's) rollouts, as the cache lists them.
+        rollouts.seen(&watcher::Event::<Deployment>::Init);
+        rollouts.seen(&watcher::Event::InitApply(reported("elsewhere", 2, 1)));
+        rollouts.seen(&watcher::Event::InitApply(reported("done", 1, 1)));
+        rollouts.seen(&watcher::Event::<Deployment>::InitDone);
+        rollouts.seen(&watcher::Event::Apply(reported("other", 2, 1)));
+        assert!(!rollouts.start("ns/a", |_| true), "two are rolling out");
+        assert!(
+            rollouts.start("ns/other", |_| true),
+            "one under way goes on"
+        );
+
+        // One completes, wherever it was started: a place is free.
+        rollouts.seen(&watcher::Event::Apply(reported("other", 1, 1)));
+        assert!(rollouts.start("ns/a", |_| true));
+        assert!(!rollouts.start("ns/b", |_| true));
+        // The one started here shows in the cache: counted once.
+        rollouts.seen(&watcher::Event::Apply(reported("a", 2, 1)));
+        assert!(!rollouts.start("ns/b", |_| true));
+
+        // A relist replaces the count at its end: a rollout deleted meanwhile is gone.
+        rollouts.seen(&watcher::Event::<Deployment>::Init);
+        rollouts.seen(&watcher::Event::InitApply(reported("a", 2, 1)));
+        assert!(
+            !rollouts.start("ns/b", |_| true),
+            "the count before, until the end"
+        );
+        rollouts.seen(&watcher::Event::<Deployment>::InitDone);
+        assert!(rollouts.start("ns/b", |_| true));
+        rollouts.seen(&watcher::Event::Delete(reported("a", 2, 1)));
+        assert!(
+            rollouts.start("ns/c", |_| true),
+            "a deleted one frees its place"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use axum::body::Body;
 /// The largest request body a webhook reads: controller-runtime's limit (7 MiB), room for an
 /// update's two objects of the API server's 3 MiB each and the rest of the review. A larger
 /// body is answered with a review that refuses it (code 413), not with a bare HTTP error.
-pub const MAX_REQUEST_SIZE: usize = 7 * 1024 * 1024;
+pub(crate) const MAX_REQUEST_SIZE: usize = 7 * 1024 * 1024;
 
 /// Why a request body was not read.
 #[derive(Debug)]

@@ -51,7 +51,7 @@ impl Webhook {
 
 /// The label the API server gives every namespace, whose value is the namespace's name (and
 /// which no one can set otherwise).
-pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+pub(crate) const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// The namespaces of Kubernetes' own that a webhook on a kind of Kubernetes' own skips besides
 /// the manager's: the cluster's own components (CNI, kube-proxy, CoreDNS) run in `kube-system`,
@@ -63,7 +63,7 @@ pub const SYSTEM_NAMESPACES: [&str; 2] = ["kube-node-lease", "kube-system"];
 /// How long the API server waits for a webhook on a kind of Kubernetes' own before it fails
 /// the request: 5 s, half the default, since such requests (a Pod, a Deployment) are on the
 /// paths of everyone's workloads.
-pub const SYSTEM_KIND_TIMEOUT_SECONDS: i32 = 5;
+pub(crate) const SYSTEM_KIND_TIMEOUT_SECONDS: i32 = 5;
 
 /// The namespace selector of a webhook that [skips the manager's
 /// namespace](Webhook::skips_manager_namespace): every namespace but `namespace` and the
@@ -84,7 +84,7 @@ pub fn manager_namespace_selector(namespace: &str) -> LabelSelector {
 
 /// The name of the match condition ([`METADATA_ONLY_UPDATE`]) of every webhook called for
 /// updates.
-pub const METADATA_ONLY_UPDATE_NAME: &str = "not-a-metadata-only-update";
+pub(crate) const METADATA_ONLY_UPDATE_NAME: &str = "not-a-metadata-only-update";
 
 /// The CEL expression of a match condition that keeps the API server from calling a webhook
 /// for an update that changes nothing but the object's metadata (labels, annotations,

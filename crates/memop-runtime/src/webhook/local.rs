@@ -45,17 +45,19 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, Resource};
 use serde_json::{Value, json};
 
-use super::{CONVERT_PATH, Webhook, certs};
+use super::pem::{self, Pem};
+use super::{CONVERT_PATH, Webhook};
 use crate::Operator;
-use crate::manager::Shared;
+use crate::manager::shutdown::Shutdown;
 use crate::manager::tls::Certificate;
+use crate::shared::Shared;
 
 /// The webhooks of `operator`, served at `url` on this machine.
 pub(super) struct Local {
     name: String,
     /// `https://host:port`, without a trailing slash.
     url: String,
-    pem: certs::Pem,
+    pem: Pem,
 }
 
 impl Local {
@@ -63,7 +65,7 @@ impl Local {
     /// and makes a CA and a certificate for its host.
     pub(super) fn new(operator: &Operator, url: &str) -> anyhow::Result<Self> {
         let host = host_of(url)?;
-        let pem = certs::make(
+        let pem = pem::make(
             &format!("{}-local-webhook-ca", operator.name),
             &[host],
             None,
@@ -115,108 +117,13 @@ impl Local {
         crds: &[String],
     ) -> anyhow::Result<()> {
         let bundle = ByteString(self.pem.ca.as_bytes().to_vec());
-        let manager = format!("{}-local-webhooks", self.name);
-        let [mutating_name, validating_name] = [
-            format!("{}-local-mutating", self.name),
-            format!("{}-local-validating", self.name),
-        ];
-        let (mutating, validating) =
-            self.configurations(webhooks, [&mutating_name, &validating_name], &bundle);
-        let client = &shared.client;
-        let has = |mutating: bool| webhooks.iter().any(|webhook| webhook.mutating == mutating);
-        apply_or_delete(client, &manager, mutating, has(true)).await?;
-        apply_or_delete(client, &manager, validating, has(false)).await?;
-        {
-            let client = client.clone();
-            shared.shutdown.defer(async move {
-                for (kind, result) in [
-                    (
-                        "mutating",
-                        delete::<MutatingWebhookConfiguration>(&client, &mutating_name).await,
-                    ),
-                    (
-                        "validating",
-                        delete::<ValidatingWebhookConfiguration>(&client, &validating_name).await,
-                    ),
-                ] {
-                    if let Err(error) = result {
-                        tracing::warn!(
-                            error = format!("{error:#}"),
-                            "could not delete the local {kind} webhook configuration"
-                        );
-                    }
-                }
-            });
-        }
-
-        let api = Api::<CustomResourceDefinition>::all(client.clone());
+        self.point_admission(shared, webhooks, &bundle).await?;
+        let api = Api::<CustomResourceDefinition>::all(shared.client.clone());
         // Set by the cleanup before it restores the CRDs: the lease is no longer renewed.
         let done = Arc::new(AtomicBool::new(false));
         for name in crds {
-            let crd = api.get(name).await.with_context(|| {
-                format!("reading the CRD {name}, whose conversion this manager serves: install the CRDs first (make install)")
-            })?;
-            // A local manager killed before its cleanup left the CRD pointed at it: what to
-            // put back is what it found.
-            let original = match held(&crd) {
-                Some(held) => {
-                    tracing::info!(
-                        crd = name,
-                        "the CRD's conversion was left pointing at a local manager: taking the one to restore from its annotation"
-                    );
-                    held.restore
-                }
-                None => serde_json::to_value(&crd.spec.conversion)?,
-            };
-            let local = json!({
-                "metadata": { "annotations": { LOCAL_CONVERSION: lease(&original) } },
-                "spec": { "conversion": {
-                    "strategy": "Webhook",
-                    "webhook": {
-                        "conversionReviewVersions": ["v1"],
-                        "clientConfig": {
-                            "service": null,
-                            "url": format!("{}{CONVERT_PATH}", self.url),
-                            "caBundle": bundle,
-                        },
-                    },
-                } },
-            });
-            api.patch(name, &PatchParams::default(), &Patch::Merge(&local))
-                .await
-                .with_context(|| {
-                    format!("pointing the conversion of the CRD {name} at {}", self.url)
-                })?;
-            {
-                let (api, name, done) = (api.clone(), name.clone(), done.clone());
-                let (original, shutdown) = (original.clone(), shared.shutdown.clone());
-                tokio::spawn(async move {
-                    loop {
-                        tokio::select! {
-                            () = tokio::time::sleep(RENEW_EVERY) => {}
-                            () = shutdown.servers_stop() => return,
-                        }
-                        if done.load(Ordering::SeqCst) {
-                            return;
-                        }
-                        let renewed = json!({ "metadata": { "annotations": { LOCAL_CONVERSION: lease(&original) } } });
-                        if let Err(error) = api
-                            .patch(&name, &PatchParams::default(), &Patch::Merge(&renewed))
-                            .await
-                        {
-                            tracing::warn!(crd = name, %error, "could not renew the local conversion's lease");
-                        }
-                    }
-                });
-            }
-            let (api, name, done) = (api.clone(), name.clone(), done.clone());
-            shared.shutdown.defer(async move {
-                done.store(true, Ordering::SeqCst);
-                match restore(&api, &name, &original).await {
-                    Ok(()) => tracing::info!(crd = name, "restored the CRD's conversion"),
-                    Err(error) => tracing::warn!(crd = name, %error, "could not restore the CRD's conversion; make install restores it"),
-                }
-            });
+            self.point_conversion(shared, &api, name, &bundle, &done)
+                .await?;
         }
         tracing::info!(
             url = self.url,
@@ -224,6 +131,137 @@ impl Local {
             "serving the webhooks on this machine (--webhook-url): the API server calls them there until the manager stops"
         );
         Ok(())
+    }
+
+    /// Applies the local admission webhook configurations (or deletes those left with no
+    /// webhook), and defers deleting them to the manager's shutdown.
+    async fn point_admission(
+        &self,
+        shared: &Shared,
+        webhooks: &[Webhook],
+        bundle: &ByteString,
+    ) -> anyhow::Result<()> {
+        let manager = format!("{}-local-webhooks", self.name);
+        let [mutating_name, validating_name] = [
+            format!("{}-local-mutating", self.name),
+            format!("{}-local-validating", self.name),
+        ];
+        let (mutating, validating) =
+            self.configurations(webhooks, [&mutating_name, &validating_name], bundle);
+        let client = shared.client.clone();
+        let has = |mutating: bool| webhooks.iter().any(|webhook| webhook.mutating == mutating);
+        apply_or_delete(&client, &manager, mutating, has(true)).await?;
+        apply_or_delete(&client, &manager, validating, has(false)).await?;
+        shared.shutdown.defer(async move {
+            for (kind, result) in [
+                (
+                    "mutating",
+                    delete::<MutatingWebhookConfiguration>(&client, &mutating_name).await,
+                ),
+                (
+                    "validating",
+                    delete::<ValidatingWebhookConfiguration>(&client, &validating_name).await,
+                ),
+            ] {
+                if let Err(error) = result {
+                    tracing::warn!(
+                        error = format!("{error:#}"),
+                        "could not delete the local {kind} webhook configuration"
+                    );
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Points the conversion of the CRD `name` at this machine under a lease that a task
+    /// renews, and defers restoring the conversion it found to the manager's shutdown.
+    async fn point_conversion(
+        &self,
+        shared: &Shared,
+        api: &Api<CustomResourceDefinition>,
+        name: &str,
+        bundle: &ByteString,
+        done: &Arc<AtomicBool>,
+    ) -> anyhow::Result<()> {
+        let crd = api.get(name).await.with_context(|| {
+            format!("reading the CRD {name}, whose conversion this manager serves: install the CRDs first (make install)")
+        })?;
+        // A local manager killed before its cleanup left the CRD pointed at it: what to
+        // put back is what it found.
+        let original = match held(&crd) {
+            Some(held) => {
+                tracing::info!(
+                    crd = name,
+                    "the CRD's conversion was left pointing at a local manager: taking the one to restore from its annotation"
+                );
+                held.restore
+            }
+            None => serde_json::to_value(&crd.spec.conversion)?,
+        };
+        let local = json!({
+            "metadata": { "annotations": { LOCAL_CONVERSION: lease(&original) } },
+            "spec": { "conversion": {
+                "strategy": "Webhook",
+                "webhook": {
+                    "conversionReviewVersions": ["v1"],
+                    "clientConfig": {
+                        "service": null,
+                        "url": format!("{}{CONVERT_PATH}", self.url),
+                        "caBundle": bundle,
+                    },
+                },
+            } },
+        });
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&local))
+            .await
+            .with_context(|| {
+                format!("pointing the conversion of the CRD {name} at {}", self.url)
+            })?;
+        tokio::spawn(renew(
+            api.clone(),
+            name.to_owned(),
+            original.clone(),
+            done.clone(),
+            shared.shutdown.clone(),
+        ));
+        let (api, name, done) = (api.clone(), name.to_owned(), done.clone());
+        shared.shutdown.defer(async move {
+            done.store(true, Ordering::SeqCst);
+            match restore(&api, &name, &original).await {
+                Ok(()) => tracing::info!(crd = name, "restored the CRD's conversion"),
+                Err(error) => tracing::warn!(crd = name, %error, "could not restore the CRD's conversion; make install restores it"),
+            }
+        });
+        Ok(())
+    }
+}
+
+/// Renews the lease on the conversion of the CRD `name` every [`RENEW_EVERY`], until `done`
+/// (the cleanup is restoring it) or the servers stop.
+async fn renew(
+    api: Api<CustomResourceDefinition>,
+    name: String,
+    original: Value,
+    done: Arc<AtomicBool>,
+    shutdown: Shutdown,
+) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(RENEW_EVERY) => {}
+            () = shutdown.servers_stop() => return,
+        }
+        if done.load(Ordering::SeqCst) {
+            return;
+        }
+        let renewed =
+            json!({ "metadata": { "annotations": { LOCAL_CONVERSION: lease(&original) } } });
+        if let Err(error) = api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&renewed))
+            .await
+        {
+            tracing::warn!(crd = name, %error, "could not renew the local conversion's lease");
+        }
     }
 }
 

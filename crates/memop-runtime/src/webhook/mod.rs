@@ -27,17 +27,16 @@ pub mod certs;
 mod configuration;
 mod conversion;
 mod local;
+mod pem;
 mod refusal;
 mod server;
 #[cfg(test)]
 mod tests;
 
 pub use admission::{Change, Verdict, defaulting, validating};
-pub use body::MAX_REQUEST_SIZE;
 pub use configuration::{
-    METADATA_ONLY_UPDATE, METADATA_ONLY_UPDATE_NAME, NAMESPACE_NAME_LABEL,
-    SYSTEM_KIND_TIMEOUT_SECONDS, SYSTEM_NAMESPACES, Webhook, configurations,
-    manager_namespace_selector, manifests_yaml,
+    METADATA_ONLY_UPDATE, SYSTEM_NAMESPACES, Webhook, configurations, manager_namespace_selector,
+    manifests_yaml,
 };
 pub use conversion::{CONVERT_PATH, Conversion, conversion_crds, converting};
 pub use local::LOCAL_CONVERSION;

@@ -14,6 +14,7 @@ use tower::ServiceExt;
 use super::body::leading_uid;
 use k8s_openapi::api::admissionregistration::v1::WebhookClientConfig;
 
+use super::configuration::METADATA_ONLY_UPDATE_NAME;
 use super::conversion::{Unconverted, convert, keep_metadata};
 use super::*;
 use crate::manager::Metrics;
