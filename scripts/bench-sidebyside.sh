@@ -47,6 +47,13 @@
 # instead: once its Lease expires the others take its buckets in, their caches listing again with
 # the larger shares (the peak RSS of each survivor, before and through that, is shown).
 #
+# EDITS=1 restarts the manager at the end of a run (after the resize and any relist, so the
+# other columns are as without it) and, EDIT_DELAY (2) seconds later, while the new process
+# lists and reconciles all N, patches spec.size of EDIT_COUNT (20) single objects, one a second,
+# each timed until its Deployment has the new replicas: the column "edit latency" (median, 99th
+# percentile by nearest rank, max), what a user waits for after a restart at scale. Not with
+# FAILOVER=1 or memop-shards.
+#
 # The operator `memop-shards` (ORDER="memop memop-shards ...") runs SHARDS (3) replicas of memop's
 # manager with --sharding, all started at once (Leases in `default`, one per replica): its times
 # are until every object is done, whichever replica did it; its requests are all replicas'
@@ -60,6 +67,10 @@
 #   - kubebuilder $KB_VERSION from its Go module (the Go module proxy), the Getting Started
 #     tutorial's operator scaffolded by it (deploy-image plugin), `make generate manifests`,
 #     `go build -o bin/manager cmd/main.go`.
+# MEMOP_MANAGER=path runs that manager binary instead of building MEMOP_REF's (the CRDs still
+# come from MEMOP_REF's project): a build with symbols for a heap profiler, say.
+# MANAGER_ENV="VAR=value ..." is given to every manager process (say, MALLOC_ARENA_MAX=2, or
+# LD_PRELOAD of another malloc, to compare allocators with one binary).
 # Builds run under `nice -n 10`. PREPARE_ONLY=1 builds and stops. KEEP=1 keeps each run's
 # directory (audit log, manager log); otherwise only its result and manager log are kept.
 # Needs: go, cargo, python3, openssl, curl, kubectl.
@@ -80,6 +91,10 @@ RELIST_SETTLE=${RELIST_SETTLE:-60}
 SHARDS=${SHARDS:-3}
 RESIZE_TO=${RESIZE_TO:-$([ "$PODS" = 1 ] && echo 3 || echo 2)}
 SETTLE=${SETTLE:-30}
+MANAGER_ENV=${MANAGER_ENV:-}
+EDITS=${EDITS:-0}
+EDIT_COUNT=${EDIT_COUNT:-20}
+EDIT_DELAY=${EDIT_DELAY:-2}
 IMAGE=memcached:1.6.26-alpine3.19
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-5400}
 if [ $# -eq 0 ]; then set -- 1000 10000; fi
@@ -136,7 +151,7 @@ fi
 commit=$(git -C "$repo" rev-parse --verify "$MEMOP_REF^{commit}")
 short=${commit:0:12}
 memop_dir="$CACHE/memop-$short"
-memop_manager="$memop_dir/manager"
+memop_manager=${MEMOP_MANAGER:-$memop_dir/manager}
 memop_crds="$memop_dir/memcached-operator/config/crd/bases"
 build_memop() {
     [ ! -x "$memop_manager" ] || return 0
@@ -400,6 +415,8 @@ EOF
         memop | memop-shards) user=memop-manager crds=$memop_crds manager=$memop_manager ;;
         kubebuilder) user=kubebuilder-manager crds=$kb_crds manager=$kb_manager ;;
     esac
+    [ "$EDITS" != 1 ] || { [ "$op" != memop-shards ] && [ "$FAILOVER" != 1 ]; } ||
+        die "EDITS=1 is for one replica without FAILOVER"
     local elect=false replicas=1 sharding=()
     if [ "$op" = memop-shards ]; then
         [ "$FAILOVER" != 1 ] || die "FAILOVER=1 is for one leader and a standby, not for memop-shards"
@@ -425,12 +442,15 @@ EOF
     local t_start pid pids=() names=(a b c d e f g h) r
     [ "$replicas" -le ${#names[@]} ] || die "SHARDS: at most ${#names[@]}"
     t_start=$(now)
-    for ((r = 0; r < replicas; r++)); do
-        KUBECONFIG="$dir/$user.kubeconfig" MEMCACHED_IMAGE=$IMAGE RUST_LOG=info POD_NAME="replica-${names[r]}" \
+    start_replica() { # index log
+        env $MANAGER_ENV KUBECONFIG="$dir/$user.kubeconfig" MEMCACHED_IMAGE=$IMAGE RUST_LOG=info POD_NAME="replica-${names[$1]}" \
             POD_NAMESPACE=default "$manager" --leader-elect=$elect "${sharding[@]}" --metrics-bind-address=0 \
-            --health-probe-bind-address=0 > "$dir/manager$([ "$r" = 0 ] || echo "-${names[r]}").log" 2>&1 &
-        pids+=($!)
+            --health-probe-bind-address=0 >> "$2" 2>&1 &
         PIDS+=($!)
+    }
+    for ((r = 0; r < replicas; r++)); do
+        start_replica "$r" "$dir/manager$([ "$r" = 0 ] || echo "-${names[r]}").log"
+        pids+=($!)
     done
     pid=${pids[0]}
     local converge t_conv cpu_conv
@@ -450,7 +470,7 @@ EOF
     local standby=""
     if [ "$FAILOVER" = 1 ]; then
         # The second replica, waiting for the Lease through the quiet minute and the resize.
-        KUBECONFIG="$dir/$user.kubeconfig" MEMCACHED_IMAGE=$IMAGE RUST_LOG=info POD_NAME=replica-b \
+        env $MANAGER_ENV KUBECONFIG="$dir/$user.kubeconfig" MEMCACHED_IMAGE=$IMAGE RUST_LOG=info POD_NAME=replica-b \
             POD_NAMESPACE=default "$manager" --leader-elect=true --metrics-bind-address=0 \
             --health-probe-bind-address=0 > "$dir/manager-standby.log" 2>&1 &
         standby=$!
@@ -509,6 +529,21 @@ EOF
     rss_each=$(each_rss "${pids[@]}") || die "the $op manager exited"
     cpu=$(cpu_total "${pids[@]}") || die "the $op manager exited"
     cpu=$(echo "$cpu + $cpu_killed" | bc)
+    local edits="null"
+    if [ "$EDITS" = 1 ]; then
+        # A restart, and edits of single objects while the new process reconciles all N.
+        stop_pid "$pid" 15
+        start_replica 0 "$dir/manager.log"
+        pid=$!
+        pids[0]=$pid
+        sleep "$EDIT_DELAY"
+        log "  restarted the manager; $EDIT_COUNT edits of single objects, one a second"
+        edits=$(python3 "$here/kube.py" edits "${admin[@]}" --n "$n" --namespaces "$NAMESPACES" \
+            --count "$EDIT_COUNT" --size $((RESIZE_TO + 1)) --interval 1 --timeout 600) ||
+            { log "  the edits failed: $edits"; edits=null; }
+        log "  edits: $edits"
+        t_end=$(now)
+    fi
     local failover="null" t_kill="$t_end" standby_hwm=0
     if [ "$FAILOVER" = 1 ]; then
         kill -0 "$standby" 2>/dev/null || die "the $op standby exited: $(tail -3 "$dir/manager-standby.log")"
@@ -535,7 +570,7 @@ EOF
         --phase "converge=$t_start:$t_conv" --phase "quiet=$t_conv:$t_quiet" \
         --phase "resize=$t_resize:$t_resized" --phase "relist=$t_resized:$t_relisted" \
         --phase "failover=$t_kill:$t_end" --phase "all=$t_start:$t_end")
-    PODS=$PODS RESIZE_TO=$RESIZE_TO READY=${ready:-} FAILOVER_RESULT=$failover STANDBY_HWM=$standby_hwm \
+    EDITS_RESULT=$edits PODS=$PODS RESIZE_TO=$RESIZE_TO READY=${ready:-} FAILOVER_RESULT=$failover STANDBY_HWM=$standby_hwm \
         RELIST=$RELIST RSS_EACH=$rss_each RSS_EACH_BEFORE=$rss_each_before RSS_BEFORE_RELIST=$hwm_before python3 - "$dir/result.json" "$op" "$n" "$index" "$converge" "$created" "$resized" "$resize" \
         "$audit" "$hwm" "$cpu_conv" "$cpu" "$QUIET" "$load_start" "$load_end" \
         "$t_start" "$t_conv" "$t_quiet" "$t_resize" "$t_end" <<'EOF'
@@ -552,6 +587,7 @@ result = {
     "quiet_seconds": int(quiet), "pods": PODS, "resize_to": RESIZE_TO, "resize_ready": READY, "load_start": load_start, "load_end": load_end,
     "t": dict(zip(["start", "converged", "quiet_end", "resize", "end"], map(float, times))),
     "failover": json.loads(os.environ["FAILOVER_RESULT"]), "standby_rss_kib": int(os.environ["STANDBY_HWM"]),
+    "edits": json.loads(os.environ["EDITS_RESULT"]),
     "relist": os.environ["RELIST"] == "1", "rss_before_relist_kib": int(os.environ["RSS_BEFORE_RELIST"]),
     "replicas_rss_kib": [int(kib) for kib in os.environ["RSS_EACH"].split(",")],
     "replicas_rss_before_relist_kib": [int(kib) for kib in os.environ["RSS_EACH_BEFORE"].split(",")],

@@ -8,6 +8,8 @@ never the operator's), so that its requests are easy to leave out of the audit c
   wait     until every Memcached has its Deployment and a status condition (converge), or until
            every Memcached's Deployment has spec.replicas == SIZE (resize); one list, then a watch
   resize   merge-patch spec.size of every Memcached, in parallel
+  edits    merge-patch spec.size of COUNT single Memcacheds, one every INTERVAL seconds, and time
+           each until its Deployment has the new spec.replicas (the latency of a user's edit)
   audit    count the requests of one user in an audit log (JSON lines), per phase
 
 Every wait has a timeout; every answer is one JSON object on stdout.
@@ -137,6 +139,54 @@ def cmd_resize(api, args):
     print(json.dumps({"patched": len(keys), "seconds": round(time.time() - t0, 2)}))
 
 
+def cmd_edits(api, args):
+    """COUNT edits of single objects, spread over the namespaces and names create made, one
+    every INTERVAL seconds (each sent without waiting for the ones before): the seconds from
+    each patch's answer until the watch of Deployments shows the new replicas."""
+    deployments = Watch(api, DEPLOYMENTS, deployment_summary)
+    deployments.start()
+    while not deployments.snapshot():
+        if deployments.error is not None:
+            raise RuntimeError(f"watch of {DEPLOYMENTS}: {deployments.error}")
+        time.sleep(0.05)
+    stride = max(1, args.n // args.count)
+    picks = [(k * stride + k) % args.n for k in range(args.count)]
+    latencies, timeouts = [None] * args.count, []
+
+    def edit(k):
+        i = picks[k]
+        ns, name = f"{args.prefix}-{i % args.namespaces}", f"memcached-{i}"
+        status, body = api.request("PATCH", cr_path(ns, name), {"spec": {"size": args.size}},
+                                   "application/merge-patch+json")
+        if status != 200:
+            raise RuntimeError(f"patching {ns}/{name}: {status} {body}")
+        t0 = time.time()
+        keys = [key for key, (owner, _, _) in deployments.snapshot().items() if key[0] == ns and owner == name]
+        while time.time() - t0 < args.timeout:
+            done = any((deployments.get(key) or (None, None, None))[1] == args.size for key in keys)
+            if done:
+                latencies[k] = round(time.time() - t0, 3)
+                return
+            time.sleep(0.02)
+        timeouts.append(f"{ns}/{name}")
+
+    threads = []
+    for k in range(args.count):
+        t = threading.Thread(target=edit, args=(k,))
+        t.start()
+        threads.append(t)
+        time.sleep(args.interval)
+    for t in threads:
+        t.join()
+    done = sorted(x for x in latencies if x is not None)
+
+    def rank(q):  # nearest rank
+        return done[max(0, min(len(done) - 1, -(-len(done) * q // 100) - 1))] if done else None
+
+    print(json.dumps({"edits": args.count, "done": len(done), "timeouts": timeouts, "median": rank(50),
+                      "p99": rank(99), "max": done[-1] if done else None, "latencies": done}))
+
+
 class Watch(threading.Thread):
     """A list, then a watch from its resourceVersion (again from a list if the watch ends),
     keeping `summary(object)` for each object in `state`."""
@@ -189,6 +239,10 @@ class Watch(threading.Thread):
     def snapshot(self):
         with self.lock:
             return dict(self.state)
+
+    def get(self, key):
+        with self.lock:
+            return self.state.get(key)
 
 
 def deployment_summary(obj):
@@ -338,6 +392,15 @@ def main():
     s = sub.add_parser("resize")
     conn_args(s)
     s.add_argument("--size", type=int, required=True)
+    s = sub.add_parser("edits")
+    conn_args(s)
+    s.add_argument("--n", type=int, required=True)
+    s.add_argument("--namespaces", type=int, default=10)
+    s.add_argument("--prefix", default="bench")
+    s.add_argument("--count", type=int, default=20)
+    s.add_argument("--size", type=int, required=True)
+    s.add_argument("--interval", type=float, default=1.0)
+    s.add_argument("--timeout", type=float, default=300)
     s = sub.add_parser("wait")
     conn_args(s)
     s.add_argument("--until", choices=["converged", "resized", "ready"], required=True)
@@ -353,7 +416,7 @@ def main():
     if args.command == "audit":
         cmd_audit(args)
     else:
-        {"create": cmd_create, "resize": cmd_resize, "wait": cmd_wait}[args.command](Api(args), args)
+        {"create": cmd_create, "resize": cmd_resize, "edits": cmd_edits, "wait": cmd_wait}[args.command](Api(args), args)
 
 
 if __name__ == "__main__":

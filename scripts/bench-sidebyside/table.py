@@ -56,6 +56,15 @@ def main(paths):
                 f"| {per_object(f, n)} "
                 f"| {f['by_verb'].get('list', 0)} | {r['standby_rss_kib'] / 1024:.0f} MiB |"
             )
+    edited = [r for r in runs if r.get("edits")]
+    if edited:
+        print()
+        print("| N | run | operator | edits after a restart: reconciled (of) | edit latency, median / p99 / max |")
+        print("|---|---|---|---|---|")
+        for r in edited:
+            e = r["edits"]
+            print(f"| {r['n']} | {r['run']} | {r['operator']} | {e['done']} ({e['edits']}) "
+                  f"| {e['median']} s / {e['p99']} s / {e['max']} s |")
     relists = [r for r in runs if r.get("relist")]
     if relists:
         print()

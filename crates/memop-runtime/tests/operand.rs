@@ -788,7 +788,7 @@ async fn objects_created_in_bulk_go_first_and_their_owners_report_once_the_burst
             || async { jobs.list(&Default::default()).await.unwrap().items.len() == TALLIES },
         )
         .await;
-        // Held reports come back when the burst ends (about a second after the last
+        // Held reports come back when the burst ends (about three seconds after the last
         // creation), not after the 30 s a held report waits at most.
         eventually(
             "every Tally's status written soon after the burst",
@@ -803,7 +803,7 @@ async fn objects_created_in_bulk_go_first_and_their_owners_report_once_the_burst
         let bulk = bulk.lock().unwrap().clone();
         assert!(!bulk.is_empty(), "some Jobs were created in bulk");
         // The creations went first: once the first of those reports is written, the burst is
-        // over (fewer than half its rate, 25 creations, in a second).
+        // over (fewer than half its rate, 25 creations a second, three seconds in a row).
         let requests = env.requests.requests();
         let first_report = requests
             .iter()
