@@ -14,7 +14,9 @@ fn manager_flags() -> Vec<String> {
         for line in source.lines().map(str::trim) {
             if line.starts_with("#[arg(long") {
                 long = true;
-            } else if let Some(field) = line.strip_prefix("pub ").filter(|_| long) {
+            } else if long && !line.starts_with("#[") && !line.starts_with("//") {
+                // The field the attribute is on, whatever its visibility.
+                let field = line.trim_start_matches("pub(crate) ").trim_start_matches("pub ");
                 let name = field.split(':').next().unwrap().trim();
                 flags.push(format!("--{}", name.replace('_', "-")));
                 long = false;
