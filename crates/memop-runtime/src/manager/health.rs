@@ -74,7 +74,7 @@ struct State {
 
 impl Readiness {
     /// Readiness whose watches may be silent for `limit` (rather than
-    /// [`WATCH_SILENCE_LIMIT`]) before the manager is not ready: for tests.
+    /// `WATCH_SILENCE_LIMIT`) before the manager is not ready: for tests.
     pub fn with_silence_limit(limit: Duration) -> Self {
         Self {
             state: Arc::default(),

@@ -2,17 +2,17 @@
 //! acceptor, HTTP/1.1 only unless `--enable-http2` (axum's own `serve` can do neither).
 //!
 //! Idle or slow connections can neither pin memory nor starve the probes:
-//! - A client must finish its TLS handshake within [`Limits::header_read_timeout`], and send
+//! - A client must finish its TLS handshake within `Limits::header_read_timeout`, and send
 //!   each request's headers within it too, counted from when it connected or from the end of
 //!   its previous request: a keep-alive connection idle for longer is closed, over HTTP/1.1
 //!   (hyper's header read timer) and HTTP/2 alike (a watchdog, which sends a GOAWAY). An HTTP/2
 //!   peer that has sent nothing for that long is pinged, and closed if it does not answer.
-//! - A request's body must arrive within [`Limits::body_read_timeout`] of its headers: a client
+//! - A request's body must arrive within `Limits::body_read_timeout` of its headers: a client
 //!   that trickles it gets an error and its connection is closed, so that it holds its place for
 //!   seconds, not for ever.
-//! - An endpoint holds at most [`Limits::connections`] open at once, and at most
-//!   [`Limits::per_peer`] from one IP address, well below. A connection over either limit is
-//!   not closed at once but waits, unread, for a place (up to [`Limits::header_read_timeout`]):
+//! - An endpoint holds at most `Limits::connections` open at once, and at most
+//!   `Limits::per_peer` from one IP address, well below. A connection over either limit is
+//!   not closed at once but waits, unread, for a place (up to `Limits::header_read_timeout`):
 //!   over HTTP/1.1 the API server opens a connection per webhook call in flight, and several
 //!   API servers behind one address (a node's SNAT, konnectivity) can exceed the per-address
 //!   limit in a burst; closing the connection would deny the call under `failurePolicy: Fail`,
@@ -100,7 +100,7 @@ impl Limits {
     };
 }
 
-/// [`spawn_with`] the [`Limits::DEFAULT`] limits.
+/// `spawn_with` the `Limits::DEFAULT` limits.
 pub async fn spawn(
     what: &'static str,
     addr: SocketAddr,

@@ -190,7 +190,7 @@ impl Manager {
     }
 
     /// Runs the controllers until a shutdown signal, or until this replica loses leadership;
-    /// then what was deferred at shutdown ([`Shutdown::defer`]); then stops the HTTP servers,
+    /// then what was deferred at shutdown (`Shutdown::defer`); then stops the HTTP servers,
     /// which serve until then.
     pub async fn run(&mut self) -> anyhow::Result<()> {
         let outcome = self.run_controllers().await;

@@ -622,8 +622,8 @@ pub enum Outcome<K = Deployment> {
     NotOwned(String),
     /// Writing the object failed.
     Failed {
-        /// The condition reason to report ([`condition::CREATE_FAILED`],
-        /// [`condition::UPDATE_FAILED`] or [`condition::RESIZING`]).
+        /// The condition reason to report (`condition::CREATE_FAILED`,
+        /// `condition::UPDATE_FAILED` or `condition::RESIZING`).
         reason: &'static str,
         /// What failed, to report.
         message: String,

@@ -40,7 +40,7 @@ impl Webhook {
     /// A custom resource's group always has a dot, and the manager needs none of its objects.
     ///
     /// Such a webhook also skips the [`SYSTEM_NAMESPACES`], and the API server waits for it
-    /// [`SYSTEM_KIND_TIMEOUT_SECONDS`]. A namespace selector cannot keep a webhook on a
+    /// `SYSTEM_KIND_TIMEOUT_SECONDS`. A namespace selector cannot keep a webhook on a
     /// cluster-scoped kind (Nodes, Namespaces) away from anything: such a webhook is called for
     /// every object of the kind, and, under `failurePolicy: Fail`, refuses them all while no
     /// manager answers.
@@ -67,7 +67,7 @@ pub(crate) const SYSTEM_KIND_TIMEOUT_SECONDS: i32 = 5;
 
 /// The namespace selector of a webhook that [skips the manager's
 /// namespace](Webhook::skips_manager_namespace): every namespace but `namespace` and the
-/// [`SYSTEM_NAMESPACES`], by its [`NAMESPACE_NAME_LABEL`]. `namespace` comes first:
+/// [`SYSTEM_NAMESPACES`], by its `NAMESPACE_NAME_LABEL`. `namespace` comes first:
 /// `config/default` replaces the first value with the manager's namespace.
 pub fn manager_namespace_selector(namespace: &str) -> LabelSelector {
     let mut values = vec![namespace.to_string()];
@@ -191,7 +191,7 @@ fn timeout_seconds(webhook: &Webhook) -> Option<i32> {
 /// manager's namespace](Webhook::skips_manager_namespace) has the [selector of every other
 /// namespace](manager_namespace_selector), naming kustomize's placeholder `system` first, which
 /// `config/default` replaces with the manager's namespace, as it does the Service's, and a
-/// timeout of [`SYSTEM_KIND_TIMEOUT_SECONDS`].
+/// timeout of `SYSTEM_KIND_TIMEOUT_SECONDS`.
 pub fn manifests_yaml(webhooks: &[Webhook]) -> String {
     let mut webhooks = webhooks.to_vec();
     // By name, so that the file does not depend on the order kinds were added in.

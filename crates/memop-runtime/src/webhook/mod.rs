@@ -16,7 +16,7 @@
 //! [`Refusal`], [`Invalid`] fields), `conversion` ([`converting`],
 //! [`Conversion`]), `configuration` (the webhook configurations: [`Webhook`],
 //! [`configurations`], [`manifests_yaml`]), `body` (reading a review, up to
-//! [`MAX_REQUEST_SIZE`]), `server` ([`Flags`], [`serve`], [`measured`]), [`certs`] (the
+//! `MAX_REQUEST_SIZE`), `server` ([`Flags`], [`serve`], [`measured`]), [`certs`] (the
 //! certificate without cert-manager) and `local` (webhooks served on this machine, for
 //! `make run`).
 
