@@ -565,7 +565,8 @@ async fn an_edit_of_a_field_the_cache_keeps_only_a_digest_of_is_put_back(env: Te
     );
     assert_eq!(replicas(&cached), Some(2));
 
-    let container = json!({ "name": "site", "image": "theirs:1", "imagePullPolicy": "IfNotPresent" });
+    let container =
+        json!({ "name": "site", "image": "theirs:1", "imagePullPolicy": "IfNotPresent" });
     let edit = json!({ "spec": { "template": { "spec": { "containers": [container] } } } });
     let patch = Patch::Merge(edit);
     (cluster.deployments)

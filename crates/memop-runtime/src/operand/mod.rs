@@ -203,7 +203,9 @@ where
             })
         {
             tracing::debug!(%name, "the rollout waits for others to complete");
-            return self.wait(&api, owner, current, size, pacing.rollouts.max()).await;
+            return self
+                .wait(&api, owner, current, size, pacing.rollouts.max())
+                .await;
         }
         let apply = PatchParams::apply(&this.manager).force();
         let written = match (&resize, &current) {
@@ -271,7 +273,9 @@ where
                 Err(error) => {
                     let name = desired.name_any();
                     let projected = Some(projected.as_ref());
-                    return Err(self.failed(api, owner, projected, false, &name, error).await);
+                    return Err(self
+                        .failed(api, owner, projected, false, &name, error)
+                        .await);
                 }
             },
             observed => observed,
@@ -682,7 +686,9 @@ pub enum Outcome<K = Deployment> {
 /// How an object stands after [`Operand::ensure`].
 #[derive(Debug)]
 pub struct State<K = Deployment> {
-    /// The object, as written or cached.
+    /// The object, as written, or as cached: of an object applied and unchanged since, the
+    /// cache keeps its metadata the runtime reads, memop's annotations, `spec.replicas`,
+    /// `spec.updateStrategy` and `status`; the rest of the spec is left out (or empty).
     pub object: Arc<K>,
     /// The replicas a workload's owner asks for (`None` for a kind that runs no replicas).
     pub replicas: Option<i32>,
