@@ -92,6 +92,45 @@ fn gadget(version: &str, i: usize) -> DynamicObject {
     .expect("a Gadget")
 }
 
+/// On the in-memory server: the Gadget CRD stored in `v1` with `v1alpha1` still in its
+/// `storedVersions` (as a move of the storage leaves it), and `count` Gadgets; the CRDs' API
+/// and the Gadgets' in the test's namespace.
+async fn moved_to_v1(
+    env: &TestEnv,
+    count: usize,
+) -> (Api<CustomResourceDefinition>, Api<DynamicObject>) {
+    let crds = Api::<CustomResourceDefinition>::all(env.admin.clone());
+    crds.create(&PostParams::default(), &crd("v1", &["v1alpha1", "v1"]))
+        .await
+        .unwrap();
+    let status = json!({ "status": { "storedVersions": ["v1alpha1", "v1"] } });
+    crds.patch_status(CRD, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    let all =
+        Api::<DynamicObject>::namespaced_with(env.admin.clone(), &env.namespace, &gadgets("v1"));
+    for i in 0..count {
+        all.create(&PostParams::default(), &gadget("v1", i))
+            .await
+            .unwrap();
+    }
+    (crds, all)
+}
+
+/// The `StorageVersionMigration`s of the cluster.
+fn storage_version_migrations(env: &TestEnv) -> Api<DynamicObject> {
+    Api::all_with(
+        env.admin.clone(),
+        &ApiResource {
+            group: migration::GROUP.into(),
+            version: "v1".into(),
+            api_version: format!("{}/v1", migration::GROUP),
+            kind: "StorageVersionMigration".into(),
+            plural: "storageversionmigrations".into(),
+        },
+    )
+}
+
 fn stored_versions(crd: &CustomResourceDefinition) -> Vec<String> {
     crd.status
         .as_ref()
@@ -241,16 +280,7 @@ async fn stored_objects_migrate_and_the_old_version_can_be_removed() {
     // A second run finds nothing to do, and creates no other migration.
     let again = migration.migrate(&shared, CRD).await.expect("a second run");
     assert_eq!(again, Outcome::UpToDate);
-    let migrations = Api::<DynamicObject>::all_with(
-        env.admin.clone(),
-        &ApiResource {
-            group: migration::GROUP.into(),
-            version: "v1".into(),
-            api_version: format!("{}/v1", migration::GROUP),
-            kind: "StorageVersionMigration".into(),
-            plural: "storageversionmigrations".into(),
-        },
-    );
+    let migrations = storage_version_migrations(&env);
     let mine: Vec<_> = migrations
         .list(&ListParams::default())
         .await
@@ -265,21 +295,7 @@ async fn stored_objects_migrate_and_the_old_version_can_be_removed() {
 #[tokio::test]
 async fn without_a_migration_api_the_manager_rewrites_every_object_and_prunes() {
     let env = TestEnv::in_memory();
-    let crds = Api::<CustomResourceDefinition>::all(env.admin.clone());
-    crds.create(&PostParams::default(), &crd("v1", &["v1alpha1", "v1"]))
-        .await
-        .unwrap();
-    let status = json!({ "status": { "storedVersions": ["v1alpha1", "v1"] } });
-    crds.patch_status(CRD, &PatchParams::default(), &Patch::Merge(&status))
-        .await
-        .unwrap();
-    let all =
-        Api::<DynamicObject>::namespaced_with(env.admin.clone(), &env.namespace, &gadgets("v1"));
-    for i in 0..3 {
-        all.create(&PostParams::default(), &gadget("v1", i))
-            .await
-            .unwrap();
-    }
+    let (crds, all) = moved_to_v1(&env, 3).await;
 
     let shared = Shared::new(&OPERATOR, env.operator.clone(), None);
     let migration = StorageMigration::new([CRD]);
@@ -343,21 +359,7 @@ async fn an_object_written_during_the_rewrite_is_not_written_again() {
     // A conflict on the rewrite's guarded write means the object was written since it was
     // listed, so it is stored in the storage version already: the rewrite goes on.
     let env = TestEnv::in_memory();
-    let crds = Api::<CustomResourceDefinition>::all(env.admin.clone());
-    crds.create(&PostParams::default(), &crd("v1", &["v1alpha1", "v1"]))
-        .await
-        .unwrap();
-    let status = json!({ "status": { "storedVersions": ["v1alpha1", "v1"] } });
-    crds.patch_status(CRD, &PatchParams::default(), &Patch::Merge(&status))
-        .await
-        .unwrap();
-    let all =
-        Api::<DynamicObject>::namespaced_with(env.admin.clone(), &env.namespace, &gadgets("v1"));
-    for i in 0..2 {
-        all.create(&PostParams::default(), &gadget("v1", i))
-            .await
-            .unwrap();
-    }
+    let (crds, _) = moved_to_v1(&env, 2).await;
     env.requests.fail_next(Verb::Patch, "gadgets", 409, 1);
     let shared = Shared::new(&OPERATOR, env.operator.clone(), None);
     let outcome = StorageMigration::new([CRD])
@@ -387,21 +389,7 @@ async fn a_rewrite_whose_list_expires_resumes_where_it_stopped() {
     let memop_test::Backend::InMemory(server) = &env.backend else {
         unreachable!("in memory")
     };
-    let crds = Api::<CustomResourceDefinition>::all(env.admin.clone());
-    crds.create(&PostParams::default(), &crd("v1", &["v1alpha1", "v1"]))
-        .await
-        .unwrap();
-    let status = json!({ "status": { "storedVersions": ["v1alpha1", "v1"] } });
-    crds.patch_status(CRD, &PatchParams::default(), &Patch::Merge(&status))
-        .await
-        .unwrap();
-    let all =
-        Api::<DynamicObject>::namespaced_with(env.admin.clone(), &env.namespace, &gadgets("v1"));
-    for i in 0..OBJECTS {
-        all.create(&PostParams::default(), &gadget("v1", i))
-            .await
-            .unwrap();
-    }
+    let (crds, _) = moved_to_v1(&env, OBJECTS).await;
     server.expire_continue_tokens(1);
 
     let shared = Shared::new(&OPERATOR, env.operator.clone(), None);
@@ -499,16 +487,7 @@ async fn a_failed_storage_version_migration_is_not_the_end_of_the_migration() {
     // The migration of this CRD, storage version and generation is there already, and
     // Failed: made before, for a resource that is not there, so that kube-controller-manager
     // cannot make it succeed, and marked Failed through its status.
-    let migrations = Api::<DynamicObject>::all_with(
-        env.admin.clone(),
-        &ApiResource {
-            group: migration::GROUP.into(),
-            version: "v1".into(),
-            api_version: format!("{}/v1", migration::GROUP),
-            kind: "StorageVersionMigration".into(),
-            plural: "storageversionmigrations".into(),
-        },
-    );
+    let migrations = storage_version_migrations(&env);
     let name = format!("{CRD}-v1-{generation}");
     let failed: DynamicObject = serde_json::from_value(json!({
         "apiVersion": format!("{}/v1", migration::GROUP),

@@ -1,9 +1,5 @@
-//! The manager role's rules, as the generated project's `rbac::merge` (and controller-gen before
-//! it) writes them to `config/rbac/role.yaml`: memop renders that file from the same rules.
-
-use std::collections::{BTreeMap, BTreeSet};
-
-use serde::{Deserialize, Serialize};
+//! The manager role's rules, as the generated project's `rbac::role_yaml` (and controller-gen
+//! before it) writes them to `config/rbac/role.yaml`: memop renders that file from the same rules.
 
 /// One RBAC rule: verbs on resources of one API group.
 #[derive(Debug)]
@@ -28,40 +24,18 @@ pub fn rules_in(role_yaml: &str) -> Vec<Rule> {
     rules
 }
 
-/// A rule of the generated role.
-#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MergedRule {
-    pub api_group: String,
-    pub resources: Vec<String>,
-    pub verbs: Vec<String>,
-}
+/// The merge itself, with the generated project's runtime: one file, which memop-runtime's
+/// `rbac::role_yaml` uses at `make manifests`, so memop and the project cannot merge differently.
+/// Included rather than depended on: memop-runtime would bring kube and its TLS stack into memop.
+/// Formatted with the runtime's rustfmt settings, not memop's.
+#[rustfmt::skip]
+#[path = "../../../crates/memop-runtime/src/rbac/merge.rs"]
+mod shared;
 
-/// Merges rules as the generated `rbac::merge` does (and controller-gen before it): one rule
+pub use shared::MergedRule;
+
+/// Merges rules as the generated `rbac::role_yaml` does (and controller-gen before it): one rule
 /// per API group and set of verbs, groups and resources sorted.
 pub fn merge(rules: &[Rule]) -> Vec<MergedRule> {
-    let mut verbs_of: BTreeMap<&str, BTreeMap<&str, BTreeSet<&str>>> = BTreeMap::new();
-    for rule in rules {
-        for resource in &rule.resources {
-            let verbs = verbs_of.entry(&rule.api_group).or_default().entry(resource).or_default();
-            verbs.extend(rule.verbs.iter().map(String::as_str));
-        }
-    }
-    let mut merged = Vec::new();
-    for (group, resources) in verbs_of {
-        let mut by_verbs: BTreeMap<Vec<&str>, Vec<&str>> = BTreeMap::new();
-        for (resource, verbs) in resources {
-            by_verbs.entry(verbs.into_iter().collect()).or_default().push(resource);
-        }
-        let mut group_rules: Vec<MergedRule> = by_verbs
-            .into_iter()
-            .map(|(verbs, resources)| MergedRule {
-                api_group: group.to_string(),
-                resources: resources.into_iter().map(String::from).collect(),
-                verbs: verbs.into_iter().map(String::from).collect(),
-            })
-            .collect();
-        group_rules.sort_by(|a, b| a.resources.cmp(&b.resources));
-        merged.extend(group_rules);
-    }
-    merged
+    shared::merge(rules.iter().map(|r| (r.api_group.as_str(), r.resources.as_slice(), r.verbs.as_slice())))
 }

@@ -6,8 +6,10 @@ use std::sync::Arc;
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::MethodRouter;
-use kube::ResourceExt;
 use kube::core::DynamicObject;
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -95,31 +97,18 @@ fn no_client() -> kube::Client {
     kube::Client::new(service, "default")
 }
 
+/// What [`defaulting`] and [`validating`] serve: the kinds of the adapters below.
+trait Admitted: Resource + Clone + Serialize + DeserializeOwned + Send + Sync + 'static {}
+
+impl<K: Resource + Clone + Serialize + DeserializeOwned + Send + Sync + 'static> Admitted for K {}
+
 /// A mutating webhook that sets the defaults `default` sets.
-fn defaults<K>(default: fn(&mut K)) -> MethodRouter
-where
-    K: kube::Resource
-        + Clone
-        + serde::Serialize
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
+fn defaults<K: Admitted>(default: fn(&mut K)) -> MethodRouter {
     defaulting(Defaults(default), no_client())
 }
 
 /// A validating webhook that decides as `validate` does.
-fn validates<K>(validate: fn(Change<'_, K>) -> Verdict) -> MethodRouter
-where
-    K: kube::Resource
-        + Clone
-        + serde::Serialize
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
+fn validates<K: Admitted>(validate: fn(Change<'_, K>) -> Verdict) -> MethodRouter {
     validating(Validates(validate), no_client())
 }
 
