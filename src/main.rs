@@ -142,7 +142,7 @@ fn main() -> ExitCode {
             commands::create_webhook::run(&global, args, &mut report)
         }
         (Ok(_lock), Command::Delete(Delete::Api(args))) => commands::delete_api::run(&global, args, &mut report),
-        (Ok(_lock), Command::Update(args)) => commands::update::run(&global, args),
+        (Ok(_lock), Command::Update(args)) => commands::update::run(&global, args, &mut report),
         (Ok(_lock), Command::ExternalTypes(args)) => commands::external_types::run(&global, args),
         (Ok(_), Command::Version) => commands::say(&commands::version::text()),
         (Ok(_lock), Command::Edit(args)) => commands::helm::run(&global, args, &mut report),

@@ -94,11 +94,53 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
         super::print_answers(report);
         return super::say("Nothing to do: the project already has what these plugins add.\n");
     }
-    let mut project = Project::load(&global.dir)?;
-    if !helm {
-        return edit_autoupdate(global, &args, project, report);
+    super::frame::run(global, report, Edit { args, helm, autoupdate })
+}
+
+/// `edit` in the frame: it records the plugins in PROJECT (and plans the workflow), and the
+/// frame's plugin chain writes the chart.
+struct Edit {
+    args: Args,
+    /// Whether it adds the Helm chart, and the update workflow.
+    helm: bool,
+    autoupdate: bool,
+}
+
+impl super::frame::Command for Edit {
+    fn plan(&mut self, _: &Global, project: &mut Project, plan: &mut Plan, report: &mut Report) -> Result<()> {
+        if self.helm {
+            add_helm(&self.args, project, plan)?;
+        }
+        let workflow = match self.autoupdate {
+            true => add_autoupdate(&self.args, project, plan)?,
+            false => Merged::default(),
+        };
+        plan.write(project::FILE, project.render()?)?;
+        if let Some(helm) = project.plugins.helm.as_ref().filter(|_| self.helm) {
+            report.next(format!(
+                "\nThe Helm chart of {name} is in {output}/{CHART}. Next:\n  $ helm lint {output}/{CHART}\n  \
+                 $ helm install {name} {output}/{CHART} -n {name}-system --create-namespace \\\n      \
+                 --set manager.image.repository=<registry>/{name} --set manager.image.tag=<tag>\n",
+                name = project.project_name,
+                output = helm.output
+            ));
+        }
+        if self.autoupdate {
+            report.next(AUTOUPDATE_NEXT);
+        }
+        report.merged(workflow, FRESH_WORKFLOW);
+        Ok(())
     }
-    let output = chart_home(&args, &project)?;
+
+    fn remake_plugins(&self) -> bool {
+        self.helm && self.args.force
+    }
+}
+
+/// Records the Helm plugin in `project`, with the directory of its chart, once the project is
+/// found to have something to deploy and the directory free for memop's chart.
+fn add_helm(args: &Args, project: &mut Project, plan: &mut Plan) -> Result<()> {
+    let output = chart_home(args, project)?;
     // (a controller over a kind of Kubernetes' own reconciles without an API of the project's)
     if project.resources.iter().all(|r| r.api.is_none() && !r.controller) {
         bail!(
@@ -106,7 +148,6 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
              run `memop create api` first (later `create api` runs update the chart)"
         );
     }
-    let mut plan = Plan::new(&global.dir)?;
     // A chart moved by --output-dir: memop keeps only the new one up to date.
     if let Some(old) = project.plugins.helm.as_ref().map(|helm| &helm.output).filter(|old| **old != output) {
         let old_chart = format!("{old}/{CHART}");
@@ -120,26 +161,9 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
     let new_home = project.plugins.helm.as_ref().is_none_or(|helm| helm.output != output);
     project.plugins.helm = Some(HelmPlugin { output: output.clone() });
     if new_home {
-        refuse_a_foreign_chart(&project, &plan, &output)?;
+        refuse_a_foreign_chart(project, plan, &output)?;
     }
-    let merged = plan_chart(&project, &mut plan, args.force)?;
-    let workflow = match autoupdate {
-        true => add_autoupdate(&args, &mut project, &mut plan)?,
-        false => Merged::default(),
-    };
-    plan.write(project::FILE, project.render()?)?;
-    report.next(format!(
-        "\nThe Helm chart of {name} is in {output}/{CHART}. Next:\n  $ helm lint {output}/{CHART}\n  \
-         $ helm install {name} {output}/{CHART} -n {name}-system --create-namespace \\\n      \
-         --set manager.image.repository=<registry>/{name} --set manager.image.tag=<tag>\n",
-        name = project.project_name
-    ));
-    if autoupdate {
-        report.next(AUTOUPDATE_NEXT);
-    }
-    report.merged(workflow, FRESH_WORKFLOW);
-    report.merged(merged, FRESH_CHART);
-    super::finish(global, plan, report)
+    Ok(())
 }
 
 /// The directory the chart goes in: `--output-dir`, else where PROJECT records it, else `dist`.
@@ -190,16 +214,6 @@ const AUTOUPDATE_NEXT: &str = "\nThe update workflow is .github/workflows/auto-u
 
 /// Where to see memop's text of the workflow when it could not be merged.
 const FRESH_WORKFLOW: &str = "`memop edit --plugins=autoupdate/v1-alpha --force` in a copy of the project";
-
-/// `edit --plugins=autoupdate/v1-alpha` alone.
-fn edit_autoupdate(global: &Global, args: &Args, mut project: Project, report: &mut Report) -> Result<()> {
-    let mut plan = Plan::new(&global.dir)?;
-    let merged = add_autoupdate(args, &mut project, &mut plan)?;
-    plan.write(project::FILE, project.render()?)?;
-    report.next(AUTOUPDATE_NEXT);
-    report.merged(merged, FRESH_WORKFLOW);
-    super::finish(global, plan, report)
-}
 
 /// Records the autoupdate plugin in `project`, with the repository memop is installed from, and
 /// plans its workflow.
