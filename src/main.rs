@@ -47,7 +47,7 @@ enum Command {
     /// versions of the projects it generates
     Version,
     Completion(commands::completion::Args),
-    Edit(commands::helm::Args),
+    Edit(commands::edit::Args),
     /// kubebuilder's `alpha`, answered with what memop offers instead
     #[command(hide = true)]
     Alpha(Ignored),
@@ -142,10 +142,10 @@ fn main() -> ExitCode {
             commands::create_webhook::run(&global, args, &mut report)
         }
         (Ok(_lock), Command::Delete(Delete::Api(args))) => commands::delete_api::run(&global, args, &mut report),
-        (Ok(_lock), Command::Update(args)) => commands::update::run(&global, args),
+        (Ok(_lock), Command::Update(args)) => commands::update::run(&global, args, &mut report),
         (Ok(_lock), Command::ExternalTypes(args)) => commands::external_types::run(&global, args),
         (Ok(_), Command::Version) => commands::say(&commands::version::text()),
-        (Ok(_lock), Command::Edit(args)) => commands::helm::run(&global, args, &mut report),
+        (Ok(_lock), Command::Edit(args)) => commands::edit::run(&global, args, &mut report),
         (Ok(_), Command::Alpha(_)) => Err(anyhow::anyhow!(
             "memop has no `alpha` commands: for `alpha update`, run `memop update` (it moves the \
              project to this memop's runtime); for `alpha generate`, run `memop init` in a new \

@@ -40,9 +40,13 @@ pub struct Args {
 }
 
 pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
-    super::frame::on_project(global, report, |project, plan, report| {
-        delete(project, plan, report, &args, global.dry_run)
-    })
+    super::frame::run(global, report, args)
+}
+
+impl super::frame::Command for Args {
+    fn plan(&mut self, global: &Global, project: &mut Project, plan: &mut Plan, report: &mut Report) -> Result<()> {
+        delete(project, plan, report, self, global.dry_run)
+    }
 }
 
 /// Plans deleting the version `args` names from `project`, and reports it.

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use super::context::ProjectContext;
-use super::{Global, Report, finish};
+use super::{Global, Report};
 use crate::names::{Domain, ProjectName};
 use crate::project::{self, Project};
 use crate::scaffold::{self, Declared, Owner, Plan, Scope, Templates};
@@ -58,17 +58,26 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
     for note in super::plugins::answer(super::plugins::Command::Init, &args.plugins)? {
         report.answer(note);
     }
-    let force = args.force;
-    let project = validate(&global.dir, args, report)?;
-    let mut plan = Plan::new(&global.dir)?;
-    plan_project(&project, &mut plan, force)?;
-    report.next("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached\n");
-    finish(global, plan, report)
+    super::frame::run(global, report, args)
+}
+
+/// `init` in the frame: its project is not loaded, but made from its flags once they and the
+/// directory are found fit for it.
+impl super::frame::Command for Args {
+    fn project(&mut self, global: &Global, report: &mut Report) -> Result<Project> {
+        validate(&global.dir, self, report)
+    }
+
+    fn plan(&mut self, _: &Global, project: &mut Project, plan: &mut Plan, report: &mut Report) -> Result<()> {
+        plan_project(project, plan, self.force)?;
+        report.next("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached\n");
+        Ok(())
+    }
 }
 
 /// The project `args` describe in `dir`, once they and the directory are found fit for it (see
 /// [`refuse_a_project_there`]).
-fn validate(dir: &Path, args: Args, report: &mut Report) -> Result<Project> {
+fn validate(dir: &Path, args: &Args, report: &mut Report) -> Result<Project> {
     let domain = Domain::parse(&args.domain)?;
     crate::names::check_owner(&args.owner)?;
     let repo = args.repo.as_deref().map(crate::names::repository).transpose()?.unwrap_or_default();
@@ -108,9 +117,9 @@ fn validate(dir: &Path, args: Args, report: &mut Report) -> Result<Project> {
         crate_name: name.crate_name(),
         domain: domain.to_string(),
         layout: vec![project::LAYOUT.to_string()],
-        license: args.license,
+        license: args.license.clone(),
         namespaced: args.namespaced,
-        owner: args.owner,
+        owner: args.owner.clone(),
         plugins: Default::default(),
         project_name: name.to_string(),
         repo,

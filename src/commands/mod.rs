@@ -7,6 +7,7 @@ pub mod context;
 pub mod create_api;
 pub mod create_webhook;
 pub mod delete_api;
+pub mod edit;
 pub mod external_types;
 mod facts;
 pub mod frame;
@@ -298,7 +299,7 @@ mod tests {
         assert!(crate_root["names"].contains("embedded") && crate_root["scaffold"].contains("sum"), "{crate_root:?}");
         assert_no_circle(&crate_root);
         let commands = imports("commands");
-        assert!(commands["helm"].contains("autoupdate") && commands["update"].contains("replay"), "{commands:?}");
+        assert!(commands["edit"].contains("autoupdate") && commands["update"].contains("replay"), "{commands:?}");
         assert_no_circle(&commands);
         let scaffold = imports("scaffold");
         assert!(scaffold["reconcile"].contains("merge"), "{scaffold:?}");

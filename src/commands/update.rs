@@ -28,7 +28,7 @@ use super::{Global, Report, finish};
 use crate::project::{self, Project};
 use crate::scaffold::merge;
 use crate::scaffold::merge::Decision;
-use crate::scaffold::reconcile::{self, Conflict, Router};
+use crate::scaffold::reconcile::{self, Conflict, Merged, Router};
 use crate::scaffold::{self, Plan, RUNTIME_CRATES};
 use crate::sum;
 
@@ -57,12 +57,12 @@ pub struct Args {
     summary: Option<std::path::PathBuf>,
 }
 
-pub fn run(global: &Global, args: Args) -> Result<()> {
-    let Some(file) = args.summary.clone() else {
-        return update(global, args, &mut Summary::default());
-    };
+pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
+    let file = args.summary.clone();
     let mut summary = Summary::default();
-    let result = update(global, args, &mut summary);
+    let update = Update { args, summary: &mut summary, dropped: Vec::new(), updated: Merged::default() };
+    let result = super::frame::run(global, report, update);
+    let Some(file) = file else { return result };
     let text = summary.render(global.dry_run, result.as_ref().err());
     std::fs::write(&file, text).with_context(|| format!("writing the summary to {}", file.display()))?;
     result
@@ -163,61 +163,80 @@ impl Summary {
     }
 }
 
-fn update(global: &Global, args: Args, summary: &mut Summary) -> Result<()> {
-    let dir = &global.dir;
-    let mut project = Project::load(dir)?;
-    let version = env!("CARGO_PKG_VERSION");
-    summary.from = project.cli_version.clone();
-    summary.to = version.to_string();
-    refuse_a_newer_project(&project.cli_version, version)?;
-    if !args.allow_dirty && !global.dry_run {
-        refuse_a_dirty_tree(dir)?;
+/// `update` in the frame: it plans `vendor/` and every file of memop's again, then, once the
+/// plugins are planned too, stops at conflicts (writing only the files in them) or moves the
+/// project to this memop.
+struct Update<'a> {
+    args: Args,
+    summary: &'a mut Summary,
+    /// The runtime's files no longer shipped that the user edited, left to delete.
+    dropped: Vec<String>,
+    /// What became of memop's files.
+    updated: Merged,
+}
+
+impl super::frame::Command for Update<'_> {
+    fn plan(&mut self, global: &Global, project: &mut Project, plan: &mut Plan, _: &mut Report) -> Result<()> {
+        self.summary.from = project.cli_version.clone();
+        self.summary.to = env!("CARGO_PKG_VERSION").to_string();
+        refuse_a_newer_project(&project.cli_version, &self.summary.to)?;
+        if !self.args.allow_dirty && !global.dry_run {
+            refuse_a_dirty_tree(&global.dir)?;
+        }
+        refuse_a_lost_record(plan, self.args.force)?;
+        self.dropped = plan_vendor(project, plan, self.args.force)?;
+        let fresh = replay(project, plan)?;
+        self.updated = reconcile::update_files(&fresh, plan)?;
+        Ok(())
     }
-    let mut plan = Plan::new(dir)?;
-    super::facts::record(&mut project, &plan)?;
-    refuse_a_lost_record(&plan, args.force)?;
-    let dropped = plan_vendor(&project, &mut plan, args.force)?;
-    let fresh = replay(&project, &plan)?;
-    let mut updated = reconcile::update_files(&fresh, &mut plan)?;
-    // A project with a Helm chart gets memop's chart templates too, merged the same way.
-    let chart = super::frame::plan_plugins(&project, &mut plan)?;
-    // One in the chart stops the update as any does. A dry run shows what the real run writes
-    // then, and fails as it does.
-    let conflicts: Vec<&Conflict> = updated.conflicts.iter().chain(&chart.conflicts).collect();
-    summary.conflicts = conflicts.iter().map(|(path, _, _)| path.clone()).collect();
-    summary.merged = updated.merged.iter().chain(&chart.merged).cloned().collect();
-    if !conflicts.is_empty() {
-        summary.changed = summary.conflicts.clone();
-        return write_conflicts(global, &conflicts);
-    }
-    pin_the_runtime(&mut plan, version)?;
-    let from = std::mem::replace(&mut project.cli_version, version.to_string());
-    plan.write(project::FILE, project.render()?)?;
-    let from = if from.is_empty() { "an earlier memop".to_string() } else { format!("memop {from}") };
-    let mut report = Report::default();
-    report.next(format!(
-        "\nUpdated from {from} to memop {version}: its runtime, and memop's files. Next:\n  \
-         $ make manifests   # config/crd, config/rbac/role.yaml, config/webhook from your code\n  \
-         $ cargo test       # the lock follows the new runtime's dependencies on the first build\n"
-    ));
-    note_yours(std::mem::take(&mut updated.yours), &mut plan, &mut report, global.dry_run);
-    if !updated.generated.is_empty() {
-        report.note(format!(
-            "{} are generated from your code, and memop now generates them otherwise than when it wrote them: \
-             run `make manifests` to write them again with this memop's runtime",
-            updated.generated.join(", ")
-        ));
-    }
-    report.updated(updated, "`memop init` in an empty directory");
-    if !dropped.is_empty() {
+
+    fn finish(
+        self,
+        global: &Global,
+        mut project: Project,
+        mut plan: Plan,
+        chart: Merged,
+        report: &mut Report,
+    ) -> Result<()> {
+        let Update { summary, dropped, mut updated, .. } = self;
+        // One in the chart stops the update as any does. A dry run shows what the real run
+        // writes then, and fails as it does.
+        let conflicts: Vec<&Conflict> = updated.conflicts.iter().chain(&chart.conflicts).collect();
+        summary.conflicts = conflicts.iter().map(|(path, _, _)| path.clone()).collect();
+        summary.merged = updated.merged.iter().chain(&chart.merged).cloned().collect();
+        if !conflicts.is_empty() {
+            summary.changed = summary.conflicts.clone();
+            return write_conflicts(global, &conflicts);
+        }
+        let version = env!("CARGO_PKG_VERSION");
+        pin_the_runtime(&mut plan, version)?;
+        let from = std::mem::replace(&mut project.cli_version, version.to_string());
+        plan.write(project::FILE, project.render()?)?;
+        let from = if from.is_empty() { "an earlier memop".to_string() } else { format!("memop {from}") };
         report.next(format!(
-            "The runtime no longer has these files, which you edited; delete them:\n  $ git rm {}\n",
-            dropped.join(" ")
+            "\nUpdated from {from} to memop {version}: its runtime, and memop's files. Next:\n  \
+             $ make manifests   # config/crd, config/rbac/role.yaml, config/webhook from your code\n  \
+             $ cargo test       # the lock follows the new runtime's dependencies on the first build\n"
         ));
+        note_yours(std::mem::take(&mut updated.yours), &mut plan, report, global.dry_run);
+        if !updated.generated.is_empty() {
+            report.note(format!(
+                "{} are generated from your code, and memop now generates them otherwise than when it wrote them: \
+                 run `make manifests` to write them again with this memop's runtime",
+                updated.generated.join(", ")
+            ));
+        }
+        report.updated(updated, "`memop init` in an empty directory");
+        if !dropped.is_empty() {
+            report.next(format!(
+                "The runtime no longer has these files, which you edited; delete them:\n  $ git rm {}\n",
+                dropped.join(" ")
+            ));
+        }
+        report.merged(chart, super::helm::FRESH_CHART);
+        summary.take(report, &plan, &dropped, global.dry_run);
+        finish(global, plan, report)
     }
-    report.merged(chart, super::helm::FRESH_CHART);
-    summary.take(&report, &plan, &dropped, global.dry_run);
-    finish(global, plan, &mut report)
 }
 
 /// Refuses to update without `PROJECT.sum` (unless `force`): memop could not tell its text from

@@ -143,8 +143,18 @@ pub fn run(global: &Global, args: Args, report: &mut super::Report) -> Result<()
         report
             .answer("--make is kubebuilder's; memop never runs make after scaffolding (run `make manifests` yourself)");
     }
-    super::frame::on_project(global, report, |project, plan, report| {
-        let request = external::request(&args, project, &global.dir)?;
+    super::frame::run(global, report, args)
+}
+
+impl super::frame::Command for Args {
+    fn plan(
+        &mut self,
+        global: &Global,
+        project: &mut Project,
+        plan: &mut Plan,
+        report: &mut super::Report,
+    ) -> Result<()> {
+        let request = external::request(self, project, &global.dir)?;
         if request.new_version {
             super::facts::refuse_storage_disagreement(project, plan, &request.api)?;
         }
@@ -156,7 +166,7 @@ pub fn run(global: &Global, args: Args, report: &mut super::Report) -> Result<()
         }
         report.next(next(&request));
         Ok(())
-    })
+    }
 }
 
 /// The line that says which controller the kind got.

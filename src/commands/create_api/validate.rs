@@ -67,115 +67,20 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
     if let Some(builtin) = builtin_kind(args, project)? {
         return validate_builtin(args, project, builtin);
     }
-    let api = args.gvk.names(project, args.plural.as_deref()).map_err(|err| {
-        // `Deployment` and the like: a name the generated code of a kind of the project uses.
-        match crate::names::builtin::KINDS.iter().find(|k| k.kind == args.gvk.kind) {
-            Some(k) if crate::names::Kind::parse(k.kind).is_err() => err.context(format!(
-                "to reconcile Kubernetes' own {kind} ({}), scaffold a controller over k8s-openapi's type: \
-                 memop create api --group {} --version {} --kind {kind} --resource=false --controller=true",
-                k.api_version(),
-                k.group,
-                k.version,
-                kind = k.kind
-            )),
-            _ => err,
-        }
-    })?;
-    crate::names::check_file_names(&api.domain, &api.group, &api.version, &api.kind, &api.plural)?;
+    let api = api_names(args, project)?;
     let kind = &api.kind;
     // The kind's other versions in this group, when this is a new version of an existing kind:
     // they share one CRD (plural, scope) and one controller.
     let siblings: Vec<&Resource> = project.other_versions(&api).collect();
-    let controller = match (args.controller, siblings.iter().find(|r| r.controller)) {
-        (Some(true), Some(other)) if args.resource => bail!(
-            "{kind} already has a controller, for version {}; one controller reconciles a kind (the \
-             API server converts the other versions for it), so a new version gets none: drop \
-             --controller (or pass --controller=false)",
-            other.names.version
-        ),
-        (Some(controller), _) => controller,
-        (None, sibling) => sibling.is_none(),
-    };
-    if !args.resource && !controller {
-        bail!("--resource=false and --controller=false leave nothing to scaffold; drop one of them");
-    }
-    if !args.resource && args.storage_version {
-        bail!(
-            "--storage-version is about the kind's types, which --resource=false does not scaffold; drop one of them"
-        );
-    }
-    if args.storage_version && siblings.is_empty() {
-        bail!(
-            "--storage-version: {} is {kind}'s only version, so it is stored in it already; the flag chooses \
-             between the versions of a kind (drop it, or pass it when you create another version)",
-            api.version
-        );
-    }
-    let file = format!("{}.rs", kind.snake());
-    if let Some(path) =
-        crate::scaffold::reserved_kind_files().iter().find(|p| p.rsplit('/').next() == Some(file.as_str()))
-    {
-        bail!(
-            "invalid --kind \"{kind}\": its file name {file} would clash with a file every project has \
-             ({path}); choose another kind (e.g. \"{kind}Config\")"
-        );
-    }
+    let controller = controller(args, &api, &siblings)?;
+    refuse_a_reserved_file_name(kind)?;
     let existing = project.find(&api).cloned();
-    // --force regenerates an API's files; another plural would be another CRD beside the first.
-    if let Some(recorded) = existing.as_ref().filter(|_| args.force)
-        && recorded.names.plural != api.plural
-    {
-        let served = &recorded.names.plural;
-        bail!(
-            "--plural {}: {} is served as {served} (its CRD is {served}.{}), and --force \
-             regenerates its files, it does not rename it: another plural would be a second CRD for \
-             the same kind. Drop --plural (or pass --plural {served})",
-            api.plural,
-            api.gvk(),
-            api.qualified_group
-        );
-    }
+    refuse_another_plural(args, &api, existing.as_ref())?;
     check_conflicts(project, args, &api, controller, existing.as_ref())?;
     if controller {
         refuse_named_module(project, kind)?;
     }
-    let operand = match siblings.first() {
-        Some(sibling) if existing.is_none() => {
-            version_refusals(args, sibling)?;
-            // The types of a new version start as a copy of the kind's: same fields, so that
-            // converting between the two loses nothing until you change them.
-            sibling.operand.clone()
-        }
-        _ => operand_for(args, kind, existing.as_ref())?,
-    };
-    let namespaced = match (&existing, args.resource, siblings.first()) {
-        (Some(Resource { api: Some(api), .. }), false, _) => api.namespaced,
-        (_, _, Some(Resource { api: Some(api), .. })) => api.namespaced,
-        _ => args.namespaced,
-    };
-    if operand.is_some() && controller && !namespaced {
-        bail!(
-            "{kind} is cluster-scoped, but an operand controller runs its Deployment in the namespace \
-             of each {kind}, so {kind} must be namespaced; drop --namespaced=false (or --image)"
-        );
-    }
-    // An operand controller reads `spec.size`, which only an operand kind's types have.
-    let operand_types = existing.as_ref().is_some_and(|r| r.operand.is_some());
-    if !args.resource && operand.is_some() && !operand_types {
-        bail!(
-            "the existing {kind} types have no spec.size, which an operand controller needs; \
-             regenerate them too: memop create api --group {} --version {} --kind {kind} --image IMG --force",
-            api.group,
-            api.version
-        );
-    }
-    if project.namespaced && !namespaced {
-        bail!(
-            "--namespaced=false: this project was initialized with --namespaced, and its manager's \
-             Role, bound in one namespace, cannot grant access to cluster-scoped kinds; make {kind} \
-             namespaced, or use a project without --namespaced"
-        );
-    }
+    let (operand, namespaced) = operand_and_scope(args, project, &api, controller, existing.as_ref(), &siblings)?;
     let short_name = short_name(project, &api);
     let mut notes = Vec::new();
     if let (None, Some(wanted)) = (&short_name, kind.short_name()) {
@@ -201,6 +106,143 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
         external: None,
         controller_name: None,
     })
+}
+
+/// What the controller deploys (the operand, if any) and whether the kind is namespaced (as its
+/// types are, where they exist), refused where they do not fit together or the project.
+fn operand_and_scope(
+    args: &Args,
+    project: &Project,
+    api: &ApiNames,
+    controller: bool,
+    existing: Option<&Resource>,
+    siblings: &[&Resource],
+) -> Result<(Option<Operand>, bool)> {
+    let kind = &api.kind;
+    let operand = match siblings.first() {
+        Some(sibling) if existing.is_none() => {
+            version_refusals(args, sibling)?;
+            // The types of a new version start as a copy of the kind's: same fields, so that
+            // converting between the two loses nothing until you change them.
+            sibling.operand.clone()
+        }
+        _ => operand_for(args, kind, existing)?,
+    };
+    let namespaced = match (existing, args.resource, siblings.first()) {
+        (Some(Resource { api: Some(api), .. }), false, _) => api.namespaced,
+        (_, _, Some(Resource { api: Some(api), .. })) => api.namespaced,
+        _ => args.namespaced,
+    };
+    if operand.is_some() && controller && !namespaced {
+        bail!(
+            "{kind} is cluster-scoped, but an operand controller runs its Deployment in the namespace \
+             of each {kind}, so {kind} must be namespaced; drop --namespaced=false (or --image)"
+        );
+    }
+    // An operand controller reads `spec.size`, which only an operand kind's types have.
+    let operand_types = existing.is_some_and(|r| r.operand.is_some());
+    if !args.resource && operand.is_some() && !operand_types {
+        bail!(
+            "the existing {kind} types have no spec.size, which an operand controller needs; \
+             regenerate them too: memop create api --group {} --version {} --kind {kind} --image IMG --force",
+            api.group,
+            api.version
+        );
+    }
+    if project.namespaced && !namespaced {
+        bail!(
+            "--namespaced=false: this project was initialized with --namespaced, and its manager's \
+             Role, bound in one namespace, cannot grant access to cluster-scoped kinds; make {kind} \
+             namespaced, or use a project without --namespaced"
+        );
+    }
+    Ok((operand, namespaced))
+}
+
+/// The names of the kind `args` give, refused where one is not fit for its files (with the way to
+/// a controller over Kubernetes' own kind where it is one).
+fn api_names(args: &Args, project: &Project) -> Result<ApiNames> {
+    let api = args.gvk.names(project, args.plural.as_deref()).map_err(|err| {
+        // `Deployment` and the like: a name the generated code of a kind of the project uses.
+        match crate::names::builtin::KINDS.iter().find(|k| k.kind == args.gvk.kind) {
+            Some(k) if crate::names::Kind::parse(k.kind).is_err() => err.context(format!(
+                "to reconcile Kubernetes' own {kind} ({}), scaffold a controller over k8s-openapi's type: \
+                 memop create api --group {} --version {} --kind {kind} --resource=false --controller=true",
+                k.api_version(),
+                k.group,
+                k.version,
+                kind = k.kind
+            )),
+            _ => err,
+        }
+    })?;
+    crate::names::check_file_names(&api.domain, &api.group, &api.version, &api.kind, &api.plural)?;
+    Ok(api)
+}
+
+/// Whether the kind of `api` gets a controller (a new version of a kind with `siblings` gets
+/// none by default: one controller reconciles a kind), refused with the flags it contradicts.
+fn controller(args: &Args, api: &ApiNames, siblings: &[&Resource]) -> Result<bool> {
+    let kind = &api.kind;
+    let controller = match (args.controller, siblings.iter().find(|r| r.controller)) {
+        (Some(true), Some(other)) if args.resource => bail!(
+            "{kind} already has a controller, for version {}; one controller reconciles a kind (the \
+             API server converts the other versions for it), so a new version gets none: drop \
+             --controller (or pass --controller=false)",
+            other.names.version
+        ),
+        (Some(controller), _) => controller,
+        (None, sibling) => sibling.is_none(),
+    };
+    if !args.resource && !controller {
+        bail!("--resource=false and --controller=false leave nothing to scaffold; drop one of them");
+    }
+    if !args.resource && args.storage_version {
+        bail!(
+            "--storage-version is about the kind's types, which --resource=false does not scaffold; drop one of them"
+        );
+    }
+    if args.storage_version && siblings.is_empty() {
+        bail!(
+            "--storage-version: {} is {kind}'s only version, so it is stored in it already; the flag chooses \
+             between the versions of a kind (drop it, or pass it when you create another version)",
+            api.version
+        );
+    }
+    Ok(controller)
+}
+
+/// Refuses a kind whose file name is that of a file every project has.
+fn refuse_a_reserved_file_name(kind: &Kind) -> Result<()> {
+    let file = format!("{}.rs", kind.snake());
+    if let Some(path) =
+        crate::scaffold::reserved_kind_files().iter().find(|p| p.rsplit('/').next() == Some(file.as_str()))
+    {
+        bail!(
+            "invalid --kind \"{kind}\": its file name {file} would clash with a file every project has \
+             ({path}); choose another kind (e.g. \"{kind}Config\")"
+        );
+    }
+    Ok(())
+}
+
+/// Refuses `--force` with another plural than the one `existing` is served as.
+fn refuse_another_plural(args: &Args, api: &ApiNames, existing: Option<&Resource>) -> Result<()> {
+    // --force regenerates an API's files; another plural would be another CRD beside the first.
+    if let Some(recorded) = existing.filter(|_| args.force)
+        && recorded.names.plural != api.plural
+    {
+        let served = &recorded.names.plural;
+        bail!(
+            "--plural {}: {} is served as {served} (its CRD is {served}.{}), and --force \
+             regenerates its files, it does not rename it: another plural would be a second CRD for \
+             the same kind. Drop --plural (or pass --plural {served})",
+            api.plural,
+            api.gvk(),
+            api.qualified_group
+        );
+    }
+    Ok(())
 }
 
 impl Request {
@@ -490,28 +532,7 @@ fn validate_named(args: &Args, project: &Project, name: &str) -> Result<Request>
     let retry = format!(
         "memop create api --group {g} --version {v} --kind {k} --resource=false --controller=true --controller-name {name}"
     );
-    if args.resource || args.controller == Some(false) {
-        bail!(
-            "--controller-name adds a controller to a kind the project has, and scaffolds no types: pass \
-             --resource=false --controller=true ({retry})"
-        );
-    }
-    if let Some(flag) = args.image_flag(true) {
-        bail!(
-            "{flag}: a controller added with --controller-name is a skeleton, it deploys no image (the kind's \
-             operand controller does); drop {flag}"
-        );
-    }
-    for (flag, given) in [
-        ("--storage-version", args.storage_version),
-        ("--external-api-crd", args.external_api_crd.is_some()),
-        ("--external-api-domain", args.external_api_domain.is_some()),
-        ("--plural", args.plural.is_some()),
-    ] {
-        if given {
-            bail!("{flag}: --controller-name adds a controller to a kind the project has, as it is; drop {flag}");
-        }
-    }
+    refuse_kind_flags(args, &retry)?;
     let api = match builtin_kind(args, project)? {
         Some(builtin) => ApiNames::builtin(builtin),
         None => args.gvk.names(project, None)?,
@@ -568,6 +589,34 @@ fn validate_named(args: &Args, project: &Project, name: &str) -> Result<Request>
     })
 }
 
+/// Refuses the flags that describe a kind to `--controller-name`, which adds a controller to a
+/// kind the project has, as it is (`retry`: the command without them).
+fn refuse_kind_flags(args: &Args, retry: &str) -> Result<()> {
+    if args.resource || args.controller == Some(false) {
+        bail!(
+            "--controller-name adds a controller to a kind the project has, and scaffolds no types: pass \
+             --resource=false --controller=true ({retry})"
+        );
+    }
+    if let Some(flag) = args.image_flag(true) {
+        bail!(
+            "{flag}: a controller added with --controller-name is a skeleton, it deploys no image (the kind's \
+             operand controller does); drop {flag}"
+        );
+    }
+    for (flag, given) in [
+        ("--storage-version", args.storage_version),
+        ("--external-api-crd", args.external_api_crd.is_some()),
+        ("--external-api-domain", args.external_api_domain.is_some()),
+        ("--plural", args.plural.is_some()),
+    ] {
+        if given {
+            bail!("{flag}: --controller-name adds a controller to a kind the project has, as it is; drop {flag}");
+        }
+    }
+    Ok(())
+}
+
 /// What a new version of an existing kind (`sibling` is one of its versions) cannot change: its
 /// versions share one CRD, so one plural and one scope, and one controller deploys its image.
 fn version_refusals(args: &Args, sibling: &Resource) -> Result<()> {
@@ -598,6 +647,9 @@ fn version_refusals(args: &Args, sibling: &Resource) -> Result<()> {
     Ok(())
 }
 
+/// Refuses what clashes with the project: an API or controller it has already (without
+/// `--force`), a controller over types it does not have, a CRD shared with another project's
+/// kind, and names that another kind of the project has.
 fn check_conflicts(
     project: &Project,
     args: &Args,
@@ -605,6 +657,17 @@ fn check_conflicts(
     controller: bool,
     existing: Option<&Resource>,
 ) -> Result<()> {
+    refuse_existing(args, api, controller, existing)?;
+    refuse_shared_crd(project, api)?;
+    for resource in project.others(api) {
+        refuse_a_clash(resource, api, controller)?;
+    }
+    Ok(())
+}
+
+/// Refuses to make again, without `--force`, the API or controller `existing` has; and a
+/// controller over types that do not exist.
+fn refuse_existing(args: &Args, api: &ApiNames, controller: bool, existing: Option<&Resource>) -> Result<()> {
     let (kind, gvk) = (&api.kind, api.gvk());
     match existing {
         Some(r) if args.resource && r.api.is_some() && !args.force => bail!(
@@ -627,138 +690,157 @@ fn check_conflicts(
         ),
         _ => {}
     }
-    refuse_shared_crd(project, api)?;
-    for resource in project.others(api) {
-        let other = &resource.names;
-        // A controller over a kind of Kubernetes' own or another project's shares only the
-        // controller's module name (and its CRD's names, above).
-        if other.builtin || other.external {
-            if controller && resource.controller && other.kind.snake() == kind.snake() {
-                bail!(
-                    "a controller for kind {} already exists ({} {}), and controller modules are named \
-                     after the kind ({}); use another kind name, or pass --controller=false",
-                    other.kind,
-                    if other.builtin { "Kubernetes'" } else { "another project's" },
-                    other.gvk(),
-                    kind.snake()
-                );
-            }
-            continue;
-        }
-        let webhooks = resource.webhooks.clone().unwrap_or_default();
-        if other
-            .webhook_file_names(webhooks.defaulting || webhooks.validation, webhooks.conversion)
-            .contains(&kind.snake())
-        {
+    Ok(())
+}
+
+/// Refuses `api` (with a `controller`) where its names clash with those of `resource`, another
+/// kind (or version) of the project.
+fn refuse_a_clash(resource: &Resource, api: &ApiNames, controller: bool) -> Result<()> {
+    let kind = &api.kind;
+    let other = &resource.names;
+    // A controller over a kind of Kubernetes' own or another project's shares only the
+    // controller's module name (and its CRD's names, above).
+    if other.builtin || other.external {
+        if controller && resource.controller && other.kind.snake() == kind.snake() {
             bail!(
-                "invalid --kind \"{kind}\": its files would be named {}, as the webhook files of the kind {} \
-                 already are; choose another kind",
-                kind.snake(),
-                other.kind
-            );
-        }
-        let (same_group, same_kind) = (other.group == api.group, other.kind == api.kind);
-        // The CRD's singular name and the webhook paths are the kind in lowercase: kinds that
-        // differ only in case would share them (the API server refuses the second CRD, and the
-        // manager's webhook router panics on the duplicate path).
-        if same_group && !same_kind && other.kind.lower() == kind.lower() {
-            bail!(
-                "{kind} and the existing kind {} of group {} differ only in case, but Kubernetes spells a kind's \
-                 singular name and its webhook paths in lowercase ({}), so they would share them; choose another kind",
-                other.kind,
-                other.group,
-                kind.lower()
-            );
-        }
-        if same_group && !same_kind && other.kind.snake() == kind.snake() {
-            bail!(
-                "{kind} and the existing kind {} of group {} would share the module and file name {}; \
-                 choose another kind name",
-                other.kind,
-                other.group,
-                kind.snake()
-            );
-        }
-        // The API module of one version re-exports each kind with its Spec and Status types.
-        let shadows = |x: &Kind, y: &Kind| x.as_str() == format!("{y}Spec") || x.as_str() == format!("{y}Status");
-        if same_group && other.version == api.version && (shadows(kind, &other.kind) || shadows(&other.kind, kind)) {
-            bail!(
-                "{kind} and the existing kind {} of {}/{} would clash: the types of one are named \
-                 like the Spec or Status type of the other; choose another kind name",
-                other.kind,
-                other.group,
-                other.version
-            );
-        }
-        // The API server serves the kinds of a group by their plural, singular and short names,
-        // and by Kind and KindList: each must be unique in the group, or it refuses the new CRD.
-        if same_group && !same_kind {
-            let theirs = [Some(other.plural.to_string()), Some(other.kind.lower()), other.kind.short_name()];
-            let ours = [("plural", api.plural.to_string()), ("singular name", kind.lower())];
-            if let Some((what, name)) = ours.iter().find(|(_, name)| theirs.iter().flatten().any(|t| t == name))
-                && other.plural != api.plural
-            {
-                bail!(
-                    "{kind} would have the {what} {name}, which the existing kind {} of group {} already has as a \
-                     name (plural {}, singular {}{}), and the API server serves each name of a group once; choose \
-                     another kind, or another plural with --plural",
-                    other.kind,
-                    other.group,
-                    other.plural,
-                    other.kind.lower(),
-                    other.kind.short_name().map(|s| format!(", short name {s}")).unwrap_or_default()
-                );
-            }
-            let list = |k: &Kind| format!("{k}List");
-            if list(&other.kind) == kind.as_str() || list(kind) == other.kind.as_str() {
-                bail!(
-                    "{kind} and the existing kind {} of group {} clash: the list of one is named like the other \
-                     ({}List), as the API server names lists; choose another kind",
-                    other.kind,
-                    other.group,
-                    if list(&other.kind) == kind.as_str() { other.kind.as_str() } else { kind.as_str() }
-                );
-            }
-        }
-        if same_group && !same_kind && other.plural == api.plural {
-            bail!(
-                "{kind} would have the plural {}, which the existing kind {} of group {} already has; \
-                 choose another kind, or another plural with --plural",
-                api.plural,
-                other.kind,
-                other.group
-            );
-        }
-        if !same_group && controller && resource.controller && other.kind.snake() == kind.snake() {
-            bail!(
-                "a controller for kind {} already exists (group {}), and controller modules are named \
+                "a controller for kind {} already exists ({} {}), and controller modules are named \
                  after the kind ({}); use another kind name, or pass --controller=false",
                 other.kind,
-                other.group,
+                if other.builtin { "Kubernetes'" } else { "another project's" },
+                other.gvk(),
                 kind.snake()
             );
         }
-        // Different APIs whose files would have the same names: the group's module
-        // (`a-b` and `a.b` are both `a_b`), or the RBAC helper roles (`<group>_<kind>`).
-        if !same_group && other.group_module() == api.group_module() {
-            bail!(
-                "group {} would share the Rust module src/api/{}/ with the existing group {}; \
-                 choose another group name",
-                api.group,
-                api.group_module(),
-                other.group
-            );
-        }
-        if !(same_group && same_kind) && other.role_prefix() == api.role_prefix() {
-            bail!(
-                "{kind} of group {} and the existing kind {} of group {} would share the files \
-                 config/rbac/{}_*_role.yaml; choose another kind or group name",
-                api.group,
-                other.kind,
-                other.group,
-                api.role_prefix()
-            );
-        }
+        return Ok(());
+    }
+    let webhooks = resource.webhooks.clone().unwrap_or_default();
+    if other.webhook_file_names(webhooks.defaulting || webhooks.validation, webhooks.conversion).contains(&kind.snake())
+    {
+        bail!(
+            "invalid --kind \"{kind}\": its files would be named {}, as the webhook files of the kind {} \
+             already are; choose another kind",
+            kind.snake(),
+            other.kind
+        );
+    }
+    let (same_group, same_kind) = (other.group == api.group, other.kind == api.kind);
+    if same_group && !same_kind {
+        refuse_a_name_clash_in_group(other, api)?;
+    }
+    if !same_group {
+        refuse_a_clash_across_groups(resource, api, controller)?;
+    }
+    // Different APIs whose RBAC helper roles would have the same names (`<group>_<kind>`).
+    if !(same_group && same_kind) && other.role_prefix() == api.role_prefix() {
+        bail!(
+            "{kind} of group {} and the existing kind {} of group {} would share the files \
+             config/rbac/{}_*_role.yaml; choose another kind or group name",
+            api.group,
+            other.kind,
+            other.group,
+            api.role_prefix()
+        );
+    }
+    Ok(())
+}
+
+/// Refuses `api` where a name of its kind is taken by `other`, another kind of its group.
+fn refuse_a_name_clash_in_group(other: &ApiNames, api: &ApiNames) -> Result<()> {
+    let kind = &api.kind;
+    // The CRD's singular name and the webhook paths are the kind in lowercase: kinds that
+    // differ only in case would share them (the API server refuses the second CRD, and the
+    // manager's webhook router panics on the duplicate path).
+    if other.kind.lower() == kind.lower() {
+        bail!(
+            "{kind} and the existing kind {} of group {} differ only in case, but Kubernetes spells a kind's \
+             singular name and its webhook paths in lowercase ({}), so they would share them; choose another kind",
+            other.kind,
+            other.group,
+            kind.lower()
+        );
+    }
+    if other.kind.snake() == kind.snake() {
+        bail!(
+            "{kind} and the existing kind {} of group {} would share the module and file name {}; \
+             choose another kind name",
+            other.kind,
+            other.group,
+            kind.snake()
+        );
+    }
+    // The API module of one version re-exports each kind with its Spec and Status types.
+    let shadows = |x: &Kind, y: &Kind| x.as_str() == format!("{y}Spec") || x.as_str() == format!("{y}Status");
+    if other.version == api.version && (shadows(kind, &other.kind) || shadows(&other.kind, kind)) {
+        bail!(
+            "{kind} and the existing kind {} of {}/{} would clash: the types of one are named \
+             like the Spec or Status type of the other; choose another kind name",
+            other.kind,
+            other.group,
+            other.version
+        );
+    }
+    // The API server serves the kinds of a group by their plural, singular and short names,
+    // and by Kind and KindList: each must be unique in the group, or it refuses the new CRD.
+    let theirs = [Some(other.plural.to_string()), Some(other.kind.lower()), other.kind.short_name()];
+    let ours = [("plural", api.plural.to_string()), ("singular name", kind.lower())];
+    if let Some((what, name)) = ours.iter().find(|(_, name)| theirs.iter().flatten().any(|t| t == name))
+        && other.plural != api.plural
+    {
+        bail!(
+            "{kind} would have the {what} {name}, which the existing kind {} of group {} already has as a \
+             name (plural {}, singular {}{}), and the API server serves each name of a group once; choose \
+             another kind, or another plural with --plural",
+            other.kind,
+            other.group,
+            other.plural,
+            other.kind.lower(),
+            other.kind.short_name().map(|s| format!(", short name {s}")).unwrap_or_default()
+        );
+    }
+    let list = |k: &Kind| format!("{k}List");
+    if list(&other.kind) == kind.as_str() || list(kind) == other.kind.as_str() {
+        bail!(
+            "{kind} and the existing kind {} of group {} clash: the list of one is named like the other \
+             ({}List), as the API server names lists; choose another kind",
+            other.kind,
+            other.group,
+            if list(&other.kind) == kind.as_str() { other.kind.as_str() } else { kind.as_str() }
+        );
+    }
+    if other.plural == api.plural {
+        bail!(
+            "{kind} would have the plural {}, which the existing kind {} of group {} already has; \
+             choose another kind, or another plural with --plural",
+            api.plural,
+            other.kind,
+            other.group
+        );
+    }
+    Ok(())
+}
+
+/// Refuses `api` (with a `controller`) where its files would have the names of those of
+/// `resource`, a kind of another group.
+fn refuse_a_clash_across_groups(resource: &Resource, api: &ApiNames, controller: bool) -> Result<()> {
+    let (kind, other) = (&api.kind, &resource.names);
+    if controller && resource.controller && other.kind.snake() == kind.snake() {
+        bail!(
+            "a controller for kind {} already exists (group {}), and controller modules are named \
+             after the kind ({}); use another kind name, or pass --controller=false",
+            other.kind,
+            other.group,
+            kind.snake()
+        );
+    }
+    // Different groups whose module would have the same name (`a-b` and `a.b` are both `a_b`).
+    if other.group_module() == api.group_module() {
+        bail!(
+            "group {} would share the Rust module src/api/{}/ with the existing group {}; \
+             choose another group name",
+            api.group,
+            api.group_module(),
+            other.group
+        );
     }
     Ok(())
 }

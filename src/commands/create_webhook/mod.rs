@@ -53,12 +53,16 @@ pub struct Args {
 }
 
 pub fn run(global: &Global, args: Args, report: &mut super::Report) -> Result<()> {
-    super::frame::on_project(global, report, |project, plan, report| {
-        let request = validate(&args, project)?;
+    super::frame::run(global, report, args)
+}
+
+impl super::frame::Command for Args {
+    fn plan(&mut self, _: &Global, project: &mut Project, plan: &mut Plan, report: &mut super::Report) -> Result<()> {
+        let request = validate(self, project)?;
         scaffold::scaffold(&request, project, plan)?;
         report.next(next(&request));
         Ok(())
-    })
+    }
 }
 
 /// Plans into `plan` what `memop create webhook` planned for `request` (see

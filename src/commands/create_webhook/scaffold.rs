@@ -59,45 +59,7 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     resource.webhooks = Some(request.webhooks.clone());
     project.upsert(resource);
 
-    // Another project's kind: its CRD, which the project keeps, says its scope and makes the
-    // object the webhook tests create.
-    let external = match api.external {
-        true => {
-            let path = api.external_crd_path();
-            let Some(text) = plan.read(std::path::Path::new(&path))? else {
-                bail!("{path} is missing, and {}'s webhooks use its types; restore it from version control", api.kind);
-            };
-            let names = (api.qualified_group.as_str(), api.version.as_str(), api.kind.as_str(), api.plural.as_str());
-            Some(ExternalCrd::kept(&text, &path, names, project.namespaced)?)
-        }
-        false => None,
-    };
-    let mut ctx = tera::Context::from_serialize(WebhookContext {
-        project: ProjectContext::new(project),
-        api,
-        api_namespaced: match (api.builtin_kind(), &external) {
-            (Some(builtin), _) => builtin.namespaced,
-            (None, Some(crd)) => crd.namespaced,
-            (None, None) => request.existing.api.as_ref().is_some_and(|a| a.namespaced),
-        },
-        defaulting: request.webhooks.defaulting,
-        validation: request.webhooks.validation,
-        operand: request.existing.operand.is_some(),
-        spokes: request.webhooks.spoke.clone(),
-        webhook_configurations: configurations(project),
-        mutating_name: api.webhook_name(true, &project.domain),
-        validating_name: api.webhook_name(false, &project.domain),
-    })?;
-    if let Some(builtin) = api.builtin_kind() {
-        // The object the webhook tests create: k8s-openapi's type, from JSON (indented as the
-        // template's `json!` has it: rustfmt leaves macros be).
-        let sample = serde_json::to_string_pretty(&serde_json::from_str::<serde_json::Value>(builtin.sample)?)?;
-        ctx.insert("sample", &sample.replace('\n', "\n        "));
-    }
-    if let Some(crd) = &external {
-        let sample = crd.sample(api.version.as_str(), &format!("{}-sample", api.kind.kebab()))?;
-        ctx.insert("sample", &serde_json::to_string_pretty(&sample)?.replace('\n', "\n        "));
-    }
+    let mut ctx = context(request, project, plan)?;
 
     let mut roots = vec!["webhook", "webhook-manifests"];
     if request.admission {
@@ -145,6 +107,53 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     // Written as `make manifests` would write it, from every kind's webhooks.
     scaffold::render_root(&templates, "webhook-manifests", &ctx, plan, request.force)?;
     plan.write(project::FILE, project.render()?)
+}
+
+/// The context of `request`'s templates in `project` (with the webhooks recorded): the kind's
+/// scope and the object its webhook tests create, from Kubernetes' type or the CRD the project
+/// keeps of another project's kind.
+fn context(request: &Request, project: &Project, plan: &Plan) -> Result<tera::Context> {
+    let api = &request.api;
+    // Another project's kind: its CRD, which the project keeps, says its scope and makes the
+    // object the webhook tests create.
+    let external = match api.external {
+        true => {
+            let path = api.external_crd_path();
+            let Some(text) = plan.read(std::path::Path::new(&path))? else {
+                bail!("{path} is missing, and {}'s webhooks use its types; restore it from version control", api.kind);
+            };
+            let names = (api.qualified_group.as_str(), api.version.as_str(), api.kind.as_str(), api.plural.as_str());
+            Some(ExternalCrd::kept(&text, &path, names, project.namespaced)?)
+        }
+        false => None,
+    };
+    let mut ctx = tera::Context::from_serialize(WebhookContext {
+        project: ProjectContext::new(project),
+        api,
+        api_namespaced: match (api.builtin_kind(), &external) {
+            (Some(builtin), _) => builtin.namespaced,
+            (None, Some(crd)) => crd.namespaced,
+            (None, None) => request.existing.api.as_ref().is_some_and(|a| a.namespaced),
+        },
+        defaulting: request.webhooks.defaulting,
+        validation: request.webhooks.validation,
+        operand: request.existing.operand.is_some(),
+        spokes: request.webhooks.spoke.clone(),
+        webhook_configurations: configurations(project),
+        mutating_name: api.webhook_name(true, &project.domain),
+        validating_name: api.webhook_name(false, &project.domain),
+    })?;
+    if let Some(builtin) = api.builtin_kind() {
+        // The object the webhook tests create: k8s-openapi's type, from JSON (indented as the
+        // template's `json!` has it: rustfmt leaves macros be).
+        let sample = serde_json::to_string_pretty(&serde_json::from_str::<serde_json::Value>(builtin.sample)?)?;
+        ctx.insert("sample", &sample.replace('\n', "\n        "));
+    }
+    if let Some(crd) = &external {
+        let sample = crd.sample(api.version.as_str(), &format!("{}-sample", api.kind.kebab()))?;
+        ctx.insert("sample", &serde_json::to_string_pretty(&sample)?.replace('\n', "\n        "));
+    }
+    Ok(ctx)
 }
 
 /// The webhook configurations of every kind with webhooks, their webhooks sorted by name (as

@@ -38,7 +38,7 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
         None => own_resource(args, project)?,
     };
     let api = existing.names.clone();
-    let (gvk, kind) = (api.gvk(), &api.kind);
+    let gvk = api.gvk();
     let recorded = existing.webhooks.clone().unwrap_or_default();
     if admission && existing.admits() && !args.force {
         let what = [(recorded.defaulting, "defaulting"), (recorded.validation, "validation")]
@@ -57,10 +57,26 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
         true => spokes(project, args, &api, &recorded)?,
         false => recorded.spoke.iter().map(|s| Version::parse(s)).collect::<Result<_>>()?,
     };
+    refuse_file_clashes(project, &api, admission, args.conversion)?;
+    let webhooks = Webhooks {
+        defaulting: args.defaulting || recorded.defaulting,
+        validation: args.programmatic_validation || recorded.validation,
+        conversion: args.conversion || recorded.conversion,
+        spoke: spokes.iter().map(Version::to_string).collect(),
+        webhook_version: "v1".into(),
+    };
+    let conversion = args.conversion;
+    Ok(Request { api, existing, admission, conversion, webhooks, spokes, force: args.force })
+}
+
+/// Refuses webhooks of `api` (`admission`, `conversion`) whose files would have the names of
+/// another kind's or controller's files, or whose module another kind (or version) has already.
+fn refuse_file_clashes(project: &Project, api: &ApiNames, admission: bool, conversion: bool) -> Result<()> {
+    let (gvk, kind) = (api.gvk(), &api.kind);
     // Webhook modules and tests are named after the kind alone: `tests/<kind>_webhook.rs` and
     // `<kind>_conversion.rs` (and `src/api/<group>/<spoke>/<kind>_conversion.rs`) beside other
     // kinds' files.
-    let file_names = api.webhook_file_names(admission, args.conversion);
+    let file_names = api.webhook_file_names(admission, conversion);
     for resource in &project.resources {
         let other = &resource.names;
         if file_names.contains(&other.kind.snake()) {
@@ -82,7 +98,7 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
                 other.gvk()
             );
         }
-        if admission && resource.admits() && !other.same_kind(&api) && other.kind.snake() == kind.snake() {
+        if admission && resource.admits() && !other.same_kind(api) && other.kind.snake() == kind.snake() {
             bail!(
                 "{} in group {} already has webhooks in {}, which {gvk}'s would need too; memop names webhook \
                  modules after kinds, so only one of them can have webhooks",
@@ -91,7 +107,7 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
                 api.webhook_path()
             );
         }
-        if admission && resource.admits() && other.same_kind(&api) && other.version != api.version {
+        if admission && resource.admits() && other.same_kind(api) && other.version != api.version {
             bail!(
                 "{kind} already has webhooks in version {} ({}), and memop names webhook modules after kinds, so \
                  one version of a kind has admission webhooks; they see every version's objects, converted to \
@@ -103,15 +119,7 @@ pub fn validate(args: &Args, project: &Project) -> Result<Request> {
             );
         }
     }
-    let webhooks = Webhooks {
-        defaulting: args.defaulting || recorded.defaulting,
-        validation: args.programmatic_validation || recorded.validation,
-        conversion: args.conversion || recorded.conversion,
-        spoke: spokes.iter().map(Version::to_string).collect(),
-        webhook_version: "v1".into(),
-    };
-    let conversion = args.conversion;
-    Ok(Request { api, existing, admission, conversion, webhooks, spokes, force: args.force })
+    Ok(())
 }
 
 impl Request {
