@@ -10,10 +10,8 @@ fn manager_flags() -> Vec<String> {
     let command = clap::Command::new("manager");
     let command = memop_runtime::manager::Flags::augment_args(command);
     let command = memop_runtime::webhook::Flags::augment_args(command);
-    let flags: Vec<String> = (command.get_arguments())
-        .filter_map(|arg| arg.get_long())
-        .map(|long| format!("--{long}"))
-        .collect();
+    let flags: Vec<String> =
+        (command.get_arguments()).filter_map(|arg| arg.get_long()).map(|long| format!("--{long}")).collect();
     assert!(flags.len() > 10 && flags.contains(&"--log-format".to_string()), "{flags:?}");
     flags
 }

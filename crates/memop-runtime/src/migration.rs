@@ -205,7 +205,9 @@ impl StorageMigration {
         let generation = crd.metadata.generation.unwrap_or_default();
         tracing::info!(crd = name, from = ?stale, to = %storage, "migrating stored objects to the storage version");
         let result = async {
-            let method = self.migrate_objects(client, &crd, &storage, generation).await?;
+            let method = self
+                .migrate_objects(client, &crd, &storage, generation)
+                .await?;
             prune(&crds, name, &storage, generation).await?;
             anyhow::Ok(method)
         }
@@ -344,8 +346,7 @@ async fn create_migration(
             tracing::info!(migration = %name, "StorageVersionMigration exists; waiting for it");
         }
         Err(err) => {
-            return Err(err)
-                .with_context(|| format!("creating StorageVersionMigration {name}"));
+            return Err(err).with_context(|| format!("creating StorageVersionMigration {name}"));
         }
     }
     Ok(())

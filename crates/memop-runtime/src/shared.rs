@@ -76,11 +76,6 @@ impl Shared {
         self
     }
 
-    /// This replica's share of the objects, with `--sharding`.
-    pub(crate) fn shard(&self) -> Option<&sharding::Shard> {
-        self.shard.as_ref()
-    }
-
     /// Whether this replica leads now (always, without leader election).
     pub(crate) fn is_leading(&self) -> bool {
         *self.leading.borrow()

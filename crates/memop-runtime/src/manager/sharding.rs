@@ -433,7 +433,6 @@ pub struct Shard {
 }
 
 struct Inner {
-    name: String,
     identity: String,
     /// The annotation of the claims (written empty on release).
     claims_annotation: String,
@@ -555,7 +554,6 @@ impl Shard {
         let (stop, stopped) = oneshot::channel();
         let shard = Self {
             inner: Arc::new(Inner {
-                name: config.name.clone(),
                 identity: config.identity.clone(),
                 claims_annotation: config.claims_annotation.clone(),
                 table: Mutex::default(),
@@ -592,11 +590,6 @@ impl Shard {
             .table
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// This replica's name: the pod's name, its name as a member of the ring.
-    pub(crate) fn name(&self) -> &str {
-        &self.inner.name
     }
 
     /// This process's holder identity in its Lease: its name and a UUID.

@@ -43,4 +43,3 @@ pub use conversion::{CONVERT_PATH, Conversion, conversion_crds, converting};
 pub use local::LOCAL_CONVERSION;
 pub use refusal::{FieldError, Invalid, Refusal};
 pub use server::{Flags, serve};
-pub(crate) use server::measured;
