@@ -540,8 +540,8 @@ impl Holding {
 impl Shard {
     /// Joins the ring of `config` with `client`: creates or takes this replica's Lease, and
     /// from then on renews it and follows the ring every retry period, in a task that runs
-    /// until [`Shard::release`] or [`Shard::abandon`], or until the Lease is lost. (Not on the
-    /// manager's shutdown signal: the Lease is renewed while the controllers finish.)
+    /// until the manager releases it or [`Shard::abandon`], or until the Lease is lost. (Not on
+    /// the manager's shutdown signal: the Lease is renewed while the controllers finish.)
     pub fn start(client: Client, config: Config) -> Self {
         let namespace = config
             .namespace
@@ -673,7 +673,7 @@ impl Shard {
     }
 
     /// Resolves when this replica stops acting: it has not renewed its Lease within the renew
-    /// deadline, another process holds it, or it left ([`Shard::release`],
+    /// deadline, another process holds it, or it left (`Shard::release`,
     /// [`Shard::abandon`]); at once if it has stopped. Reconciles in flight are dropped then.
     /// A replica that stopped for want of a renewal acts again once it has renewed.
     pub async fn lost(&self) {
