@@ -4,25 +4,14 @@
 
 use super::*;
 
-/// The long flags of the manager: the fields of memop-runtime's `#[arg(long…)]` flag structs.
+/// The long flags of the manager: those of memop-runtime's flag structs, as clap parses them.
 fn manager_flags() -> Vec<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/memop-runtime/src");
-    let mut flags = Vec::new();
-    for file in ["manager/flags.rs", "webhook/server.rs"] {
-        let source = fs::read_to_string(root.join(file)).unwrap();
-        let mut long = false;
-        for line in source.lines().map(str::trim) {
-            if line.starts_with("#[arg(long") {
-                long = true;
-            } else if long && !line.starts_with("#[") && !line.starts_with("//") {
-                // The field the attribute is on, whatever its visibility.
-                let field = line.trim_start_matches("pub(crate) ").trim_start_matches("pub ");
-                let name = field.split(':').next().unwrap().trim();
-                flags.push(format!("--{}", name.replace('_', "-")));
-                long = false;
-            }
-        }
-    }
+    use clap::Args;
+    let command = clap::Command::new("manager");
+    let command = memop_runtime::manager::Flags::augment_args(command);
+    let command = memop_runtime::webhook::Flags::augment_args(command);
+    let flags: Vec<String> =
+        (command.get_arguments()).filter_map(|arg| arg.get_long()).map(|long| format!("--{long}")).collect();
     assert!(flags.len() > 10 && flags.contains(&"--log-format".to_string()), "{flags:?}");
     flags
 }

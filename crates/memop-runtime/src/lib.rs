@@ -71,7 +71,7 @@ pub struct Operator {
 
 impl Operator {
     /// The default name of the leader election Lease (`--leader-election-id`).
-    pub fn leader_election_id(&self) -> String {
+    pub(crate) fn leader_election_id(&self) -> String {
         format!("{}.{}", self.name, self.domain)
     }
 }

@@ -148,11 +148,6 @@ impl StorageMigration {
         self
     }
 
-    /// The CRDs it migrates.
-    pub fn crds(&self) -> &[String] {
-        &self.crds
-    }
-
     /// What the manager runs once this replica leads, under the name [`NAME`]: register it as
     /// any controller, `manager.register(|shared| StorageMigration::new(crds).runnable(shared))`.
     /// The controllers do not wait for it, and readiness does not depend on it.
@@ -167,7 +162,7 @@ impl StorageMigration {
 
     /// Migrates every CRD, trying each again after a failure, until all are done or the
     /// manager shuts down (what [`StorageMigration::runnable`] runs).
-    pub async fn run(&self, shared: &Shared) {
+    pub(crate) async fn run(&self, shared: &Shared) {
         for crd in &self.crds {
             loop {
                 let attempt = tokio::select! {
@@ -210,71 +205,51 @@ impl StorageMigration {
         let generation = crd.metadata.generation.unwrap_or_default();
         tracing::info!(crd = name, from = ?stale, to = %storage, "migrating stored objects to the storage version");
         let result = async {
-            let migrated = match migration_api(client).await? {
-                Some(api_version) => self
-                    .through_migration(client, &crd, &storage, generation, &api_version)
-                    .await?
-                    .map(|name| Method::StorageVersionMigration { name, api_version }),
-                None => {
-                    tracing::info!(
-                        crd = name,
-                        "the API server serves no {GROUP} API (Kubernetes before 1.35, or the API disabled): rewriting every object in the storage version"
-                    );
-                    None
-                }
-            };
-            let method = match migrated {
-                Some(method) => method,
-                None => Method::Rewrite {
-                    objects: rewrite(client, &crd, &storage).await?,
-                },
-            };
+            let method = self
+                .migrate_objects(client, &crd, &storage, generation)
+                .await?;
             prune(&crds, name, &storage, generation).await?;
             anyhow::Ok(method)
         }
         .await;
-        let (ok, method_label) = match &result {
-            Ok(method) => (true, method.label()),
-            Err(_) => (false, "unknown"),
-        };
-        shared.metrics().storage_migration(name, method_label, ok);
-        let note = match &result {
-            Ok(method) => format!(
-                "Migrated the objects stored in {} to {storage} ({}) and pruned status.storedVersions to [{storage}]",
-                stale.join(", "),
-                describe(method)
-            ),
-            Err(err) => format!(
-                "Migrating the objects stored in {} to {storage} failed: {err:#}",
-                stale.join(", ")
-            ),
-        };
-        let event = Event {
-            type_: if ok {
-                EventType::Normal
-            } else {
-                EventType::Warning
-            },
-            reason: if ok {
-                "StorageMigrated"
-            } else {
-                "StorageMigrationFailed"
-            }
-            .into(),
-            note: Some(note),
-            action: "MigrateStorage".into(),
-            secondary: None,
-        };
-        let recorder = Recorder::new(client.clone(), shared.reporter().clone());
-        if let Err(err) = recorder.publish(&event, &crd.object_ref(&())).await {
-            tracing::warn!(crd = name, error = %err, "cannot record the migration's event");
-        }
+        record(shared, &crd, &stale, &storage, &result).await;
         let method = result?;
         tracing::info!(crd = name, from = ?stale, to = %storage, method = %describe(&method), "migrated stored objects; storedVersions pruned");
         Ok(Outcome::Migrated {
             from: stale,
             to: storage,
             method,
+        })
+    }
+
+    /// Migrates the objects of `crd` to `storage`: through a `StorageVersionMigration` when
+    /// the server serves the API and something processes it, else by writing each object again.
+    async fn migrate_objects(
+        &self,
+        client: &Client,
+        crd: &CustomResourceDefinition,
+        storage: &str,
+        generation: i64,
+    ) -> anyhow::Result<Method> {
+        let name = crd.metadata.name.as_deref().unwrap_or_default();
+        let migrated = match migration_api(client).await? {
+            Some(api_version) => self
+                .through_migration(client, crd, storage, generation, &api_version)
+                .await?
+                .map(|name| Method::StorageVersionMigration { name, api_version }),
+            None => {
+                tracing::info!(
+                    crd = name,
+                    "the API server serves no {GROUP} API (Kubernetes before 1.35, or the API disabled): rewriting every object in the storage version"
+                );
+                None
+            }
+        };
+        Ok(match migrated {
+            Some(method) => method,
+            None => Method::Rewrite {
+                objects: rewrite(client, crd, storage).await?,
+            },
         })
     }
 
@@ -300,32 +275,7 @@ impl StorageMigration {
             plural: "storageversionmigrations".into(),
         };
         let migrations: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-        let migration: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": api_version,
-            "kind": "StorageVersionMigration",
-            "metadata": { "name": name },
-            "spec": { "resource": { "group": crd.spec.group, "resource": crd.spec.names.plural } },
-        }))?;
-        match migrations
-            .create(
-                &PostParams {
-                    dry_run: false,
-                    field_manager: Some(FIELD_MANAGER.into()),
-                },
-                &migration,
-            )
-            .await
-        {
-            Ok(_) => tracing::info!(migration = %name, "created StorageVersionMigration"),
-            // Another replica, or an earlier run of this one, made it: wait for the same one.
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                tracing::info!(migration = %name, "StorageVersionMigration exists; waiting for it");
-            }
-            Err(err) => {
-                return Err(err)
-                    .with_context(|| format!("creating StorageVersionMigration {name}"));
-            }
-        }
+        create_migration(&migrations, &name, crd, api_version).await?;
         let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
         let waiting = std::time::Instant::now();
         loop {
@@ -363,6 +313,91 @@ impl StorageMigration {
             }
             tokio::time::sleep(self.poll).await;
         }
+    }
+}
+
+/// Creates the `StorageVersionMigration` `name` of `crd`, in `api_version`, or finds it made
+/// (by another replica, or an earlier run of this one).
+async fn create_migration(
+    migrations: &Api<DynamicObject>,
+    name: &str,
+    crd: &CustomResourceDefinition,
+    api_version: &str,
+) -> anyhow::Result<()> {
+    let migration: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": api_version,
+        "kind": "StorageVersionMigration",
+        "metadata": { "name": name },
+        "spec": { "resource": { "group": crd.spec.group, "resource": crd.spec.names.plural } },
+    }))?;
+    match migrations
+        .create(
+            &PostParams {
+                dry_run: false,
+                field_manager: Some(FIELD_MANAGER.into()),
+            },
+            &migration,
+        )
+        .await
+    {
+        Ok(_) => tracing::info!(migration = %name, "created StorageVersionMigration"),
+        // Another replica, or an earlier run of this one, made it: wait for the same one.
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            tracing::info!(migration = %name, "StorageVersionMigration exists; waiting for it");
+        }
+        Err(err) => {
+            return Err(err).with_context(|| format!("creating StorageVersionMigration {name}"));
+        }
+    }
+    Ok(())
+}
+
+/// Records what the migration of `crd` from `stale` to `storage` came to: the metric and an
+/// Event on the CRD.
+async fn record(
+    shared: &Shared,
+    crd: &CustomResourceDefinition,
+    stale: &[String],
+    storage: &str,
+    result: &anyhow::Result<Method>,
+) {
+    let name = crd.metadata.name.as_deref().unwrap_or_default();
+    let client = shared.client();
+    let (ok, method_label) = match result {
+        Ok(method) => (true, method.label()),
+        Err(_) => (false, "unknown"),
+    };
+    shared.metrics().storage_migration(name, method_label, ok);
+    let note = match result {
+        Ok(method) => format!(
+            "Migrated the objects stored in {} to {storage} ({}) and pruned status.storedVersions to [{storage}]",
+            stale.join(", "),
+            describe(method)
+        ),
+        Err(err) => format!(
+            "Migrating the objects stored in {} to {storage} failed: {err:#}",
+            stale.join(", ")
+        ),
+    };
+    let event = Event {
+        type_: if ok {
+            EventType::Normal
+        } else {
+            EventType::Warning
+        },
+        reason: if ok {
+            "StorageMigrated"
+        } else {
+            "StorageMigrationFailed"
+        }
+        .into(),
+        note: Some(note),
+        action: "MigrateStorage".into(),
+        secondary: None,
+    };
+    let recorder = Recorder::new(client.clone(), shared.reporter().clone());
+    if let Err(err) = recorder.publish(&event, &crd.object_ref(&())).await {
+        tracing::warn!(crd = name, error = %err, "cannot record the migration's event");
     }
 }
 

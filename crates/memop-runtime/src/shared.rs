@@ -76,21 +76,9 @@ impl Shared {
         self
     }
 
-    /// This replica's share of the objects, with `--sharding`.
-    pub fn shard(&self) -> Option<&sharding::Shard> {
-        self.shard.as_ref()
-    }
-
     /// Whether this replica leads now (always, without leader election).
     pub(crate) fn is_leading(&self) -> bool {
         *self.leading.borrow()
-    }
-
-    /// Resolves once this replica leads (at once without leader election): a task that writes
-    /// waits for it.
-    pub async fn leading(&self) {
-        // The sender lives as long as `self`.
-        let _ = self.leading.subscribe().wait_for(|leading| *leading).await;
     }
 
     /// The client every controller and the webhook server use.

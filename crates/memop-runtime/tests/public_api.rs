@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use syn::{Fields, ImplItem, Item, TraitItem, UseTree, Visibility};
 
 /// At most this many public things: top-level names, their `pub` methods and `pub` fields.
-/// (262, and 8 for the webhooks' context: `Context` and its two accessors, the `Defaulter` and
-/// `Validator` traits and their four methods, less `Change`.)
-const LIMIT: usize = 270;
+/// (issue 50 asks for at most 180: the rest of the way needs the tests of `manager::sharding`,
+/// of `Metrics` and of `Shared`'s settings to go through the manager's entry points.)
+const LIMIT: usize = 251;
 
 /// A definition: the module that defines it and its name there.
 type Def = (Vec<String>, String);

@@ -57,7 +57,7 @@ impl Clock {
     }
 
     /// How long from now until `when` (zero once it has passed).
-    pub fn until(&self, when: Timestamp) -> Duration {
+    pub(crate) fn until(&self, when: Timestamp) -> Duration {
         Duration::try_from(when.duration_since(self.now())).unwrap_or_default()
     }
 

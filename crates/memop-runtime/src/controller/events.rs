@@ -40,7 +40,7 @@ const FLUSH_EVERY: Duration = Duration::from_secs(60);
 /// Publishes events about objects, as client-go's recorder does, with a bounded memory of the
 /// recent ones. Cheap to clone: clones share that memory.
 #[derive(Clone)]
-pub struct Recorder {
+pub(crate) struct Recorder {
     client: Client,
     reporter: Reporter,
     recent: Arc<Mutex<Recent>>,
@@ -51,7 +51,7 @@ pub struct Recorder {
 
 impl Recorder {
     /// A recorder writing as `reporter` (the controller's name, and this replica's).
-    pub fn new(client: Client, reporter: Reporter) -> Self {
+    pub(crate) fn new(client: Client, reporter: Reporter) -> Self {
         Self {
             client,
             reporter,
@@ -69,7 +69,7 @@ impl Recorder {
     /// # Errors
     ///
     /// The API server's, when it refuses the Event.
-    pub async fn publish(
+    pub(crate) async fn publish(
         &self,
         event: &Event,
         regarding: &ObjectReference,

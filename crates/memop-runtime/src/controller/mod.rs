@@ -1,7 +1,7 @@
 //! What every controller shares: the error type, [`Builder`] (its watches feeding a priority
 //! queue whose workers reconcile until shutdown, with a time limit, tracing span, metrics, panic
 //! recovery, retry backoff and status writes around every reconcile), the resync with jitter,
-//! status conditions, the cache of owned objects ([`Owned`]), an event [`Recorder`], and the
+//! status conditions, the cache of owned objects ([`Owned`]), an event `Recorder`, and the
 //! hash that keeps reconciles free of needless writes ([`stamp`]).
 
 use std::fmt::Debug;
@@ -33,7 +33,7 @@ pub use builder::{Builder, Controller, Kind, RESYNC, Reconciler, Report};
 pub use clock::Clock;
 pub use drift::{APPLIED_HASH, label_value, stamp};
 pub(crate) use drift::{claims_fingerprint, fingerprint, fingerprint_patch, in_sync};
-pub use events::Recorder;
+pub(crate) use events::Recorder;
 use instruments::resource_version;
 pub use instruments::resync;
 pub(crate) use instruments::{Instruments, publish};

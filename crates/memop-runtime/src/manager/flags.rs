@@ -53,14 +53,14 @@ pub struct Flags {
 
     /// Name of the leader election Lease [default: {operator name}.{domain}]
     #[arg(long)]
-    pub leader_election_id: Option<String>,
+    pub(crate) leader_election_id: Option<String>,
 
     /// Run every replica, each reconciling its share of the objects, instead of one leader:
     /// each holds a Lease of its own (`<leader-election-id>-shard-<pod name>`, in the leader
     /// election namespace), and the objects are split over the live ones (memop_runtime::manager::sharding).
     /// Overrides --leader-elect, so that a manifest turns it on by adding this flag alone
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true")]
-    pub sharding: bool,
+    pub(crate) sharding: bool,
 
     /// Namespace of the leader election Lease [default: the pod's namespace]
     #[arg(long, env = "POD_NAMESPACE")]
@@ -77,7 +77,7 @@ pub struct Flags {
 
     /// How many objects each controller reconciles at once
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..))]
-    pub max_concurrent_reconciles: u16,
+    pub(crate) max_concurrent_reconciles: u16,
 
     /// How many of its Deployments each operand controller lets roll out at once, counted
     /// across all the operator's replicas (from the cache), so that a new operand image, a new

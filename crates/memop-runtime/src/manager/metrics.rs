@@ -373,7 +373,7 @@ impl Metrics {
 
     /// Records this replica's share with `--sharding`: its active buckets and the live
     /// members of its ring.
-    pub fn shard(&self, active_buckets: u32, members: usize) {
+    pub(crate) fn shard(&self, active_buckets: u32, members: usize) {
         self.shard_buckets.set(active_buckets.into());
         self.shard_members
             .set(i64::try_from(members).unwrap_or(i64::MAX));
@@ -410,7 +410,7 @@ impl Metrics {
 
     /// Starts one request to the webhook served at `path`: in flight until the returned
     /// guard is dropped, counted and timed by `WebhookRequest::answered`.
-    pub fn webhook(&self, path: &str) -> WebhookRequest<'_> {
+    pub(crate) fn webhook(&self, path: &str) -> WebhookRequest<'_> {
         let labels = WebhookLabels {
             webhook: path.to_string(),
         };

@@ -433,7 +433,6 @@ pub struct Shard {
 }
 
 struct Inner {
-    name: String,
     identity: String,
     /// The annotation of the claims (written empty on release).
     claims_annotation: String,
@@ -541,8 +540,8 @@ impl Holding {
 impl Shard {
     /// Joins the ring of `config` with `client`: creates or takes this replica's Lease, and
     /// from then on renews it and follows the ring every retry period, in a task that runs
-    /// until [`Shard::release`] or [`Shard::abandon`], or until the Lease is lost. (Not on the
-    /// manager's shutdown signal: the Lease is renewed while the controllers finish.)
+    /// until the manager releases it or [`Shard::abandon`], or until the Lease is lost. (Not on
+    /// the manager's shutdown signal: the Lease is renewed while the controllers finish.)
     pub fn start(client: Client, config: Config) -> Self {
         let namespace = config
             .namespace
@@ -555,7 +554,6 @@ impl Shard {
         let (stop, stopped) = oneshot::channel();
         let shard = Self {
             inner: Arc::new(Inner {
-                name: config.name.clone(),
                 identity: config.identity.clone(),
                 claims_annotation: config.claims_annotation.clone(),
                 table: Mutex::default(),
@@ -592,11 +590,6 @@ impl Shard {
             .table
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// This replica's name: the pod's name, its name as a member of the ring.
-    pub fn name(&self) -> &str {
-        &self.inner.name
     }
 
     /// This process's holder identity in its Lease: its name and a UUID.
@@ -680,7 +673,7 @@ impl Shard {
     }
 
     /// Resolves when this replica stops acting: it has not renewed its Lease within the renew
-    /// deadline, another process holds it, or it left ([`Shard::release`],
+    /// deadline, another process holds it, or it left (`Shard::release`,
     /// [`Shard::abandon`]); at once if it has stopped. Reconciles in flight are dropped then.
     /// A replica that stopped for want of a renewal acts again once it has renewed.
     pub async fn lost(&self) {
@@ -694,7 +687,7 @@ impl Shard {
 
     /// Resolves when this replica has stopped for good: another process holds its Lease, or it
     /// left. The manager exits then; not while the API server is out of reach.
-    pub async fn gone(&self) {
+    pub(crate) async fn gone(&self) {
         let _ = self.inner.lost.subscribe().wait_for(|&lost| lost).await;
     }
 
@@ -719,7 +712,7 @@ impl Shard {
     /// flight, then dropping those left), then releases the Lease (no holder, no claims), so that the others take its
     /// buckets at their next round instead of a lease duration later. Bounded by `drain` plus
     /// a second.
-    pub async fn release(&self, drain: Duration) {
+    pub(crate) async fn release(&self, drain: Duration) {
         self.table().leave();
         let _ = tokio::time::timeout(drain, async {
             while self.table().in_flight() > 0 {
@@ -808,16 +801,7 @@ impl Rounds {
             }
             let sent = Instant::now();
             next = sent + timings.retry_period;
-            let claims = self.shard.table().plan(wanted);
-            // The caches follow the claims: a bucket's objects are cached before it can become
-            // active, and dropped once it is free.
-            self.shard
-                .inner
-                .wanted
-                .send_if_modified(|cached| std::mem::replace(cached, claims) != claims);
-            let value = format!("{claims:016x}");
-            let annotations = json!({ &self.config.claims_annotation: value });
-            self.elector.set_metadata("annotations", annotations);
+            let claims = self.claim(wanted);
             let attempt = self.elector.try_acquire_or_renew();
             let attempt = match (deadline, suspended) {
                 (Some(deadline), false) => tokio::time::timeout_at(deadline, attempt).await.ok(),
@@ -847,41 +831,66 @@ impl Rounds {
                 }
                 Some(Attempt::Failed) | None => continue,
             }
-            // Only what was listed after this renewal counts: a claim of another member that
-            // was written before it is in the list, and one written after sees ours.
-            let listed = tokio::time::timeout(timings.retry_period, self.list()).await;
-            let others = match listed {
-                Ok(Ok(others)) => others,
-                Ok(Err(err)) => {
-                    tracing::warn!(error = %err, "listing the shard leases failed");
-                    continue;
-                }
-                Err(_) => {
-                    tracing::warn!("listing the shard leases timed out");
-                    continue;
-                }
-            };
-            // A claimed bucket whose objects are not all cached yet waits, as if claimed by
-            // another member: its activation reconciles what is cached.
-            let uncached = !self.shard.cached();
-            let activated = self.shard.table().confirm(claims, others | uncached);
-            let members = self.members();
-            wanted = assigned(&self.config.name, members.iter().map(String::as_str));
-            *self
-                .shard
-                .inner
-                .members
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = members;
-            if activated != 0 {
-                tracing::info!(
-                    buckets = activated.count_ones(),
-                    active = self.shard.active().count_ones(),
-                    "buckets became active"
-                );
-                self.shard.inner.activations.send_modify(|n| *n += 1);
+            if let Some(assigned) = self.confirm(claims).await {
+                wanted = assigned;
             }
         }
+    }
+
+    /// Plans this round's claims from the buckets `wanted`, has the caches follow them (a
+    /// bucket's objects are cached before it can become active, and dropped once it is free),
+    /// and writes them on the Lease to renew.
+    fn claim(&mut self, wanted: u64) -> u64 {
+        let claims = self.shard.table().plan(wanted);
+        self.shard
+            .inner
+            .wanted
+            .send_if_modified(|cached| std::mem::replace(cached, claims) != claims);
+        let value = format!("{claims:016x}");
+        let annotations = json!({ &self.config.claims_annotation: value });
+        self.elector.set_metadata("annotations", annotations);
+        claims
+    }
+
+    /// After a renewal of `claims`: lists the ring, activates the claimed buckets no other live
+    /// member claims, and returns the buckets this replica is assigned now (`None` when the
+    /// list failed, and nothing changed).
+    async fn confirm(&mut self, claims: u64) -> Option<u64> {
+        // Only what was listed after this renewal counts: a claim of another member that was
+        // written before it is in the list, and one written after sees ours.
+        let listed = tokio::time::timeout(self.config.timings.retry_period, self.list()).await;
+        let others = match listed {
+            Ok(Ok(others)) => others,
+            Ok(Err(err)) => {
+                tracing::warn!(error = %err, "listing the shard leases failed");
+                return None;
+            }
+            Err(_) => {
+                tracing::warn!("listing the shard leases timed out");
+                return None;
+            }
+        };
+        // A claimed bucket whose objects are not all cached yet waits, as if claimed by another
+        // member: its activation reconciles what is cached.
+        let uncached = !self.shard.cached();
+        let activated = self.shard.table().confirm(claims, others | uncached);
+        let members = self.members();
+        let wanted = assigned(&self.config.name, members.iter().map(String::as_str));
+        *self
+            .shard
+            .inner
+            .members
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = members;
+        if activated != 0 {
+            tracing::info!(
+                buckets = activated.count_ones(),
+                active = self.shard.active().count_ones(),
+                "buckets became active"
+            );
+            self.shard.inner.activations.send_modify(|n| *n += 1);
+        }
+        Some(wanted)
     }
 
     fn lose(&self, why: &str) {

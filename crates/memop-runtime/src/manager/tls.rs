@@ -51,7 +51,7 @@ impl std::fmt::Debug for Files {
 
 impl Certificate {
     /// A self-signed certificate for `localhost`, made now.
-    pub fn self_signed() -> anyhow::Result<Self> {
+    pub(crate) fn self_signed() -> anyhow::Result<Self> {
         let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
             .context("making a self-signed certificate")?;
         let key = PrivateKeyDer::try_from(made.signing_key.serialize_der())

@@ -16,7 +16,7 @@
 //! [`Refusal`], [`Invalid`] fields), `conversion` ([`converting`],
 //! [`Conversion`]), `configuration` (the webhook configurations: [`Webhook`],
 //! [`configurations`], [`manifests_yaml`]), `body` (reading a review, up to
-//! `MAX_REQUEST_SIZE`), `server` ([`Flags`], [`serve`], [`measured`]), [`certs`] (the
+//! `MAX_REQUEST_SIZE`), `server` ([`Flags`], [`serve`], `measured`), [`certs`] (the
 //! certificate without cert-manager) and `local` (webhooks served on this machine, for
 //! `make run`).
 
@@ -42,4 +42,4 @@ pub use configuration::{
 pub use conversion::{CONVERT_PATH, Conversion, conversion_crds, converting};
 pub use local::LOCAL_CONVERSION;
 pub use refusal::{FieldError, Invalid, Refusal};
-pub use server::{Flags, measured, serve};
+pub use server::{Flags, serve};

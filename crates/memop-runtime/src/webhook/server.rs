@@ -184,7 +184,7 @@ async fn mounted(flags: &Flags, shared: &Shared) -> anyhow::Result<Arc<Certifica
 /// as controller-runtime's `controller_runtime_webhook_*` metrics do. Only requests that match
 /// a route are measured, and webhook routes have no parameters, so the paths that label the
 /// series are the webhooks' own: requests to other paths cannot grow them.
-pub fn measured(router: Router, metrics: Arc<Metrics>) -> Router {
+pub(crate) fn measured(router: Router, metrics: Arc<Metrics>) -> Router {
     router.route_layer(axum::middleware::from_fn_with_state(metrics, measure))
 }
 

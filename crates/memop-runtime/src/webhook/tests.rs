@@ -18,6 +18,7 @@ use k8s_openapi::api::admissionregistration::v1::WebhookClientConfig;
 
 use super::configuration::METADATA_ONLY_UPDATE_NAME;
 use super::conversion::{Unconverted, convert, keep_metadata};
+use super::server::measured;
 use super::*;
 use crate::manager::Metrics;
 
