@@ -15,9 +15,9 @@
 //! The Memcached controller: for every Memcached, keeps a Deployment of the operand image
 //! running with `spec.size` replicas, and reports how that goes in the Memcached's status.
 //!
-//! What is the Memcached's own is here: the kinds it works with ([`Context::rules`]), the Deployment
-//! it asks for ([`desired_deployment`], a pure function), and what to do before one is
-//! deleted ([`Context::cleanup`]). memop-runtime does the rest, the same for every kind
+//! What is the Memcached's own is here: the kinds it works with ([`Context::rules`]), the
+//! Deployment it asks for ([`desired_deployment`], a pure function), and what to do before one
+//! is deleted ([`Context::cleanup`]). memop-runtime does the rest, the same for every kind
 //! ([`Builder`]): the watches of Memcacheds and their Deployments, the finalizer, a status
 //! write only when a condition changed, events, retries with backoff, recovery from a panic;
 //! and [`Operand::ensure`] compares the Deployment wanted with the one in the cache and writes
