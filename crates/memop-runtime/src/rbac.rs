@@ -4,7 +4,6 @@
 //! lists what its own code does besides. `make manifests` merges them into
 //! `config/rbac/role.yaml` with [`role_yaml`], and a test fails when that file is stale.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
@@ -60,8 +59,8 @@ impl Rules {
     pub fn reconciles<K: Resource<DynamicType = ()>>() -> Self {
         let kind = (K::group(&()).into_owned(), K::plural(&()).into_owned());
         let mut rules = Self::default();
-        rules.grant(&kind.0, Cow::Borrowed(&kind.1), &["list", "watch"]);
-        rules.grant("events.k8s.io", Cow::Borrowed("events"), &["create", "patch"]);
+        rules.grant(&kind.0, kind.1.as_str(), &["list", "watch"]);
+        rules.grant("events.k8s.io", "events", &["create", "patch"]);
         rules.reconciled = Some(kind);
         rules
     }
@@ -70,7 +69,7 @@ impl Rules {
     /// object.
     pub fn finalizer(mut self) -> Self {
         if let Some((group, plural)) = self.reconciled.clone() {
-            self.grant(&group, Cow::Owned(plural), &["patch"]);
+            self.grant(&group, plural, &["patch"]);
         }
         self
     }
@@ -79,7 +78,7 @@ impl Rules {
     /// apply of the status subresource.
     pub fn writes_status(mut self) -> Self {
         if let Some((group, plural)) = self.reconciled.clone() {
-            self.grant(&group, Cow::Owned(format!("{plural}/status")), &["patch"]);
+            self.grant(&group, format!("{plural}/status"), &["patch"]);
         }
         self
     }
@@ -93,7 +92,7 @@ impl Rules {
         let (group, plural) = (O::group(&()), O::plural(&()));
         self.grant(&group, plural, &["get", "list", "watch", "create", "patch"]);
         if let Some((group, plural)) = self.reconciled.clone() {
-            self.grant(&group, Cow::Owned(format!("{plural}/finalizers")), &["update"]);
+            self.grant(&group, format!("{plural}/finalizers"), &["update"]);
         }
         self
     }
@@ -108,7 +107,7 @@ impl Rules {
     pub fn with(mut self, rules: &[Rule]) -> Self {
         for rule in rules {
             for resource in rule.resources {
-                self.grant(rule.api_group, Cow::Borrowed(resource), rule.verbs);
+                self.grant(rule.api_group, *resource, rule.verbs);
             }
         }
         self
@@ -122,16 +121,16 @@ impl Rules {
             let granted = self.verbs.get(&(group.clone(), resource.clone()));
             for verb in verbs {
                 if !granted.is_some_and(|granted| granted.contains(verb)) {
-                    missing.grant(group, Cow::Borrowed(resource), &[verb.as_str()]);
+                    missing.grant(group, resource.as_str(), &[verb.as_str()]);
                 }
             }
         }
         missing
     }
 
-    fn grant(&mut self, group: &str, resource: Cow<'_, str>, verbs: &[&str]) {
+    fn grant(&mut self, group: &str, resource: impl Into<String>, verbs: &[&str]) {
         self.verbs
-            .entry((group.to_string(), resource.into_owned()))
+            .entry((group.to_string(), resource.into()))
             .or_default()
             .extend(verbs.iter().map(|verb| verb.to_string()));
     }

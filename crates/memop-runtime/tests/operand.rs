@@ -466,11 +466,13 @@ async fn a_controller_owns_several_kinds_and_watches_related_objects() {
         assert_eq!(needed, expected);
         assert_eq!(Rules::from(RULES).missing(&needed), Rules::default());
         let forgot_jobs = Rules::reconciles::<ConfigMap>().owns::<Secret>();
-        let jobs = Rules::from(&[Rule {
-            api_group: "batch",
-            resources: &["jobs"],
-            verbs: &["get", "list", "watch", "create", "patch"],
-        }][..]);
+        let jobs = Rules::from(
+            &[Rule {
+                api_group: "batch",
+                resources: &["jobs"],
+                verbs: &["get", "list", "watch", "create", "patch"],
+            }][..],
+        );
         assert_eq!(forgot_jobs.missing(&needed), jobs);
         let running = tokio::spawn(controller.run());
         let count = |name: &str| {
