@@ -66,7 +66,7 @@ impl Rules {
     }
 
     /// With a finalizer (`Builder::finalizer`): it is added and removed with a patch of the
-    /// object.
+    /// object. This and the other rules on the reconciled kind need [`Self::reconciles`] first.
     pub fn finalizer(mut self) -> Self {
         if let Some((group, plural)) = self.reconciled.clone() {
             self.grant(&group, plural, &["patch"]);

@@ -120,11 +120,11 @@ pub trait Reconciler: Send + Sync + Sized + 'static {
     /// The status conditions `object` reports now.
     fn conditions(object: &Self::Object) -> &[Condition];
 
-    /// The API access of this controller, for the role `make manifests` writes: the kinds its
-    /// [`Builder`] reconciles, owns and watches, with the verbs the runtime uses on each, and
-    /// the rules of the reconcile's own calls (the controller module's `RULES`). Its test holds
-    /// it to what the built controller does ([`Controller::rules`]). None unless said: a
-    /// controller of an older scaffold lists all of its rules in its `RULES`.
+    /// The kinds this controller's [`Builder`] reconciles, owns and watches, with the verbs the
+    /// runtime uses on each ([`Rules`]), for the role `make manifests` writes; it adds the
+    /// controller module's `RULES`, the rules of the reconcile's own calls. The controller's
+    /// test holds the two to what the built controller does ([`Controller::rules`]). None
+    /// unless said: a controller of an older scaffold lists all of its rules in its `RULES`.
     fn rules() -> Rules {
         Rules::default()
     }
@@ -453,8 +453,9 @@ impl<R: Reconciler> Controller<R> {
 
     /// The API access the runtime needs for what this controller was built to do: its kind
     /// listed and watched (and patched for a finalizer), its status written, events recorded,
-    /// the kinds it owns and watches. [`Reconciler::rules`] must grant all of it, and the
-    /// controller's test says so: `R::rules().missing(&controller.rules())` is empty.
+    /// the kinds it owns and watches. [`Reconciler::rules`] and the module's `RULES` must grant
+    /// all of it, and the controller's test says so:
+    /// `R::rules().with(RULES).missing(&controller.rules())` is empty.
     pub fn rules(&self) -> Rules {
         self.rules.clone()
     }
