@@ -138,6 +138,7 @@ scenarios!(
     a_missing_status_subresource_is_an_error,
     a_reconcile_that_hangs_times_out,
     a_reconcile_in_steady_state_writes_nothing,
+    an_edit_of_a_field_the_cache_keeps_only_a_digest_of_is_put_back,
     an_object_older_than_the_last_status_write_is_not_reconciled,
     a_new_image_rolls_out_a_few_deployments_at_a_time,
     the_rollout_limit_counts_the_rollouts_another_process_started,
@@ -547,6 +548,49 @@ async fn a_reconcile_in_steady_state_writes_nothing(env: TestEnv) {
     assert_eq!(after.resource_version(), before.resource_version());
     let after = cluster.deployment().await.unwrap();
     assert_eq!(after.resource_version(), deployment.resource_version());
+}
+
+/// The operand's cache keeps a Deployment it applied as a projection (metadata, size, status)
+/// and a digest of the fields applied: someone's edit of the container's image, which the cache
+/// no longer holds, is still seen and put back; the reconcile after it is in sync again,
+/// without a read.
+async fn an_edit_of_a_field_the_cache_keeps_only_a_digest_of_is_put_back(env: TestEnv) {
+    let cluster = Cluster::new(env);
+    cluster.converged(2).await;
+    let cache = cluster.controller.reconciler().deployments.cache();
+    let cached = cache.get(&cluster.env.namespace, NAME).await.unwrap();
+    assert!(
+        cached.spec.template.spec.is_none(),
+        "the cache holds no pod template: {cached:?}"
+    );
+    assert_eq!(replicas(&cached), Some(2));
+
+    let container =
+        json!({ "name": "site", "image": "theirs:1", "imagePullPolicy": "IfNotPresent" });
+    let edit = json!({ "spec": { "template": { "spec": { "containers": [container] } } } });
+    let patch = Patch::Merge(edit);
+    (cluster.deployments)
+        .patch(NAME, &PatchParams::default(), &patch)
+        .await
+        .unwrap();
+    cluster.env.requests.clear();
+    cluster.reconcile().await.unwrap();
+    let deployment = cluster.deployment().await.unwrap();
+    assert_eq!(image(&deployment), IMAGE, "the image is put back");
+    assert_eq!(
+        cluster.env.requests.writes("deployments"),
+        1,
+        "{:?}",
+        cluster.requests()
+    );
+
+    // In sync again: the digest of what came back is the one the cache compares with.
+    roll_out(&cluster.env, NAME).await;
+    cluster.reconcile().await.unwrap();
+    cluster.env.requests.clear();
+    assert_eq!(cluster.reconcile().await.unwrap(), cluster.resync().await);
+    let requests = cluster.requests();
+    assert!(requests.is_empty(), "nothing read or written: {requests:?}");
 }
 
 /// The Controller's cache can hand over an object older than the controller's own last status

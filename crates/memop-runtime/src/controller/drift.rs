@@ -65,15 +65,14 @@ pub fn stamp<K: Resource + Serialize>(mut object: K) -> K {
 pub(crate) fn in_sync<K: Resource + Serialize>(
     observed: &K,
     desired: &K,
-    applied: Option<&String>,
+    applied: Option<u64>,
 ) -> bool {
     if observed.annotations().get(APPLIED_HASH) != desired.annotations().get(APPLIED_HASH) {
         return false;
     }
     let observed = serde_json::to_value(observed).unwrap_or_default();
     let wanted = serde_json::to_value(desired).unwrap_or_default();
-    contains(&observed, &wanted)
-        || applied.is_some_and(|seen| *seen == hash(&project(&observed, &wanted)))
+    contains(&observed, &wanted) || applied.is_some_and(|seen| seen == digest(&observed, &wanted))
 }
 
 /// Whether `observed`, stamped as `desired` is, carries in [`APPLIED_FINGERPRINT`] the
@@ -115,6 +114,26 @@ pub(crate) fn fingerprint<K: Serialize>(observed: &K, desired: &K) -> String {
     let observed = serde_json::to_value(observed).unwrap_or_default();
     let wanted = serde_json::to_value(desired).unwrap_or_default();
     hash(&project(&observed, &wanted))
+}
+
+/// The shape of `desired`: its objects' keys, every other value null. The parts of an object
+/// at the paths `desired` sets ([`project`]) depend on that shape alone, so that a cache can
+/// keep, instead of those parts, their [`digest`] under the shape of the last object applied.
+pub(crate) fn shape(desired: &Value) -> Value {
+    match desired {
+        Value::Object(d) => d
+            .iter()
+            .map(|(k, v)| (k.clone(), shape(v)))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        _ => Value::Null,
+    }
+}
+
+/// The hash of the parts of `observed` at the paths of `shape` (see [`shape`]): the same as
+/// [`fingerprint`] of `observed` and any desired object of that shape, as a number.
+pub(crate) fn digest(observed: &Value, shape: &Value) -> u64 {
+    fnv1a(project(observed, shape).to_string().as_bytes())
 }
 
 /// The parts of `observed` at the paths that `desired` sets (whole lists at list paths).
@@ -233,14 +252,23 @@ mod tests {
         assert!(!in_sync(&drifted, &desired, None));
         // ... unless that is how our own last apply came back (an admission webhook's rewrite).
         let applied = fingerprint(&drifted, &desired);
-        assert!(in_sync(&drifted, &desired, Some(&applied)));
+        let digest = u64::from_str_radix(&applied, 16).unwrap();
+        assert_eq!(
+            digest,
+            super::digest(
+                &serde_json::to_value(&drifted).unwrap(),
+                &shape(&serde_json::to_value(&desired).unwrap())
+            ),
+            "the digest under the desired object's shape is its fingerprint"
+        );
+        assert!(in_sync(&drifted, &desired, Some(digest)));
         let mut again = drifted.clone();
         again
             .data
             .as_mut()
             .unwrap()
             .insert("size".into(), "6".into());
-        assert!(!in_sync(&again, &desired, Some(&applied)));
+        assert!(!in_sync(&again, &desired, Some(digest)));
 
         // The same, for a process that did not make that apply: the object carries it.
         assert_eq!(

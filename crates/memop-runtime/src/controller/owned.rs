@@ -11,6 +11,18 @@
 //! one watch of the kind per controller, as with kube's `Controller::owns`. A reconcile asks
 //! [`Owned::observe`] how the object it wants compares with the cache, and tells
 //! [`Owned::applied`] what its apply returned.
+//!
+//! An object this process applied (or found as wanted) is then kept as a projection: what
+//! the runtime reads of it (names, owners, versions, memop's annotations, its size and update
+//! strategy, its whole status) and the digest of the fields applied to it, hashed under the
+//! shape of the object applied, as controller-runtime's cache transforms keep what a
+//! controller reads. A Deployment of the Memcached example takes about 840 B so instead of
+//! 2.3 kB. The digest tells drift of any field applied; only then is the object read whole
+//! from the API server (once) to compare. A projection drops labels, other annotations and
+//! every other field of the spec: a reconciler that reads more of an object it applies reads
+//! it from the object it built, or from the API server. An object created and never compared
+//! after (`Operand::create`: a Job, whose status and annotations a controller reads) is kept
+//! whole.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Debug;
@@ -20,19 +32,21 @@ use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
 use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::{Notify, watch};
 
+use serde_json::Value;
+
+use super::drift::{digest, fnv1a, shape};
 use super::queue::{Priority, Request};
-use super::{
-    APPLIED_HASH, WatchScope, claims_fingerprint, fingerprint, in_sync, resource_version as version,
-};
-use crate::manager::sharding::{BUCKETS, Shard};
+use super::{APPLIED_HASH, WatchScope, claims_fingerprint, in_sync, resource_version as version};
+use crate::manager::health::Readiness;
+use crate::manager::sharding::{BUCKETS, Holding, Shard};
 use crate::shared::Shared;
 
 /// How long the cache may lag behind an apply of this controller before it is believed again
@@ -65,6 +79,9 @@ pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
     changes: Arc<Mutex<Option<Arc<Changes<K>>>>>,
     /// Per object: what this process last applied (until the object is deleted).
     applied: Arc<Mutex<HashMap<ObjectRef<K>, Applied>>>,
+    /// The shapes of the objects applied ([`shape`]), each kept once, by its hash: the objects
+    /// of an operand share a few.
+    shapes: Mutex<HashMap<u64, Arc<Value>>>,
     /// How many applies this process made lately.
     burst: Arc<Mutex<Burst>>,
     /// The objects whose owners' reports wait for the burst to end, and the task that tells
@@ -78,9 +95,9 @@ pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
 
 /// What the watch keeps, shared with the task that runs it.
 struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
-    /// Each object as compact JSON, without `managedFields` (shared, so that a reader copies
-    /// it out of the lock and decodes it after).
-    objects: RwLock<HashMap<ObjectRef<K>, Arc<[u8]>>>,
+    /// Each object as compact JSON, without `managedFields`, whole or projected (shared, so
+    /// that a reader copies it out of the lock and decodes it after).
+    objects: RwLock<HashMap<ObjectRef<K>, Entry>>,
     /// The highest resourceVersion among the events the cache has applied.
     seen: AtomicU64,
     /// Whether the first list is in (then `objects` holds everything).
@@ -89,6 +106,105 @@ struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
     /// `objects`, and kept by the watch after): a cache that is never asked spends nothing on
     /// it.
     by_owner: Mutex<Option<OwnerIndex<K>>>,
+}
+
+/// A cached object: whole, or, once this process applied it or found it as wanted, its
+/// projection ([`reduce`]) and the digest of the fields applied to it.
+#[derive(Clone)]
+struct Entry {
+    /// The object, or its projection, as compact JSON.
+    json: Arc<[u8]>,
+    /// Projected: the [`shape`] of the object last applied to it, and the [`digest`] of the
+    /// object's fields at the paths of that shape.
+    digest: Option<(Arc<Value>, u64)>,
+}
+
+impl Entry {
+    fn whole<K: Serialize>(object: &K) -> Self {
+        Self {
+            json: compact(object),
+            digest: None,
+        }
+    }
+
+    /// `object` projected ([`reduce`]), with the digest of its fields at the paths of
+    /// `shape`; `None` when the projection does not read back as a `K` (a kind of which it
+    /// leaves out a required number): such a kind is cached whole.
+    fn projected<K: Serialize + DeserializeOwned>(object: &K, shape: &Arc<Value>) -> Option<Self> {
+        let mut value = serde_json::to_value(object).ok()?;
+        let digest = digest(&value, shape);
+        reduce(&mut value);
+        let json = serde_json::to_vec(&value).ok()?;
+        serde_json::from_slice::<K>(&json).ok()?;
+        Some(Self {
+            json: json.into(),
+            digest: Some((shape.clone(), digest)),
+        })
+    }
+}
+
+/// What a projection keeps of an object's metadata: what the runtime reads (names, owners,
+/// versions), and of its annotations those of memop ([`APPLIED_HASH`]).
+const KEPT_METADATA: &[&str] = &[
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "finalizers",
+    "ownerReferences",
+];
+
+/// What a projection keeps of an object's spec: what [`Workload`](crate::operand::Workload)
+/// reads of a Deployment's, StatefulSet's or DaemonSet's (its size, a StatefulSet's partition).
+const KEPT_SPEC: &[&str] = &["replicas", "updateStrategy"];
+
+/// Reduces `object` (JSON) to what the runtime reads of an object it applies: `apiVersion`,
+/// `kind`, the [`KEPT_METADATA`], memop's annotations, the [`KEPT_SPEC`] and the whole
+/// `status`. Every other field is left out, or, where it may be required to read the object
+/// back (an object, a list or a string: a Deployment's `selector` and `template`), emptied.
+/// Drift of the fields applied is told by the digest kept beside it.
+fn reduce(object: &mut Value) {
+    let Some(object) = object.as_object_mut() else {
+        return;
+    };
+    object.retain(|field, value| match field.as_str() {
+        "apiVersion" | "kind" | "status" => true,
+        "metadata" => {
+            if let Some(metadata) = value.as_object_mut() {
+                let annotations = metadata.remove("annotations");
+                metadata.retain(|field, _| KEPT_METADATA.contains(&field.as_str()));
+                if let Some(Value::Object(mut annotations)) = annotations {
+                    annotations.retain(|key, _| key.starts_with("memop.rs/"));
+                    if !annotations.is_empty() {
+                        metadata.insert("annotations".into(), annotations.into());
+                    }
+                }
+            }
+            true
+        }
+        "spec" => {
+            if let Some(spec) = value.as_object_mut() {
+                spec.retain(|field, value| KEPT_SPEC.contains(&field.as_str()) || emptied(value));
+            }
+            true
+        }
+        _ => emptied(value),
+    });
+}
+
+/// Empties a value a projection leaves out; whether it keeps its place (empty): an object, a
+/// list or a string may be a required field, a number or a boolean is left out.
+fn emptied(value: &mut Value) -> bool {
+    match value {
+        Value::Object(object) => object.clear(),
+        Value::Array(list) => list.clear(),
+        Value::String(text) => text.clear(),
+        _ => return false,
+    }
+    true
 }
 
 /// The cached objects by the UID of their controller (the owner reference with
@@ -142,17 +258,21 @@ impl<K: Resource<DynamicType = ()>> OwnerIndex<K> {
 }
 
 impl<K: Resource<DynamicType = ()> + Clone + 'static> Cache<K> {
-    /// Caches `object` (as the watch saw it) under `key`.
-    fn insert(&self, key: ObjectRef<K>, object: &K)
+    /// Caches `object` (as the watch saw it) under `key`: projected under `shape`, the shape
+    /// of what this process last applied to it, if it did, else whole.
+    fn insert(&self, key: ObjectRef<K>, object: &K, shape: Option<&Arc<Value>>)
     where
-        K: Serialize,
+        K: Serialize + DeserializeOwned,
     {
+        let entry = shape
+            .and_then(|shape| Entry::projected(object, shape))
+            .unwrap_or_else(|| Entry::whole(object));
         // The index follows the objects: it is looked at after they changed, so that one built
         // meanwhile ([`Owned::children`]) saw the change or is told of it here.
         self.objects
             .write()
             .expect("cache lock")
-            .insert(key.clone(), compact(object));
+            .insert(key.clone(), entry);
         if let Some(index) = self.by_owner.lock().expect("index lock").as_mut() {
             index.set(&key, object.meta());
         }
@@ -173,8 +293,8 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K
     fn outside(&self, kept: u64) -> Vec<K> {
         let objects = self.objects.read().expect("cache lock");
         let keys: Vec<ObjectRef<K>> = (objects.iter())
-            .filter(|(_, json)| {
-                serde_json::from_slice::<Metadata>(json).is_ok_and(|object| {
+            .filter(|(_, entry)| {
+                serde_json::from_slice::<Metadata>(&entry.json).is_ok_and(|object| {
                     !super::cache::kept_in(kept, super::cache::owner_bucket(&object.metadata))
                 })
             })
@@ -189,21 +309,166 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K
 
     /// The resourceVersion of the cached object of `key`.
     fn version(&self, key: &ObjectRef<K>) -> Option<String> {
-        let json = self.objects.read().expect("cache lock").get(key)?.clone();
+        let json = self
+            .objects
+            .read()
+            .expect("cache lock")
+            .get(key)?
+            .json
+            .clone();
         let object = serde_json::from_slice::<Metadata>(&json).ok()?;
         object.metadata.resource_version
     }
 
-    /// The cached object of `key`, read back from its JSON.
+    /// The cached object of `key`, read back from its JSON (a projection, if it is one).
     fn object(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
-        let json = self.objects.read().expect("cache lock").get(key)?.clone();
-        match serde_json::from_slice(&json) {
+        self.entry(key).and_then(|(object, _)| object)
+    }
+
+    /// The cached object of `key`, read back, and its digest if it is a projection.
+    #[allow(clippy::type_complexity)]
+    fn entry(&self, key: &ObjectRef<K>) -> Option<(Option<Arc<K>>, Option<(Arc<Value>, u64)>)> {
+        let entry = self.objects.read().expect("cache lock").get(key)?.clone();
+        let object = match serde_json::from_slice(&entry.json) {
             Ok(object) => Some(Arc::new(object)),
             // It was written from a `K` a moment ago: this cannot fail but for a bug.
             Err(err) => {
                 tracing::error!(%key, error = %err, "a cached object cannot be read back");
                 None
             }
+        };
+        Some((object, entry.digest))
+    }
+
+    /// Caches `object` projected under `shape` in place of the entry of `key`, if that holds
+    /// the same version of it: an object found as wanted, or applied, whose watch event came
+    /// before this process knew the shape of what it applies to it.
+    fn project(&self, key: &ObjectRef<K>, object: &K, shape: &Arc<Value>)
+    where
+        K: Serialize,
+    {
+        let version = object.meta().resource_version.as_ref();
+        if version.is_none() || self.version(key).as_ref() != version {
+            return;
+        }
+        let Some(entry) = Entry::projected(object, shape) else {
+            return;
+        };
+        let mut objects = self.objects.write().expect("cache lock");
+        if let Some(cached) = objects.get_mut(key) {
+            let same = serde_json::from_slice::<Metadata>(&cached.json)
+                .is_ok_and(|cached| cached.metadata.resource_version.as_ref() == version);
+            if same {
+                *cached = entry;
+            }
+        }
+    }
+}
+
+/// What applies a watch's events to an owned cache, and tells its controller of them.
+struct Follower<K: Resource<DynamicType = ()> + Clone + 'static> {
+    cache: Arc<Cache<K>>,
+    changes: Arc<Mutex<Option<Arc<Changes<K>>>>>,
+    applied: Arc<Mutex<HashMap<ObjectRef<K>, Applied>>>,
+    holding: Option<Holding>,
+    readiness: Readiness,
+    name: &'static str,
+    /// A relist updates the cache in place (it is never held twice), remembering what it
+    /// brought; at its end, what it did not bring goes: objects deleted while the watch was
+    /// down, and those of buckets this replica gave up.
+    relisted: HashSet<ObjectRef<K>>,
+}
+
+impl<K> Follower<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + 'static,
+{
+    fn event(&mut self, event: &watcher::Event<K>) {
+        let cache = &self.cache;
+        // Whether the object is as listed, not changed: all of a first list; of a relist,
+        // those the cache held at the same resourceVersion (the others changed while the watch
+        // was down, or are new: changes, as `reflect` tells them apart for a controller's own
+        // cache).
+        let mut listed = false;
+        let touched = match event {
+            watcher::Event::Init => {
+                self.relisted.clear();
+                return;
+            }
+            watcher::Event::InitApply(object) => {
+                let key = ObjectRef::from_obj(object);
+                let version = &object.meta().resource_version;
+                listed = !*cache.listed.borrow()
+                    || (version.is_some() && cache.version(&key) == *version);
+                self.relisted.insert(key.clone());
+                let shape = shape_of(&self.applied, &key);
+                cache.insert(key, object, shape.as_ref());
+                object
+            }
+            watcher::Event::InitDone => return self.listed(),
+            watcher::Event::Apply(object) => {
+                let key = ObjectRef::from_obj(object);
+                let shape = shape_of(&self.applied, &key);
+                cache.insert(key, object, shape.as_ref());
+                object
+            }
+            watcher::Event::Delete(object) => {
+                let key = ObjectRef::from_obj(object);
+                cache.remove(&key);
+                // What was applied to it is of no use any more, whoever deleted it (the
+                // garbage collector after its owner, say).
+                self.applied.lock().expect("applied lock").remove(&key);
+                object
+            }
+        };
+        if let Some(version) = version(touched) {
+            cache.seen.fetch_max(version, Ordering::SeqCst);
+        }
+        // An object of a bucket given up leaves the cache without a word to the controller:
+        // its owner is no longer this replica's to reconcile.
+        let ours = self.holding.as_ref().is_none_or(|holding| {
+            super::cache::owner_bucket(touched.meta()).is_some_and(|b| holding.keeps(b))
+        });
+        // Only the metadata: the controller maps it to its owner, nothing else.
+        if ours && let Some(changes) = self.changes.lock().expect("changes lock").as_ref() {
+            let priority = if listed {
+                Priority::Low
+            } else {
+                Priority::Normal
+            };
+            changes.add(touched.meta(), priority);
+        }
+    }
+
+    /// The end of a list: what it did not bring goes.
+    fn listed(&mut self) {
+        let cache = &self.cache;
+        let relisted = std::mem::take(&mut self.relisted);
+        let mut gone = Vec::new();
+        (cache.objects.write().expect("cache lock")).retain(|key, _| {
+            let kept = relisted.contains(key);
+            if !kept {
+                gone.push(key.clone());
+            }
+            kept
+        });
+        // What was applied to those is of no use any more, as on a delete. (Not what was
+        // applied to objects made since the list: their events, and they, come next.)
+        let mut applied = self.applied.lock().expect("applied lock");
+        let mut index = cache.by_owner.lock().expect("index lock");
+        for key in gone {
+            applied.remove(&key);
+            if let Some(index) = index.as_mut() {
+                index.remove(&key);
+            }
+        }
+        drop((applied, index));
+        if let Some(holding) = &self.holding {
+            holding.listed();
+        }
+        if !cache.listed.send_replace(true) {
+            tracing::info!(cache = self.name, "cache synced");
+            self.readiness.synced(self.name);
         }
     }
 }
@@ -278,12 +543,17 @@ impl<K: Resource<DynamicType = ()>> Changes<K> {
     }
 }
 
-/// What an apply of this process left on one object.
+/// What an apply of this process left on one object (or a comparison that found it as wanted).
 struct Applied {
-    /// The [`APPLIED_HASH`] of what was applied.
-    hash: Option<String>,
-    /// What the applied fields looked like right after (see [`in_sync`]).
-    fingerprint: String,
+    /// The [`APPLIED_HASH`] of what was applied, hashed ([`hash_of`]).
+    hash: Option<u64>,
+    /// What the applied fields looked like right after: their [`digest`] (see [`in_sync`]).
+    fingerprint: u64,
+    /// The [`shape`] of what was applied, by which the watch keeps each new version of the
+    /// object projected, with the digest of those fields; `None` for an object created and
+    /// never compared after ([`Operand::create`](crate::operand::Operand::create): a Job),
+    /// which the cache keeps whole.
+    shape: Option<Arc<Value>>,
     /// The object's resourceVersion then, until the cache has seen it.
     version: Option<(u64, Instant)>,
 }
@@ -296,8 +566,17 @@ pub(crate) enum Observed<K> {
     Pending(Duration),
     /// It does not exist.
     Absent,
-    /// It exists and differs from what is wanted (or belongs to someone else).
+    /// It exists and differs from what is wanted (or belongs to someone else): the object
+    /// whole.
     Differs(Arc<K>),
+    /// The cache holds it projected, the fields applied to it as this process's last apply
+    /// left them, but what is wanted changed (its [`APPLIED_HASH`]): the projection, to apply
+    /// the new object over (or patch a new size alone).
+    Rehashed(Arc<K>),
+    /// The cache holds it projected, and one of the fields applied to it changed since (or
+    /// the projection was taken under another shape): the projection; read the object whole
+    /// and [`Owned::compare`] it.
+    Changed(Arc<K>),
     /// It exists with every field as wanted: no apply needed.
     InSync(Arc<K>),
     /// It differs, but says (in [`APPLIED_FINGERPRINT`](super::APPLIED_FINGERPRINT)) that an
@@ -310,7 +589,11 @@ impl<K> Observed<K> {
     /// The object as it exists, if it does and was looked at.
     pub fn object(&self) -> Option<&Arc<K>> {
         match self {
-            Self::Differs(object) | Self::InSync(object) | Self::Claimed(object) => Some(object),
+            Self::Differs(object)
+            | Self::InSync(object)
+            | Self::Claimed(object)
+            | Self::Rehashed(object)
+            | Self::Changed(object) => Some(object),
             Self::Pending(_) | Self::Absent => None,
         }
     }
@@ -387,103 +670,24 @@ where
         let readiness = shared.readiness.clone();
         readiness.expect(name);
         let applied: Arc<Mutex<HashMap<ObjectRef<K>, Applied>>> = Arc::default();
-        let watch = tokio::spawn({
-            let (cache, changes, applied) = (cache.clone(), changes.clone(), applied.clone());
-            async move {
-                futures::pin_mut!(events);
-                // A relist updates the cache in place (it is never held twice), remembering
-                // what it brought; at its end, what it did not bring goes: objects deleted while
-                // the watch was down, and those of buckets this replica gave up.
-                let mut relisted: HashSet<ObjectRef<K>> = HashSet::new();
-                while let Some(event) = events.next().await {
-                    let event = match event {
-                        Ok(event) => event,
-                        Err(err) => {
-                            // The backoff retries; until then the cache stays as it was.
-                            pulse.failed();
-                            tracing::warn!(kind = %K::kind(&()), error = %err, "cannot list or watch; retrying");
-                            continue;
-                        }
-                    };
-                    // Whether the object is as listed, not changed: all of a first list; of a
-                    // relist, those the cache held at the same resourceVersion (the others
-                    // changed while the watch was down, or are new: changes, as `reflect` tells
-                    // them apart for a controller's own cache).
-                    let mut listed = false;
-                    let touched = match &event {
-                        watcher::Event::Init => {
-                            relisted.clear();
-                            continue;
-                        }
-                        watcher::Event::InitApply(object) => {
-                            let key = ObjectRef::from_obj(object);
-                            let version = &object.meta().resource_version;
-                            listed = !*cache.listed.borrow()
-                                || (version.is_some() && cache.version(&key) == *version);
-                            relisted.insert(key.clone());
-                            cache.insert(key, object);
-                            object
-                        }
-                        watcher::Event::InitDone => {
-                            let relisted = std::mem::take(&mut relisted);
-                            let mut gone = Vec::new();
-                            (cache.objects.write().expect("cache lock")).retain(|key, _| {
-                                let kept = relisted.contains(key);
-                                if !kept {
-                                    gone.push(key.clone());
-                                }
-                                kept
-                            });
-                            // What was applied to those is of no use any more, as on a delete.
-                            // (Not what was applied to objects made since the list: their
-                            // events, and they, come next.)
-                            let mut applied = applied.lock().expect("applied lock");
-                            let mut index = cache.by_owner.lock().expect("index lock");
-                            for key in gone {
-                                applied.remove(&key);
-                                if let Some(index) = index.as_mut() {
-                                    index.remove(&key);
-                                }
-                            }
-                            drop((applied, index));
-                            if let Some(holding) = &holding {
-                                holding.listed();
-                            }
-                            if !cache.listed.send_replace(true) {
-                                tracing::info!(cache = name, "cache synced");
-                                readiness.synced(name);
-                            }
-                            continue;
-                        }
-                        watcher::Event::Apply(object) => {
-                            cache.insert(ObjectRef::from_obj(object), object);
-                            object
-                        }
-                        watcher::Event::Delete(object) => {
-                            let key = ObjectRef::from_obj(object);
-                            cache.remove(&key);
-                            // What was applied to it is of no use any more, whoever deleted
-                            // it (the garbage collector after its owner, say).
-                            applied.lock().expect("applied lock").remove(&key);
-                            object
-                        }
-                    };
-                    if let Some(version) = version(touched) {
-                        cache.seen.fetch_max(version, Ordering::SeqCst);
-                    }
-                    // An object of a bucket given up leaves the cache without a word to the
-                    // controller: its owner is no longer this replica's to reconcile.
-                    let ours = holding.as_ref().is_none_or(|holding| {
-                        super::cache::owner_bucket(touched.meta()).is_some_and(|b| holding.keeps(b))
-                    });
-                    // Only the metadata: the controller maps it to its owner, nothing else.
-                    if ours && let Some(changes) = changes.lock().expect("changes lock").as_ref() {
-                        let priority = if listed {
-                            Priority::Low
-                        } else {
-                            Priority::Normal
-                        };
-                        changes.add(touched.meta(), priority);
+        let mut follower = Follower {
+            cache: cache.clone(),
+            changes: changes.clone(),
+            applied: applied.clone(),
+            holding,
+            readiness,
+            name,
+            relisted: HashSet::new(),
+        };
+        let watch = tokio::spawn(async move {
+            futures::pin_mut!(events);
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(event) => follower.event(&event),
+                    Err(err) => {
+                        // The backoff retries; until then the cache stays as it was.
+                        pulse.failed();
+                        tracing::warn!(kind = %K::kind(&()), error = %err, "cannot list or watch; retrying");
                     }
                 }
             }
@@ -492,6 +696,7 @@ where
             cache,
             changes,
             applied,
+            shapes: Mutex::default(),
             burst: Arc::new(Mutex::new(Burst::new(BURST_RATE))),
             held: Arc::default(),
             release: Mutex::default(),
@@ -546,8 +751,8 @@ where
             let mut index = self.cache.by_owner.lock().expect("index lock");
             let index = index.get_or_insert_with(|| {
                 let mut index = OwnerIndex::new();
-                for (key, json) in self.cache.objects.read().expect("cache lock").iter() {
-                    if let Ok(object) = serde_json::from_slice::<Metadata>(json) {
+                for (key, entry) in self.cache.objects.read().expect("cache lock").iter() {
+                    if let Ok(object) = serde_json::from_slice::<Metadata>(&entry.json) {
                         index.set(key, &object.metadata);
                     }
                 }
@@ -604,12 +809,20 @@ where
     /// an object of that name that someone else made is `Absent` here, and only an apply tells
     /// (an apply that would take it over should fail: say, a Deployment's selector cannot
     /// change, and an object has at most one controller).
-    pub(crate) async fn observe(&self, desired: &K) -> Observed<K> {
+    ///
+    /// An object this process applied, or found as wanted, is cached projected: its fields as
+    /// applied are told apart from what it last applied by their digest alone, and an object
+    /// whose digest changed is [`Observed::Changed`], to read whole. `compares` is false for
+    /// an object that is only created, never compared after ([`Operand::create`]): it stays
+    /// whole in the cache.
+    ///
+    /// [`Operand::create`]: crate::operand::Operand::create
+    pub(crate) async fn observe(&self, desired: &K, compares: bool) -> Observed<K> {
         self.ready().await;
         let key = ObjectRef::from_obj(desired);
         // Only the record is read under the lock; decoding and comparing happen after, so that
         // the reconciles of other objects do not wait for this one's.
-        let fingerprint = {
+        let record = {
             let mut applied = self.applied.lock().expect("applied lock");
             let seen = self.cache.seen.load(Ordering::SeqCst);
             match applied.get_mut(&key) {
@@ -619,50 +832,72 @@ where
                         let waited = at.elapsed();
                         if version <= seen || waited >= PENDING_FOR {
                             last.version = None;
-                        } else if last.hash.as_ref() == desired.annotations().get(APPLIED_HASH) {
+                        } else if last.hash == hash_of(desired) {
                             return Observed::Pending(PENDING_FOR - waited);
                         }
                     }
-                    Some(last.fingerprint.clone())
+                    Some((last.fingerprint, last.hash, last.shape.clone()))
                 }
             }
         };
-        self.compare(&key, desired, fingerprint.as_ref())
+        let Some((Some(object), digest)) = self.cache.entry(&key) else {
+            return Observed::Absent;
+        };
+        let Some((shape, digest)) = digest else {
+            let fingerprint = record.map(|(fingerprint, ..)| fingerprint);
+            return self.compared(desired, object, fingerprint, compares);
+        };
+        // As this process's last apply (or comparison) left it: the same fields applied, of
+        // the same shape, and the same hash on it.
+        let unchanged = record.is_some_and(|(fingerprint, hash, last)| {
+            fingerprint == digest
+                && hash == hash_of(object.as_ref())
+                && last.is_some_and(|last| Arc::ptr_eq(&last, &shape))
+        });
+        match (unchanged, hash_of(object.as_ref()) == hash_of(desired)) {
+            (true, true) => Observed::InSync(object),
+            (true, false) => Observed::Rehashed(object),
+            (false, _) => Observed::Changed(object),
+        }
     }
 
-    fn compare(
+    /// How `desired` compares with `object`, whole: cached whole, or read from the API server
+    /// after [`Observed::Changed`]. An object found as wanted is recorded so, as after an
+    /// apply ([`Self::verified`]), and cached projected from then on.
+    pub(crate) fn compare(&self, desired: &K, object: Arc<K>) -> Observed<K> {
+        let key = ObjectRef::from_obj(desired);
+        let fingerprint = (self.applied.lock().expect("applied lock"))
+            .get(&key)
+            .map(|last| last.fingerprint);
+        self.compared(desired, object, fingerprint, true)
+    }
+
+    fn compared(
         &self,
-        key: &ObjectRef<K>,
         desired: &K,
-        fingerprint: Option<&String>,
+        object: Arc<K>,
+        fingerprint: Option<u64>,
+        compares: bool,
     ) -> Observed<K> {
-        match self.cached(key) {
-            None => Observed::Absent,
-            Some(object) if in_sync(object.as_ref(), desired, fingerprint) => {
-                Observed::InSync(object)
+        if in_sync(object.as_ref(), desired, fingerprint) {
+            if compares {
+                self.verified(desired, &object);
             }
-            Some(object)
-                if fingerprint.is_none() && claims_fingerprint(object.as_ref(), desired) =>
-            {
-                Observed::Claimed(object)
-            }
-            Some(object) => Observed::Differs(object),
+            Observed::InSync(object)
+        } else if fingerprint.is_none() && claims_fingerprint(object.as_ref(), desired) {
+            Observed::Claimed(object)
+        } else {
+            Observed::Differs(object)
         }
     }
 
     /// Records that applying `desired` returned `result`, so that [`Self::observe`] waits for
-    /// the cache to see it and then compares with how it came back.
-    pub(crate) fn applied(&self, desired: &K, result: &K) {
-        let record = Applied {
-            hash: desired.annotations().get(APPLIED_HASH).cloned(),
-            fingerprint: fingerprint(result, desired),
-            version: version(result).map(|version| (version, Instant::now())),
-        };
+    /// the cache to see it and then compares with how it came back; `compares` as for
+    /// [`Self::observe`].
+    pub(crate) fn applied(&self, desired: &K, result: &K, compares: bool) {
         let key = ObjectRef::from_obj(desired);
-        self.applied
-            .lock()
-            .expect("applied lock")
-            .insert(key, record);
+        let version = version(result).map(|version| (version, Instant::now()));
+        self.record(key, desired, result, version, compares);
         let mut burst = self.burst.lock().expect("burst lock");
         if let Some(shard) = &self.shard {
             burst.rate = burst_rate(shard.active());
@@ -670,20 +905,42 @@ where
         burst.count(Instant::now());
     }
 
-    /// Records that a dry run of an apply of `desired` gave `observed`'s fields (a claimed
-    /// rewrite checked: [`Observed::Claimed`]): from now on the object is in sync while they
-    /// stay so, as after an apply of this process.
+    /// Records that `observed` has the fields of `desired` as wanted: compared in full, or a
+    /// dry run of an apply of `desired` gave them (a claimed rewrite checked:
+    /// [`Observed::Claimed`]): from now on the object is in sync while they stay so, as after
+    /// an apply of this process.
     pub(crate) fn verified(&self, desired: &K, observed: &K) {
+        self.record(ObjectRef::from_obj(desired), desired, observed, None, true);
+    }
+
+    /// Records what `desired` left on `object` (their digest under its shape, when `compares`),
+    /// and caches the object projected under that shape, if the cache holds that version.
+    fn record(
+        &self,
+        key: ObjectRef<K>,
+        desired: &K,
+        object: &K,
+        version: Option<(u64, Instant)>,
+        compares: bool,
+    ) {
+        let wanted = serde_json::to_value(desired).unwrap_or_default();
+        let shape = compares.then(|| {
+            let shape = shape(&wanted);
+            let mut shapes = self.shapes.lock().expect("shapes lock");
+            let id = fnv1a(shape.to_string().as_bytes());
+            shapes.entry(id).or_insert_with(|| Arc::new(shape)).clone()
+        });
+        let observed = serde_json::to_value(object).unwrap_or_default();
         let record = Applied {
-            hash: desired.annotations().get(APPLIED_HASH).cloned(),
-            fingerprint: fingerprint(observed, desired),
-            version: None,
+            hash: hash_of(desired),
+            fingerprint: digest(&observed, &wanted),
+            shape: shape.clone(),
+            version,
         };
-        let key = ObjectRef::from_obj(desired);
-        self.applied
-            .lock()
-            .expect("applied lock")
-            .insert(key, record);
+        (self.applied.lock().expect("applied lock")).insert(key.clone(), record);
+        if let Some(shape) = &shape {
+            self.cache.project(&key, object, shape);
+        }
     }
 
     /// Holds back the report of `object`'s owner until this process's burst of applies ends
@@ -810,6 +1067,21 @@ impl Burst {
             self.since = None;
         }
     }
+}
+
+/// The [`APPLIED_HASH`] of `object`, hashed: what [`Applied`] keeps of it (8 bytes).
+fn hash_of<K: Resource>(object: &K) -> Option<u64> {
+    let hash = object.meta().annotations.as_ref()?.get(APPLIED_HASH)?;
+    Some(fnv1a(hash.as_bytes()))
+}
+
+/// The shape of what this process last applied to `key` (see [`Applied::shape`]).
+fn shape_of<K: Resource<DynamicType = ()>>(
+    applied: &Mutex<HashMap<ObjectRef<K>, Applied>>,
+    key: &ObjectRef<K>,
+) -> Option<Arc<Value>> {
+    let applied = applied.lock().expect("applied lock");
+    applied.get(key)?.shape.clone()
 }
 
 /// The metadata of a cached object, read without the rest of it.
@@ -1009,10 +1281,30 @@ mod heap {
             by_owner: Mutex::default(),
         };
         for object in &objects {
-            cache.insert(ObjectRef::from_obj(object), object);
+            cache.insert(ObjectRef::from_obj(object), object, None);
         }
         println!(
-            "owned cache (key and compact JSON): {} B per object",
+            "owned cache, whole (key and compact JSON): {} B per object",
+            per_object(before)
+        );
+        drop(cache);
+
+        // As it is once this process applied the objects (or found them as wanted).
+        let desired = serde_json::to_value(&objects[0]).unwrap();
+        let shape = Arc::new(super::shape(&desired));
+        let before = memop_test::heap::live();
+        let cache = Cache::<Deployment> {
+            objects: RwLock::default(),
+            seen: AtomicU64::new(0),
+            listed: watch::Sender::new(false),
+            by_owner: Mutex::default(),
+        };
+        for object in &objects {
+            cache.insert(ObjectRef::from_obj(object), object, Some(&shape));
+        }
+        let projected = Entry::projected(&objects[0], &shape).unwrap().json.len();
+        println!(
+            "owned cache, projected (key, {projected} B of JSON and the digest): {} B per object",
             per_object(before)
         );
 
@@ -1027,8 +1319,9 @@ mod heap {
         let applied: HashMap<ObjectRef<Deployment>, Applied> = (objects.iter())
             .map(|object| {
                 let record = Applied {
-                    hash: Some("0123456789abcdef".into()),
-                    fingerprint: fingerprint(object, object),
+                    hash: hash_of(object),
+                    fingerprint: digest(&desired, &shape),
+                    shape: Some(shape.clone()),
                     version: None,
                 };
                 (ObjectRef::from_obj(object), record)

@@ -29,7 +29,7 @@ use crate::shared::Shared;
 mod workload;
 pub use kube::api::PropagationPolicy;
 pub use workload::{Rollout, Workload};
-use workload::{Rollouts, resize_patch};
+use workload::{Rollouts, resize_by_hash, resize_patch};
 
 /// Whether `owner` is the controller of `owned` (the owner reference a controller sets with
 /// `controller: true`, as controller-runtime's `SetControllerReference` does).
@@ -175,38 +175,21 @@ where
         let this = &self.inner;
         let name = desired.name_any();
         let namespace = desired.namespace().unwrap_or_default();
-        let size = self.replicas(&desired);
-        let observed = match this.objects.observe(&desired).await {
-            // Our apply of this very object is not in the cache yet: its watch event brings
-            // the next reconcile.
-            Observed::Pending(wait) => return Outcome::Pending(wait),
-            observed => observed,
-        };
-        if let Some(other) = observed
-            .object()
-            .filter(|d| !controlled_by(d.as_ref(), owner))
-        {
-            return Outcome::NotOwned(not_owned(other.as_ref(), &P::kind(&())));
-        }
         let key = format!("{namespace}/{name}");
-        let current = match observed {
-            Observed::InSync(current) => return Outcome::InSync(self.settled(&key, current, size)),
-            Observed::Claimed(current) => {
-                if self.rewritten_alike(&desired, &current).await {
-                    this.objects.verified(&desired, &current);
-                    return Outcome::InSync(self.settled(&key, current, size));
-                }
-                Some(current)
-            }
-            Observed::Differs(current) => Some(current),
-            Observed::Absent | Observed::Pending(_) => None,
-        };
+        let size = self.replicas(&desired);
         let api: Api<K> = Api::namespaced(this.client.clone(), &namespace);
+        let (current, rehashed) = match self.current(&api, owner, &desired, &key, size).await {
+            Ok(current) => current,
+            Err(outcome) => return outcome,
+        };
         let merge = PatchParams {
             field_manager: Some(this.manager.clone()),
             ..PatchParams::default()
         };
         let resize = match (&this.workload, &current) {
+            // Cached projected, as this process last applied it: a new size alone is told by
+            // the hash of what is wanted at the old size.
+            (Some(_), Some(current)) if rehashed => resize_by_hash(current.as_ref(), &desired),
             (Some(_), Some(current)) => resize_patch(current.as_ref(), &desired),
             _ => None,
         };
@@ -220,26 +203,9 @@ where
             })
         {
             tracing::debug!(%name, "the rollout waits for others to complete");
-            let mut state = self.state(current.clone(), size);
-            // A new size is no rollout: it goes through meanwhile (the hash stays the old
-            // one: the rest still differs).
-            if let Some(size) = size
-                && (pacing.replicas)(current) != Some(size)
-            {
-                let patch = Patch::Merge(json!({ "spec": { "replicas": size } }));
-                match api.patch(&name, &merge, &patch).await {
-                    Ok(scaled) => state = self.state(Arc::new(scaled), Some(size)),
-                    Err(error) => {
-                        return self
-                            .failed(&api, owner, Some(current), true, &name, error)
-                            .await;
-                    }
-                }
-            }
-            return Outcome::Waiting {
-                max: pacing.rollouts.max(),
-                state,
-            };
+            return self
+                .wait(&api, owner, current, size, pacing.rollouts.max())
+                .await;
         }
         let apply = PatchParams::apply(&this.manager).force();
         let written = match (&resize, &current) {
@@ -267,7 +233,7 @@ where
                     .await;
             }
         };
-        this.objects.applied(&desired, &applied);
+        this.objects.applied(&desired, &applied, true);
         let state = self.settled(&key, Arc::new(applied), size);
         match (current, resize) {
             (None, _) => Outcome::Created(state),
@@ -281,6 +247,91 @@ where
             },
             (Some(_), None) => Outcome::Updated(state),
         }
+    }
+
+    /// The object `desired` names as it is, to bring in line (`None`: absent), and whether it
+    /// is the cache's projection of it as this process last applied it
+    /// ([`Observed::Rehashed`]); or the outcome already: pending, in sync, not `owner`'s, or a
+    /// failed read. The cache answers, but for an object whose projection says that a field
+    /// applied to it changed ([`Observed::Changed`]): that one is read whole, to compare.
+    async fn current<P: Resource<DynamicType = ()>>(
+        &self,
+        api: &Api<K>,
+        owner: &P,
+        desired: &K,
+        key: &str,
+        size: Option<i32>,
+    ) -> std::result::Result<(Option<Arc<K>>, bool), Outcome<K>> {
+        let objects = &self.inner.objects;
+        let observed = match objects.observe(desired, true).await {
+            // Our apply of this very object is not in the cache yet: its watch event brings
+            // the next reconcile.
+            Observed::Pending(wait) => return Err(Outcome::Pending(wait)),
+            Observed::Changed(projected) => match api.get_opt(&desired.name_any()).await {
+                Ok(Some(live)) => objects.compare(desired, Arc::new(live)),
+                Ok(None) => Observed::Absent,
+                Err(error) => {
+                    let name = desired.name_any();
+                    let projected = Some(projected.as_ref());
+                    return Err(self
+                        .failed(api, owner, projected, false, &name, error)
+                        .await);
+                }
+            },
+            observed => observed,
+        };
+        if let Some(other) = observed
+            .object()
+            .filter(|d| !controlled_by(d.as_ref(), owner))
+        {
+            return Err(Outcome::NotOwned(not_owned(other.as_ref(), &P::kind(&()))));
+        }
+        match observed {
+            Observed::InSync(current) => Err(Outcome::InSync(self.settled(key, current, size))),
+            Observed::Claimed(current) => {
+                if self.rewritten_alike(desired, &current).await {
+                    objects.verified(desired, &current);
+                    return Err(Outcome::InSync(self.settled(key, current, size)));
+                }
+                Ok((Some(current), false))
+            }
+            Observed::Rehashed(current) => Ok((Some(current), true)),
+            Observed::Differs(current) | Observed::Changed(current) => Ok((Some(current), false)),
+            Observed::Absent | Observed::Pending(_) => Ok((None, false)),
+        }
+    }
+
+    /// A workload's change that waits for a place among the rollouts under way: a new size
+    /// goes through meanwhile, as it is no rollout.
+    async fn wait<P: Resource<DynamicType = ()>>(
+        &self,
+        api: &Api<K>,
+        owner: &P,
+        current: &Arc<K>,
+        size: Option<i32>,
+        max: usize,
+    ) -> Outcome<K> {
+        let mut state = self.state(current.clone(), size);
+        // (The hash stays the old one: the rest still differs.)
+        if let Some(size) = size
+            && self.replicas(current) != Some(size)
+        {
+            let merge = PatchParams {
+                field_manager: Some(self.inner.manager.clone()),
+                ..PatchParams::default()
+            };
+            let patch = Patch::Merge(json!({ "spec": { "replicas": size } }));
+            let name = current.name_any();
+            match api.patch(&name, &merge, &patch).await {
+                Ok(scaled) => state = self.state(Arc::new(scaled), Some(size)),
+                Err(error) => {
+                    return self
+                        .failed(api, owner, Some(current), true, &name, error)
+                        .await;
+                }
+            }
+        }
+        Outcome::Waiting { max, state }
     }
 
     /// Creates `desired` with a server-side apply that cannot take over an object of that name
@@ -329,7 +380,7 @@ where
         let (name, namespace) = (desired.name_any(), desired.namespace().unwrap_or_default());
         let key = format!("{namespace}/{name}");
         let size = self.replicas(&desired);
-        let existing = match this.objects.observe(&desired).await {
+        let existing = match this.objects.observe(&desired, false).await {
             // Created by this process a moment ago; the cache has not seen it yet.
             Observed::Pending(wait) => return Outcome::Pending(wait),
             Observed::Absent => {
@@ -340,7 +391,7 @@ where
                 };
                 match api.create(&params, &desired).await {
                     Ok(created) => {
-                        this.objects.applied(&desired, &created);
+                        this.objects.applied(&desired, &created, false);
                         let mut state = self.settled(&key, Arc::new(created), size);
                         // Created in bulk, of any kind (a CronJob's Jobs at the top of a
                         // minute): the creations go first, the owner's report after them. (A
@@ -635,7 +686,9 @@ pub enum Outcome<K = Deployment> {
 /// How an object stands after [`Operand::ensure`].
 #[derive(Debug)]
 pub struct State<K = Deployment> {
-    /// The object, as written or cached.
+    /// The object, as written, or as cached: of an object applied and unchanged since, the
+    /// cache keeps its metadata the runtime reads, memop's annotations, `spec.replicas`,
+    /// `spec.updateStrategy` and `status`; the rest of the spec is left out (or empty).
     pub object: Arc<K>,
     /// The replicas a workload's owner asks for (`None` for a kind that runs no replicas).
     pub replicas: Option<i32>,

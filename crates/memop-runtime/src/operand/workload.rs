@@ -212,6 +212,28 @@ pub enum Rollout {
 /// Send it with the field manager of the applies: the API server then records the replicas as
 /// that manager's (an update), and the next apply takes them back.
 pub(crate) fn resize_patch<K: Kind>(current: &K, desired: &K) -> Option<Patch<Value>> {
+    let (from, to, patch) = resize(current, desired)?;
+    // Scaled by someone else: at the size wanted, it is in sync.
+    let mut scaled = serde_json::to_value(current).ok()?;
+    scaled["spec"]["replicas"] = to;
+    if in_sync(&serde_json::from_value::<K>(scaled).ok()?, desired, None) {
+        return Some(patch);
+    }
+    in_sync(current, &at_size(desired, from)?, None).then_some(patch)
+}
+
+/// [`resize_patch`] for `current` as the cache projects it, its fields as this process last
+/// applied them: only the replicas differ when `desired` at `current`'s size is what was
+/// applied (the same [`APPLIED_HASH`]).
+pub(crate) fn resize_by_hash<K: Kind>(current: &K, desired: &K) -> Option<Patch<Value>> {
+    let (from, _, patch) = resize(current, desired)?;
+    let hash = |object: &K| object.annotations().get(APPLIED_HASH).cloned();
+    (hash(current).is_some() && hash(current) == hash(&at_size(desired, from)?)).then_some(patch)
+}
+
+/// The replicas of `current` and `desired` when they differ, and the patch from one to the
+/// other.
+fn resize<K: Kind>(current: &K, desired: &K) -> Option<(Value, Value, Patch<Value>)> {
     let replicas = |object: &K| {
         serde_json::to_value(object)
             .ok()?
@@ -226,23 +248,20 @@ pub(crate) fn resize_patch<K: Kind>(current: &K, desired: &K) -> Option<Patch<Va
         "metadata": { "annotations": { APPLIED_HASH: desired.annotations().get(APPLIED_HASH) } },
         "spec": { "replicas": to },
     }));
-    // Scaled by someone else: at the size wanted, it is in sync.
-    let mut scaled = serde_json::to_value(current).ok()?;
-    scaled["spec"]["replicas"] = to.clone();
-    if in_sync(&serde_json::from_value::<K>(scaled).ok()?, desired, None) {
-        return Some(patch);
-    }
-    // `desired` as it would be at the current size, stamped again.
+    Some((from, to, patch))
+}
+
+/// `desired` as it would be at `size` replicas, stamped again.
+fn at_size<K: Kind>(desired: &K, size: Value) -> Option<K> {
     let mut same_size = serde_json::to_value(desired).ok()?;
-    same_size["spec"]["replicas"] = from;
+    same_size["spec"]["replicas"] = size;
     let metadata = same_size["metadata"].as_object_mut()?;
     let annotations = metadata.get_mut("annotations")?.as_object_mut()?;
     annotations.remove(APPLIED_HASH);
     if annotations.is_empty() {
         metadata.remove("annotations");
     }
-    let same_size = stamp(serde_json::from_value::<K>(same_size).ok()?);
-    in_sync(current, &same_size, None).then_some(patch)
+    Some(stamp(serde_json::from_value::<K>(same_size).ok()?))
 }
 
 /// Paces the rollouts of a controller's own making, so that a change of the operator (a new
