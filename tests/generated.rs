@@ -252,8 +252,11 @@ fn an_init_only_namespaced_project_builds_lints_and_passes_its_tests() {
 /// On the real control plane the generated tests run the controller as its own ServiceAccount,
 /// with `config/rbac` applied: a verb dropped from a controller's `RULES` (and so, after
 /// `make manifests`, from `role.yaml`) must fail them with the API server's 403.
+/// The role comes from the kinds a controller declares (`Context::rules`): a kind its builder
+/// owns but `rules` forgets fails the project's own test at once, and on the real control plane
+/// the controller, running as its ServiceAccount, is refused.
 #[test]
-fn a_verb_missing_from_rules_fails_the_real_control_plane_tests() {
+fn a_kind_missing_from_rules_fails_the_projects_tests() {
     if std::env::var_os("KUBEBUILDER_ASSETS").is_none() {
         eprintln!("skipped: needs KUBEBUILDER_ASSETS (scripts/envtest/build.sh)");
         return;
@@ -267,33 +270,31 @@ fn a_verb_missing_from_rules_fails_the_real_control_plane_tests() {
     common::run(&dir, &["create", "api", "--group", "cache", "--kind", "Memcached"]);
     let controller = dir.join("src/controller/memcached.rs");
     let code = std::fs::read_to_string(&controller).unwrap();
-    let all = r#"verbs: &["get", "list", "watch", "create", "patch"],"#;
-    assert!(code.contains(all), "the Deployment rule changed; update this test");
-    std::fs::write(&controller, code.replace(all, r#"verbs: &["get", "list", "watch", "patch"],"#)).unwrap();
+    let owns = "            .owns::<Deployment>()\n";
+    assert!(code.contains(owns), "the controller's rules changed; update this test");
+    std::fs::write(&controller, code.replace(owns, "")).unwrap();
     common::check(&dir, "cargo", &["run", "--quiet", "--locked", "--bin", "manifests"]);
     let role: Value =
         serde_yaml::from_str(&std::fs::read_to_string(dir.join("config/rbac/role.yaml")).unwrap()).unwrap();
     let rules = role["rules"].as_sequence().unwrap();
-    let deployments = rules.iter().find(|r| r["resources"][0] == "deployments").unwrap();
-    assert!(!deployments["verbs"].as_sequence().unwrap().iter().any(|v| v == "create"), "{deployments:?}");
+    assert!(!rules.iter().any(|r| r["resources"][0] == "deployments"), "{rules:?}");
 
     let _cargo = common::cargo_lock();
-    let output = common::command(&dir, "cargo")
-        .args([
-            "test",
-            "--locked",
-            "--test",
-            "memcached",
-            "real_control_plane::create_makes_the_deployment_exactly_right",
-        ])
-        .env("ENVTEST_REQUIRED", "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(!output.status.success(), "the tests passed without the create verb:\n{stdout}");
+    let test = |name: &str| {
+        let output = common::command(&dir, "cargo")
+            .args(["test", "--locked", "--test", "memcached", name])
+            .env("ENVTEST_REQUIRED", "1")
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{name} passed without the Deployments' rules");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let stdout = test("in_memory::the_role_grants_what_the_controller_does");
+    assert!(stdout.contains("\"deployments\""), "expected the Deployments' rules missing:\n{stdout}");
+    let stdout = test("real_control_plane::create_makes_the_deployment_exactly_right");
     assert!(
-        stdout.contains("forbidden") && stdout.contains("cannot create resource"),
-        "expected a 403 on creating the Deployment:\n{stdout}"
+        stdout.contains("forbidden") && stdout.contains("deployments"),
+        "expected a 403 on the Deployments:\n{stdout}"
     );
 }
 

@@ -49,12 +49,17 @@ impl ProjectContext {
         let mut rules = Vec::new();
         for resource in project.resources.iter().filter(|r| r.controller) {
             let api = &resource.names;
-            rules.extend(rules_of(&api.qualified_group, api.plural.as_str(), resource.operand.is_some()));
+            let template = match &resource.operand {
+                Some(_) => Template::Operand,
+                None => Template::of(resource),
+            };
+            rules.extend(rules_of(&api.qualified_group, api.plural.as_str(), template));
         }
-        // A named controller (`create api --controller-name`) is a skeleton: a kind's list and watch.
+        // A named controller (`create api --controller-name`) is a skeleton, or a kind of
+        // Kubernetes' own or another project's.
         for resource in project.resources.iter().filter(|r| !r.controllers.is_empty()) {
             let api = &resource.names;
-            rules.extend(rules_of(&api.qualified_group, api.plural.as_str(), false));
+            rules.extend(rules_of(&api.qualified_group, api.plural.as_str(), Template::of(resource)));
         }
         // Sorted and deduplicated as `role_yaml` sorts them: one CRD serves every version of a kind.
         let crds: std::collections::BTreeSet<String> = project
@@ -90,25 +95,52 @@ impl ProjectContext {
     }
 }
 
-/// The `RULES` constant of a generated controller, as memop writes it in
-/// `templates/controller-*/src/controller/__kind_snake__.rs.tera`. The generated project's own
-/// test fails if `config/rbac/role.yaml` (rendered from these) and its code ever disagree.
-fn rules_of(group: &str, plural: &str, operand: bool) -> Vec<Rule> {
+/// The controller template a kind's controller comes from.
+#[derive(Clone, Copy)]
+enum Template {
+    /// `controller-operand`: a Deployment per object, a finalizer, the status.
+    Operand,
+    /// `controller-skeleton`: a kind of the project's, and its status.
+    Skeleton,
+    /// `controller-core`: a kind of Kubernetes' own or another project's, whose status is not
+    /// this controller's to write.
+    Core,
+}
+
+impl Template {
+    /// The template of a controller of `resource` that deploys no operand, as `create api`
+    /// chooses it.
+    fn of(resource: &crate::project::Resource) -> Self {
+        if resource.names.external || resource.names.builtin_kind().is_some() { Self::Core } else { Self::Skeleton }
+    }
+}
+
+/// The rules of a generated controller, as memop-runtime derives them from the kinds its
+/// `Context::rules` declares in `templates/controller-*/src/controller/__kind_snake__.rs.tera`
+/// (`memop_runtime::rbac::Rules`; its `RULES` are empty). The generated project's own test fails
+/// if `config/rbac/role.yaml` (rendered from these) and its code ever disagree.
+fn rules_of(group: &str, plural: &str, template: Template) -> Vec<Rule> {
     let rule = |api_group: &str, resource: String, verbs: &[&str]| Rule {
         api_group: api_group.to_string(),
         resources: vec![resource],
         verbs: verbs.iter().map(|v| v.to_string()).collect(),
     };
-    if !operand {
-        return vec![rule(group, plural.to_string(), &["list", "watch"])];
-    }
-    vec![
-        rule(group, plural.to_string(), &["list", "watch", "patch"]),
-        rule(group, format!("{plural}/status"), &["patch"]),
-        rule(group, format!("{plural}/finalizers"), &["update"]),
-        rule("apps", "deployments".into(), &["get", "list", "watch", "create", "patch"]),
+    // `Rules::reconciles`: the kind's cache, and the events its reconciles report.
+    let mut rules = vec![
+        rule(group, plural.to_string(), &["list", "watch"]),
         rule("events.k8s.io", "events".into(), &["create", "patch"]),
-    ]
+    ];
+    // `.writes_status()`
+    if let Template::Operand | Template::Skeleton = template {
+        rules.push(rule(group, format!("{plural}/status"), &["patch"]));
+    }
+    // `.finalizer().owns::<Deployment>()`
+    if let Template::Operand = template {
+        rules.push(rule(group, plural.to_string(), &["patch"]));
+        rules.push(rule(group, format!("{plural}/finalizers"), &["update"]));
+        rules.push(rule("apps", "deployments".into(), &["get", "list", "watch", "create", "patch"]));
+    }
+    rules
 }
 
 #[cfg(test)]
@@ -117,8 +149,8 @@ mod tests {
 
     #[test]
     fn two_operands_share_merged_rules() {
-        let mut rules = rules_of("cache.example.com", "memcacheds", true);
-        rules.extend(rules_of("cache.example.com", "redises", true));
+        let mut rules = rules_of("cache.example.com", "memcacheds", Template::Operand);
+        rules.extend(rules_of("cache.example.com", "redises", Template::Operand));
         let merged = merge(&rules);
         let apps: Vec<_> = merged.iter().filter(|r| r.api_group == "apps").collect();
         assert_eq!(apps.len(), 1, "deployments appear once: {merged:?}");

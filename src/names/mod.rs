@@ -208,6 +208,7 @@ pub const GENERATED_NAMES: &[&str] = &[
     "Rollout",
     "Rollouts",
     "Rule",
+    "Rules",
     "SeccompProfile",
     "SecurityContext",
     "Serialize",

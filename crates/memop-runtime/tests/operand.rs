@@ -21,7 +21,7 @@ use memop_runtime::Operator;
 use memop_runtime::controller::{Builder, Reconciler, Report, Result, stamp};
 use memop_runtime::manager::Shared;
 use memop_runtime::operand::{Operand, Outcome, controller_reference};
-use memop_runtime::rbac::{Rule, Scope, role_yaml};
+use memop_runtime::rbac::{Rule, Rules, Scope, role_yaml};
 use memop_test::{TestEnv, Verb, eventually};
 use serde_json::json;
 
@@ -52,10 +52,11 @@ const RULES: &[Rule] = &[
         resources: &["secrets"],
         verbs: &["get", "list", "watch", "create", "patch", "delete"],
     },
+    // An owned kind's verbs are `Rules::owns`' (`patch` for `Operand::ensure`), and `delete`.
     Rule {
         api_group: "batch",
         resources: &["jobs"],
-        verbs: &["get", "list", "watch", "create", "delete"],
+        verbs: &["get", "list", "watch", "create", "patch", "delete"],
     },
     Rule {
         api_group: "events.k8s.io",
@@ -450,10 +451,29 @@ async fn a_controller_owns_several_kinds_and_watches_related_objects() {
         let related = watcher::Config::default().labels("role=related");
         let controller = Builder::new("owners", &shared)
             .watching(watcher::Config::default().labels("role=owner"))
+            .writes_status(false)
             .owns(&recorder.secrets)
             .owns(&recorder.jobs)
             .watches("related secrets", related, referring)
             .build(recorder);
+        // The API access of what it was built to do, with the verbs the runtime uses: each kind
+        // it owns and watches. A role that forgets one is told what it lacks.
+        let needed = controller.rules();
+        let expected = Rules::reconciles::<ConfigMap>()
+            .owns::<Secret>()
+            .owns::<Job>()
+            .watches::<Secret>();
+        assert_eq!(needed, expected);
+        assert_eq!(Rules::from(RULES).missing(&needed), Rules::default());
+        let forgot_jobs = Rules::reconciles::<ConfigMap>().owns::<Secret>();
+        let jobs = Rules::from(
+            &[Rule {
+                api_group: "batch",
+                resources: &["jobs"],
+                verbs: &["get", "list", "watch", "create", "patch"],
+            }][..],
+        );
+        assert_eq!(forgot_jobs.missing(&needed), jobs);
         let running = tokio::spawn(controller.run());
         let count = |name: &str| {
             reconciled

@@ -17,8 +17,10 @@ use syn::{Fields, ImplItem, Item, TraitItem, UseTree, Visibility};
 
 /// At most this many public things: top-level names, their `pub` methods and `pub` fields.
 /// (issue 50 asks for at most 180: the rest of the way needs the tests of `manager::sharding`,
-/// of `Metrics` and of `Shared`'s settings to go through the manager's entry points.)
-const LIMIT: usize = 251;
+/// of `Metrics` and of `Shared`'s settings to go through the manager's entry points. 251, and
+/// 10 for the rules a controller declares: `rbac::Rules` and its seven methods,
+/// `Reconciler::rules`, `Controller::rules`.)
+const LIMIT: usize = 261;
 
 /// A definition: the module that defines it and its name there.
 type Def = (Vec<String>, String);

@@ -32,15 +32,17 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use memop_runtime::controller::{Clock, Controller, condition};
+use memop_runtime::controller::{Clock, Controller, Reconciler, condition};
 use memop_runtime::manager::Shared;
 use memop_runtime::operand::controller_reference;
+use memop_runtime::rbac::Rules;
 use memop_test::{TestEnv, eventually};
 use serde_json::json;
 
 use cronjob_operator::api::batch::v1::{ConcurrencyPolicy, CronJob, CronJobSpec};
 use cronjob_operator::controller::cron_job::{
-    Context, MANAGED_BY, SCHEDULED_TIME_ANNOTATION, controller, next_schedule, parse_schedule,
+    Context, MANAGED_BY, RULES, SCHEDULED_TIME_ANNOTATION, controller, next_schedule,
+    parse_schedule,
 };
 
 memop_test::scenarios!(
@@ -54,6 +56,7 @@ memop_test::scenarios!(
     more_than_100_missed_runs_is_an_error,
     an_unparseable_schedule_is_reported_and_not_retried,
     the_history_limits_keep_the_newest_finished_jobs,
+    the_role_grants_what_the_controller_does,
 );
 
 /// The book's CronJob: a Job template of one container, labels and annotations to copy.
@@ -677,5 +680,17 @@ fn schedules_parse_as_robfig_parse_standard() {
         next,
         "2026-12-04T00:00:00Z".parse::<Timestamp>().unwrap(),
         "Friday the 4th"
+    );
+}
+
+/// `make manifests` writes the role from `Context::rules` and `RULES`: they must grant all that
+/// the controller's runtime does for what `controller` declares (a kind it owns or watches).
+async fn the_role_grants_what_the_controller_does(env: TestEnv) {
+    let (controller, _) = controller_at(&env, Timestamp::now());
+    let declared = Context::rules().with(RULES);
+    assert_eq!(
+        declared.missing(&controller.rules()),
+        Rules::default(),
+        "declare these in Context::rules (or RULES), then run `make manifests`"
     );
 }

@@ -13,26 +13,31 @@
 // limitations under the License.
 
 //! The YAML that `make manifests` writes into `config/`, produced from the code: the CRDs from
-//! the types in [`crate::api`], the manager role from each controller's `RULES`, the storage
+//! the types in [`crate::api`], the manager role from each controller's rules, the storage
 //! migration's role from the CRDs.
 //!
 //! `memop create api` adds each controller's rules at the marker below.
 
+use memop_runtime::controller::Reconciler;
 use memop_runtime::manifests::{File, crd_files};
-use memop_runtime::rbac::{Rule, Scope, role_yaml};
+use memop_runtime::rbac::{Rules, Scope, role_yaml};
 
-/// The RBAC rules of every controller.
-const RULES: &[&[Rule]] = &[
-    crate::controller::memcached::RULES,
-    // +memop:scaffold:rbac-rules
-];
+/// The RBAC rules of every controller: those of the kinds it reconciles, owns and watches, with
+/// the verbs memop-runtime uses on each (its `Reconciler::rules`), and those of its own code (its
+/// `RULES`).
+fn rules() -> Vec<Rules> {
+    vec![
+        crate::controller::memcached::Context::rules().with(crate::controller::memcached::RULES),
+        // +memop:scaffold:rbac-rules
+    ]
+}
 
 /// Every generated file, as (path relative to the project root, contents).
 pub fn render() -> anyhow::Result<Vec<File>> {
     let mut files = crd_files(&crate::api::crds())?;
     files.push((
         "config/rbac/role.yaml".into(),
-        role_yaml(Scope::Cluster, RULES),
+        role_yaml(Scope::Cluster, &rules()),
     ));
     let crds = crate::api::crd_names();
     let crds: Vec<&str> = crds.iter().map(String::as_str).collect();

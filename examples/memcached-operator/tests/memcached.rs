@@ -48,10 +48,11 @@ use serde_json::json;
 
 use memcached_operator::api::cache::v1alpha1::{Memcached, MemcachedSpec};
 use memcached_operator::controller::memcached::{
-    Context, FINALIZER, IMAGE_ENV, RESYNC, controller,
+    Context, FINALIZER, IMAGE_ENV, RESYNC, RULES, controller,
 };
-use memop_runtime::controller::{self, Controller, Error};
+use memop_runtime::controller::{self, Controller, Error, Reconciler};
 use memop_runtime::manager::Shared;
+use memop_runtime::rbac::Rules;
 
 const NAME: &str = "memcached-sample";
 /// The operand image, as `config/manager/manager.yaml` sets it in the manager's environment.
@@ -71,6 +72,7 @@ memop_test::scenarios!(
     a_deployment_deleted_by_hand_is_recreated,
     deletion_runs_the_finalizer_then_the_deployment_is_collected,
     the_real_controller_loop_converges_and_shuts_down,
+    the_role_grants_what_the_controller_does,
 );
 
 /// A spec of `size` replicas, its other fields (those you add to the type) from `Default`, so
@@ -461,6 +463,18 @@ async fn deletion_runs_the_finalizer_then_the_deployment_is_collected(env: TestE
         let deployment = cluster.deployment().await.unwrap();
         assert_eq!(deployment.owner_references()[0].uid, object.uid().unwrap());
     }
+}
+
+/// `make manifests` writes the role from `Context::rules` and `RULES`: they must grant all that
+/// the controller's runtime does for what `controller` declares (a kind it owns or watches).
+async fn the_role_grants_what_the_controller_does(env: TestEnv) {
+    let cluster = Cluster::new(env);
+    let declared = Context::rules().with(RULES);
+    assert_eq!(
+        declared.missing(&cluster.controller.rules()),
+        Rules::default(),
+        "declare these in Context::rules (or RULES), then run `make manifests`"
+    );
 }
 
 async fn the_real_controller_loop_converges_and_shuts_down(env: TestEnv) {

@@ -60,6 +60,7 @@ use super::{
     owned_conditions, resync,
 };
 use crate::operand::Operand;
+use crate::rbac::Rules;
 use crate::shared::Shared;
 
 /// How often an object is looked at again when nothing changed, unless [`Builder::resync`]
@@ -119,6 +120,15 @@ pub trait Reconciler: Send + Sync + Sized + 'static {
     /// The status conditions `object` reports now.
     fn conditions(object: &Self::Object) -> &[Condition];
 
+    /// The kinds this controller's [`Builder`] reconciles, owns and watches, with the verbs the
+    /// runtime uses on each ([`Rules`]), for the role `make manifests` writes; it adds the
+    /// controller module's `RULES`, the rules of the reconcile's own calls. The controller's
+    /// test holds the two to what the built controller does ([`Controller::rules`]). None
+    /// unless said: a controller of an older scaffold lists all of its rules in its `RULES`.
+    fn rules() -> Rules {
+        Rules::default()
+    }
+
     /// Brings what `object` asks for about, and says how that went in `report`: the runtime
     /// then writes the conditions that changed and records the events. Return an error to be
     /// retried with backoff (the report is written first).
@@ -162,6 +172,8 @@ pub struct Builder<K: Kind> {
     triggers: Vec<Trigger<K>>,
     /// The overall retry rate, per second, and its burst ([`Builder::rate_limit`]).
     rate_limit: Option<(u32, u32)>,
+    /// The API access of what it was told to do, but the status writes ([`Controller::rules`]).
+    rules: Rules,
 }
 
 impl<K: Kind> Builder<K> {
@@ -180,6 +192,7 @@ impl<K: Kind> Builder<K> {
             status: true,
             triggers: Vec::new(),
             rate_limit: None,
+            rules: Rules::reconciles::<K>(),
         }
     }
 
@@ -203,6 +216,7 @@ impl<K: Kind> Builder<K> {
     /// [`Reconciler::cleanup`].
     pub fn finalizer(mut self, finalizer: &'static str) -> Self {
         self.finalizer = Some(finalizer);
+        self.rules = self.rules.finalizer();
         self
     }
 
@@ -269,6 +283,7 @@ impl<K: Kind> Builder<K> {
         let operand = operand.clone();
         self.triggers
             .push(Box::new(move |_| operand.cache().owned_by::<K>().boxed()));
+        self.rules = self.rules.owns::<O>();
         self
     }
 
@@ -294,6 +309,7 @@ impl<K: Kind> Builder<K> {
         I: IntoIterator<Item = ObjectRef<K>> + 'static,
         I::IntoIter: Send,
     {
+        self.rules = self.rules.watches::<W>();
         let shared = self.shared.clone();
         self.triggers.push(Box::new(move |objects| {
             let (api, pulse) = super::watched(&shared, name, super::scoped_api::<W>(&shared));
@@ -334,6 +350,14 @@ impl<K: Kind> Builder<K> {
         let field_manager = self
             .field_manager
             .unwrap_or_else(|| self.shared.reporter.controller.clone());
+        // The status is written only where there is something of it to write.
+        let writes_status =
+            self.status && !(R::CONDITIONS.is_empty() && R::STATUS_FIELDS.is_empty());
+        let rules = if writes_status {
+            self.rules.writes_status()
+        } else {
+            self.rules
+        };
         let (store, writer) = reflector::store();
         // Built while this replica waits to lead: its cache starts now (a warm standby).
         let cache = if self.shared.is_leading() {
@@ -366,6 +390,7 @@ impl<K: Kind> Builder<K> {
             resync: self.resync,
             status: self.status,
             triggers: self.triggers,
+            rules,
             reconciler,
         }
     }
@@ -396,6 +421,8 @@ pub struct Controller<R: Reconciler> {
     status: bool,
     /// Taken when it runs.
     triggers: Vec<Trigger<R::Object>>,
+    /// The API access of what it does ([`Controller::rules`]).
+    rules: Rules,
     instruments: Instruments,
     recorder: Recorder,
     reconciler: R,
@@ -422,6 +449,15 @@ impl<R: Reconciler> Controller<R> {
     /// claimed buckets only.
     pub fn store(&self) -> reflector::Store<R::Object> {
         self.store.clone()
+    }
+
+    /// The API access the runtime needs for what this controller was built to do: its kind
+    /// listed and watched (and patched for a finalizer), its status written, events recorded,
+    /// the kinds it owns and watches. [`Reconciler::rules`] and the module's `RULES` must grant
+    /// all of it, and the controller's test says so:
+    /// `R::rules().with(RULES).missing(&controller.rules())` is empty.
+    pub fn rules(&self) -> Rules {
+        self.rules.clone()
     }
 
     /// Runs the controller until the manager shuts down: what the manager runs once this

@@ -44,7 +44,7 @@ use memop_runtime::controller::{
 };
 use memop_runtime::manager::{Manager, Shared};
 use memop_runtime::operand::{Operand, Outcome, PropagationPolicy, controller_reference};
-use memop_runtime::rbac::Rule;
+use memop_runtime::rbac::{Rule, Rules};
 
 use crate::api::batch::v1::{ConcurrencyPolicy, CronJob};
 
@@ -59,36 +59,14 @@ pub const MANAGED_BY: &str = "cronjob-operator";
 /// More missed start times than this since the last run is an error (a wrong clock, say).
 pub const MAX_MISSED_STARTS: usize = 100;
 
-/// Exactly the API access this controller uses; `make manifests` turns it into the role.
+/// The API access of this controller's own code, besides what memop-runtime does for the kinds
+/// it declares ([`Context::rules`]); `make manifests` writes both into the role.
 pub const RULES: &[Rule] = &[
-    Rule {
-        api_group: "batch.tutorial.kubebuilder.io",
-        resources: &["cronjobs"],
-        verbs: &["list", "watch"],
-    },
-    // The status: the conditions, status.active and lastScheduleTime (one apply).
-    Rule {
-        api_group: "batch.tutorial.kubebuilder.io",
-        resources: &["cronjobs/status"],
-        verbs: &["patch"],
-    },
-    // An owner reference with blockOwnerDeletion needs update on the owner's finalizers.
-    Rule {
-        api_group: "batch.tutorial.kubebuilder.io",
-        resources: &["cronjobs/finalizers"],
-        verbs: &["update"],
-    },
-    // Cache Jobs (list, watch), create and delete them; get one of that name the cache does
-    // not hold, to see whose it is.
+    // Finished Jobs beyond the history limits are deleted.
     Rule {
         api_group: "batch",
         resources: &["jobs"],
-        verbs: &["get", "list", "watch", "create", "delete"],
-    },
-    Rule {
-        api_group: "events.k8s.io",
-        resources: &["events"],
-        verbs: &["create", "patch"],
+        verbs: &["delete"],
     },
     // The validating webhook (src/webhook/cron_job.rs) reads the ServiceAccount the Jobs run as.
     Rule {
@@ -145,6 +123,13 @@ impl Reconciler for Context {
     ];
     /// Rebuilt from the Jobs on every reconcile, and written with the conditions.
     const STATUS_FIELDS: &'static [&'static str] = &["active", "lastScheduleTime"];
+
+    /// What [`controller`] works with, for the role (memop-runtime knows the verbs of each):
+    /// CronJobs and their status (the conditions, `status.active` and `lastScheduleTime`, in one
+    /// apply), owning Jobs.
+    fn rules() -> Rules {
+        Rules::reconciles::<CronJob>().writes_status().owns::<Job>()
+    }
 
     fn conditions(object: &CronJob) -> &[Condition] {
         object

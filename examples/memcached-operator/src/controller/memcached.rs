@@ -15,9 +15,9 @@
 //! The Memcached controller: for every Memcached, keeps a Deployment of the operand image
 //! running with `spec.size` replicas, and reports how that goes in the Memcached's status.
 //!
-//! What is the Memcached's own is here: the API access it needs ([`RULES`]), the Deployment
-//! it asks for ([`desired_deployment`], a pure function), and what to do before one is
-//! deleted ([`Context::cleanup`]). memop-runtime does the rest, the same for every kind
+//! What is the Memcached's own is here: the kinds it works with ([`Context::rules`]), the
+//! Deployment it asks for ([`desired_deployment`], a pure function), and what to do before one
+//! is deleted ([`Context::cleanup`]). memop-runtime does the rest, the same for every kind
 //! ([`Builder`]): the watches of Memcacheds and their Deployments, the finalizer, a status
 //! write only when a condition changed, events, retries with backoff, recovery from a panic;
 //! and [`Operand::ensure`] compares the Deployment wanted with the one in the cache and writes
@@ -41,7 +41,7 @@ use memop_runtime::controller::{
 };
 use memop_runtime::manager::{Manager, Shared};
 use memop_runtime::operand::{Operand, controller_reference, image_tag};
-use memop_runtime::rbac::Rule;
+use memop_runtime::rbac::{Rule, Rules};
 
 use crate::api::cache::v1alpha1::Memcached;
 
@@ -64,39 +64,10 @@ pub const RESYNC: Duration = Duration::from_secs(300);
 /// only, not every Deployment of the cluster), and are written with it as field manager.
 const MANAGED_BY: &str = "memcached-operator";
 
-/// Exactly the API access this controller uses; `make manifests` turns it into the role.
-pub const RULES: &[Rule] = &[
-    // Watch Memcacheds; the finalizer is added and removed with a JSON patch.
-    Rule {
-        api_group: "cache.example.com",
-        resources: &["memcacheds"],
-        verbs: &["list", "watch", "patch"],
-    },
-    Rule {
-        api_group: "cache.example.com",
-        resources: &["memcacheds/status"],
-        verbs: &["patch"],
-    },
-    // An owner reference with blockOwnerDeletion needs update on the owner's finalizers.
-    Rule {
-        api_group: "cache.example.com",
-        resources: &["memcacheds/finalizers"],
-        verbs: &["update"],
-    },
-    // Cache (list, watch) and server-side apply Deployments; get one of that name that is not
-    // ours, to say so; an apply that creates one needs create as well as patch.
-    Rule {
-        api_group: "apps",
-        resources: &["deployments"],
-        verbs: &["get", "list", "watch", "create", "patch"],
-    },
-    // The status and events of Memcacheds: events.k8s.io/v1 Events, patched for repeats.
-    Rule {
-        api_group: "events.k8s.io",
-        resources: &["events"],
-        verbs: &["create", "patch"],
-    },
-];
+/// The API access of this controller's own code, besides what memop-runtime does for the kinds
+/// it declares ([`Context::rules`]): none yet. Add a rule for each call your code makes (a
+/// Secret it reads, say), then run `make manifests`.
+pub const RULES: &[Rule] = &[];
 
 /// What the reconcile of a Memcached works with.
 pub struct Context {
@@ -149,6 +120,16 @@ pub fn controller(shared: &Shared, ctx: Context) -> Controller<Context> {
 
 impl Reconciler for Context {
     type Object = Memcached;
+
+    /// What [`controller`] works with, for the role `make manifests` writes (memop-runtime knows
+    /// the verbs of each): Memcacheds with a finalizer and their status, owning Deployments.
+    /// A test fails if the builder gains a kind this does not declare.
+    fn rules() -> Rules {
+        Rules::reconciles::<Memcached>()
+            .finalizer()
+            .writes_status()
+            .owns::<Deployment>()
+    }
 
     fn conditions(object: &Memcached) -> &[Condition] {
         object
