@@ -4,6 +4,7 @@
 //! lists what its own code does besides. `make manifests` merges them into
 //! `config/rbac/role.yaml` with [`role_yaml`], and a test fails when that file is stale.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use kube::Resource;
