@@ -172,6 +172,12 @@ fn a_project_of_memop_0_2_moves_its_unedited_controllers_to_the_builder() {
     // The kind's tests of today: the runtime's scenarios are memop-runtime's own.
     let tests = read(&dir, "tests/memcached.rs");
     assert!(tests.contains("crates/memop-runtime/tests/workloads.rs"), "{tests}");
+    // The runtime derives the skeleton's rules now (its status and events, which the 0.2 role
+    // lacked): the role is the code's, and the update says to write it again, as the user does.
+    assert!(stderr.contains("config/rbac/role.yaml are generated from your code"), "{stderr}");
+    common::check(&dir, "cargo", &["run", "--quiet", "--bin", "manifests"]);
+    let role = read(&dir, "config/rbac/role.yaml");
+    assert!(role.contains("  - backups/status\n"), "{role}");
     passes_and_is_up_to_date(&dir);
 }
 

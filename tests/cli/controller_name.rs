@@ -53,7 +53,7 @@ fn a_named_controller_gets_its_own_module_test_name_and_project_entry() {
     );
     let main = read(&dir, "src/main.rs");
     assert!(main.contains("controller::memcached_audit::register(&mut manager);"), "{main}");
-    assert!(read(&dir, "src/manifests.rs").contains("crate::controller::deploy_watch::RULES,"));
+    assert!(read(&dir, "src/manifests.rs").contains("crate::controller::deploy_watch::RULES),"));
     // The kinds' first controllers are untouched.
     assert!(read(&dir, "src/controller/memcached.rs").contains("pub const NAME: &str = \"memcached\";"));
 

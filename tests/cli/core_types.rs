@@ -35,14 +35,20 @@ fn a_controller_over_deployments_and_one_over_pods_get_no_types_nor_crd() {
     for line in [
         "use k8s_openapi::api::apps::v1::Deployment;",
         "type Object = Deployment;",
-        "api_group: \"apps\",",
-        "resources: &[\"deployments\"],",
+        "Rules::reconciles::<Deployment>()",
         "Builder::new(NAME, shared)",
     ] {
         assert!(controller.contains(line), "{line} in\n{controller}");
     }
     let pod = read(&dir, "src/controller/pod.rs");
-    assert!(pod.contains("use k8s_openapi::api::core::v1::Pod;") && pod.contains("api_group: \"\","), "{pod}");
+    assert!(
+        pod.contains("use k8s_openapi::api::core::v1::Pod;") && pod.contains("Rules::reconciles::<Pod>()"),
+        "{pod}"
+    );
+    // The role memop writes holds what the runtime derives from those declarations.
+    let role = read(&dir, "config/rbac/role.yaml");
+    assert!(role.contains("- apps\n  resources:\n  - deployments\n"), "{role}");
+    assert!(role.contains("  resources:\n  - pods\n"), "{role}");
 
     // PROJECT records them as kubebuilder does: core, no api, no domain for these groups.
     let project = read(&dir, "PROJECT");

@@ -104,7 +104,9 @@ fn a_controller_over_another_projects_kind_gets_kopiums_types_and_its_crd() {
     assert!(read(&dir, "src/lib.rs").contains("pub mod external;"));
     let controller = read(&dir, "src/controller/widget.rs");
     assert!(controller.contains("use crate::external::widget::Widget;"), "{controller}");
-    assert!(controller.contains("api_group: \"toys.example.org\",\n    resources: &[\"widgets\"],"), "{controller}");
+    assert!(controller.contains("Rules::reconciles::<Widget>()"), "{controller}");
+    let role = read(&dir, "config/rbac/role.yaml");
+    assert!(role.contains("- toys.example.org\n  resources:\n  - widgets\n"), "{role}");
     assert!(read(&dir, "tests/widget.rs").contains("\"color\": \"red\""), "the sample has the required field");
 
     // PROJECT, as kubebuilder records an external API (its path: the CRD file, not a Go package).
@@ -289,7 +291,9 @@ fn an_external_kind_keeps_its_crds_plural_scope_and_names_and_every_later_comman
         let project = read(&dir, "PROJECT");
         assert!(project.contains(&format!("  plural: {plural}\n")), "{project}");
         let controller = read(&dir, &format!("src/controller/{}.rs", kind.to_lowercase()));
-        assert!(controller.contains(&format!("resources: &[\"{plural}\"]")), "{controller}");
+        assert!(controller.contains(&format!("Rules::reconciles::<{kind}>()")), "{controller}");
+        let role = read(&dir, "config/rbac/role.yaml");
+        assert!(role.contains(&format!("- {group}\n  resources:\n  - {plural}\n")), "{role}");
         let types = read(&dir, &format!("src/external/{}.rs", kind.to_lowercase()));
         assert_eq!(types.contains("namespaced"), scope == "Namespaced", "{types}");
     }

@@ -18,6 +18,8 @@
 //!
 //! `memop create api` adds each controller's rules at the marker below.
 
+// For each controller's `Context::rules()`, which `create api` adds below: unused until then.
+#[allow(unused_imports)]
 use memop_runtime::controller::Reconciler;
 use memop_runtime::manifests::{File, crd_files};
 use memop_runtime::rbac::{Rules, Scope, role_yaml};
