@@ -563,6 +563,12 @@ async fn an_edit_of_a_field_the_cache_keeps_only_a_digest_of_is_put_back(env: Te
         cached.spec.template.spec.is_none(),
         "the cache holds no pod template: {cached:?}"
     );
+    // Its labels stay: a reconciler selects children by them.
+    assert_eq!(
+        cached.labels().get("app.kubernetes.io/instance").map(String::as_str),
+        Some(NAME),
+        "the cache keeps the labels: {cached:?}"
+    );
     assert_eq!(replicas(&cached), Some(2));
 
     let container =
