@@ -565,7 +565,10 @@ async fn an_edit_of_a_field_the_cache_keeps_only_a_digest_of_is_put_back(env: Te
     );
     // Its labels stay: a reconciler selects children by them.
     assert_eq!(
-        cached.labels().get("app.kubernetes.io/instance").map(String::as_str),
+        cached
+            .labels()
+            .get("app.kubernetes.io/instance")
+            .map(String::as_str),
         Some(NAME),
         "the cache keeps the labels: {cached:?}"
     );
