@@ -8,7 +8,7 @@
 //! Each scenario runs on the in-memory API server (`in_memory::*`) and, when
 //! `KUBEBUILDER_ASSETS` is set, on the real control plane (`real_control_plane::*`) as the
 //! operator's own ServiceAccount, with the role and CRD of `tests/fixture_workloads` (which
-//! [`RULES`] and [`Site`] generate); `ENVTEST_REQUIRED=1` makes that tier mandatory.
+//! [`rules`] and [`Site`] generate); `ENVTEST_REQUIRED=1` makes that tier mandatory.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,7 +30,7 @@ use memop_runtime::controller::{
 };
 use memop_runtime::manager::Shared;
 use memop_runtime::operand::{Operand, controller_reference};
-use memop_runtime::rbac::{Rule, Scope, role_yaml};
+use memop_runtime::rbac::{Rules, Scope, role_yaml};
 use memop_test::workloads::roll_out;
 use memop_test::{TestEnv, Verb, eventually};
 use schemars::JsonSchema;
@@ -52,34 +52,14 @@ const IMAGE: &str = "memcached:1.6.26-alpine3.19";
 /// How long a test waits for what happens in the background.
 const WAIT: Duration = Duration::from_secs(30);
 
-/// What the controller reads and writes: a memop operand controller's rules.
-const RULES: &[Rule] = &[
-    Rule {
-        api_group: "workloads.example.com",
-        resources: &["sites"],
-        verbs: &["list", "watch", "patch"],
-    },
-    Rule {
-        api_group: "workloads.example.com",
-        resources: &["sites/status"],
-        verbs: &["patch"],
-    },
-    Rule {
-        api_group: "workloads.example.com",
-        resources: &["sites/finalizers"],
-        verbs: &["update"],
-    },
-    Rule {
-        api_group: "apps",
-        resources: &["deployments"],
-        verbs: &["get", "list", "watch", "create", "patch"],
-    },
-    Rule {
-        api_group: "events.k8s.io",
-        resources: &["events"],
-        verbs: &["create", "patch"],
-    },
-];
+/// What the controller reads and writes: the rules memop-runtime derives for what it is told
+/// (the kind, its finalizer and status, the Deployments it owns).
+fn rules() -> Rules {
+    Rules::reconciles::<Site>()
+        .finalizer()
+        .writes_status()
+        .owns::<Deployment>()
+}
 
 /// The test's kind: a size, and the conditions the controller reports.
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, JsonSchema)]
@@ -409,7 +389,10 @@ fn replicas(deployment: &Deployment) -> Option<i32> {
 #[test]
 fn the_fixtures_role_and_crd_are_generated_from_the_code() {
     let generated = [
-        ("config/rbac/role.yaml", role_yaml(Scope::Cluster, &[RULES])),
+        (
+            "config/rbac/role.yaml",
+            role_yaml(Scope::Cluster, &[rules()]),
+        ),
         (
             "config/crd/bases/workloads.example.com_sites.yaml",
             memop_runtime::manifests::crd_yaml(&Site::crd()).unwrap(),
