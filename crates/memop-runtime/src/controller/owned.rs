@@ -398,7 +398,7 @@ where
                 return;
             }
             watcher::Event::InitApply(object) => {
-                let key = ObjectRef::from_obj(object);
+                let key = super::cache::key_of(object);
                 let version = &object.meta().resource_version;
                 listed = !*cache.listed.borrow()
                     || (version.is_some() && cache.version(&key) == *version);
@@ -409,13 +409,13 @@ where
             }
             watcher::Event::InitDone => return self.listed(),
             watcher::Event::Apply(object) => {
-                let key = ObjectRef::from_obj(object);
+                let key = super::cache::key_of(object);
                 let shape = shape_of(&self.applied, &key);
                 cache.insert(key, object, shape.as_ref());
                 object
             }
             watcher::Event::Delete(object) => {
-                let key = ObjectRef::from_obj(object);
+                let key = super::cache::key_of(object);
                 cache.remove(&key);
                 // What was applied to it is of no use any more, whoever deleted it (the
                 // garbage collector after its owner, say).
@@ -952,7 +952,7 @@ where
         self.held
             .lock()
             .expect("held lock")
-            .insert(ObjectRef::from_obj(object));
+            .insert(super::cache::key_of(object));
         let mut release = self.release.lock().expect("release lock");
         if release.as_ref().is_some_and(|task| !task.is_finished()) {
             return;
@@ -1210,6 +1210,7 @@ mod tests {
 #[cfg(test)]
 mod heap {
     use super::*;
+    use crate::controller::cache::key_of;
     use k8s_openapi::api::apps::v1::Deployment;
     use kube::runtime::reflector;
 
@@ -1264,6 +1265,48 @@ mod heap {
         .unwrap()
     }
 
+    /// The Memcached example's kind, as `memop create api` writes it.
+    #[derive(
+        kube::CustomResource, Serialize, serde::Deserialize, Clone, Debug, schemars::JsonSchema,
+    )]
+    #[kube(
+        group = "cache.example.com",
+        version = "v1alpha1",
+        kind = "Memcached",
+        namespaced
+    )]
+    #[kube(status = "MemcachedStatus")]
+    struct MemcachedSpec {
+        size: i32,
+    }
+
+    #[derive(Serialize, serde::Deserialize, Clone, Debug, Default, schemars::JsonSchema)]
+    struct MemcachedStatus {
+        #[serde(default)]
+        conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
+    }
+
+    /// A Memcached of the side-by-side benchmark once reconciled, as its controller's cache
+    /// keeps it (no `managedFields`): its finalizer, its size, and the condition reported.
+    fn memcached(i: usize) -> Memcached {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+            "metadata": {
+                "name": format!("memcached-{i}"), "namespace": format!("bench-{}", i % 10),
+                "uid": format!("9e8d7c6b-5a4f-4e3d-2c1b-{i:012}"), "resourceVersion": format!("{}", 200_000 + i),
+                "generation": 2, "creationTimestamp": "2026-12-05T17:49:07Z",
+                "finalizers": ["cache.example.com/finalizer"],
+            },
+            "spec": { "size": 2 },
+            "status": { "conditions": [{
+                "type": "Available", "status": "True", "reason": "Reconciling", "observedGeneration": 2,
+                "lastTransitionTime": "2026-12-05T17:49:09Z",
+                "message": format!("Deployment memcached-{i} for custom resource memcached-{i} with 2 replicas is available"),
+            }]},
+        }))
+        .unwrap()
+    }
+
     fn per_object(before: usize) -> usize {
         memop_test::heap::live().saturating_sub(before) / N
     }
@@ -1283,7 +1326,7 @@ mod heap {
             by_owner: Mutex::default(),
         };
         for object in &objects {
-            cache.insert(ObjectRef::from_obj(object), object, None);
+            cache.insert(key_of(object), object, None);
         }
         println!(
             "owned cache, whole (key and compact JSON): {} B per object",
@@ -1302,7 +1345,7 @@ mod heap {
             by_owner: Mutex::default(),
         };
         for object in &objects {
-            cache.insert(ObjectRef::from_obj(object), object, Some(&shape));
+            cache.insert(key_of(object), object, Some(&shape));
         }
         let projected = Entry::projected(&objects[0], &shape).unwrap().json.len();
         println!(
@@ -1348,7 +1391,7 @@ mod heap {
         let queue = crate::controller::queue::Queue::new(None);
         for object in &objects {
             queue.add(
-                ObjectRef::from_obj(object),
+                Arc::new(key_of(object)),
                 Priority::Low,
                 Duration::from_secs(600),
             );
@@ -1359,8 +1402,7 @@ mod heap {
         );
 
         let before = memop_test::heap::live();
-        let keys: HashSet<ObjectRef<Deployment>> =
-            objects.iter().map(ObjectRef::from_obj).collect();
+        let keys: HashSet<ObjectRef<Deployment>> = objects.iter().map(key_of).collect();
         println!(
             "a relist's keys (HashSet<ObjectRef>): {} B per object",
             per_object(before)
@@ -1377,6 +1419,21 @@ mod heap {
             "kube's store of the same, typed (a controller's own cache): {} B per object",
             per_object(before)
         );
+
+        let primaries: Vec<Memcached> = (0..N).map(memcached).collect();
+        let before = memop_test::heap::live();
+        let (primary_store, mut primary_writer) = reflector::store::<Memcached>();
+        primary_writer.apply_watcher_event(&watcher::Event::Init);
+        for object in &primaries {
+            primary_writer.apply_watcher_event(&watcher::Event::InitApply(object.clone()));
+        }
+        primary_writer.apply_watcher_event(&watcher::Event::InitDone);
+        println!(
+            "kube's store of the primary (a Memcached of {} B of compact JSON): {} B per object",
+            compact(&primaries[0]).len(),
+            per_object(before)
+        );
+        drop((primary_store, primary_writer, primaries));
 
         let before = memop_test::heap::live();
         let metadata: Vec<Arc<ObjectMeta>> = objects
