@@ -16,6 +16,9 @@
 #   6. reads the manager's peak RSS (VmHWM) and CPU seconds (utime + stime) from /proc, stops
 #      everything, and counts the manager's requests per phase in the audit log: reads
 #      (get/list/watch), writes (create/update/patch/delete), GETs of Deployments.
+# At the end of each phase (converge, quiet, resize, relist) the manager's RSS (VmRSS) and its
+# peak within the phase are read too (VmHWM, reset for the next phase through
+# /proc/<pid>/clear_refs): the table "RSS per phase" says which phase sets the peak.
 # `uptime`'s load averages are recorded at the start and end of each run. A Markdown table is
 # printed at the end and written to $CACHE/results/.
 #
@@ -356,11 +359,20 @@ force_relist() { # dir etcd_port port
     log "  API server restarted over etcd compacted to revision $revision"
 }
 
-# The largest peak RSS (VmHWM, KiB) of the processes given; fails when one has exited.
+# A process's peak RSS (KiB) since it started: VmHWM, which mark_phase resets at the end of
+# each phase, or the largest peak of the phases before, if larger. Fails when it has exited.
+hwm_of() { # pid
+    local hwm
+    hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$1/status") || return 1
+    [ -n "$hwm" ] || return 1
+    [ "${PEAKS[$1]:-0}" -gt "$hwm" ] && hwm=${PEAKS[$1]}
+    echo "$hwm"
+}
+# The largest peak RSS (KiB) of the processes given; fails when one has exited.
 peak_rss() { # pid...
     local pid max=0 hwm
     for pid in "$@"; do
-        hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status") || return 1
+        hwm=$(hwm_of "$pid") || return 1
         [ "$hwm" -gt "$max" ] && max=$hwm
     done
     echo "$max"
@@ -368,8 +380,39 @@ peak_rss() { # pid...
 # Each one's peak RSS (KiB), comma-separated.
 each_rss() { # pid...
     local pid out=()
-    for pid in "$@"; do out+=("$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status")") || return 1; done
+    for pid in "$@"; do out+=("$(hwm_of "$pid")") || return 1; done
     (IFS=,; echo "${out[*]}")
+}
+# The end of a phase of the run: appends to PHASES "name:peak:rss" (KiB, the largest replica's),
+# the peak RSS within the phase (VmHWM since the last mark; the kernel resets it when 5 is
+# written to /proc/<pid>/clear_refs) and the RSS at its end (VmRSS), then starts the next
+# phase's peak. PEAKS keeps each process's peak over the phases, for peak_rss. Where the reset
+# is refused, VmHWM goes on from the start and a phase's peak is the run's so far.
+# HEAPSTATS=1 (glibc's malloc, one replica) adds the heap at the phase's end: the bytes in use
+# and the bytes malloc holds from the system, over all its arenas, from glibc's malloc_stats(),
+# which gdb calls in the manager (it prints to the manager's stderr, its log); what the system
+# holds and is not in use is the allocator's free memory (fragmentation, arenas' slack).
+declare -A PEAKS=()
+PHASES=""
+mark_phase() { # name pid...
+    local name=$1 pid hwm rss peak=0 now_rss=0 heap=""
+    shift
+    for pid in "$@"; do
+        hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status") || return 1
+        rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status") || return 1
+        [ "$hwm" -gt "$peak" ] && peak=$hwm
+        [ "$rss" -gt "$now_rss" ] && now_rss=$rss
+        [ "${PEAKS[$pid]:-0}" -gt "$hwm" ] || PEAKS[$pid]=$hwm
+        echo 5 2>/dev/null > "/proc/$pid/clear_refs" || true
+    done
+    if [ "${HEAPSTATS:-0}" = 1 ] && [ $# = 1 ]; then
+        timeout 60 gdb -p "$1" -batch -ex 'call (void)malloc_stats()' > /dev/null 2>&1 || true
+        sleep 0.2
+        # The last "Total (incl. mmap):" block of the log: system bytes, then in use bytes.
+        heap=$(tac "$dir/manager.log" | grep -m1 -B2 '^Total (incl. mmap):' |
+            awk '/in use bytes/ { u = $NF } /system bytes/ { s = $NF } END { if (u && s) printf ":%d:%d", u / 1024, s / 1024 }')
+    fi
+    PHASES="$PHASES${PHASES:+ }$name:$peak:$now_rss$heap"
 }
 # Their CPU seconds together.
 cpu_total() { # pid...
@@ -389,6 +432,7 @@ run_one() { # operator n index
     local op=$1 n=$2 index=$3
     local dir="$runs/$n-$index-$op"
     mkdir -p "$dir"
+    PEAKS=() PHASES=""
     local load_start load_end
     load_start=$(loadavg)
     log "N=$n run $index: $op (load $load_start)"
@@ -467,6 +511,7 @@ EOF
     fi
     t_conv=$(now)
     cpu_conv=$(cpu_total "${pids[@]}") || die "the $op manager exited: $(tail -3 "$dir"/manager*.log)"
+    mark_phase converge "${pids[@]}" || die "the $op manager exited"
     log "  converged: $converge"
     local standby=""
     if [ "$FAILOVER" = 1 ]; then
@@ -482,6 +527,7 @@ EOF
     local t_quiet
     t_quiet=$(now)
     all_alive "${pids[@]}" || die "the $op manager exited: $(tail -3 "$dir"/manager*.log)"
+    mark_phase quiet "${pids[@]}" || die "the $op manager exited"
 
     local t_resize resize resized t_end
     t_resize=$(now)
@@ -500,6 +546,7 @@ EOF
     local t_resized t_relisted hwm_before
     t_resized=$(now)
     t_end=$t_resized
+    mark_phase resize "${pids[@]}" || die "the $op manager exited"
     hwm_before=$(peak_rss "${pids[@]}") || die "the $op manager exited"
     local rss_each_before cpu_killed=0
     rss_each_before=$(each_rss "${pids[@]}") || die "the $op manager exited"
@@ -524,6 +571,7 @@ EOF
         t_end=$(now)
     fi
     t_relisted=$t_end
+    if [ "$RELIST" = 1 ]; then mark_phase relist "${pids[@]}" || die "the $op manager exited"; fi
 
     local hwm cpu rss_each
     hwm=$(peak_rss "${pids[@]}") || die "the $op manager exited"
@@ -572,7 +620,7 @@ EOF
         --phase "resize=$t_resize:$t_resized" --phase "relist=$t_resized:$t_relisted" \
         --phase "failover=$t_kill:$t_end" --phase "all=$t_start:$t_end")
     EDITS_RESULT=$edits PODS=$PODS RESIZE_TO=$RESIZE_TO READY=${ready:-} FAILOVER_RESULT=$failover STANDBY_HWM=$standby_hwm \
-        RELIST=$RELIST RSS_EACH=$rss_each RSS_EACH_BEFORE=$rss_each_before RSS_BEFORE_RELIST=$hwm_before python3 - "$dir/result.json" "$op" "$n" "$index" "$converge" "$created" "$resized" "$resize" \
+        RELIST=$RELIST PHASES="$PHASES" RSS_EACH=$rss_each RSS_EACH_BEFORE=$rss_each_before RSS_BEFORE_RELIST=$hwm_before python3 - "$dir/result.json" "$op" "$n" "$index" "$converge" "$created" "$resized" "$resize" \
         "$audit" "$hwm" "$cpu_conv" "$cpu" "$QUIET" "$load_start" "$load_end" \
         "$t_start" "$t_conv" "$t_quiet" "$t_resize" "$t_end" <<'EOF'
 import json, os, sys
@@ -592,6 +640,9 @@ result = {
     "relist": os.environ["RELIST"] == "1", "rss_before_relist_kib": int(os.environ["RSS_BEFORE_RELIST"]),
     "replicas_rss_kib": [int(kib) for kib in os.environ["RSS_EACH"].split(",")],
     "replicas_rss_before_relist_kib": [int(kib) for kib in os.environ["RSS_EACH_BEFORE"].split(",")],
+    "phases": [dict(zip(["phase", "peak_kib", "rss_kib", "heap_in_use_kib", "heap_system_kib"],
+                        [mark.split(":")[0], *map(int, mark.split(":")[1:])]))
+               for mark in os.environ["PHASES"].split()],
 }
 json.dump(result, open(out, "w"), indent=1)
 EOF

@@ -93,6 +93,23 @@ def main(paths):
                 line = (f"- N={r['n']} run {r['run']} {r['operator']}: peak RSS of each replica {shown} MiB "
                         f"before the last was killed; the others {each} MiB through taking its buckets in")
             print(line)
+    phased = [r for r in runs if r.get("phases")]
+    if phased:
+        # (runs of the script before it read the RSS per phase have none)
+        names = [p for p in ("converge", "quiet", "resize", "relist")
+                 if any(m["phase"] == p for r in phased for m in r["phases"])]
+        print()
+        print("| N | run | operator | " + " | ".join(f"RSS {p}: peak / at its end" for p in names) + " |")
+        print("|---|---|---|" + "---|" * len(names))
+        for r in phased:
+            marks = {m["phase"]: m for m in r["phases"]}
+            def cell(m):
+                text = f"{m['peak_kib'] / 1024:.0f} / {m['rss_kib'] / 1024:.0f} MiB"
+                if "heap_in_use_kib" in m:  # HEAPSTATS=1: malloc's bytes in use of those it holds
+                    text += f" (heap {m['heap_in_use_kib'] / 1024:.0f} of {m['heap_system_kib'] / 1024:.0f})"
+                return text
+            cells = [cell(marks[p]) if p in marks else "—" for p in names]
+            print(f"| {r['n']} | {r['run']} | {r['operator']} | " + " | ".join(cells) + " |")
     print()
     print("Writes of each run by verb and resource (converging; resizing), and the requests the API server "
           "refused (whole run, with the status code):")

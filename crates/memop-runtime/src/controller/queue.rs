@@ -34,6 +34,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use super::cache::key_of;
 use crate::manager::metrics::QueueMetrics;
 use crate::shared::Shared;
 
@@ -68,12 +69,8 @@ where
         .default_backoff()
         .filter_map(move |event| {
             let request = match event {
-                Ok(watcher::Event::InitApply(object)) => {
-                    Some((ObjectRef::from_obj(&object), Priority::Low))
-                }
-                Ok(watcher::Event::Apply(object)) => {
-                    Some((ObjectRef::from_obj(&object), Priority::Normal))
-                }
+                Ok(watcher::Event::InitApply(object)) => Some((key_of(&object), Priority::Low)),
+                Ok(watcher::Event::Apply(object)) => Some((key_of(&object), Priority::Normal)),
                 Ok(_) => None,
                 // The API server failed a list or watch: the cache stays behind (and the
                 // manager unready) until it succeeds. Said at each retry, so that a cause the
@@ -101,7 +98,7 @@ where
     ticks
         .flat_map(move |()| {
             let all = store.state().into_iter();
-            futures::stream::iter(all.map(|object| (ObjectRef::from_obj(&*object), Priority::Low)))
+            futures::stream::iter(all.map(|object| (key_of(&*object), Priority::Low)))
         })
         .boxed()
 }
@@ -158,7 +155,12 @@ impl<T: Clone + Eq + Hash> Queue<T> {
         let now = Instant::now();
         let due = (!after.is_zero()).then(|| now + after);
         let mut state = self.lock();
-        let entry = match state.queued.get(&key).copied() {
+        // A key queued already stays the one queued (an `Arc` is then shared, not copied).
+        let (key, queued) = match state.queued.get_key_value(&key) {
+            Some((queued, entry)) => (queued.clone(), Some(*entry)),
+            None => (key, None),
+        };
+        let entry = match queued {
             Some(mut entry) => {
                 state.unindex(&entry);
                 entry.priority = entry.priority.max(priority);
@@ -322,7 +324,11 @@ pub(crate) async fn run<K, Work>(
     let feed = {
         let queue = queue.clone();
         futures::stream::select_all(requests).for_each(move |(key, priority)| {
-            queue.add(key, priority, Duration::ZERO);
+            // One copy of the key, shared by the queue's maps (it holds every object, each
+            // waiting for its resync), without what `ObjectRef::extra` holds.
+            let mut key = key;
+            key.extra = Default::default();
+            queue.add(Arc::new(key), priority, Duration::ZERO);
             std::future::ready(())
         })
     };
