@@ -20,7 +20,7 @@ use syn::{Fields, ImplItem, Item, TraitItem, UseTree, Visibility};
 /// what only the runtime's tests reached is crate-private, and those tests are in the crate
 /// (`src/tests/`). (Issue 50 asks for at most 180: the rest is the API projects write against,
 /// and would need new shapes of it, not cuts.)
-const LIMIT: usize = 215;
+const LIMIT: usize = 214;
 
 /// A definition: the module that defines it and its name there.
 type Def = (Vec<String>, String);
