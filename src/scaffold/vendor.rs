@@ -3,8 +3,8 @@
 //! `[patch.crates-io]` in the project's `Cargo.toml`.
 //!
 //! Only what cargo needs to build a dependency is copied (the manifest, the README and `src/`),
-//! not the crates' own tests, and each file says it is memop's, so a user knows not to edit it:
-//! `memop update` replaces it.
+//! not the crates' own tests (`tests/`, and the runtime's scenarios in `src/tests/`), and each
+//! file says it is memop's, so a user knows not to edit it: `memop update` replaces it.
 
 use anyhow::Result;
 use include_dir::{Dir, include_dir};
@@ -42,7 +42,8 @@ fn collect(dir: &'static Dir<'static>, out: &mut Vec<(String, String)>) {
     for file in dir.files() {
         let path = file.path().to_string_lossy().replace('\\', "/");
         let Some((krate, relative)) = path.split_once('/') else { continue };
-        let wanted = matches!(relative, "Cargo.toml" | "README.md") || relative.starts_with("src/");
+        let wanted = matches!(relative, "Cargo.toml" | "README.md")
+            || (relative.starts_with("src/") && !relative.starts_with("src/tests/"));
         if let (true, Some(text)) = (wanted, file.contents_utf8()) {
             out.push((format!("{VENDOR}/{path}"), format!("{}{text}", mark(krate, relative))));
         }

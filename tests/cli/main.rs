@@ -11,7 +11,6 @@ mod chart;
 mod controller_name;
 mod core_types;
 mod create_api;
-mod dashboards;
 mod delete_api;
 mod dry_run;
 mod envtest;

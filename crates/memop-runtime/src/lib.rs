@@ -57,6 +57,8 @@ pub mod rbac;
 pub mod webhook;
 
 mod shared;
+#[cfg(test)]
+mod tests;
 
 /// Who an operator is: what the manager names itself by, at run time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,7 +22,7 @@ pub fn crd_files(crds: &[CustomResourceDefinition]) -> anyhow::Result<Vec<File>>
 }
 
 /// The YAML of one CRD, as `make manifests` writes it.
-pub fn crd_yaml(crd: &CustomResourceDefinition) -> anyhow::Result<String> {
+pub(crate) fn crd_yaml(crd: &CustomResourceDefinition) -> anyhow::Result<String> {
     // No folding of long descriptions at 80 columns: a description stays on one line (or keeps
     // the lines of its doc comment), so the YAML changes only where the text does.
     let options = serde_saphyr::ser_options! { folded_wrap_chars: 1 << 16 };

@@ -52,7 +52,7 @@ use crate::shared::Shared;
 /// The name of the migration task, in logs and readiness.
 pub const NAME: &str = "storage-migration";
 /// The API group of `StorageVersionMigration`.
-pub const GROUP: &str = "storagemigration.k8s.io";
+pub(crate) const GROUP: &str = "storagemigration.k8s.io";
 /// The versions of [`GROUP`] this module can use, in order of preference.
 const VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 /// The field manager of the writes this module makes.
@@ -80,7 +80,7 @@ pub struct StorageMigration {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Method {
     /// By kube-controller-manager, through the `StorageVersionMigration` of this name, in this
-    /// version of [`GROUP`].
+    /// version of `storagemigration.k8s.io`.
     StorageVersionMigration {
         /// The migration's name.
         name: String,

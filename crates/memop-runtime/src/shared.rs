@@ -71,7 +71,8 @@ impl Shared {
 
     /// These settings with `shard` as this replica's share: the controllers built on them
     /// reconcile only the objects of its active buckets (see [`sharding`]).
-    pub fn with_shard(mut self, shard: sharding::Shard) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_shard(mut self, shard: sharding::Shard) -> Self {
         self.shard = Some(shard);
         self
     }
@@ -92,7 +93,8 @@ impl Shared {
     }
 
     /// What `/readyz` reports.
-    pub fn readiness(&self) -> &Readiness {
+    #[cfg(test)]
+    pub(crate) fn readiness(&self) -> &Readiness {
         &self.readiness
     }
 
@@ -104,11 +106,6 @@ impl Shared {
     /// Who the events this operator records come from.
     pub(crate) fn reporter(&self) -> &Reporter {
         &self.reporter
-    }
-
-    /// How long one reconcile may take, its API calls included.
-    pub fn reconcile_timeout(&self) -> Duration {
-        self.reconcile_timeout
     }
 
     /// These settings with at most `max` rollouts at once (`--max-concurrent-rollouts`).
@@ -125,13 +122,14 @@ impl Shared {
 
     /// These settings with `readiness` as what `/readyz` reports (a test's own silence limit,
     /// say: [`Readiness::with_silence_limit`]).
-    pub fn with_readiness(mut self, readiness: Readiness) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_readiness(mut self, readiness: Readiness) -> Self {
         self.readiness = readiness;
         self
     }
 
     /// The API of a namespaced kind, limited to the watched namespace when there is one.
-    pub fn namespaced_api<K>(&self) -> Api<K>
+    pub(crate) fn namespaced_api<K>(&self) -> Api<K>
     where
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
         K: Clone + DeserializeOwned + std::fmt::Debug,

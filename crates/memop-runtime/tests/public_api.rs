@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 use syn::{Fields, ImplItem, Item, TraitItem, UseTree, Visibility};
 
 /// At most this many public things: top-level names, their `pub` methods and `pub` fields.
-/// (issue 50 asks for at most 180: the rest of the way needs the tests of `manager::sharding`,
-/// of `Metrics` and of `Shared`'s settings to go through the manager's entry points. 251, and
-/// 10 for the rules a controller declares: `rbac::Rules` and its seven methods,
-/// `Reconciler::rules`, `Controller::rules`.)
-const LIMIT: usize = 261;
+/// Everything here is used by a generated project, an example's own code, memop-test or memop;
+/// what only the runtime's tests reached is crate-private, and those tests are in the crate
+/// (`src/tests/`). (Issue 50 asks for at most 180: the rest is the API projects write against,
+/// and would need new shapes of it, not cuts.)
+const LIMIT: usize = 214;
 
 /// A definition: the module that defines it and its name there.
 type Def = (Vec<String>, String);

@@ -388,21 +388,15 @@ fn replicas(deployment: &Deployment) -> Option<i32> {
 
 #[test]
 fn the_fixtures_role_and_crd_are_generated_from_the_code() {
-    let generated = [
-        (
-            "config/rbac/role.yaml",
-            role_yaml(Scope::Cluster, &[rules()]),
-        ),
-        (
-            "config/crd/bases/workloads.example.com_sites.yaml",
-            memop_runtime::manifests::crd_yaml(&Site::crd()).unwrap(),
-        ),
-    ];
+    let role = role_yaml(Scope::Cluster, &[rules()]);
+    let mut generated = vec![(PathBuf::from("config/rbac/role.yaml"), role)];
+    generated.extend(memop_runtime::manifests::crd_files(&[Site::crd()]).unwrap());
     for (path, generated) in generated {
-        let file = std::fs::read_to_string(fixture().join(path)).unwrap();
+        let file = std::fs::read_to_string(fixture().join(&path)).unwrap();
         assert!(
             file.ends_with(&generated),
-            "{path} is stale; it should end with:\n{generated}"
+            "{} is stale; it should end with:\n{generated}",
+            path.display()
         );
     }
 }

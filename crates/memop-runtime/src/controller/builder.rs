@@ -447,7 +447,8 @@ impl<R: Reconciler> Controller<R> {
     /// The controller's cache of its objects (a reader: clones see the same objects), filled
     /// once it runs (or at once on a standby). Sharded, it holds the objects of this replica's
     /// claimed buckets only.
-    pub fn store(&self) -> reflector::Store<R::Object> {
+    #[cfg(test)]
+    pub(crate) fn store(&self) -> reflector::Store<R::Object> {
         self.store.clone()
     }
 
@@ -509,7 +510,7 @@ impl<R: Reconciler> Controller<R> {
     /// Reconciles `object` once, as the running controller would: what [`Self::run`] calls
     /// for each change (and tests call directly).
     ///
-    /// Sharded ([`Shared::with_shard`]), an object outside this replica's active buckets is
+    /// Sharded (`--sharding`), an object outside this replica's active buckets is
     /// left alone (`await_change`: it comes back when its bucket becomes this replica's), and
     /// a reconcile under way is dropped the moment the replica loses its Lease, as a leader's
     /// are when it loses leadership.
@@ -531,7 +532,7 @@ impl<R: Reconciler> Controller<R> {
     /// When to retry a failed reconcile of `object`: after its backoff, as controller-runtime's
     /// default rate limiter (5 ms doubling per consecutive failure, at most 5 minutes; overall
     /// at most 10 retries a second after a burst of 100), the error logged and counted.
-    pub fn error_policy(&self, object: &R::Object, error: &Error) -> Action {
+    pub(crate) fn error_policy(&self, object: &R::Object, error: &Error) -> Action {
         self.instruments.retry(object, error)
     }
 

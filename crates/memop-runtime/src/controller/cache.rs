@@ -127,6 +127,8 @@ pub(crate) fn owner_bucket(metadata: &ObjectMeta) -> Option<u16> {
 /// buckets come out as deleted: `cached(kept)` gives the objects the cache holds outside the
 /// buckets of `kept`. No list: an operator's rolling upgrade, a replica joining and one leaving
 /// at each step, lists only on the replicas that take buckets in.
+// Over 80 lines on purpose: one state machine (the watch made again, the deletions of buckets
+// given up still to come out, a list under way), whose states read best side by side.
 pub(crate) fn follow<K>(
     watch: impl Fn() -> Events<K> + Send + 'static,
     holding: Option<Holding>,

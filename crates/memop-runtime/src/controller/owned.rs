@@ -628,7 +628,8 @@ where
     /// which. After that the watch is kept an eye on as a controller's own is (see
     /// [`Builder`](super::Builder)): `/readyz` names it while it goes without an answer for longer than the
     /// silence limit, and `memop_watch_errors_total{watch="<name>"}` counts its errors.
-    pub fn watch(
+    #[cfg(test)]
+    pub(crate) fn watch(
         api: Api<K>,
         config: watcher::Config,
         shared: &Shared,
@@ -723,7 +724,7 @@ where
     /// own watch: at [`Priority::Low`] for an object as listed (by a relist, unchanged since
     /// the cache held it), [`Priority::Normal`] for a change. Only the last stream asked for
     /// here is told of changes.
-    pub fn owned_by<P>(&self) -> impl Stream<Item = Request<P>> + Send + 'static
+    pub(crate) fn owned_by<P>(&self) -> impl Stream<Item = Request<P>> + Send + 'static
     where
         P: Resource<DynamicType = ()> + 'static,
     {
@@ -783,7 +784,7 @@ where
     }
 
     /// Waits until the cache has listed the objects once (at once after that).
-    pub async fn ready(&self) {
+    pub(crate) async fn ready(&self) {
         // The sender lives as long as `self`: waiting can only end with the list.
         let _ = self
             .cache

@@ -43,7 +43,7 @@ const POLL: Duration = Duration::from_millis(100);
 #[derive(Clone)]
 /// Whether the manager is ready (`/readyz`): every controller's cache synced and no watch
 /// silent for longer than the silence limit, and this replica either leading or standing by.
-pub struct Readiness {
+pub(crate) struct Readiness {
     state: Arc<Mutex<State>>,
     silence_limit: Duration,
 }
@@ -75,7 +75,7 @@ struct State {
 impl Readiness {
     /// Readiness whose watches may be silent for `limit` (rather than
     /// `WATCH_SILENCE_LIMIT`) before the manager is not ready: for tests.
-    pub fn with_silence_limit(limit: Duration) -> Self {
+    pub(crate) fn with_silence_limit(limit: Duration) -> Self {
         Self {
             state: Arc::default(),
             silence_limit: limit,
@@ -83,7 +83,8 @@ impl Readiness {
     }
 
     /// `None` when ready; otherwise why not.
-    pub fn check(&self) -> Option<String> {
+    #[cfg(test)]
+    pub(crate) fn check(&self) -> Option<String> {
         let why: Vec<String> = (self.checks().into_iter())
             .filter_map(|(_, failed)| failed)
             .collect();

@@ -297,7 +297,7 @@ impl Default for Metrics {
 impl Metrics {
     /// Declares `controller`, which reconciles at most `max` objects at once: its families
     /// show from the first scrape, before any reconcile.
-    pub fn controller(&self, controller: &'static str, max: u16) {
+    pub(crate) fn controller(&self, controller: &'static str, max: u16) {
         let labels = ControllerLabels { controller };
         self.max_concurrent.get_or_create(&labels).set(max.into());
         // Creating a series is enough: it starts at 0.
@@ -321,7 +321,7 @@ impl Metrics {
 
     /// Starts one reconcile of `controller`; it counts as work in progress until the returned
     /// guard is dropped (a reconcile cancelled at shutdown included).
-    pub fn start(&self, controller: &'static str) -> Work<'_> {
+    pub(crate) fn start(&self, controller: &'static str) -> Work<'_> {
         let id = self.in_flight.next.fetch_add(1, Ordering::Relaxed);
         let started = Instant::now();
         self.in_flight
@@ -341,7 +341,7 @@ impl Metrics {
     }
 
     /// Records one reconcile of `controller`.
-    pub fn reconciled(&self, controller: &'static str, ok: bool, took: Duration) {
+    pub(crate) fn reconciled(&self, controller: &'static str, ok: bool, took: Duration) {
         let result = if ok { Outcome::success } else { Outcome::error };
         self.reconciles
             .get_or_create(&ResultLabels { controller, result })
@@ -357,14 +357,14 @@ impl Metrics {
     }
 
     /// Records that a failed reconcile of `controller` was requeued with backoff.
-    pub fn retried(&self, controller: &'static str) {
+    pub(crate) fn retried(&self, controller: &'static str) {
         self.retries
             .get_or_create(&QueueLabels::of(controller))
             .inc();
     }
 
     /// Records whether this replica holds the leader election Lease `name`.
-    pub fn leading(&self, name: &str, leading: bool) {
+    pub(crate) fn leading(&self, name: &str, leading: bool) {
         let labels = LeaseLabels {
             name: name.to_string(),
         };
@@ -401,7 +401,7 @@ impl Metrics {
     /// A layer for the manager's API client that counts its requests by status code, method
     /// and `host` (the API server's `host:port`, which the requests this layer sees do not
     /// carry yet: kube adds it further down).
-    pub fn count_requests(&self, host: String) -> CountRequests {
+    pub(crate) fn count_requests(&self, host: String) -> CountRequests {
         CountRequests {
             requests: self.requests.clone(),
             host,

@@ -28,7 +28,7 @@ pub use crate::shared::Shared;
 
 pub(crate) use flags::parse_bind_address;
 pub use flags::{Flags, LogFormat};
-pub use health::Readiness;
+pub(crate) use health::Readiness;
 pub use metrics::Metrics;
 pub use shutdown::Shutdown;
 

@@ -1,13 +1,13 @@
 //! Sharding (`--sharding`): every replica is active, and reconciles the objects of its share.
 //! The design, and why it is safe, is memop's `docs/sharding.md`; in short:
 //!
-//! - every object falls in one of [`BUCKETS`] buckets by the FNV-1a hash of its UID
-//!   ([`bucket_of`]);
+//! - every object falls in one of `BUCKETS` buckets by the FNV-1a hash of its UID
+//!   (`bucket_of`);
 //! - every replica holds a Lease of its own, labelled with its ring: the members are the Leases
 //!   of the ring that have a holder and changed within their duration, by the observer's
 //!   monotonic clock (as leader election judges expiry);
 //! - a bucket belongs to the member that scores highest for it (rendezvous hashing,
-//!   [`owner_of`]);
+//!   `owner_of`);
 //! - a replica *claims* its buckets in its Lease's annotation, and acts on one only once a list
 //!   made after its claim was written shows no other live member claiming it; it gives one up by
 //!   draining it (no new reconcile, the ones in flight finish) and then writing its claims
@@ -59,7 +59,7 @@ pub const RULES: &[crate::rbac::Rule] = &[crate::rbac::Rule {
 
 /// How many buckets the objects are spread over: a fixed number, so that an object's bucket
 /// never changes, and enough that 3 to 10 replicas get shares within a few percent of equal.
-pub const BUCKETS: u16 = 64;
+pub(crate) const BUCKETS: u16 = 64;
 
 /// The 64-bit FNV-1a hash of `bytes`, with the standard offset basis and prime: the same on
 /// every platform and in every process (unlike the randomly seeded `DefaultHasher`), and the
@@ -73,7 +73,7 @@ pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
 /// The bucket of the object of `metadata`: the top bits of the FNV-1a hash of its UID, so that
 /// bucket `b` is the hash range `[b * 2^58, (b + 1) * 2^58)`. An object without a UID (never
 /// one read from the API server) falls back to its namespace and name.
-pub fn bucket_of(metadata: &ObjectMeta) -> u16 {
+pub(crate) fn bucket_of(metadata: &ObjectMeta) -> u16 {
     let key = match &metadata.uid {
         Some(uid) => uid.clone(),
         None => format!(
@@ -99,7 +99,10 @@ fn bucket_of_key(key: &str) -> u16 {
 /// The member that owns `bucket`: the one with the highest score for it (rendezvous hashing).
 /// Adding a member moves to it exactly the buckets it scores highest for, about 1/N of them,
 /// and moves nothing between the others. `None` without members.
-pub fn owner_of<'a>(bucket: u16, members: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn owner_of<'a>(
+    bucket: u16,
+    members: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     members
         .into_iter()
         .max_by_key(|member| (score(member, bucket), *member))
@@ -121,28 +124,31 @@ fn fmix64(mut k: u64) -> u64 {
 }
 
 /// The buckets `identity` owns among `members` (which should include it), as a mask.
-pub fn assigned<'a>(identity: &str, members: impl IntoIterator<Item = &'a str> + Clone) -> u64 {
+pub(crate) fn assigned<'a>(
+    identity: &str,
+    members: impl IntoIterator<Item = &'a str> + Clone,
+) -> u64 {
     (0..BUCKETS)
         .filter(|&b| owner_of(b, members.clone()) == Some(identity))
         .fold(0, |mask, b| mask | (1 << b))
 }
 
 /// The buckets of `mask`, in order.
-pub fn buckets(mask: u64) -> impl Iterator<Item = u16> {
+pub(crate) fn buckets(mask: u64) -> impl Iterator<Item = u16> {
     (0..BUCKETS).filter(move |b| mask & (1 << b) != 0)
 }
 
 /// How long a shard waits for its own writes and reads, and for the others'.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timings {
+pub(crate) struct Timings {
     /// How long another replica waits, from when it last saw a Lease change, before it judges
     /// it expired (whole seconds: the Lease has `leaseDurationSeconds`).
-    pub lease_duration: Duration,
+    pub(crate) lease_duration: Duration,
     /// How long a replica keeps acting after it sent its last successful renewal; shorter than
     /// `lease_duration`, by at least the time a request may take.
-    pub renew_deadline: Duration,
+    pub(crate) renew_deadline: Duration,
     /// How often a replica renews its Lease and looks at the others'.
-    pub retry_period: Duration,
+    pub(crate) retry_period: Duration,
 }
 
 impl Default for Timings {
@@ -158,7 +164,7 @@ impl Default for Timings {
 
 /// Which ring a replica joins, as whom, and where its Lease is.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub(crate) struct Config {
     /// The ring's name: `--leader-election-id`.
     ring: String,
     /// The namespace of the Leases, or the client's default namespace.
@@ -180,7 +186,12 @@ impl Config {
     /// of `operator`, with its Lease in `namespace` (or the client's default namespace), with
     /// client-go's timings. Its holder identity is `name` and a UUID of its own: another
     /// process of the same name does not take its Lease while it renews it.
-    pub fn new(operator: &Operator, ring: &str, namespace: Option<&str>, name: &str) -> Self {
+    pub(crate) fn new(
+        operator: &Operator,
+        ring: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Self {
         Self {
             ring: ring.to_string(),
             namespace: namespace.filter(|ns| !ns.is_empty()).map(str::to_string),
@@ -205,7 +216,8 @@ impl Config {
 
     /// These settings with other timings: shorter ones for tests. The renew deadline must be
     /// shorter than the lease duration, which is whole seconds.
-    pub fn with_timings(mut self, timings: Timings) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_timings(mut self, timings: Timings) -> Self {
         assert!(
             timings.renew_deadline < timings.lease_duration
                 && timings.lease_duration.subsec_nanos() == 0,
@@ -428,11 +440,12 @@ impl Member {
 /// ([`Shared::with_shard`](super::Shared::with_shard)) reconcile only the objects of its
 /// active buckets.
 #[derive(Clone)]
-pub struct Shard {
+pub(crate) struct Shard {
     inner: Arc<Inner>,
 }
 
 struct Inner {
+    #[cfg(test)]
     identity: String,
     /// The annotation of the claims (written empty on release).
     claims_annotation: String,
@@ -542,7 +555,7 @@ impl Shard {
     /// from then on renews it and follows the ring every retry period, in a task that runs
     /// until the manager releases it or [`Shard::abandon`], or until the Lease is lost. (Not on
     /// the manager's shutdown signal: the Lease is renewed while the controllers finish.)
-    pub fn start(client: Client, config: Config) -> Self {
+    pub(crate) fn start(client: Client, config: Config) -> Self {
         let namespace = config
             .namespace
             .clone()
@@ -554,6 +567,7 @@ impl Shard {
         let (stop, stopped) = oneshot::channel();
         let shard = Self {
             inner: Arc::new(Inner {
+                #[cfg(test)]
                 identity: config.identity.clone(),
                 claims_annotation: config.claims_annotation.clone(),
                 table: Mutex::default(),
@@ -593,27 +607,23 @@ impl Shard {
     }
 
     /// This process's holder identity in its Lease: its name and a UUID.
-    pub fn identity(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn identity(&self) -> &str {
         &self.inner.identity
     }
 
     /// The buckets this replica acts on now, as a mask (bit `b` for bucket `b`).
-    pub fn active(&self) -> u64 {
+    pub(crate) fn active(&self) -> u64 {
         self.table().active()
     }
 
     /// The names of the live members it saw at its last round, itself included, in order.
-    pub fn members(&self) -> Vec<String> {
+    pub(crate) fn members(&self) -> Vec<String> {
         self.inner
             .members
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
-    }
-
-    /// Whether the object of `metadata` is in an active bucket of this replica now.
-    pub fn owns(&self, metadata: &ObjectMeta) -> bool {
-        self.active() & (1 << bucket_of(metadata)) != 0
     }
 
     /// Starts a reconcile of the object of `metadata` if its bucket is active here: keep the
@@ -661,14 +671,15 @@ impl Shard {
 
     /// Whether this replica lost its Lease for good (another process holds it), or left (and
     /// acts on nothing any more).
-    pub fn is_lost(&self) -> bool {
+    pub(crate) fn is_lost(&self) -> bool {
         *self.inner.lost.borrow()
     }
 
     /// Whether this replica has stopped acting, for now or for good: it has not renewed its
     /// Lease within the renew deadline (the API server is out of reach, say) and not since,
     /// or it lost its Lease, or left.
-    pub fn is_stopped(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_stopped(&self) -> bool {
         *self.inner.stopped.borrow()
     }
 
@@ -676,7 +687,7 @@ impl Shard {
     /// deadline, another process holds it, or it left (`Shard::release`,
     /// [`Shard::abandon`]); at once if it has stopped. Reconciles in flight are dropped then.
     /// A replica that stopped for want of a renewal acts again once it has renewed.
-    pub async fn lost(&self) {
+    pub(crate) async fn lost(&self) {
         let _ = self
             .inner
             .stopped
@@ -693,7 +704,8 @@ impl Shard {
 
     /// Stops taking part without touching the Lease, as a killed process would: the others take
     /// its buckets once its Lease has expired. It acts on nothing from then on.
-    pub fn abandon(&self) {
+    #[cfg(test)]
+    pub(crate) fn abandon(&self) {
         self.table().lose();
         self.inner.stopped.send_replace(true);
         self.inner.lost.send_replace(true);

@@ -83,7 +83,7 @@ impl Shutdown {
 
     /// Runs what was deferred, one after the other, each within `timeout` (a cluster that
     /// does not answer must not keep the process from exiting); what times out is logged.
-    pub async fn run_deferred(&self, timeout: Duration) {
+    pub(crate) async fn run_deferred(&self, timeout: Duration) {
         let deferred = std::mem::take(
             &mut *self
                 .deferred

@@ -228,9 +228,8 @@ where
             Ok(applied) => applied,
             Err(error) => {
                 let resizing = resize.is_some();
-                return self
-                    .failed(&api, owner, current.as_deref(), resizing, &name, error)
-                    .await;
+                let failed = self.failed(&api, owner, current.as_deref(), resizing, &name, error);
+                return failed.await;
             }
         };
         this.objects.applied(&desired, &applied, true);
@@ -866,28 +865,7 @@ impl<K: Kind> State<K> {
                 return report.resync();
             }
             Rollout::InProgress => {
-                // One report per rollout, not one per pod that comes up: the reason is chosen
-                // at the first report of this generation and kept, and the message names no
-                // count (each change would be a status write, and a watch event to every
-                // watcher of the kind).
-                let reported = report
-                    .condition(condition::AVAILABLE)
-                    .filter(|c| c.status == "False" && c.observed_generation == report.generation())
-                    .map(|c| c.reason.as_str())
-                    .filter(|reason| {
-                        [condition::RESIZING, condition::PROGRESSING].contains(reason)
-                    });
-                let scaling = serde_json::to_value(self.object.as_ref())
-                    .ok()
-                    .and_then(|v| v.pointer("/status/replicas").and_then(|r| r.as_i64()))
-                    .zip(self.replicas)
-                    .is_some_and(|(running, size)| running != i64::from(size));
-                let reason = match reported {
-                    Some(reason) if !resized => reason,
-                    _ if resized || scaling => condition::RESIZING,
-                    _ => condition::PROGRESSING,
-                }
-                .to_string();
+                let reason = self.rollout_reason(report, resized);
                 let message = if reason == condition::RESIZING {
                     format!("{title} is scaling to {}", self.size())
                 } else {
@@ -906,6 +884,30 @@ impl<K: Kind> State<K> {
             report.hold();
         }
         report.resync()
+    }
+
+    /// The reason `Available=False` gives for a rollout under way: `Resizing` or `Progressing`.
+    /// One report per rollout, not one per pod that comes up: the reason is chosen at the first
+    /// report of this generation and kept (`resized` starts a new one), and the message names
+    /// no count (each change would be a status write, and a watch event to every watcher of
+    /// the kind).
+    fn rollout_reason(&self, report: &Report, resized: bool) -> String {
+        let reported = report
+            .condition(condition::AVAILABLE)
+            .filter(|c| c.status == "False" && c.observed_generation == report.generation())
+            .map(|c| c.reason.as_str())
+            .filter(|reason| [condition::RESIZING, condition::PROGRESSING].contains(reason));
+        let scaling = serde_json::to_value(self.object.as_ref())
+            .ok()
+            .and_then(|v| v.pointer("/status/replicas").and_then(|r| r.as_i64()))
+            .zip(self.replicas)
+            .is_some_and(|(running, size)| running != i64::from(size));
+        match reported {
+            Some(reason) if !resized => reason,
+            _ if resized || scaling => condition::RESIZING,
+            _ => condition::PROGRESSING,
+        }
+        .to_string()
     }
 }
 

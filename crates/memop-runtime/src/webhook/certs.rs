@@ -79,7 +79,7 @@ impl SelfManaged {
 
     /// [`SelfManaged::start`], reading the Secret again every `every` instead of every minute
     /// (for tests, which renew certificates within seconds).
-    pub async fn start_checking_every(
+    pub(crate) async fn start_checking_every(
         self,
         every: Duration,
         shutdown: Shutdown,

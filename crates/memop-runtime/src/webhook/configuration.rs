@@ -91,7 +91,7 @@ pub(crate) const METADATA_ONLY_UPDATE_NAME: &str = "not-a-metadata-only-update";
 /// finalizers, owners): such an update (removing a finalizer while the operator is down, or
 /// while its namespace is deleted) must not depend on the webhook being up, and the object's
 /// defaults and validity do not change with it. Every other request is sent.
-pub const METADATA_ONLY_UPDATE: &str = "request.operation != 'UPDATE' || \
+pub(crate) const METADATA_ONLY_UPDATE: &str = "request.operation != 'UPDATE' || \
      object.exists(k, k != 'metadata' && (!(k in oldObject) || object[k] != oldObject[k])) || \
      oldObject.exists(k, k != 'metadata' && !(k in object))";
 
@@ -108,7 +108,7 @@ pub(super) fn match_conditions(webhook: &Webhook) -> Option<Vec<MatchCondition>>
 /// The mutating and the validating webhook configuration of `webhooks`, named `names`, each
 /// webhook calling the server `client_config` gives it (a URL or a Service, and the CA), with
 /// the settings of `config/webhook/manifests.yaml`: fail when it cannot be called, no side
-/// effects, not called for updates that only change metadata ([`METADATA_ONLY_UPDATE`]). A
+/// effects, not called for updates that only change metadata (a match condition). A
 /// configuration without webhooks has an empty list.
 ///
 /// No webhook gets a namespace selector here: the caller knows which namespaces it serves. The

@@ -268,7 +268,7 @@ async fn renew(
 /// The annotation of a CRD whose conversion a local manager points at itself: JSON, with the
 /// conversion to put back (`restore`, `spec.conversion` as that manager found it) and until when
 /// the manager answers for it (`expires`, Unix seconds). See the module's documentation.
-pub const LOCAL_CONVERSION: &str = "memop.dev/local-conversion";
+pub(crate) const LOCAL_CONVERSION: &str = "memop.dev/local-conversion";
 
 /// How long a local manager's lease on a CRD's conversion lasts from its last renewal.
 pub const LEASE: Duration = Duration::from_secs(120);

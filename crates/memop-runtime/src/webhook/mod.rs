@@ -35,11 +35,13 @@ mod server;
 mod tests;
 
 pub use admission::{Context, Defaulter, Validator, Verdict, defaulting, validating};
+#[cfg(test)]
+pub(crate) use configuration::METADATA_ONLY_UPDATE;
 pub use configuration::{
-    METADATA_ONLY_UPDATE, SYSTEM_NAMESPACES, Webhook, configurations, manager_namespace_selector,
-    manifests_yaml,
+    SYSTEM_NAMESPACES, Webhook, configurations, manager_namespace_selector, manifests_yaml,
 };
 pub use conversion::{CONVERT_PATH, Conversion, conversion_crds, converting};
-pub use local::LOCAL_CONVERSION;
+#[cfg(test)]
+pub(crate) use local::LOCAL_CONVERSION;
 pub use refusal::{FieldError, Invalid, Refusal};
 pub use server::{Flags, serve};

@@ -4,14 +4,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::Operator;
+use crate::controller::{Builder, Error, Reconciler, Report, Result};
+use crate::manager::Shared;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use memop_runtime::Operator;
-use memop_runtime::controller::{Builder, Error, Reconciler, Report, Result};
-use memop_runtime::manager::Shared;
 use memop_test::{TestEnv, eventually};
 
 const OPERATOR: Operator = Operator {

@@ -6,14 +6,14 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::Operator;
+use crate::controller::Owned;
+use crate::controller::Priority;
+use crate::manager::Shared;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
-use memop_runtime::Operator;
-use memop_runtime::controller::Owned;
-use memop_runtime::controller::Priority;
-use memop_runtime::manager::Shared;
 use memop_test::{Backend, TestEnv, Verb};
 use serde_json::json;
 

@@ -20,6 +20,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::Operator;
+use crate::controller::{Builder, Owned, Reconciler, Report, Result};
+use crate::manager::Shared;
+use crate::manager::sharding::{BUCKETS, Config, Shard, Timings, assigned, bucket_of, owner_of};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -29,12 +33,6 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
-use memop_runtime::Operator;
-use memop_runtime::controller::{Builder, Owned, Reconciler, Report, Result};
-use memop_runtime::manager::Shared;
-use memop_runtime::manager::sharding::{
-    BUCKETS, Config, Shard, Timings, assigned, bucket_of, owner_of,
-};
 use memop_test::{Backend, RequestLog, TestEnv, Verb, eventually};
 use serde_json::json;
 use tokio::task::JoinHandle;
@@ -481,9 +479,9 @@ async fn owners(env: &TestEnv, members: &[&str]) -> BTreeMap<String, String> {
 fn the_replicas_role_is_what_the_runtime_declares() {
     let role =
         std::fs::read_to_string(fixture().join("config/rbac/leader_election_role.yaml")).unwrap();
-    let declared = memop_runtime::rbac::role_yaml(
-        memop_runtime::rbac::Scope::Namespace,
-        &[memop_runtime::manager::sharding::RULES],
+    let declared = crate::rbac::role_yaml(
+        crate::rbac::Scope::Namespace,
+        &[crate::manager::sharding::RULES],
     );
     let rules = &declared[declared.find("rules:").unwrap()..];
     assert!(

@@ -16,6 +16,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::manager::tls::Certificate;
+use crate::manager::{Shutdown, http};
+use crate::webhook::certs::{self, SelfManaged};
 use axum::Router;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
@@ -26,9 +29,6 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
-use memop_runtime::manager::tls::Certificate;
-use memop_runtime::manager::{Shutdown, http};
-use memop_runtime::webhook::certs::{self, SelfManaged};
 use memop_test::envtest::{apply, free_port};
 use memop_test::https::served_certificates;
 use memop_test::{Backend, RequestLog, TestEnv, Verb};

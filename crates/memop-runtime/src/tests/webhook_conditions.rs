@@ -1,4 +1,4 @@
-//! The webhook configurations of `memop_runtime::webhook::configurations` on the real control
+//! The webhook configurations of `crate::webhook::configurations` on the real control
 //! plane (skipped without `KUBEBUILDER_ASSETS`): the API server accepts their match
 //! conditions, and while the webhooks are down (the operator is, say) an update that only
 //! changes an object's metadata (its finalizer removed, so that its deletion completes) goes
@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use crate::webhook::{self, Webhook};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
 };
@@ -13,7 +14,6 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::CustomResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use memop_runtime::webhook::{self, Webhook};
 use memop_test::TestEnv;
 use memop_test::envtest::free_port;
 use serde_json::json;

@@ -7,6 +7,9 @@
 
 use std::time::Duration;
 
+use crate::Operator;
+use crate::manager::Shared;
+use crate::webhook::{self, CONVERT_PATH, Conversion, Webhook};
 use axum::Router;
 use clap::Parser;
 use k8s_openapi::api::admissionregistration::v1::{
@@ -15,9 +18,6 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{CustomResourceExt, ResourceExt};
-use memop_runtime::Operator;
-use memop_runtime::manager::Shared;
-use memop_runtime::webhook::{self, CONVERT_PATH, Conversion, Webhook};
 use memop_test::TestEnv;
 use memop_test::envtest::free_port;
 use serde_json::json;
@@ -124,7 +124,7 @@ async fn make_runs_webhooks_are_served_on_this_machine_and_undone_at_shutdown() 
         return;
     };
     let crds = Api::<CustomResourceDefinition>::all(env.admin.clone());
-    let mut crd = memop_runtime::manifests::merge_versions(
+    let mut crd = crate::manifests::merge_versions(
         vec![v1::Gadget::crd(), v1beta1::Gadget::crd()],
         &[(CRD, "v1")],
     )

@@ -5,7 +5,7 @@
 //! measurement, not a check: run it alone, with
 //!
 //! ```text
-//! KUBEBUILDER_ASSETS=… cargo test -p memop-runtime --release --test cache_memory -- --ignored --nocapture
+//! KUBEBUILDER_ASSETS=… cargo test -p memop-runtime --release --lib tests::cache_memory -- --ignored --nocapture
 //! ```
 //!
 //! (docs/performance.md has the figures).
@@ -14,6 +14,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::Operator;
+use crate::controller::{Builder, Owned, Reconciler, Report, Result};
+use crate::manager::Shared;
+use crate::manager::sharding::{Config, Shard, Timings};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ListParams, PostParams};
@@ -21,15 +25,8 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
-use memop_runtime::Operator;
-use memop_runtime::controller::{Builder, Owned, Reconciler, Report, Result};
-use memop_runtime::manager::Shared;
-use memop_runtime::manager::sharding::{Config, Shard, Timings};
 use memop_test::{TestEnv, eventually, heap};
 use serde_json::json;
-
-#[global_allocator]
-static COUNTING_ALLOCATOR: heap::Counting = heap::Counting;
 
 const OPERATOR: Operator = Operator {
     name: "test-operator",

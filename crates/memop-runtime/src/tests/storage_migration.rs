@@ -1,4 +1,4 @@
-//! `memop_runtime::migration`: a kind's stored objects migrated to its new storage version and
+//! `crate::migration`: a kind's stored objects migrated to its new storage version and
 //! its CRD's `storedVersions` pruned, so that the old version can be removed.
 //!
 //! On the real control plane (skipped without `KUBEBUILDER_ASSETS`; kube-controller-manager
@@ -16,11 +16,11 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::Operator;
+use crate::manager::Shared;
+use crate::migration::{self, Method, Outcome, StorageMigration};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use memop_runtime::Operator;
-use memop_runtime::manager::Shared;
-use memop_runtime::migration::{self, Method, Outcome, StorageMigration};
 use memop_test::TestEnv;
 use memop_test::requests::Verb;
 use serde_json::{Value, json};

@@ -1,12 +1,12 @@
-//! The Grafana dashboards every project gets (`grafana/`, here as the example has them) chart only
-//! metrics memop-runtime's manager exports: a panel on a metric that does not exist would stay
-//! empty without saying why.
+//! The Grafana dashboards every project gets (`grafana/`, here as memop's Memcached example has
+//! them) chart only metrics the manager exports: a panel on a metric that does not exist would
+//! stay empty without saying why.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use memop_runtime::manager::Metrics;
+use crate::manager::Metrics;
 use serde_json::Value;
 
 /// Every sample name the manager's metrics can have: a family shows once it has a series, so
@@ -20,8 +20,9 @@ async fn exported() -> BTreeSet<String> {
     metrics.reconciled("example", true, Duration::from_millis(1));
     metrics.retried("example");
     metrics.leading("example", true);
-    let api =
-        tower::service_fn(|_: http::Request<()>| async { Ok::<_, std::convert::Infallible>(http::Response::new(())) });
+    let api = tower::service_fn(|_: http::Request<()>| async {
+        Ok::<_, std::convert::Infallible>(http::Response::new(()))
+    });
     let request = http::Request::get("/api").body(()).unwrap();
     let counted = metrics.count_requests("localhost:6443".into()).layer(api);
     counted.oneshot(request).await.unwrap();
@@ -49,7 +50,13 @@ async fn exported() -> BTreeSet<String> {
 /// The metric names a PromQL expression uses (every identifier of a prefix the manager's
 /// metrics have).
 fn metrics_in(expr: &str) -> Vec<String> {
-    const PREFIXES: [&str; 5] = ["controller_runtime_", "workqueue_", "rest_client_", "leader_election_", "process_"];
+    const PREFIXES: [&str; 5] = [
+        "controller_runtime_",
+        "workqueue_",
+        "rest_client_",
+        "leader_election_",
+        "process_",
+    ];
     expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .filter(|word| PREFIXES.iter().any(|prefix| word.starts_with(prefix)))
         .map(str::to_string)
@@ -61,7 +68,9 @@ fn expressions(value: &Value, found: &mut Vec<String>) {
         Value::Object(object) => {
             for (key, value) in object {
                 match (key.as_str(), value) {
-                    ("expr" | "query" | "definition", Value::String(expr)) => found.push(expr.clone()),
+                    ("expr" | "query" | "definition", Value::String(expr)) => {
+                        found.push(expr.clone())
+                    }
                     _ => expressions(value, found),
                 }
             }
@@ -74,7 +83,8 @@ fn expressions(value: &Value, found: &mut Vec<String>) {
 #[tokio::test]
 async fn dashboards_chart_only_exported_metrics() {
     let exported = exported().await;
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/memcached-operator/grafana");
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/memcached-operator/grafana");
     let mut dashboards = 0;
     for entry in std::fs::read_dir(&dir).expect("grafana/") {
         let path = entry.unwrap().path();
@@ -83,14 +93,18 @@ async fn dashboards_chart_only_exported_metrics() {
         }
         dashboards += 1;
         let text = std::fs::read_to_string(&path).unwrap();
-        let dashboard: Value =
-            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
+        let dashboard: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
         let mut found = Vec::new();
         expressions(&dashboard, &mut found);
         assert!(!found.is_empty(), "{} has no queries", path.display());
         for expr in found {
             let metrics = metrics_in(&expr);
-            assert!(!metrics.is_empty(), "{}: no metric in {expr}", path.display());
+            assert!(
+                !metrics.is_empty(),
+                "{}: no metric in {expr}",
+                path.display()
+            );
             for metric in metrics {
                 assert!(
                     exported.contains(&metric),
