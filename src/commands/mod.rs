@@ -9,7 +9,6 @@ pub mod create_webhook;
 pub mod delete_api;
 pub mod edit;
 pub mod external_types;
-mod facts;
 pub mod frame;
 mod gvk;
 pub mod helm;
@@ -24,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::scaffold::Plan;
+use crate::scaffold::{Plan, reconcile};
 use crate::sum;
 use report::Line;
 pub use report::Report;
@@ -106,8 +105,14 @@ pub fn print_answers(report: &mut Report) {
 /// Formats the plan and records it in `PROJECT.sum`, then shows it (a dry run) or writes it and
 /// keeps the plan's merge bases at once; only then prints the report's answers to flags, the
 /// plan's warnings, the files and the rest of the report, in that order for a dry run as for a
-/// real one. Fails, once all is printed, when files are in conflict.
+/// real one. Fails, once all is printed, when files are in conflict; a command that stops at
+/// conflicts (`update`, see [`Report::stop_at_conflicts`]) writes only the files in them.
 pub fn finish(global: &Global, mut plan: Plan, report: &mut Report) -> Result<()> {
+    report.plan(&plan);
+    let stopped = report.stopped_at();
+    if !stopped.is_empty() {
+        return write_conflicts(global, &stopped).and_then(|()| report.conflicts(global.dry_run));
+    }
     plan.format_rust()?;
     record(&mut plan)?;
     // The last moment to stop: after it, the plan is written whole.
@@ -147,6 +152,17 @@ pub fn finish(global: &Global, mut plan: Plan, report: &mut Report) -> Result<()
         }
     }
     report.conflicts(global.dry_run)
+}
+
+/// Writes only the files in `conflicts`, with their markers, and their records (memop's new
+/// text, so that the next command finds the resolution merged already); a dry run shows them.
+fn write_conflicts(global: &Global, conflicts: &[&reconcile::Conflict]) -> Result<()> {
+    let mut marked = Plan::new(&global.dir)?;
+    for (path, text, new) in conflicts {
+        marked.write_formatted(path, text.clone())?;
+        marked.set_base(path, new.clone());
+    }
+    finish(global, marked, &mut Report::default())
 }
 
 /// The files `applied` wrote under `root`, one line each.
