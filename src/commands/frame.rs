@@ -34,5 +34,6 @@ pub(crate) fn run(global: &Global, report: &mut Report, mut project: Project, mu
     // `edit` writes it, and `update` replays it with the rest.)
     let chart = helm::plan_chart(&project, &mut plan, command.remake_plugins())?;
     report.merged(chart, helm::FRESH_CHART);
+    report.planned(&plan);
     finish(global, plan, report)
 }

@@ -9,8 +9,8 @@
 //! empty) come first. They show on a refusal too: `main` prints the answers that `finish` did
 //! not, before the error.
 //!
-//! `finish` adds the files of the plan, as it found them, so that the report holds all that
-//! the command did: `update --summary` is written from it.
+//! The frame adds the files of the command's plan, as it hands it to `finish`, so that the
+//! report holds all that the command did: `update --summary` is written from it.
 
 use anyhow::{Result, bail};
 
@@ -28,11 +28,11 @@ pub struct Report {
     /// Whether conflicts stop the command before anything else is written (see
     /// [`Report::stop_at_conflicts`]).
     stops: bool,
-    /// The files of the plan, once `finish` has it (see [`Report::plan`]).
+    /// The files of the command's plan, once it is whole (see [`Report::planned`]).
     files: Option<Files>,
 }
 
-/// The files a plan writes and removes, as [`super::finish`] found it (before formatting).
+/// The files a plan writes and removes, as the command planned them (before formatting).
 #[derive(Debug, Default)]
 pub(super) struct Files {
     pub(super) written: Vec<String>,
@@ -128,14 +128,16 @@ impl Report {
         (conflicts, self.all_merged().flat_map(|m| m.merged.iter().cloned()).collect())
     }
 
-    /// Takes the files of `plan`, as `finish` has it.
-    pub(super) fn plan(&mut self, plan: &Plan) {
+    /// Takes the files of `plan`, the command's whole plan (its plugins' files too), as it goes
+    /// to [`super::finish`].
+    pub(super) fn planned(&mut self, plan: &Plan) {
         let shown = |path: &std::path::Path| path.display().to_string();
         let written = plan.planned().map(|(path, _)| shown(path)).collect();
         self.files = Some(Files { written, removed: plan.removed().map(shown).collect() });
     }
 
-    /// The files of the plan, once `finish` took them: `None` for a command that failed before.
+    /// The files of the plan, once the command planned them all: `None` for a command that failed
+    /// before.
     pub(super) fn files(&self) -> Option<&Files> {
         self.files.as_ref()
     }
@@ -149,9 +151,13 @@ impl Report {
     }
 
     /// The report's lines, in one order whether the files were `written` or not: a dry run has
-    /// the same lines, less the ones that follow the writing.
+    /// the same lines, less the ones that follow the writing. A command stopped at conflicts
+    /// has none: it wrote nothing else.
     pub(super) fn lines(&self, written: bool) -> Vec<Line> {
         let mut lines = Vec::new();
+        if !self.stopped_at().is_empty() {
+            return lines;
+        }
         for item in &self.items {
             match item {
                 Item::Say(text) => lines.push(Line::Out(text.clone())),

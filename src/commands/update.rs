@@ -26,10 +26,9 @@ use anyhow::{Context as _, Result, bail};
 use super::replay::replay;
 use super::{Global, Report};
 use crate::project::{self, Project};
-use crate::scaffold::merge;
 use crate::scaffold::merge::Decision;
 use crate::scaffold::reconcile::{self, Merged, Router};
-use crate::scaffold::{self, Plan, RUNTIME_CRATES};
+use crate::scaffold::{self, Declared, Owner, Plan, Purpose, RUNTIME_CRATES};
 use crate::sum;
 
 /// Update the project to this memop: its runtime (vendor/, the pins), memop's files and the
@@ -190,7 +189,14 @@ impl super::frame::Command for Update<'_> {
 
 /// Says in `report` what the update of a project of memop `from` did with memop's files
 /// (`updated`), and which of the runtime's files no longer shipped the user edited (`dropped`).
-fn report_update(from: String, mut updated: Merged, dropped: &[String], plan: &mut Plan, report: &mut Report, dry_run: bool) {
+fn report_update(
+    from: String,
+    mut updated: Merged,
+    dropped: &[String],
+    plan: &mut Plan,
+    report: &mut Report,
+    dry_run: bool,
+) {
     let version = env!("CARGO_PKG_VERSION");
     let from = if from.is_empty() { "an earlier memop".to_string() } else { format!("memop {from}") };
     report.next(format!(
@@ -241,9 +247,10 @@ fn pin_the_runtime(plan: &mut Plan, version: &str) -> Result<()> {
     Ok(())
 }
 
-/// Plans `vendor/`, memop's copy of the runtime crates: this memop's files replace those as an
-/// earlier memop wrote them (`force`: edited ones too, else an edited one is refused), and those
-/// it no longer ships go where unedited. Returns the ones no longer shipped that were edited,
+/// Plans `vendor/`, memop's copy of the runtime crates, through the rule every file goes by
+/// ([`Purpose::Renew`]): this memop's files replace those as an earlier memop wrote them (`force`:
+/// edited ones too, else an edited one is refused), and those it no longer ships go where
+/// unedited. Returns the ones no longer shipped that were edited,
 /// left for the user to delete.
 fn plan_vendor(project: &Project, plan: &mut Plan, force: bool) -> Result<Vec<String>> {
     let shipped = scaffold::vendored_files();
@@ -269,27 +276,11 @@ fn plan_vendor(project: &Project, plan: &mut Plan, force: bool) -> Result<Vec<St
             kept.push(path);
         }
     }
-    let mut edited = Vec::new();
+    let mut router = Router::new(None);
     for (path, text) in shipped {
-        let unedited = match plan.read(Path::new(&path))? {
-            // Already this memop's text (an update killed before it wrote PROJECT.sum, say):
-            // recorded as such.
-            Some(current) if current == text => {
-                if plan.record().get(&path) != Some(sum::blob_id(&text).as_str()) {
-                    plan.set_unchanged(&path, text);
-                }
-                continue;
-            }
-            Some(current) => merge::as_recorded(&current, plan.record().get(&path)),
-            // Restored: memop's file, gone.
-            None => true,
-        };
-        if !unedited && !force {
-            edited.push(path);
-            continue;
-        }
-        plan.write_formatted(&path, text)?;
+        router.route(plan, Purpose::Renew { force }, &path, Declared::from(Owner::Memop), text, true)?;
     }
+    let edited = router.finish()?.edited;
     if !edited.is_empty() {
         bail!(
             "{} changed since memop wrote {}: vendor/ is memop's copy of the runtime crates, and an \
