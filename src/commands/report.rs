@@ -291,6 +291,29 @@ mod tests {
         assert_eq!(report.lines(true), lines);
     }
 
+    /// `update` stops at conflicts: its report names those of every planning (its own files',
+    /// the chart's), prints nothing else (nothing else is written), and fails in a dry run as in
+    /// the real run.
+    #[test]
+    fn a_report_that_stops_at_conflicts_names_them_all_and_says_nothing_else() {
+        let mut report = report();
+        let chart = Merged {
+            conflicts: vec![("dist/chart/values.yaml".into(), "<<<<<<<".into(), "x: 1\n".into())],
+            ..Merged::default()
+        };
+        report.merged(chart, "a fresh chart");
+        assert!(report.stopped_at().is_empty(), "only a command that says so stops");
+        report.stop_at_conflicts();
+        let paths: Vec<&str> = report.stopped_at().iter().map(|(path, _, _)| path.as_str()).collect();
+        assert_eq!(paths, ["src/main.rs", "dist/chart/values.yaml"]);
+        assert!(report.lines(true).is_empty() && report.lines(false).is_empty());
+        let real = report.conflicts(false).unwrap_err().to_string();
+        assert!(real.contains("same lines of src/main.rs, dist/chart/values.yaml: resolve"), "{real}");
+        assert!(real.ends_with("(nothing else was changed)"), "{real}");
+        let dry = report.conflicts(true).unwrap_err().to_string();
+        assert!(dry.contains("`memop update` would write them with conflict markers"), "{dry}");
+    }
+
     /// Both runs end with the same conflict, each saying what became of the rest.
     #[test]
     fn conflicts_fail_a_dry_run_as_the_real_run() {

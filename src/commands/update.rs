@@ -77,6 +77,27 @@ struct Summary {
 }
 
 impl Summary {
+    /// The files the update that `report` tells changed and removed, and its notes: only the
+    /// files in `conflicts` where it stopped at them, nothing where it failed before it planned
+    /// them all.
+    fn changes(&self, report: &Report, conflicts: &[String], dry_run: bool) -> (Vec<String>, Vec<String>, Vec<String>) {
+        let Some(files) = report.files() else { return Default::default() };
+        if !conflicts.is_empty() {
+            return (conflicts.to_vec(), Vec::new(), Vec::new());
+        }
+        // PROJECT and PROJECT.sum change with every real update: not news.
+        let news = |path: &&String| *path != project::FILE && *path != sum::FILE;
+        let mut notes: Vec<String> = report.notes().collect();
+        let empty = files.written.is_empty() && files.removed.is_empty();
+        if !dry_run && !empty && !self.dropped.is_empty() {
+            notes.push(format!(
+                "The runtime no longer has these files, which you edited; delete them: `git rm {}`",
+                self.dropped.join(" ")
+            ));
+        }
+        (files.written.iter().filter(news).cloned().collect(), files.removed.clone(), notes)
+    }
+
     /// The summary of the update that `report` tells (`error`: how it failed): the files it
     /// changed and merged, the conflicts it stopped at (then the only files changed), the notes.
     fn render(&self, report: &Report, dry_run: bool, error: Option<&anyhow::Error>) -> String {
@@ -85,25 +106,9 @@ impl Summary {
             true => format!("## memop update to memop {}\n\n", self.to),
             false => format!("## memop update: memop {} to memop {}\n\n", self.from, self.to),
         };
-        // What the update got to plan: nothing, where it failed before it finished.
+        // What the update got to plan: nothing, where it failed before it planned it all.
         let (conflicts, merged) = report.files().map(|_| report.merges()).unwrap_or_default();
-        let (changed, removed, notes) = match report.files() {
-            Some(_) if !conflicts.is_empty() => (conflicts.clone(), Vec::new(), Vec::new()),
-            Some(files) => {
-                // PROJECT and PROJECT.sum change with every real update: not news.
-                let news = |path: &&String| *path != project::FILE && *path != sum::FILE;
-                let mut notes: Vec<String> = report.notes().collect();
-                let empty = files.written.is_empty() && files.removed.is_empty();
-                if !dry_run && !empty && !self.dropped.is_empty() {
-                    notes.push(format!(
-                        "The runtime no longer has these files, which you edited; delete them: `git rm {}`",
-                        self.dropped.join(" ")
-                    ));
-                }
-                (files.written.iter().filter(news).cloned().collect(), files.removed.clone(), notes)
-            }
-            None => Default::default(),
-        };
+        let (changed, removed, notes) = self.changes(report, &conflicts, dry_run);
         let outcome = match (error, conflicts.is_empty()) {
             (Some(_), false) => {
                 "**Stopped at conflicts.** memop's changes and your edits touch the same lines of the files \
@@ -178,6 +183,8 @@ impl super::frame::Command for Update<'_> {
         self.summary.dropped = plan_vendor(project, plan, self.args.force)?;
         let fresh = replay(project, plan)?;
         let updated = reconcile::update_files(&fresh, plan)?;
+        // A conflict, in these files or in the chart's, stops the update: only the files in
+        // conflict are written, and the rest waits for the next run.
         report.stop_at_conflicts();
         pin_the_runtime(plan, version)?;
         let from = std::mem::replace(&mut project.cli_version, version.to_string());
