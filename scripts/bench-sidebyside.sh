@@ -50,7 +50,8 @@
 # EDITS=1 restarts the manager at the end of a run (after the resize and any relist, so the
 # other columns are as without it) and, EDIT_DELAY (2) seconds later, while the new process
 # lists and reconciles all N, patches spec.size of EDIT_COUNT (20) single objects, one a second,
-# each timed until its Deployment has the new replicas: the column "edit latency" (median, 99th
+# each timed from its request until the watch event that shows its Deployment with the new
+# replicas arrives (stamped as read, not polled): the column "edit latency" (median, 99th
 # percentile by nearest rank, max), what a user waits for after a restart at scale. Not with
 # FAILOVER=1 or memop-shards.
 #
