@@ -544,6 +544,20 @@ fn is_false(b: &bool) -> bool {
     !b
 }
 
+/// The file whose `STORAGE_VERSIONS` says which version of each kind the code stores.
+const STORAGE_TABLE: &str = "src/api/mod.rs";
+
+/// The version of `api`'s kind that the code of the project in `dir` stores, as
+/// `STORAGE_VERSIONS` in src/api/mod.rs (the user's to change) lists it: one entry per CRD,
+/// written by the keyed fragment `resource/src/api/mod.rs@storage-versions.tera`; `None` when it
+/// has no entry (a kind served in one version) or the file is gone.
+fn code_storage_version(dir: &Path, api: &ApiNames) -> Result<Option<String>> {
+    let text = crate::fs::read(dir, Path::new(STORAGE_TABLE))?.unwrap_or_default();
+    let entry_start = format!("(\"{}\", \"", api.crd_name());
+    let recorded = text.lines().find_map(|line| line.trim().strip_prefix(&entry_start)?.split('"').next());
+    Ok(recorded.map(str::to_string))
+}
+
 /// The project `dir` is in, as cargo and git find their root: `dir` itself when it has a PROJECT
 /// file, else its nearest ancestor that has one; `None` when none has.
 pub fn find_root(dir: &Path) -> Option<PathBuf> {
@@ -576,7 +590,7 @@ impl Project {
                 path.display()
             )
         })?;
-        project.with_boilerplate(dir, year)
+        project.with_boilerplate(dir, year)?.with_storage_versions(dir)
     }
 
     /// The project with the license header of `dir`'s [`BOILERPLATE`]; a project that has none
@@ -594,6 +608,27 @@ impl Project {
         let year =
             year.or_else(|| main().as_deref().and_then(copyright_year)).unwrap_or_else(crate::clock::current_year);
         self.boilerplate = boilerplate(&self.license, &self.owner, &self.project_name, year);
+        Ok(self)
+    }
+
+    /// The project with the storage version of each kind served in several versions that a
+    /// PROJECT of an earlier memop left out, read once from the code's `STORAGE_VERSIONS` (see
+    /// [`code_storage_version`]). Once recorded, PROJECT is the truth: a file the user edits
+    /// since changes nothing memop replays (but a `STORAGE_VERSIONS` that disagrees with PROJECT is
+    /// refused, see [`Project::refuse_storage_disagreement`]).
+    fn with_storage_versions(mut self, dir: &Path) -> Result<Self> {
+        let unrecorded: Vec<ApiNames> = self
+            .resources
+            .iter()
+            .filter(|r| r.api.is_some() && self.other_versions(&r.names).next().is_some())
+            .filter(|r| self.storage_version(&r.names).is_none())
+            .map(|r| r.names.clone())
+            .collect();
+        for api in unrecorded {
+            if let Some(version) = code_storage_version(dir, &api)? {
+                self.set_storage_version(&api, Some(&version));
+            }
+        }
         Ok(self)
     }
 
@@ -719,6 +754,24 @@ impl Project {
         for resource in self.resources.iter_mut().filter(|r| r.names.same_kind(api) && r.api.is_some()) {
             resource.storage_version = version.map(str::to_string);
         }
+    }
+
+    /// Refuses to go on when the code in `dir` stores `api`'s kind in another version than PROJECT
+    /// records: what memop would do depends on which one is right, and only the user knows.
+    pub fn refuse_storage_disagreement(&self, dir: &Path, api: &ApiNames) -> Result<()> {
+        let (Some(recorded), Some(code)) = (self.storage_version(api), code_storage_version(dir, api)?) else {
+            return Ok(());
+        };
+        if recorded != code {
+            bail!(
+                "PROJECT records storageVersion {recorded} for {kind}, but {STORAGE_TABLE} stores it as {code} \
+                 (its entry of STORAGE_VERSIONS); memop cannot tell which is right. If the code stores the kind \
+                 as you want, set `storageVersion: {code}` in each of {kind}'s entries in PROJECT; else change the \
+                 entry of STORAGE_VERSIONS back to {recorded}. Then run this command again",
+                kind = api.kind
+            );
+        }
+        Ok(())
     }
 
     /// Holds each kind's `storageVersion` to one of its versions with types, the same in each.

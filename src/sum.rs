@@ -33,6 +33,14 @@ pub fn blob_id(text: &str) -> String {
     hasher.digest().to_string()
 }
 
+/// Whether `current` (read in `\n` line endings, as `Plan` reads every file) is the text whose
+/// git blob id `recorded` is, in either line endings: an earlier memop recorded a file of
+/// `\r\n` in them.
+pub fn as_recorded(current: &str, recorded: Option<&str>) -> bool {
+    let is = |text: &str| recorded == Some(blob_id(text).as_str());
+    is(current) || (current.contains('\n') && is(&current.replace('\n', "\r\n")))
+}
+
 /// The record, by path.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Sum {

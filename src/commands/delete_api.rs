@@ -40,7 +40,8 @@ pub struct Args {
 }
 
 pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
-    super::frame::run(global, report, args)
+    let project = Project::load(&global.dir)?;
+    super::frame::run(global, report, project, args)
 }
 
 impl super::frame::Command for Args {
@@ -137,7 +138,7 @@ fn validate(project: &Project, api: &ApiNames, plan: &Plan) -> Result<Target> {
             api.crd_name()
         );
     }
-    super::facts::refuse_storage_disagreement(project, plan, api)?;
+    project.refuse_storage_disagreement(plan.root(), api)?;
     let storage = project.storage_version(api).map(str::to_string).with_context(|| {
         format!(
             "neither PROJECT (storageVersion) nor src/api/mod.rs (STORAGE_VERSIONS) says which version of {kind} is \

@@ -76,7 +76,8 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
         super::print_answers(report);
         return super::say("Nothing to do: the project already has what these plugins add.\n");
     }
-    super::frame::run(global, report, Edit { args, helm, autoupdate })
+    let project = Project::load(&global.dir)?;
+    super::frame::run(global, report, project, Edit { args, helm, autoupdate })
 }
 
 /// `edit` in the frame: it records the plugins in PROJECT (and plans the workflow), and the

@@ -51,18 +51,19 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, force: bool) -> Res
         return Ok(Merged::default());
     }
     let templates = Templates::load(&["helm", "helm-kind", "helm-webhook"])?;
-    let ctx = chart_context(project, plan)?;
+    let ctx = chart_context(project)?;
     let mut contexts = vec![("helm", ctx.clone())];
     contexts.extend(kind_contexts(project, plan, &ctx)?);
     contexts.extend(webhook_context(project, plan, &ctx)?);
-    let mut files: Vec<(String, String, Declared)> = Vec::new();
-    for (root, ctx) in contexts {
-        for entry in templates.entries(root, &ctx)? {
+    // The chart's files: which the project has (memop's others go), then their text.
+    let mut entries = Vec::new();
+    for (at, (root, ctx)) in contexts.iter().enumerate() {
+        for entry in templates.entries(root, ctx)? {
             let Entry::File { template, path, declared } = entry else { continue };
-            files.push((format!("{chart}/{path}"), templates.render(&template, &ctx)?, declared));
+            entries.push((at, template, format!("{chart}/{path}"), declared));
         }
     }
-    remove_what_memop_no_longer_renders(plan, &chart, files.iter().map(|(path, ..)| path.as_str()))?;
+    remove_what_memop_no_longer_renders(plan, &chart, entries.iter().map(|(_, _, path, _)| path.as_str()))?;
     // The files the chart's templates cannot render without: one the user deleted stays deleted,
     // but is named, as `helm lint` would only say that a value or template is missing.
     for needed in [format!("{chart}/{VALUES}"), format!("{chart}/templates/_helpers.tpl")] {
@@ -73,6 +74,13 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, force: bool) -> Res
                  --plugins=helm/v2-alpha --force`"
             ));
         }
+    }
+    // Every template sees the manager role's rules as `config/rbac/role.yaml` has them now.
+    let rules = scaffold::generated::manager_rules(plan, &ctx)?;
+    contexts.iter_mut().for_each(|(_, ctx)| ctx.insert("rules", &rules));
+    let mut files: Vec<(String, String, Declared)> = Vec::new();
+    for (at, template, path, declared) in entries {
+        files.push((path, templates.render(&template, &contexts[at].1)?, declared));
     }
     let purpose = if force { Purpose::Make { force } } else { Purpose::Update };
     let mut router = Router::new(None);
@@ -135,11 +143,10 @@ fn operand_images(project: &Project) -> Vec<OperandImage> {
     images
 }
 
-/// The context of the chart's templates: the project's, with the manager role's rules as
-/// `config/rbac/role.yaml` has them now, and the operands.
-fn chart_context(project: &Project, plan: &Plan) -> Result<tera::Context> {
+/// The context of the chart's templates: the project's, with the operands (and, once the chart
+/// knows its files, the manager role's rules: see [`plan_chart`]).
+fn chart_context(project: &Project) -> Result<tera::Context> {
     let mut ctx = tera::Context::from_serialize(ProjectContext::new(project))?;
-    ctx.insert("rules", &scaffold::generated::manager_rules(plan, &ctx)?);
     ctx.insert("operands", &operand_images(project));
     ctx.insert("webhooks", &project.resources.iter().any(|r| r.webhooks.is_some()));
     let mut conversion_crds: Vec<String> =

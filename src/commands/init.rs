@@ -58,16 +58,13 @@ pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
     for note in super::plugins::answer(super::plugins::Command::Init, &args.plugins)? {
         report.answer(note);
     }
-    super::frame::run(global, report, args)
+    // Not loaded: made from the flags, once they and the directory are found fit for it.
+    let project = validate(&global.dir, &args, report)?;
+    super::frame::run(global, report, project, args)
 }
 
-/// `init` in the frame: its project is not loaded, but made from its flags once they and the
-/// directory are found fit for it.
+/// `init` in the frame: it plans the new project.
 impl super::frame::Command for Args {
-    fn project(&mut self, global: &Global, report: &mut Report) -> Result<Project> {
-        validate(&global.dir, self, report)
-    }
-
     fn plan(&mut self, _: &Global, project: &mut Project, plan: &mut Plan, report: &mut Report) -> Result<()> {
         plan_project(project, plan, self.force)?;
         report.next("\nNext: define a resource with:\n  $ memop create api --group cache --kind Memcached\n");

@@ -9,7 +9,6 @@ pub mod create_webhook;
 pub mod delete_api;
 pub mod edit;
 pub mod external_types;
-mod facts;
 pub mod frame;
 mod gvk;
 pub mod helm;
@@ -24,8 +23,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::scaffold::Plan;
-use crate::sum;
+use crate::scaffold::{Plan, reconcile};
 use report::Line;
 pub use report::Report;
 
@@ -106,10 +104,15 @@ pub fn print_answers(report: &mut Report) {
 /// Formats the plan and records it in `PROJECT.sum`, then shows it (a dry run) or writes it and
 /// keeps the plan's merge bases at once; only then prints the report's answers to flags, the
 /// plan's warnings, the files and the rest of the report, in that order for a dry run as for a
-/// real one. Fails, once all is printed, when files are in conflict.
-pub fn finish(global: &Global, mut plan: Plan, report: &mut Report) -> Result<()> {
+/// real one. Fails, once all is printed, when files are in conflict; a command that stops at
+/// conflicts (`update`, see [`Report::stop_at_conflicts`]) writes only the files in them.
+pub fn finish(global: &Global, plan: Plan, report: &mut Report) -> Result<()> {
+    let mut plan = match report.stopped_at().as_slice() {
+        [] => plan,
+        conflicts => only_conflicts(global, conflicts)?,
+    };
     plan.format_rust()?;
-    record(&mut plan)?;
+    plan.write_record()?;
     // The last moment to stop: after it, the plan is written whole.
     if crate::interrupted() {
         bail!("interrupted; nothing was written");
@@ -120,11 +123,7 @@ pub fn finish(global: &Global, mut plan: Plan, report: &mut Report) -> Result<()
         (false, true) => ("Nothing to do: the project already has everything this command generates.\n".into(), false),
         (false, false) => {
             let root = plan.root().to_path_buf();
-            let bases = plan.bases();
-            let applied = plan.apply()?;
-            // Right after the files, so that a report that cannot be written loses no base.
-            sum::keep_bases(&global.dir, &bases);
-            (written_files(&root, &applied), true)
+            (written_files(&root, &plan.apply()?), true)
         }
     };
     print_answers(report);
@@ -147,6 +146,17 @@ pub fn finish(global: &Global, mut plan: Plan, report: &mut Report) -> Result<()
         }
     }
     report.conflicts(global.dry_run)
+}
+
+/// The plan of a command stopped at `conflicts`: their files alone, with the markers, and their
+/// records (memop's new text, so that the next command finds the resolution merged already).
+fn only_conflicts(global: &Global, conflicts: &[&reconcile::Conflict]) -> Result<Plan> {
+    let mut marked = Plan::new(&global.dir)?;
+    for (path, text, new) in conflicts {
+        marked.write_formatted(path, text.clone())?;
+        marked.set_base(path, new.clone());
+    }
+    Ok(marked)
 }
 
 /// The files `applied` wrote under `root`, one line each.
@@ -174,35 +184,6 @@ fn written_files(root: &Path, applied: &crate::scaffold::Applied) -> String {
         report.push_str(&format!("  remove  {}\n", root.join(path).display()));
     }
     report
-}
-
-/// Adds to the plan `PROJECT.sum` with the blob id of every file the plan writes, so that a
-/// later update knows what memop wrote (see [`crate::sum`]).
-fn record(plan: &mut Plan) -> Result<()> {
-    let (mut sum, forgot) = plan.take_record();
-    if plan.is_empty() && !forgot {
-        return Ok(());
-    }
-    let path = Path::new(crate::sum::FILE);
-    for (file, text) in plan.written_by_memop().filter(|(p, _)| *p != path) {
-        // A file you edited that memop inserted a fragment into holds your edits too: its record
-        // stays memop's text from before them, the base over which `memop update` merges (your
-        // edits would otherwise count as memop's, and an update replace them).
-        if plan.was_inserted_into(file) && edited(&sum, file, plan.read_disk(file)?.as_deref()) {
-            continue;
-        }
-        sum.wrote(file, text);
-    }
-    for file in plan.removed() {
-        sum.forget(file);
-    }
-    plan.write(path, sum.render(env!("CARGO_PKG_VERSION")))
-}
-
-/// Whether `text`, the file at `path`, is not what `sum` records memop wrote there.
-fn edited(sum: &crate::sum::Sum, path: &Path, text: Option<&str>) -> bool {
-    let recorded = sum.get(&path.to_string_lossy());
-    matches!((recorded, text), (Some(_), Some(text)) if !crate::scaffold::merge::as_recorded(text, recorded))
 }
 
 /// `vendor/<crate>` for a path inside it.

@@ -5,7 +5,7 @@
 //! (`hack/boilerplate.rs.txt`, [`Project::boilerplate`]), and the lists commands extend at
 //! their markers are sorted, so the order the commands ran in makes no difference. Nothing else
 //! is read back from the project's files but the CRD an external kind's types are made from (a
-//! PROJECT of an earlier memop is completed once by [`super::facts`]).
+//! PROJECT of an earlier memop is completed once by [`Project::load`]).
 
 use anyhow::{Context as _, Result};
 

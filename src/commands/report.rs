@@ -8,10 +8,14 @@
 //! The answers to flags (kubebuilder's plugins, `--make`, `init` in a directory that is not
 //! empty) come first. They show on a refusal too: `main` prints the answers that `finish` did
 //! not, before the error.
+//!
+//! The frame adds the files of the command's plan, as it hands it to `finish`, so that the
+//! report holds all that the command did: `update --summary` is written from it.
 
 use anyhow::{Result, bail};
 
-use crate::scaffold::reconcile::{Merged, kept_note};
+use crate::scaffold::Plan;
+use crate::scaffold::reconcile::{Conflict, Merged, kept_note};
 
 /// What a command did, or in a dry run would do, beyond the files: filled in order as the
 /// command goes, printed by [`super::finish`].
@@ -21,6 +25,18 @@ pub struct Report {
     /// the command then fails.
     answers: Vec<String>,
     items: Vec<Item>,
+    /// Whether conflicts stop the command before anything else is written (see
+    /// [`Report::stop_at_conflicts`]).
+    stops: bool,
+    /// The files of the command's plan, once it is whole (see [`Report::planned`]).
+    files: Option<Files>,
+}
+
+/// The files a plan writes and removes, as the command planned them (before formatting).
+#[derive(Debug, Default)]
+pub(super) struct Files {
+    pub(super) written: Vec<String>,
+    pub(super) removed: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -32,7 +48,7 @@ enum Item {
     /// A note on standard error.
     Note(String),
     /// Files of memop's merged with the user's edits, kept as they are, or in conflict.
-    Merged { merged: Merged, compare: &'static str, update: bool },
+    Merged { merged: Merged, compare: &'static str },
 }
 
 /// One line (or lines) of a report, and its stream.
@@ -78,17 +94,52 @@ impl Report {
     /// memop's text of a file kept as it is). Conflicts fail the command,
     /// once the whole report is printed.
     pub(crate) fn merged(&mut self, merged: Merged, compare: &'static str) {
-        self.push_merged(merged, compare, false);
+        self.items.push(Item::Merged { merged, compare });
     }
 
-    /// [`Report::merged`] for `memop update`'s own files, whose conflicts leave the rest of the
-    /// update written, to be followed by `make manifests`.
-    pub(crate) fn updated(&mut self, merged: Merged, compare: &'static str) {
-        self.push_merged(merged, compare, true);
+    /// Makes conflicts stop the command (`memop update`): where memop's changes and the user's
+    /// edits touch the same lines of any file, only the files in conflict are written, with
+    /// their markers, and the command fails saying to resolve them and run it again for the rest.
+    pub(crate) fn stop_at_conflicts(&mut self) {
+        self.stops = true;
     }
 
-    fn push_merged(&mut self, merged: Merged, compare: &'static str, update: bool) {
-        self.items.push(Item::Merged { merged, compare, update });
+    /// The files in conflict at which the command stops, in the order they were reported: none
+    /// unless it stops at conflicts.
+    pub(super) fn stopped_at(&self) -> Vec<&Conflict> {
+        match self.stops {
+            true => self.all_merged().flat_map(|merged| &merged.conflicts).collect(),
+            false => Vec::new(),
+        }
+    }
+
+    /// What each planning of memop's files reported, in order.
+    fn all_merged(&self) -> impl Iterator<Item = &Merged> {
+        self.items.iter().filter_map(|item| match item {
+            Item::Merged { merged, .. } => Some(merged),
+            _ => None,
+        })
+    }
+
+    /// The files in conflict, and those merged with the user's edits, in the order they were
+    /// reported.
+    pub(super) fn merges(&self) -> (Vec<String>, Vec<String>) {
+        let conflicts = self.all_merged().flat_map(|m| &m.conflicts).map(|(path, ..)| path.clone()).collect();
+        (conflicts, self.all_merged().flat_map(|m| m.merged.iter().cloned()).collect())
+    }
+
+    /// Takes the files of `plan`, the command's whole plan (its plugins' files too), as it goes
+    /// to [`super::finish`].
+    pub(super) fn planned(&mut self, plan: &Plan) {
+        let shown = |path: &std::path::Path| path.display().to_string();
+        let written = plan.planned().map(|(path, _)| shown(path)).collect();
+        self.files = Some(Files { written, removed: plan.removed().map(shown).collect() });
+    }
+
+    /// The files of the plan, once the command planned them all: `None` for a command that failed
+    /// before.
+    pub(super) fn files(&self) -> Option<&Files> {
+        self.files.as_ref()
     }
 
     /// The notes, in order, as printed (without their `note: `), for `update --summary`.
@@ -100,9 +151,13 @@ impl Report {
     }
 
     /// The report's lines, in one order whether the files were `written` or not: a dry run has
-    /// the same lines, less the ones that follow the writing.
+    /// the same lines, less the ones that follow the writing. A command stopped at conflicts
+    /// has none: it wrote nothing else.
     pub(super) fn lines(&self, written: bool) -> Vec<Line> {
         let mut lines = Vec::new();
+        if !self.stopped_at().is_empty() {
+            return lines;
+        }
         for item in &self.items {
             match item {
                 Item::Say(text) => lines.push(Line::Out(text.clone())),
@@ -124,29 +179,51 @@ impl Report {
     }
 
     /// The error of the first files in conflict, if any: the files to resolve, and what became
-    /// of the rest (written, or in a dry run what the real run does with them).
+    /// of the rest (written, or in a dry run what the real run does with them). A command that
+    /// stops at conflicts names them all, and says that nothing else was written.
     pub(super) fn conflicts(&self, dry_run: bool) -> Result<()> {
-        let first = self.items.iter().find_map(|item| match item {
-            Item::Merged { merged, update, .. } if !merged.conflicts.is_empty() => Some((merged, *update)),
-            _ => None,
-        });
-        let Some((merged, update)) = first else { return Ok(()) };
+        if self.stops {
+            return stopped(&self.stopped_at(), dry_run);
+        }
+        let Some(merged) = self.all_merged().find(|merged| !merged.conflicts.is_empty()) else { return Ok(()) };
         let paths: Vec<&str> = merged.conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
-        let (rest, check) = match update {
-            true => ("the rest of the update", "make manifests test"),
-            false => ("the rest", "make test"),
-        };
         let written = match dry_run {
             true => "would be written, as shown above; this dry run wrote nothing",
             false => "is written",
         };
         bail!(
             "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
-             <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there ({rest} {written}), then \
-             run `{check}` and commit",
+             <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there (the rest {written}), then \
+             run `make test` and commit",
             paths.join(", ")
         )
     }
+}
+
+/// The error of `memop update` stopped at `conflicts` (none: no error): it wrote the files in
+/// them, with their markers, and nothing else; a dry run fails the same way, its exit code telling
+/// a script that the update will stop.
+fn stopped(conflicts: &[&Conflict], dry_run: bool) -> Result<()> {
+    if conflicts.is_empty() {
+        return Ok(());
+    }
+    let paths: Vec<&str> = conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
+    if dry_run {
+        bail!(
+            "memop's changes and your edits touch the same lines of {}: `memop update` would write {} with conflict \
+             markers, <<<<<<< ours (yours) and >>>>>>> theirs (memop's), as shown above, and stop there (nothing \
+             else changed); you would resolve them, commit, and run `memop update` again for the rest of the \
+             update. This dry run wrote nothing",
+            paths.join(", "),
+            if paths.len() == 1 { "it" } else { "them" }
+        );
+    }
+    bail!(
+        "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
+         <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there, commit, and run `memop update` again \
+         for the rest of the update (nothing else was changed)",
+        paths.join(", ")
+    )
 }
 
 #[cfg(test)]
@@ -212,6 +289,29 @@ mod tests {
         assert_eq!(report.take_answers(), answers);
         assert!(report.take_answers().is_empty(), "printed once");
         assert_eq!(report.lines(true), lines);
+    }
+
+    /// `update` stops at conflicts: its report names those of every planning (its own files',
+    /// the chart's), prints nothing else (nothing else is written), and fails in a dry run as in
+    /// the real run.
+    #[test]
+    fn a_report_that_stops_at_conflicts_names_them_all_and_says_nothing_else() {
+        let mut report = report();
+        let chart = Merged {
+            conflicts: vec![("dist/chart/values.yaml".into(), "<<<<<<<".into(), "x: 1\n".into())],
+            ..Merged::default()
+        };
+        report.merged(chart, "a fresh chart");
+        assert!(report.stopped_at().is_empty(), "only a command that says so stops");
+        report.stop_at_conflicts();
+        let paths: Vec<&str> = report.stopped_at().iter().map(|(path, _, _)| path.as_str()).collect();
+        assert_eq!(paths, ["src/main.rs", "dist/chart/values.yaml"]);
+        assert!(report.lines(true).is_empty() && report.lines(false).is_empty());
+        let real = report.conflicts(false).unwrap_err().to_string();
+        assert!(real.contains("same lines of src/main.rs, dist/chart/values.yaml: resolve"), "{real}");
+        assert!(real.ends_with("(nothing else was changed)"), "{real}");
+        let dry = report.conflicts(true).unwrap_err().to_string();
+        assert!(dry.contains("`memop update` would write them with conflict markers"), "{dry}");
     }
 
     /// Both runs end with the same conflict, each saying what became of the rest.

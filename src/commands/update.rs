@@ -24,12 +24,11 @@ use std::path::Path;
 use anyhow::{Context as _, Result, bail};
 
 use super::replay::replay;
-use super::{Global, Report, finish};
+use super::{Global, Report};
 use crate::project::{self, Project};
-use crate::scaffold::merge;
 use crate::scaffold::merge::Decision;
-use crate::scaffold::reconcile::{self, Conflict, Merged, Router};
-use crate::scaffold::{self, Plan, RUNTIME_CRATES};
+use crate::scaffold::reconcile::{self, Merged, Router};
+use crate::scaffold::{self, Declared, Owner, Plan, Purpose, RUNTIME_CRATES};
 use crate::sum;
 
 /// Update the project to this memop: its runtime (vendor/, the pins), memop's files and the
@@ -60,56 +59,57 @@ pub struct Args {
 pub fn run(global: &Global, args: Args, report: &mut Report) -> Result<()> {
     let file = args.summary.clone();
     let mut summary = Summary::default();
-    let update = Update { args, summary: &mut summary, dropped: Vec::new(), updated: Merged::default() };
-    let result = super::frame::run(global, report, update);
+    let update = Update { args, summary: &mut summary };
+    let result = Project::load(&global.dir).and_then(|project| super::frame::run(global, report, project, update));
     let Some(file) = file else { return result };
-    let text = summary.render(global.dry_run, result.as_ref().err());
+    let text = summary.render(report, global.dry_run, result.as_ref().err());
     std::fs::write(&file, text).with_context(|| format!("writing the summary to {}", file.display()))?;
     result
 }
 
-/// What `--summary` writes: what the update did, collected as it goes.
+/// What `--summary` writes beside the update's report: the memop the project was made with, and
+/// this one; the runtime's files no longer shipped that the user edited, left to delete.
 #[derive(Debug, Default)]
 struct Summary {
-    /// The memop the project was made with, and this one.
     from: String,
     to: String,
-    /// The files the update creates or changes, and removes.
-    changed: Vec<String>,
-    removed: Vec<String>,
-    /// Files whose edits were merged with memop's changes.
-    merged: Vec<String>,
-    /// Files written with conflict markers.
-    conflicts: Vec<String>,
-    /// The notes, as printed (the user's files memop now writes otherwise, files to regenerate or
-    /// delete, files kept as they are).
-    notes: Vec<String>,
+    dropped: Vec<String>,
 }
 
 impl Summary {
-    /// Takes what the update planned from its `report` and `plan`: the files it changes and
-    /// removes, and the notes (with `dropped`, the runtime's files the user edited, to delete).
-    fn take(&mut self, report: &Report, plan: &Plan, dropped: &[String], dry_run: bool) {
+    /// The files the update that `report` tells changed and removed, and its notes: only the
+    /// files in `conflicts` where it stopped at them, nothing where it failed before it planned
+    /// them all.
+    fn changes(&self, report: &Report, conflicts: &[String], dry_run: bool) -> (Vec<String>, Vec<String>, Vec<String>) {
+        let Some(files) = report.files() else { return Default::default() };
+        if !conflicts.is_empty() {
+            return (conflicts.to_vec(), Vec::new(), Vec::new());
+        }
         // PROJECT and PROJECT.sum change with every real update: not news.
-        let news = |path: &&Path| *path != Path::new(project::FILE) && *path != Path::new(sum::FILE);
-        self.changed = plan.planned().map(|(path, _)| path).filter(news).map(|p| p.display().to_string()).collect();
-        self.removed = plan.removed().map(|path| path.display().to_string()).collect();
-        self.notes = report.notes().collect();
-        if !dry_run && !plan.is_empty() && !dropped.is_empty() {
-            self.notes.push(format!(
+        let news = |path: &&String| *path != project::FILE && *path != sum::FILE;
+        let mut notes: Vec<String> = report.notes().collect();
+        let empty = files.written.is_empty() && files.removed.is_empty();
+        if !dry_run && !empty && !self.dropped.is_empty() {
+            notes.push(format!(
                 "The runtime no longer has these files, which you edited; delete them: `git rm {}`",
-                dropped.join(" ")
+                self.dropped.join(" ")
             ));
         }
+        (files.written.iter().filter(news).cloned().collect(), files.removed.clone(), notes)
     }
 
-    fn render(&self, dry_run: bool, error: Option<&anyhow::Error>) -> String {
+    /// The summary of the update that `report` tells (`error`: how it failed): the files it
+    /// changed and merged, the conflicts it stopped at (then the only files changed), the notes.
+    fn render(&self, report: &Report, dry_run: bool, error: Option<&anyhow::Error>) -> String {
         let code = |paths: &[String]| paths.iter().map(|p| format!("- `{p}`\n")).collect::<String>();
         let mut out = match self.from.is_empty() || self.from == self.to {
             true => format!("## memop update to memop {}\n\n", self.to),
             false => format!("## memop update: memop {} to memop {}\n\n", self.from, self.to),
         };
-        let outcome = match (error, self.conflicts.is_empty()) {
+        // What the update got to plan: nothing, where it failed before it planned it all.
+        let (conflicts, merged) = report.files().map(|_| report.merges()).unwrap_or_default();
+        let (changed, removed, notes) = self.changes(report, &conflicts, dry_run);
+        let outcome = match (error, conflicts.is_empty()) {
             (Some(_), false) => {
                 "**Stopped at conflicts.** memop's changes and your edits touch the same lines of the files \
                  below: they are written with git's conflict markers (`<<<<<<< ours` is yours, `>>>>>>> theirs` \
@@ -118,7 +118,7 @@ impl Summary {
                     .to_string()
             }
             (Some(err), true) => format!("**memop update refused, and changed nothing:**\n\n```\n{err:#}\n```"),
-            (None, _) if self.changed.is_empty() && self.removed.is_empty() => {
+            (None, _) if changed.is_empty() && removed.is_empty() => {
                 "Nothing to do: the project is up to date with this memop.".to_string()
             }
             (None, _) => {
@@ -130,16 +130,16 @@ impl Summary {
         if dry_run {
             out.push_str("(A dry run: nothing was written.)\n\n");
         }
-        if !self.conflicts.is_empty() {
-            out.push_str(&format!("### Conflicts ({})\n\n{}\n", self.conflicts.len(), code(&self.conflicts)));
+        if !conflicts.is_empty() {
+            out.push_str(&format!("### Conflicts ({})\n\n{}\n", conflicts.len(), code(&conflicts)));
         }
-        if !self.merged.is_empty() {
-            out.push_str(&format!("### Merged with your edits ({})\n\n{}\n", self.merged.len(), code(&self.merged)));
+        if !merged.is_empty() {
+            out.push_str(&format!("### Merged with your edits ({})\n\n{}\n", merged.len(), code(&merged)));
         }
         // vendor/ is memop's copy of its crates: one line per crate.
         let mut vendored = std::collections::BTreeMap::<String, usize>::new();
         let mut files = Vec::new();
-        for path in &self.changed {
+        for path in &changed {
             match path.strip_prefix(&format!("{}/", scaffold::VENDOR)).and_then(|rest| rest.split_once('/')) {
                 Some((krate, _)) => *vendored.entry(format!("{}/{krate}/", scaffold::VENDOR)).or_default() += 1,
                 None => files.push(format!("- `{path}`\n")),
@@ -148,13 +148,13 @@ impl Summary {
         files.extend(vendored.iter().map(|(krate, n)| {
             format!("- `{krate}` ({n} file{}: memop's copy of its runtime)\n", if *n == 1 { "" } else { "s" })
         }));
-        files.extend(self.removed.iter().map(|path| format!("- `{path}` (removed)\n")));
+        files.extend(removed.iter().map(|path| format!("- `{path}` (removed)\n")));
         if !files.is_empty() {
             out.push_str(&format!("### Files changed ({})\n\n{}\n", files.len(), files.concat()));
         }
-        if !self.notes.is_empty() {
+        if !notes.is_empty() {
             out.push_str("### Notes for your files\n\n");
-            for note in &self.notes {
+            for note in &notes {
                 out.push_str(&format!("- {note}\n"));
             }
             out.push('\n');
@@ -163,79 +163,68 @@ impl Summary {
     }
 }
 
-/// `update` in the frame: it plans `vendor/` and every file of memop's again, then, once the
-/// plugins are planned too, stops at conflicts (writing only the files in them) or moves the
-/// project to this memop.
+/// `update` in the frame: it plans `vendor/`, every file of memop's again, the pins and PROJECT,
+/// and stops at conflicts, of these files or of the plugins' (see [`Report::stop_at_conflicts`]).
 struct Update<'a> {
     args: Args,
     summary: &'a mut Summary,
-    /// The runtime's files no longer shipped that the user edited, left to delete.
-    dropped: Vec<String>,
-    /// What became of memop's files.
-    updated: Merged,
 }
 
 impl super::frame::Command for Update<'_> {
-    fn plan(&mut self, global: &Global, project: &mut Project, plan: &mut Plan, _: &mut Report) -> Result<()> {
+    fn plan(&mut self, global: &Global, project: &mut Project, plan: &mut Plan, report: &mut Report) -> Result<()> {
+        let version = env!("CARGO_PKG_VERSION");
         self.summary.from = project.cli_version.clone();
-        self.summary.to = env!("CARGO_PKG_VERSION").to_string();
-        refuse_a_newer_project(&project.cli_version, &self.summary.to)?;
+        self.summary.to = version.to_string();
+        refuse_a_newer_project(&project.cli_version, version)?;
         if !self.args.allow_dirty && !global.dry_run {
             refuse_a_dirty_tree(&global.dir)?;
         }
         refuse_a_lost_record(plan, self.args.force)?;
-        self.dropped = plan_vendor(project, plan, self.args.force)?;
+        self.summary.dropped = plan_vendor(project, plan, self.args.force)?;
         let fresh = replay(project, plan)?;
-        self.updated = reconcile::update_files(&fresh, plan)?;
-        Ok(())
-    }
-
-    fn finish(
-        self,
-        global: &Global,
-        mut project: Project,
-        mut plan: Plan,
-        chart: Merged,
-        report: &mut Report,
-    ) -> Result<()> {
-        let Update { summary, dropped, mut updated, .. } = self;
-        // One in the chart stops the update as any does. A dry run shows what the real run
-        // writes then, and fails as it does.
-        let conflicts: Vec<&Conflict> = updated.conflicts.iter().chain(&chart.conflicts).collect();
-        summary.conflicts = conflicts.iter().map(|(path, _, _)| path.clone()).collect();
-        summary.merged = updated.merged.iter().chain(&chart.merged).cloned().collect();
-        if !conflicts.is_empty() {
-            summary.changed = summary.conflicts.clone();
-            return write_conflicts(global, &conflicts);
-        }
-        let version = env!("CARGO_PKG_VERSION");
-        pin_the_runtime(&mut plan, version)?;
+        let updated = reconcile::update_files(&fresh, plan)?;
+        // A conflict, in these files or in the chart's, stops the update: only the files in
+        // conflict are written, and the rest waits for the next run.
+        report.stop_at_conflicts();
+        pin_the_runtime(plan, version)?;
         let from = std::mem::replace(&mut project.cli_version, version.to_string());
         plan.write(project::FILE, project.render()?)?;
-        let from = if from.is_empty() { "an earlier memop".to_string() } else { format!("memop {from}") };
-        report.next(format!(
-            "\nUpdated from {from} to memop {version}: its runtime, and memop's files. Next:\n  \
-             $ make manifests   # config/crd, config/rbac/role.yaml, config/webhook from your code\n  \
-             $ cargo test       # the lock follows the new runtime's dependencies on the first build\n"
+        report_update(from, updated, &self.summary.dropped, plan, report, global.dry_run);
+        Ok(())
+    }
+}
+
+/// Says in `report` what the update of a project of memop `from` did with memop's files
+/// (`updated`), and which of the runtime's files no longer shipped the user edited (`dropped`).
+fn report_update(
+    from: String,
+    mut updated: Merged,
+    dropped: &[String],
+    plan: &mut Plan,
+    report: &mut Report,
+    dry_run: bool,
+) {
+    let version = env!("CARGO_PKG_VERSION");
+    let from = if from.is_empty() { "an earlier memop".to_string() } else { format!("memop {from}") };
+    report.next(format!(
+        "\nUpdated from {from} to memop {version}: its runtime, and memop's files. Next:\n  \
+         $ make manifests   # config/crd, config/rbac/role.yaml, config/webhook from your code\n  \
+         $ cargo test       # the lock follows the new runtime's dependencies on the first build\n"
+    ));
+    note_yours(std::mem::take(&mut updated.yours), plan, report, dry_run);
+    if !updated.generated.is_empty() {
+        report.note(format!(
+            "{} are generated from your code, and memop now generates them otherwise than when it wrote them: \
+             run `make manifests` to write them again with this memop's runtime",
+            updated.generated.join(", ")
         ));
-        note_yours(std::mem::take(&mut updated.yours), &mut plan, report, global.dry_run);
-        if !updated.generated.is_empty() {
-            report.note(format!(
-                "{} are generated from your code, and memop now generates them otherwise than when it wrote them: \
-                 run `make manifests` to write them again with this memop's runtime",
-                updated.generated.join(", ")
-            ));
-        }
-        report.updated(updated, "`memop init` in an empty directory");
-        if !dropped.is_empty() {
-            report.next(format!(
-                "The runtime no longer has these files, which you edited; delete them:\n  $ git rm {}\n",
-                dropped.join(" ")
-            ));
-        }
-        report.merged(chart, super::helm::FRESH_CHART);
-        summary.take(report, &plan, &dropped, global.dry_run);
-        finish(global, plan, report)
+    }
+    report.merged(updated, "`memop init` in an empty directory");
+    if !dropped.is_empty() {
+        report.next(format!(
+            "The runtime no longer has these files, which you edited; delete them:\n  $ git rm {}\n",
+            dropped.join(" ")
+        ));
     }
 }
 
@@ -265,9 +254,10 @@ fn pin_the_runtime(plan: &mut Plan, version: &str) -> Result<()> {
     Ok(())
 }
 
-/// Plans `vendor/`, memop's copy of the runtime crates: this memop's files replace those as an
-/// earlier memop wrote them (`force`: edited ones too, else an edited one is refused), and those
-/// it no longer ships go where unedited. Returns the ones no longer shipped that were edited,
+/// Plans `vendor/`, memop's copy of the runtime crates, through the rule every file goes by
+/// ([`Purpose::Renew`]): this memop's files replace those as an earlier memop wrote them (`force`:
+/// edited ones too, else an edited one is refused), and those it no longer ships go where
+/// unedited. Returns the ones no longer shipped that were edited,
 /// left for the user to delete.
 fn plan_vendor(project: &Project, plan: &mut Plan, force: bool) -> Result<Vec<String>> {
     let shipped = scaffold::vendored_files();
@@ -293,27 +283,11 @@ fn plan_vendor(project: &Project, plan: &mut Plan, force: bool) -> Result<Vec<St
             kept.push(path);
         }
     }
-    let mut edited = Vec::new();
+    let mut router = Router::new(None);
     for (path, text) in shipped {
-        let unedited = match plan.read(Path::new(&path))? {
-            // Already this memop's text (an update killed before it wrote PROJECT.sum, say):
-            // recorded as such.
-            Some(current) if current == text => {
-                if plan.record().get(&path) != Some(sum::blob_id(&text).as_str()) {
-                    plan.set_unchanged(&path, text);
-                }
-                continue;
-            }
-            Some(current) => merge::as_recorded(&current, plan.record().get(&path)),
-            // Restored: memop's file, gone.
-            None => true,
-        };
-        if !unedited && !force {
-            edited.push(path);
-            continue;
-        }
-        plan.write_formatted(&path, text)?;
+        router.route(plan, Purpose::Renew { force }, &path, Declared::from(Owner::Memop), text, true)?;
     }
+    let edited = router.finish()?.edited;
     if !edited.is_empty() {
         bail!(
             "{} changed since memop wrote {}: vendor/ is memop's copy of the runtime crates, and an \
@@ -355,37 +329,6 @@ fn note_yours(yours: Vec<(String, String, String)>, plan: &mut Plan, report: &mu
              you need"
         ));
     }
-}
-
-/// Writes only the files in conflict, with their markers, and their records (memop's new
-/// text, so that the next update finds your resolution merged already), then fails saying what
-/// to do. A dry run shows that and fails the same way: its exit code tells a script the update
-/// will stop.
-fn write_conflicts(global: &Global, conflicts: &[&Conflict]) -> Result<()> {
-    let mut marked = Plan::new(&global.dir)?;
-    for (path, text, new) in conflicts {
-        marked.write_formatted(path, text.clone())?;
-        marked.set_base(path, new.clone());
-    }
-    let mut report = Report::default();
-    finish(global, marked, &mut report)?;
-    let paths: Vec<&str> = conflicts.iter().map(|(path, _, _)| path.as_str()).collect();
-    if global.dry_run {
-        bail!(
-            "memop's changes and your edits touch the same lines of {}: `memop update` would write {} with conflict \
-             markers, <<<<<<< ours (yours) and >>>>>>> theirs (memop's), as shown above, and stop there (nothing \
-             else changed); you would resolve them, commit, and run `memop update` again for the rest of the \
-             update. This dry run wrote nothing",
-            paths.join(", "),
-            if paths.len() == 1 { "it" } else { "them" }
-        );
-    }
-    bail!(
-        "memop's changes and your edits touch the same lines of {}: resolve the conflicts between the \
-         <<<<<<< ours (yours) and >>>>>>> theirs (memop's) markers there, commit, and run `memop update` again \
-         for the rest of the update (nothing else was changed)",
-        paths.join(", ")
-    )
 }
 
 /// Refuses to update a git work tree with uncommitted changes, as `cargo publish` does, so that

@@ -25,14 +25,9 @@ pub enum Decision {
     /// Remove the file: memop wrote it, renders it no more, and it is as memop wrote it
     /// ([`super::reconcile::retire`]).
     Remove,
-}
-
-/// Whether `current` (read in `\n` line endings, as `Plan` reads every file) is the text whose
-/// git blob id `recorded` is, in either line endings: an earlier memop recorded a file of
-/// `\r\n` in them.
-pub fn as_recorded(current: &str, recorded: Option<&str>) -> bool {
-    let is = |text: &str| recorded == Some(crate::sum::blob_id(text).as_str());
-    is(current) || (current.contains('\n') && is(&current.replace('\n', "\r\n")))
+    /// Refuse to write over the file, which the user edited though it is memop's alone: the
+    /// command names every such file ([`super::reconcile::Purpose::Renew`]).
+    Edited,
 }
 
 /// The lines [`diffy::merge`] opens and closes a conflict with.
@@ -40,11 +35,12 @@ const OURS: &str = "<<<<<<< ours";
 const THEIRS: &str = ">>>>>>> theirs";
 
 /// Decides what becomes of a file that is `current` now (`None`: missing) and that memop's
-/// templates now render as `new`, all in `\n` line endings. `recorded` is the git blob id of what memop last wrote there
-/// (`PROJECT.sum`), and `base` reads that text back from its id, where it can.
+/// templates now render as `new`, all in `\n` line endings. `recorded` is the git blob id of
+/// what memop last wrote there (`PROJECT.sum`), `unedited` whether `current` is that text (in
+/// either line endings: see [`as_recorded`](crate::sum::as_recorded)), and `base` reads that text
+/// back from its id, where it can.
 ///
-/// An unedited file (its blob id is the recorded one, in either line endings: see
-/// [`as_recorded`]) is replaced; an edited one is merged with
+/// An unedited file is replaced; an edited one is merged with
 /// memop's changes over the recorded text, or kept when that text cannot be read; a file memop
 /// wrote and the user deleted stays deleted; one that still holds a conflict of an earlier merge
 /// is [`Decision::Unresolved`].
@@ -53,6 +49,7 @@ pub fn decide(
     current: Option<&str>,
     new: &str,
     recorded: Option<&str>,
+    unedited: bool,
     base: impl FnOnce(&str) -> Option<String>,
 ) -> Decision {
     let Some(current) = current else {
@@ -68,7 +65,7 @@ pub fn decide(
     if current == new {
         return Decision::Leave;
     }
-    if as_recorded(current, recorded) {
+    if unedited {
         return Decision::Replace;
     }
     let Some(base) = recorded.and_then(base) else {
@@ -180,8 +177,20 @@ fn keep_both_additions(path: &str, text: &str) -> (String, bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::sum::blob_id;
+    use super::Decision;
+    use crate::sum::{as_recorded, blob_id};
+
+    /// [`super::decide`], with whether `current` is unedited read from `recorded`.
+    fn decide(
+        path: &str,
+        current: Option<&str>,
+        new: &str,
+        recorded: Option<&str>,
+        base: impl FnOnce(&str) -> Option<String>,
+    ) -> Decision {
+        let unedited = current.is_some_and(|text| as_recorded(text, recorded));
+        super::decide(path, current, new, recorded, unedited, base)
+    }
 
     const OLD: &str = "a\nb\nc\nd\ne\n";
     const NEW: &str = "a\nB\nc\nd\ne\n";

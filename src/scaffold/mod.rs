@@ -52,6 +52,24 @@ pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<
 /// editor first (see [`generated`]). Fragments are inserted at their markers after all whole
 /// files are planned, so a root may create a file and insert into it.
 pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut Plan, force: bool) -> Result<()> {
+    render(templates, root, ctx, plan, force, false)
+}
+
+/// [`render_root`] for a new version of a kind that has others: it finds the kind's files
+/// ([`Scope::Kind`]) there already, as files the kind's versions share ([`Scope::Shared`]).
+pub fn render_version(templates: &Templates, root: &str, ctx: &Context, plan: &mut Plan, force: bool) -> Result<()> {
+    render(templates, root, ctx, plan, force, true)
+}
+
+/// [`render_root`], the kind's files shared by its versions where `kind_shared`.
+fn render(
+    templates: &Templates,
+    root: &str,
+    ctx: &Context,
+    plan: &mut Plan,
+    force: bool,
+    kind_shared: bool,
+) -> Result<()> {
     let entries = templates.entries(root, ctx)?;
     let mut router = Router::new(None);
     for entry in &entries {
@@ -63,8 +81,7 @@ pub fn render_root(templates: &Templates, root: &str, ctx: &Context, plan: &mut 
                 None => Edit::Plain,
             };
             let mut declared = *declared;
-            // A new version of a kind finds the kind's files there, as a file several APIs share.
-            if declared.scope == Scope::Kind && ctx.contains_key("storage_version") {
+            if declared.scope == Scope::Kind && kind_shared {
                 declared.scope = Scope::Shared;
             }
             let formatted = templates.is_plain(template);
@@ -191,6 +208,20 @@ mod tests {
         assert_eq!(change(GENERATED, "mine\n", "memop's, then\n"), Decision::Leave, "untouched by the change");
         // A run killed among its renames wrote the new text already: left, and recorded as memop's.
         assert_eq!(change(GENERATED, "memop's\n", "memop's\n"), Decision::Leave, "changed already");
+    }
+
+    /// `vendor/`, memop's alone: made, replaced while as memop wrote it (or with --force), an
+    /// edited copy named for the command to refuse, and a user's deletion no reason to leave it
+    /// out.
+    #[test]
+    fn a_file_renewed_whole_is_replaced_unless_edited() {
+        let then = sum::blob_id("memop's, then\n");
+        let renew = |current, force| decide(MEMOP, current, Some(&then), Purpose::Renew { force });
+        assert_eq!(renew(None, false), Some(Decision::Replace), "deleted: made again");
+        assert_eq!(renew(Some("memop's, then\n"), false), Some(Decision::Replace));
+        assert_eq!(renew(Some("memop's\n"), false), Some(Decision::Leave));
+        assert_eq!(renew(Some("mine\n"), false), Some(Decision::Edited));
+        assert_eq!(renew(Some("mine\n"), true), Some(Decision::Replace));
     }
 
     #[test]

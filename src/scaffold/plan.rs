@@ -62,6 +62,12 @@ pub struct Plan {
     scratch: bool,
 }
 
+/// Whether `text`, the file at `path`, is not what `sum` records memop wrote there.
+fn edited(sum: &Sum, path: &Path, text: Option<&str>) -> bool {
+    let recorded = sum.get(&path.to_string_lossy());
+    matches!((recorded, text), (Some(_), Some(text)) if !sum::as_recorded(text, recorded))
+}
+
 /// What [`Plan::apply`] did, for the command's report.
 #[derive(Debug, Default)]
 pub struct Applied {
@@ -156,14 +162,28 @@ impl Plan {
         self.forgot = true;
     }
 
-    /// The record to write, and whether it must be written even with no file planned.
-    pub(crate) fn take_record(&mut self) -> (Sum, bool) {
-        (std::mem::take(&mut self.record), self.forgot)
-    }
-
-    /// The merge bases to keep in git (see [`Plan::set_base`]).
-    pub fn bases(&self) -> Vec<(String, String)> {
-        self.bases.iter().map(|(path, text)| (path.to_string_lossy().replace('\\', "/"), text.clone())).collect()
+    /// Adds to the plan `PROJECT.sum` with the blob id of every file the plan writes (after
+    /// formatting: exactly the text written), so that a later update knows what memop wrote (see
+    /// [`crate::sum`]); and without the files it removes, or forgot.
+    pub fn write_record(&mut self) -> Result<()> {
+        let mut sum = std::mem::take(&mut self.record);
+        if self.is_empty() && !self.forgot {
+            return Ok(());
+        }
+        let path = Path::new(sum::FILE);
+        for (file, text) in self.written_by_memop().filter(|(p, _)| *p != path) {
+            // A file you edited that memop inserted a fragment into holds your edits too: its record
+            // stays memop's text from before them, the base over which `memop update` merges (your
+            // edits would otherwise count as memop's, and an update replace them).
+            if self.was_inserted_into(file) && edited(&sum, file, self.read_disk(file)?.as_deref()) {
+                continue;
+            }
+            sum.wrote(file, text);
+        }
+        for file in self.removed() {
+            sum.forget(file);
+        }
+        self.write(path, sum.render(env!("CARGO_PKG_VERSION")))
     }
 
     /// Records whose the file at `path` is, as its template declares (or a command, for a file
@@ -469,7 +489,9 @@ impl Plan {
     ///
     /// Every file is first written to a temporary sibling; only when all of them were written are
     /// they renamed over their targets. If a rename fails, the files already renamed are put back
-    /// as they were, so a failure leaves the directory as it was.
+    /// as they were, so a failure leaves the directory as it was. Then the plan's merge bases
+    /// (see [`Plan::set_base`]) go into git, where the next merge finds them
+    /// ([`sum::keep_bases`]).
     pub fn apply(self) -> Result<Applied> {
         if self.scratch {
             bail!("memop tried to write a scratch plan, which sees no disk; please report it");
@@ -517,6 +539,15 @@ impl Plan {
                 return Err(err).with_context(|| format!("writing {}", target.display()));
             }
             done.push((target, change));
+        }
+        // Right after the files, so that a report that cannot be written loses no base.
+        if !self.bases.is_empty() {
+            let bases: Vec<(String, String)> = self
+                .bases
+                .iter()
+                .map(|(path, text)| (path.to_string_lossy().replace('\\', "/"), text.clone()))
+                .collect();
+            sum::keep_bases(&self.root, &bases);
         }
         let mut applied = Applied::default();
         for (path, change) in self.changes {

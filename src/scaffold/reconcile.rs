@@ -11,9 +11,9 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use super::merge::{Decision, as_recorded, decide};
+use super::merge::{Decision, decide};
 use super::{Declared, Owner, Plan, Scope};
-use crate::sum::{self, Sum};
+use crate::sum::{self, Sum, as_recorded};
 
 /// Where the base of a three-way merge comes from: what memop last wrote at a path
 /// ([`Plan::base`]).
@@ -29,17 +29,23 @@ pub struct Base<'a> {
 }
 
 impl Base<'_> {
+    /// Whether `current`, the file at `path`, is as `PROJECT.sum` records memop wrote it.
+    fn unedited(self, path: &str, current: &str) -> bool {
+        as_recorded(current, self.record.get(path))
+    }
+
     /// Decides what becomes of memop's file at `path`, `current` now, which memop's templates
-    /// now render as `new`, by [`decide`] over this base.
+    /// now render as `new`, by [`decide`] over this base: memop's text in the replay, where
+    /// there is one, else the text `PROJECT.sum` names, read back from git.
     fn decide(self, path: &str, current: Option<&str>, new: &str) -> Result<Decision> {
-        Ok(match self.replay {
-            None => decide(path, current, new, self.record.get(path), |id| sum::base(self.dir, id)),
-            Some(_) => {
-                let base = self.replayed(path)?;
-                let recorded = base.as_deref().map(sum::blob_id);
-                decide(path, current, new, recorded.as_deref(), |_| base)
-            }
-        })
+        let replayed = self.replayed(path)?;
+        let recorded = match self.replay {
+            Some(_) => replayed.as_deref().map(sum::blob_id),
+            None => self.record.get(path).map(str::to_string),
+        };
+        let unedited = current.is_some_and(|text| as_recorded(text, recorded.as_deref()));
+        let base = move |id: &str| replayed.or_else(|| sum::base(self.dir, id));
+        Ok(decide(path, current, new, recorded.as_deref(), unedited, base))
     }
 
     /// memop's text of `path` in the replay, if there is one and it has the file.
@@ -62,6 +68,10 @@ pub enum Purpose {
     /// (the base's replay): every file merged as memop's, but a generated one, replaced while as
     /// memop wrote it and else left to `make manifests`.
     Change,
+    /// To replace it whole with this memop's text (`memop update`'s `vendor/`, memop's copy of
+    /// its runtime crates, which the user does not edit): made where missing, replaced where as
+    /// memop wrote it or with `force`; an edited one is [`Decision::Edited`].
+    Renew { force: bool },
 }
 
 /// Decides what becomes of the file at `path` that a template declaring `declared` renders as
@@ -91,6 +101,8 @@ pub enum Purpose {
 /// replaced where it is missing or as memop wrote it before, else [`Decision::Outdated`]; any
 /// other by [`decide`] over the base.
 ///
+/// To renew a file: see [`Purpose::Renew`].
+///
 /// A refusal is the error that names `path` and `--force`.
 pub fn reconcile(
     path: &str,
@@ -100,12 +112,29 @@ pub fn reconcile(
     desired: &str,
     purpose: Purpose,
 ) -> Result<Decision> {
-    let recorded = base.record.get(path);
-    let force = match purpose {
-        Purpose::Make { force } => force,
-        Purpose::Update => return bring(path, declared, current, base, desired),
-        Purpose::Change => return change(path, declared, current, base, desired),
+    let decided = match purpose {
+        Purpose::Make { force } => Some(make(path, declared, current, base, desired, force)?),
+        Purpose::Update => bring(path, declared, current, base, desired)?,
+        Purpose::Change => change(path, declared, current, base, desired)?,
+        Purpose::Renew { force } => Some(renew(path, current, base, desired, force)),
     };
+    // Else the file goes as memop's, by its rule over the base.
+    match decided {
+        Some(decision) => Ok(decision),
+        None => base.decide(path, current, desired),
+    }
+}
+
+/// [`reconcile`] for [`Purpose::Make`].
+fn make(
+    path: &str,
+    declared: Declared,
+    current: Option<&str>,
+    base: Base,
+    desired: &str,
+    force: bool,
+) -> Result<Decision> {
+    let recorded = base.record.get(path);
     let Some(current) = current else { return Ok(Decision::Replace) };
     if current == desired {
         return Ok(Decision::Leave);
@@ -120,7 +149,7 @@ pub fn reconcile(
     Ok(match declared.scope {
         Scope::Shared => Decision::Leave,
         _ if force => Decision::Replace,
-        _ if refreshed && as_recorded(current, recorded) => Decision::Replace,
+        _ if refreshed && base.unedited(path, current) => Decision::Replace,
         _ if refreshed && recorded.is_some() => Decision::Keep,
         _ if refreshed => refuse()?,
         Scope::Project => Decision::Keep,
@@ -128,38 +157,53 @@ pub fn reconcile(
     })
 }
 
-/// [`reconcile`] for [`Purpose::Update`].
-fn bring(path: &str, declared: Declared, current: Option<&str>, base: Base, desired: &str) -> Result<Decision> {
+/// [`reconcile`] for [`Purpose::Update`]: `None` for a file that goes as memop's.
+fn bring(path: &str, declared: Declared, current: Option<&str>, base: Base, desired: &str) -> Result<Option<Decision>> {
     if declared.owner == Owner::Memop {
-        return base.decide(path, current, desired);
+        return Ok(None);
     }
     let recorded = base.record.get(path);
     let made_by_no_memop = current.is_none() && recorded.is_none() && base.replayed(path)?.is_none();
-    let unedited = current.is_some_and(|text| as_recorded(text, recorded));
+    let unedited = current.is_some_and(|text| base.unedited(path, text));
     if made_by_no_memop || (declared.owner == Owner::User && declared.refresh && unedited) {
-        return base.decide(path, current, desired);
+        return Ok(None);
     }
     let differs = current.is_some_and(|text| text != desired);
     // memop's text of the file changed since it wrote it (unknown without a record): not only
     // the user's code, which `make manifests` already follows, makes it differ.
     let changed_since = recorded.is_none_or(|id| id != sum::blob_id(desired));
-    Ok(match declared.owner {
+    Ok(Some(match declared.owner {
         _ if current == Some(desired) => Decision::Leave,
         Owner::User if recorded.is_some_and(|id| id != sum::blob_id(desired)) => Decision::Outdated,
         Owner::Generated if differs && changed_since => Decision::Outdated,
         _ => Decision::Leave,
-    })
+    }))
 }
 
-/// [`reconcile`] for [`Purpose::Change`].
-fn change(path: &str, declared: Declared, current: Option<&str>, base: Base, desired: &str) -> Result<Decision> {
+/// [`reconcile`] for [`Purpose::Renew`].
+fn renew(path: &str, current: Option<&str>, base: Base, desired: &str, force: bool) -> Decision {
+    match current {
+        Some(text) if text == desired => Decision::Leave,
+        Some(text) if !force && !base.unedited(path, text) => Decision::Edited,
+        _ => Decision::Replace,
+    }
+}
+
+/// [`reconcile`] for [`Purpose::Change`]: `None` for a file that goes as memop's.
+fn change(
+    path: &str,
+    declared: Declared,
+    current: Option<&str>,
+    base: Base,
+    desired: &str,
+) -> Result<Option<Decision>> {
     let before = base.replayed(path)?;
     Ok(match declared.owner {
         // Already the text it changes to (a run killed among its renames wrote it): recorded so.
-        _ if before.as_deref() == Some(desired) || current == Some(desired) => Decision::Leave,
-        Owner::Generated if current.is_some_and(|text| before.as_deref() != Some(text)) => Decision::Outdated,
-        Owner::Generated => Decision::Replace,
-        _ => base.decide(path, current, desired)?,
+        _ if before.as_deref() == Some(desired) || current == Some(desired) => Some(Decision::Leave),
+        Owner::Generated if current.is_some_and(|text| before.as_deref() != Some(text)) => Some(Decision::Outdated),
+        Owner::Generated => Some(Decision::Replace),
+        _ => None,
     })
 }
 
@@ -172,7 +216,7 @@ fn change(path: &str, declared: Declared, current: Option<&str>, base: Base, des
 pub fn retire(path: &str, current: Option<&str>, base: Base) -> Result<Decision> {
     let Some(current) = current else { return Ok(Decision::Leave) };
     let replayed = base.replayed(path)?;
-    Ok(match replayed.as_deref() == Some(current) || as_recorded(current, base.record.get(path)) {
+    Ok(match replayed.as_deref() == Some(current) || base.unedited(path, current) {
         true => Decision::Remove,
         false => Decision::Keep,
     })
@@ -215,6 +259,8 @@ pub(crate) struct Merged {
     pub(crate) yours: Vec<(String, String, String)>,
     /// Generated files that differ from memop's text: `make manifests`'.
     pub(crate) generated: Vec<String>,
+    /// memop's files alone that the user edited, which the command refuses to write over.
+    pub(crate) edited: Vec<String>,
 }
 
 /// Plans the files a command renders, each by [`reconcile`] over the plan's [`Base`] (with
@@ -263,12 +309,13 @@ impl<'a> Router<'a> {
                 }
             }
             Decision::Keep => match purpose {
-                Purpose::Update | Purpose::Change => merged.kept.push((path.to_string(), recorded.is_some())),
                 Purpose::Make { .. } if declared.refresh => plan.note(format!(
                     "kept your {path}, which is not as memop wrote it; memop's new version was not written"
                 )),
                 Purpose::Make { .. } => plan.note(format!("kept your {path}; memop's version was not written")),
+                _ => merged.kept.push((path.to_string(), recorded.is_some())),
             },
+            Decision::Edited => merged.edited.push(path.to_string()),
             Decision::Unresolved => merged.unresolved.push(path.to_string()),
             Decision::Remove => plan.remove(path)?,
             Decision::Outdated => match declared.owner {

@@ -143,7 +143,8 @@ pub fn run(global: &Global, args: Args, report: &mut super::Report) -> Result<()
         report
             .answer("--make is kubebuilder's; memop never runs make after scaffolding (run `make manifests` yourself)");
     }
-    super::frame::run(global, report, args)
+    let project = Project::load(&global.dir)?;
+    super::frame::run(global, report, project, args)
 }
 
 impl super::frame::Command for Args {
@@ -156,7 +157,7 @@ impl super::frame::Command for Args {
     ) -> Result<()> {
         let request = external::request(self, project, &global.dir)?;
         if request.new_version {
-            super::facts::refuse_storage_disagreement(project, plan, &request.api)?;
+            project.refuse_storage_disagreement(&global.dir, &request.api)?;
         }
         let mut notes = scaffold::scaffold(&request, project, plan)?;
         notes.splice(0..0, request.notes.iter().cloned());

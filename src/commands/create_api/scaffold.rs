@@ -93,6 +93,11 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
         (None, None) => "controller-skeleton",
     };
     let external = request.external.is_some();
+    // A new version of a kind finds the kind's files there, as files its versions share.
+    let render = match request.resource && request.new_version {
+        true => scaffold::render_version,
+        false => scaffold::render_root,
+    };
     let templates = Templates::load(&["resource", root, "controller-external", "manager-role"])?;
     if request.resource {
         let sharing = project.others(api).filter(|r| r.api.is_some());
@@ -106,20 +111,20 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
             project.set_storage_version(api, Some(&storage));
             ctx.insert("storage_version", &storage);
         }
-        scaffold::render_root(&templates, "resource", &ctx, plan, request.force)?;
+        render(&templates, "resource", &ctx, plan, request.force)?;
         if request.new_version {
             notes.extend(join_conversion(project, plan, &ctx, api, request.force)?);
         }
     }
     if request.controller {
-        scaffold::render_root(&templates, root, &ctx, plan, request.force)?;
+        render(&templates, root, &ctx, plan, request.force)?;
         if external {
-            scaffold::render_root(&templates, "controller-external", &ctx, plan, request.force)?;
+            render(&templates, "controller-external", &ctx, plan, request.force)?;
         }
     }
     // The manager role, with this controller's rules: a generated file, which keeps the rules
     // it has, and the user's own role.yaml (see scaffold::generated).
-    scaffold::render_root(&templates, "manager-role", &ctx, plan, false)?;
+    render(&templates, "manager-role", &ctx, plan, false)?;
     plan.write(project::FILE, project.render()?)?;
     Ok(notes)
 }
@@ -189,8 +194,8 @@ fn join_conversion(
     ctx.insert("spoke_sample_file", &api.sample_file());
     ctx.insert("spokes", &spokes);
     // The spoke's conversion is one of this version's own files, which --force regenerates.
-    scaffold::render_root(&templates, "webhook-conversion-spoke", &ctx, plan, force)?;
-    scaffold::render_root(&templates, "conversion-test", &ctx, plan, false)?;
+    scaffold::render_version(&templates, "webhook-conversion-spoke", &ctx, plan, force)?;
+    scaffold::render_version(&templates, "conversion-test", &ctx, plan, false)?;
     let kind = &api.kind;
     Ok(vec![format!(
         "{kind} {version} is a spoke of the hub {hub_version}: map its fields in {}; tests/{}_conversion.rs \

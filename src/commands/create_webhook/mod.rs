@@ -53,7 +53,8 @@ pub struct Args {
 }
 
 pub fn run(global: &Global, args: Args, report: &mut super::Report) -> Result<()> {
-    super::frame::run(global, report, args)
+    let project = Project::load(&global.dir)?;
+    super::frame::run(global, report, project, args)
 }
 
 impl super::frame::Command for Args {
