@@ -51,7 +51,8 @@
 # the larger shares (the peak RSS of each survivor, before and through that, is shown).
 #
 # EDITS=1 restarts the manager at the end of a run (after the resize and any relist, so the
-# other columns are as without it) and, EDIT_DELAY (2) seconds later, while the new process
+# other columns are as without it; once every status reports the resize, so that the new
+# process owes no status write of the old one's) and, EDIT_DELAY (2) seconds later, while the new process
 # lists and reconciles all N, patches spec.size of EDIT_COUNT (20) single objects, one a second,
 # each timed from its request until the watch event that shows its Deployment with the new
 # replicas arrives (stamped as read, not polled): the column "edit latency" (median, 99th
@@ -580,7 +581,14 @@ EOF
     cpu=$(echo "$cpu + $cpu_killed" | bc)
     local edits="null"
     if [ "$EDITS" = 1 ]; then
-        # A restart, and edits of single objects while the new process reconciles all N.
+        # A restart, and edits of single objects while the new process reconciles all N. First
+        # every status reports the resize, so that the restart finds nothing owed: memop holds
+        # the status writes of a fleet resized at once until its burst of applies ends, and a
+        # restart before then would make the new process write them while the edits come.
+        local reported
+        reported=$(python3 "$here/kube.py" wait "${admin[@]}" --until reported --n "$n" \
+            --start "$(now)" --timeout $((240 + n / 5))) || log "  the statuses did not all report the resize: $reported"
+        log "  statuses reported: $reported"
         stop_pid "$pid" 15
         start_replica 0 "$dir/manager.log"
         pid=$!

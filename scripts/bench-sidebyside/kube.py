@@ -6,7 +6,8 @@ never the operator's), so that its requests are easy to leave out of the audit c
 
   create   N Memcached objects (and the namespaces they live in), in parallel
   wait     until every Memcached has its Deployment and a status condition (converge), or until
-           every Memcached's Deployment has spec.replicas == SIZE (resize); one list, then a watch
+           every Memcached's Deployment has spec.replicas == SIZE (resize), or until every
+           Memcached's status reports its current generation (reported); one list, then a watch
   resize   merge-patch spec.size of every Memcached, in parallel
   edits    merge-patch spec.size of COUNT single Memcacheds, one every INTERVAL seconds, and time
            each until its Deployment has the new spec.replicas (the latency of a user's edit)
@@ -273,12 +274,24 @@ def memcached_summary(obj):
     return len((obj.get("status") or {}).get("conditions") or [])
 
 
+def memcached_reported(obj):
+    """Whether the status reports the object's current spec: it has a condition, and every
+    condition that names the generation it observed names the current one (kubebuilder's
+    conditions name none, and are written in the reconcile that acts on the spec)."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    generation = obj["metadata"].get("generation")
+    return bool(conditions) and all(c.get("observedGeneration", generation) == generation for c in conditions)
+
+
 def cmd_wait(api, args):
     deployments = Watch(api, DEPLOYMENTS, deployment_summary)
     deployments.start()
     memcacheds = None
     if args.until == "converged":
         memcacheds = Watch(api, cr_path(), memcached_summary)
+        memcacheds.start()
+    elif args.until == "reported":
+        memcacheds = Watch(api, cr_path(), memcached_reported)
         memcacheds.start()
     deadline = args.start + args.timeout
     result = {"until": args.until, "n": args.n}
@@ -299,6 +312,12 @@ def cmd_wait(api, args):
                 result["conditions_seconds"] = round(now - args.start, 2)
             if "deployments_seconds" in result and "conditions_seconds" in result:
                 result["seconds"] = max(result["deployments_seconds"], result["conditions_seconds"])
+                break
+        elif args.until == "reported":
+            reported = sum(1 for ok in memcacheds.snapshot().values() if ok)
+            result["reported"] = reported
+            if reported >= args.n:
+                result["seconds"] = round(now - args.start, 2)
                 break
         elif args.until == "resized":
             resized = sum(1 for (owner, replicas, _) in deps.values() if owner and replicas == args.size)
@@ -417,7 +436,7 @@ def main():
     s.add_argument("--timeout", type=float, default=300)
     s = sub.add_parser("wait")
     conn_args(s)
-    s.add_argument("--until", choices=["converged", "resized", "ready"], required=True)
+    s.add_argument("--until", choices=["converged", "resized", "ready", "reported"], required=True)
     s.add_argument("--n", type=int, required=True)
     s.add_argument("--size", type=int, default=2)
     s.add_argument("--start", type=float, required=True, help="epoch seconds the times count from")
