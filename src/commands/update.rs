@@ -106,8 +106,12 @@ impl Summary {
             true => format!("## memop update to memop {}\n\n", self.to),
             false => format!("## memop update: memop {} to memop {}\n\n", self.from, self.to),
         };
-        // What the update got to plan: nothing, where it failed before it planned it all.
-        let (conflicts, merged) = report.files().map(|_| report.merges()).unwrap_or_default();
+        // What the update got to plan: nothing, where it failed before it planned it all; only
+        // the conflicts, where it stopped at them (the files that merged are not written yet).
+        let (conflicts, mut merged) = report.files().map(|_| report.merges()).unwrap_or_default();
+        if !conflicts.is_empty() {
+            merged.clear();
+        }
         let (changed, removed, notes) = self.changes(report, &conflicts, dry_run);
         let outcome = match (error, conflicts.is_empty()) {
             (Some(_), false) => {

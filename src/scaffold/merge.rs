@@ -2,8 +2,9 @@
 //! update`, or any command that re-renders a file the user may have edited): the one rule that
 //! never loses an edit, for every caller.
 
-/// What to do with a file: [`super::reconcile::reconcile`]'s answer, all but
-/// [`Decision::Outdated`] by [`decide`] for memop's files.
+/// What to do with a file: [`super::reconcile::reconcile`]'s answer; for memop's files
+/// [`decide`] gives it, but for [`Decision::Outdated`], [`Decision::Edited`] (a file of
+/// `vendor/`) and [`Decision::Remove`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     /// Nothing to write: the file has memop's new text already, or memop's text did not change

@@ -2,7 +2,7 @@
 //! [`reconcile`], from what the file's template declares ([`Declared`]: memop's, the user's or
 //! generated, and its scope), its text now, its base (what memop wrote there last) and memop's
 //! text now, and why the command renders it ([`Purpose`]: to make it, to bring it to this memop,
-//! or to carry a change of PROJECT into it). `Router` plans each decision and collects what
+//! to carry a change of PROJECT into it, or to renew memop's copy of its runtime in `vendor/`). `Router` plans each decision and collects what
 //! became of the files (`Merged`) for the command's report: `render_root`, `vendor/`, the lock,
 //! `memop update`'s replay, the Helm chart, the update workflow and `delete api` all go through
 //! it.

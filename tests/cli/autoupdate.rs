@@ -77,6 +77,10 @@ fn an_edit_of_the_workflow_survives_an_update() {
 #[test]
 fn the_summary_lists_the_conflicts_then_the_files_changed_and_the_notes() {
     let (tmp, dir) = a_conflicting_edit();
+    // An edit of another of memop's files, away from the lines memop changes: it merges cleanly,
+    // but is not written while the update stops at the Makefile.
+    append(&dir, "Dockerfile", "# mine\n");
+    git(&dir, &["commit", "-qam", "my note"]);
     let summary = tmp.path().join("summary.md");
     let line = format!("update --summary '{}'", summary.display());
     let out = memop(&dir, &line).assert().code(1).get_output().clone();
@@ -90,7 +94,7 @@ fn the_summary_lists_the_conflicts_then_the_files_changed_and_the_notes() {
     ] {
         assert!(text.contains(want), "{want:?} not in the summary:\n{text}");
     }
-    assert!(!text.contains("Dockerfile"), "the rest is not written yet:\n{text}");
+    assert!(!text.contains("Dockerfile"), "the rest is not written, nor said to be merged, yet:\n{text}");
 
     // Resolved (theirs) and committed: the rest of the update, with memop's note on a file of yours.
     let makefile = read(&dir, "Makefile");
@@ -115,6 +119,7 @@ fn the_summary_lists_the_conflicts_then_the_files_changed_and_the_notes() {
         "Updated. Next: `make manifests`",
         "### Files changed (",
         "- `Dockerfile`\n",
+        "### Merged with your edits (1)\n\n- `Dockerfile`\n",
         "- `vendor/memop-runtime/` (",
         "1 file: memop's copy of its runtime)",
         "### Notes for your files\n\n- Cargo.toml changed since memop wrote it",
