@@ -55,6 +55,10 @@ pub struct Project {
     /// a field of PROJECT.
     #[serde(skip)]
     pub boilerplate: String,
+    /// The code's [`STORAGE_TABLE`] as the command found it, read once with PROJECT
+    /// ([`Project::load`]): which version of each kind the code stores. Not a field of PROJECT.
+    #[serde(skip)]
+    pub storage_table: String,
 }
 
 /// The file that holds the license header of every Rust file memop writes in the project.
@@ -547,15 +551,14 @@ fn is_false(b: &bool) -> bool {
 /// The file whose `STORAGE_VERSIONS` says which version of each kind the code stores.
 const STORAGE_TABLE: &str = "src/api/mod.rs";
 
-/// The version of `api`'s kind that the code of the project in `dir` stores, as
-/// `STORAGE_VERSIONS` in src/api/mod.rs (the user's to change) lists it: one entry per CRD,
-/// written by the keyed fragment `resource/src/api/mod.rs@storage-versions.tera`; `None` when it
-/// has no entry (a kind served in one version) or the file is gone.
-fn code_storage_version(dir: &Path, api: &ApiNames) -> Result<Option<String>> {
-    let text = crate::fs::read(dir, Path::new(STORAGE_TABLE))?.unwrap_or_default();
+/// The version of `api`'s kind that the code stores, as `STORAGE_VERSIONS` in `table`, the
+/// text of src/api/mod.rs (the user's to change), lists it: one entry per CRD, written by the
+/// keyed fragment `resource/src/api/mod.rs@storage-versions.tera`; `None` when it has no entry
+/// (a kind served in one version) or the file is gone.
+fn code_storage_version(table: &str, api: &ApiNames) -> Option<String> {
     let entry_start = format!("(\"{}\", \"", api.crd_name());
-    let recorded = text.lines().find_map(|line| line.trim().strip_prefix(&entry_start)?.split('"').next());
-    Ok(recorded.map(str::to_string))
+    let recorded = table.lines().find_map(|line| line.trim().strip_prefix(&entry_start)?.split('"').next());
+    recorded.map(str::to_string)
 }
 
 /// The project `dir` is in, as cargo and git find their root: `dir` itself when it has a PROJECT
@@ -566,7 +569,8 @@ pub fn find_root(dir: &Path) -> Option<PathBuf> {
 }
 
 impl Project {
-    /// Reads `DIR/PROJECT`, with errors that say what to do.
+    /// Reads `DIR/PROJECT`, with errors that say what to do, and what the commands need of the
+    /// project's code: its license header, and its storage versions (read here alone).
     pub fn load(dir: &Path) -> Result<Self> {
         let path = dir.join(FILE);
         // Read as every file of the project is: a regular file only, never through a link.
@@ -590,7 +594,9 @@ impl Project {
                 path.display()
             )
         })?;
-        project.with_boilerplate(dir, year)?.with_storage_versions(dir)
+        let project = project.with_boilerplate(dir, year)?;
+        let table = crate::fs::read(dir, Path::new(STORAGE_TABLE))?.unwrap_or_default();
+        Ok(project.with_storage_versions(table))
     }
 
     /// The project with the license header of `dir`'s [`BOILERPLATE`]; a project that has none
@@ -611,12 +617,12 @@ impl Project {
         Ok(self)
     }
 
-    /// The project with the storage version of each kind served in several versions that a
-    /// PROJECT of an earlier memop left out, read once from the code's `STORAGE_VERSIONS` (see
-    /// [`code_storage_version`]). Once recorded, PROJECT is the truth: a file the user edits
-    /// since changes nothing memop replays (but a `STORAGE_VERSIONS` that disagrees with PROJECT is
-    /// refused, see [`Project::refuse_storage_disagreement`]).
-    fn with_storage_versions(mut self, dir: &Path) -> Result<Self> {
+    /// The project with the code's `table` of storage versions, and with the storage version of
+    /// each kind served in several versions that a PROJECT of an earlier memop left out, taken
+    /// from it (see [`code_storage_version`]). Once recorded, PROJECT is the truth: a file the
+    /// user edits since changes nothing memop replays (but a `STORAGE_VERSIONS` that disagrees with
+    /// PROJECT is refused, see [`Project::refuse_storage_disagreement`]).
+    fn with_storage_versions(mut self, table: String) -> Self {
         let unrecorded: Vec<ApiNames> = self
             .resources
             .iter()
@@ -625,11 +631,12 @@ impl Project {
             .map(|r| r.names.clone())
             .collect();
         for api in unrecorded {
-            if let Some(version) = code_storage_version(dir, &api)? {
+            if let Some(version) = code_storage_version(&table, &api) {
                 self.set_storage_version(&api, Some(&version));
             }
         }
-        Ok(self)
+        self.storage_table = table;
+        self
     }
 
     /// Parses and validates a PROJECT file: every value memop reads back is held to the rule of
@@ -756,10 +763,11 @@ impl Project {
         }
     }
 
-    /// Refuses to go on when the code in `dir` stores `api`'s kind in another version than PROJECT
-    /// records: what memop would do depends on which one is right, and only the user knows.
-    pub fn refuse_storage_disagreement(&self, dir: &Path, api: &ApiNames) -> Result<()> {
-        let (Some(recorded), Some(code)) = (self.storage_version(api), code_storage_version(dir, api)?) else {
+    /// Refuses to go on when the code stores `api`'s kind in another version than PROJECT records:
+    /// what memop would do depends on which one is right, and only the user knows.
+    pub fn refuse_storage_disagreement(&self, api: &ApiNames) -> Result<()> {
+        let (Some(recorded), Some(code)) = (self.storage_version(api), code_storage_version(&self.storage_table, api))
+        else {
             return Ok(());
         };
         if recorded != code {
@@ -904,6 +912,7 @@ mod tests {
             project_name: "memcached-operator".into(),
             repo: String::new(),
             boilerplate: boilerplate("apache2", "", "memcached-operator", 2026),
+            storage_table: String::new(),
             resources: vec![Resource {
                 controllers: Vec::new(),
                 storage_version: None,

@@ -68,7 +68,7 @@ fn delete(project: &mut Project, plan: &mut Plan, report: &mut Report, args: &Ar
         );
     }
     let api = args.gvk.names(project, None)?;
-    let target = validate(project, &api, plan)?;
+    let target = validate(project, &api)?;
 
     let old = replay(project, plan)?;
     let mut notes = remove_version(project, &api, &target);
@@ -106,7 +106,7 @@ struct Target {
 }
 
 /// Every refusal, before anything is planned.
-fn validate(project: &Project, api: &ApiNames, plan: &Plan) -> Result<Target> {
+fn validate(project: &Project, api: &ApiNames) -> Result<Target> {
     let (group, version, kind) = (&api.group, &api.version, &api.kind);
     let Some(resource) = project.find(api) else {
         let versions: Vec<String> =
@@ -138,7 +138,7 @@ fn validate(project: &Project, api: &ApiNames, plan: &Plan) -> Result<Target> {
             api.crd_name()
         );
     }
-    project.refuse_storage_disagreement(plan.root(), api)?;
+    project.refuse_storage_disagreement(api)?;
     let storage = project.storage_version(api).map(str::to_string).with_context(|| {
         format!(
             "neither PROJECT (storageVersion) nor src/api/mod.rs (STORAGE_VERSIONS) says which version of {kind} is \

@@ -23,6 +23,7 @@ use crate::project::Project;
 use crate::scaffold::merge::Decision;
 use crate::scaffold::reconcile::{Merged, Router};
 use crate::scaffold::{self, Declared, Entry, Plan, Purpose, Templates};
+use crate::sum::Sum;
 
 /// The chart's directory under `--output-dir`, as kubebuilder names it.
 pub(super) const CHART: &str = "chart";
@@ -63,7 +64,25 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, force: bool) -> Res
             entries.push((at, template, format!("{chart}/{path}"), declared));
         }
     }
-    remove_what_memop_no_longer_renders(plan, &chart, entries.iter().map(|(_, _, path, _)| path.as_str()))?;
+    let gone = no_longer_rendered(plan.record(), &chart, entries.iter().map(|(_, _, path, _)| path.as_str()));
+    // Every template sees the manager role's rules as `config/rbac/role.yaml` has them now.
+    let rules = scaffold::generated::manager_rules(plan, &ctx)?;
+    contexts.iter_mut().for_each(|(_, ctx)| ctx.insert("rules", &rules));
+    let mut files: Vec<(String, String, Declared)> = Vec::new();
+    for (at, template, path, declared) in entries {
+        files.push((path, templates.render(&template, &contexts[at].1)?, declared));
+    }
+    // Then all of the chart through the rule at once: what goes (a template is neither the role
+    // nor a CRD read above), then what is rendered.
+    let mut router = Router::new(None);
+    for path in gone {
+        if router.retire(plan, &path)? == Decision::Keep {
+            plan.note(format!(
+                "memop no longer writes {path} (the project no longer has what it deployed), and kept it as you \
+                 edited it; delete it unless the chart needs it"
+            ));
+        }
+    }
     // The files the chart's templates cannot render without: one the user deleted stays deleted,
     // but is named, as `helm lint` would only say that a value or template is missing.
     for needed in [format!("{chart}/{VALUES}"), format!("{chart}/templates/_helpers.tpl")] {
@@ -75,15 +94,7 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, force: bool) -> Res
             ));
         }
     }
-    // Every template sees the manager role's rules as `config/rbac/role.yaml` has them now.
-    let rules = scaffold::generated::manager_rules(plan, &ctx)?;
-    contexts.iter_mut().for_each(|(_, ctx)| ctx.insert("rules", &rules));
-    let mut files: Vec<(String, String, Declared)> = Vec::new();
-    for (at, template, path, declared) in entries {
-        files.push((path, templates.render(&template, &contexts[at].1)?, declared));
-    }
     let purpose = if force { Purpose::Make { force } } else { Purpose::Update };
-    let mut router = Router::new(None);
     for (path, text, declared) in files {
         let yours = plan.read(Path::new(&path))?.is_some() && !force;
         router.route(plan, purpose, &path, declared, text, true)?;
@@ -96,31 +107,13 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, force: bool) -> Res
     Ok(if force { Merged::default() } else { merged })
 }
 
-/// Plans removing each template of `chart` that memop wrote (`record`) and renders no more (the
-/// webhooks' once the project has none, say): while it is as memop wrote it; one the user edited
-/// is kept, with a note.
-fn remove_what_memop_no_longer_renders<'a>(
-    plan: &mut Plan,
-    chart: &str,
-    rendered: impl Iterator<Item = &'a str>,
-) -> Result<()> {
+/// The templates of `chart` that memop wrote (`record`) and renders no more (the webhooks' once
+/// the project has none, say): to be removed while as memop wrote them; one the user edited is
+/// kept, with a note.
+fn no_longer_rendered<'a>(record: &Sum, chart: &str, rendered: impl Iterator<Item = &'a str>) -> Vec<String> {
     let rendered: std::collections::BTreeSet<&str> = rendered.collect();
     let templates = format!("{chart}/templates/");
-    let gone: Vec<String> = plan
-        .record()
-        .paths()
-        .filter(|path| path.starts_with(&templates) && !rendered.contains(path))
-        .map(str::to_string)
-        .collect();
-    for path in gone {
-        if Router::new(None).retire(plan, &path)? == Decision::Keep {
-            plan.note(format!(
-                "memop no longer writes {path} (the project no longer has what it deployed), and kept it as you \
-                 edited it; delete it unless the chart needs it"
-            ));
-        }
-    }
-    Ok(())
+    record.paths().filter(|path| path.starts_with(&templates) && !rendered.contains(path)).map(str::to_string).collect()
 }
 
 /// An operand's image, as the manager's environment has it.

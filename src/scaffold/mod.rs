@@ -87,14 +87,12 @@ fn render(
             let formatted = templates.is_plain(template);
             // What the editor keeps is kept as a file of the project's own is.
             let project = Declared { scope: Scope::Project, ..declared };
-            let make = Purpose::Make { force };
-            match edit {
-                Edit::Write(text) => {
-                    router.route(plan, Purpose::Make { force: true }, path, project, text, formatted)?
-                }
-                Edit::Keep => router.route(plan, make, path, project, render(ctx)?, formatted)?,
-                Edit::Plain => router.route(plan, make, path, declared, render(ctx)?, formatted)?,
-            }
+            let (purpose, routed, text) = match edit {
+                Edit::Write(text) => (Purpose::Make { force: true }, project, text),
+                Edit::Keep => (Purpose::Make { force }, project, render(ctx)?),
+                Edit::Plain => (Purpose::Make { force }, declared, render(ctx)?),
+            };
+            router.route(plan, purpose, path, routed, text, formatted)?;
             plan.set_owner(path, declared);
         }
     }

@@ -157,7 +157,7 @@ impl super::frame::Command for Args {
     ) -> Result<()> {
         let request = external::request(self, project, &global.dir)?;
         if request.new_version {
-            project.refuse_storage_disagreement(&global.dir, &request.api)?;
+            project.refuse_storage_disagreement(&request.api)?;
         }
         let mut notes = scaffold::scaffold(&request, project, plan)?;
         notes.splice(0..0, request.notes.iter().cloned());
