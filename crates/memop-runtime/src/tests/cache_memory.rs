@@ -2,8 +2,8 @@
 //! (`memop_test::heap::Counting`) of a controller's own cache (`controller::Store`, fed by
 //! `controller::cache`) and of an `Owned` cache (both compact JSON) while they list
 //! [`OBJECTS`] ConfigMaps each, with one replica unsharded and with three sharded replicas. A
-//! measurement, which checks only that the controller's cache keeps its objects in at most
-//! twice their JSON (kube's typed store took about 7 times): run it alone, with
+//! measurement, which checks only that the controller's cache keeps an object in its JSON and
+//! at most [`KEY_ROOM`] besides (kube's typed store took 7 times the JSON): run it alone, with
 //!
 //! ```text
 //! KUBEBUILDER_ASSETS=… cargo test -p memop-runtime --release --lib tests::cache_memory -- --ignored --nocapture
@@ -37,6 +37,9 @@ const PRIMARY: &str = "example.com/primary=true";
 const OWNED: &str = "example.com/owned=true";
 /// How many primary ConfigMaps, each owning one.
 const OBJECTS: usize = 3000;
+/// What a cached object may take besides its JSON: its key (name and namespace), its place in
+/// the map, and what the controller keeps of it besides (about 350 B).
+const KEY_ROOM: usize = 512;
 const WAIT: Duration = Duration::from_secs(300);
 
 /// A controller that does nothing: only its cache is measured.
@@ -176,7 +179,7 @@ async fn bytes_per_cached_object() {
         (after.saturating_sub(without_owned)) / OBJECTS,
     );
     assert!(
-        primary <= 2 * primary_json,
+        primary <= primary_json + KEY_ROOM,
         "the controller's cache takes {primary} B per object of {primary_json} B of JSON"
     );
     one._controller.abort();
