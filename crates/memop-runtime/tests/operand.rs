@@ -426,7 +426,7 @@ impl Reconciler for Recorder {
 /// The owners in `objects` whose `data.secret` names `secret`.
 fn referring(
     secret: Secret,
-    objects: &kube::runtime::reflector::Store<ConfigMap>,
+    objects: &memop_runtime::controller::Store<ConfigMap>,
 ) -> Vec<ObjectRef<ConfigMap>> {
     objects
         .state()

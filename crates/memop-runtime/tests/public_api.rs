@@ -19,8 +19,9 @@ use syn::{Fields, ImplItem, Item, TraitItem, UseTree, Visibility};
 /// Everything here is used by a generated project, an example's own code, memop-test or memop;
 /// what only the runtime's tests reached is crate-private, and those tests are in the crate
 /// (`src/tests/`). (Issue 50 asks for at most 180: the rest is the API projects write against,
-/// and would need new shapes of it, not cuts.)
-const LIMIT: usize = 214;
+/// and would need new shapes of it, not cuts.) 217 since `controller::Store` (issue 48: a
+/// `watches` map's cache, kube's reflector store before).
+const LIMIT: usize = 217;
 
 /// A definition: the module that defines it and its name there.
 type Def = (Vec<String>, String);

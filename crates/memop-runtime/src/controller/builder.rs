@@ -48,13 +48,14 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{self, finalizer};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{WatchStreamExt, reflector, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::instruments::Backoff;
 use super::queue::{self, Priority, Requests};
+use super::store::{self, Store};
 use super::{
     Conditions, Error, Instruments, Recorder, Result, Truth, WatchScope, condition,
     owned_conditions, resync,
@@ -157,7 +158,7 @@ pub trait Reconciler: Send + Sync + Sized + 'static {
 /// What else brings an object of kind `K` to its reconcile, besides a change of its own: the
 /// objects it owns ([`Builder::owns`]) or is related to ([`Builder::watches`]). Each gives its
 /// requests, from the controller's cache, when the controller runs.
-type Trigger<K> = Box<dyn FnOnce(&reflector::Store<K>) -> Requests<K> + Send + Sync>;
+type Trigger<K> = Box<dyn FnOnce(&Store<K>) -> Requests<K> + Send + Sync>;
 
 /// Says what a controller watches and how; [`Builder::build`] gives the [`Controller`].
 pub struct Builder<K: Kind> {
@@ -296,13 +297,13 @@ impl<K: Kind> Builder<K> {
     /// watch is kept an eye on as the controller's own is (`/readyz` names it `name` while it
     /// goes without an answer, and `memop_watch_errors_total{watch="<name>"}` counts its
     /// errors), and retried with backoff. Nothing of it is cached: `map` gets each object as
-    /// it changes, with the controller's cache of its own objects, and names the objects to
-    /// reconcile (say, those in the cache that refer to it).
+    /// it changes, with the controller's cache of its own objects ([`Store`]), and names the
+    /// objects to reconcile (say, those in the cache that refer to it).
     pub fn watches<W, I>(
         mut self,
         name: &'static str,
         config: watcher::Config,
-        map: impl Fn(W, &reflector::Store<K>) -> I + Send + Sync + 'static,
+        map: impl Fn(W, &Store<K>) -> I + Send + Sync + 'static,
     ) -> Self
     where
         W: Kind,
@@ -358,7 +359,7 @@ impl<K: Kind> Builder<K> {
         } else {
             self.rules
         };
-        let (store, writer) = reflector::store();
+        let (store, writer) = store::new();
         // Built while this replica waits to lead: its cache starts now (a warm standby).
         let cache = if self.shared.is_leading() {
             Cache::Cold(writer)
@@ -401,7 +402,7 @@ enum Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
     /// Watching already: built on a standby.
     Warm(super::Warm<K>),
     /// Its watch starts when the controller runs.
-    Cold(reflector::store::Writer<K>),
+    Cold(store::Writer<K>),
 }
 
 /// A kind's controller: its [`Reconciler`] with everything around it (see the module).
@@ -409,7 +410,7 @@ pub struct Controller<R: Reconciler> {
     name: &'static str,
     /// Taken when it runs.
     cache: Option<Cache<R::Object>>,
-    store: reflector::Store<R::Object>,
+    store: Store<R::Object>,
     shared: Shared,
     watch: watcher::Config,
     /// Whether the cache keeps `kubectl apply`'s record ([`Builder::keeps_last_applied`]).
@@ -448,7 +449,7 @@ impl<R: Reconciler> Controller<R> {
     /// once it runs (or at once on a standby). Sharded, it holds the objects of this replica's
     /// claimed buckets only.
     #[cfg(test)]
-    pub(crate) fn store(&self) -> reflector::Store<R::Object> {
+    pub(crate) fn store(&self) -> Store<R::Object> {
         self.store.clone()
     }
 

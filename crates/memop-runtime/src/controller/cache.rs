@@ -12,10 +12,12 @@ use futures::{Stream, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::api::Api;
-use kube::runtime::reflector::{ObjectRef, store::Writer};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, Event};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::store::Writer;
 use crate::manager::sharding::{Holding, bucket_of, bucket_of_uid};
 
 /// A watch's events.
@@ -101,6 +103,18 @@ pub(crate) fn projection<K: Resource>(whole: bool) -> impl FnMut(&mut K) + Send 
             annotations.remove(LAST_APPLIED);
         }
     }
+}
+
+/// The metadata of a cached object (as compact JSON), read without the rest of it.
+#[derive(serde::Deserialize)]
+pub(crate) struct Metadata {
+    #[serde(default)]
+    pub(crate) metadata: ObjectMeta,
+}
+
+/// `object` as compact JSON: how the caches keep their objects.
+pub(crate) fn compact<K: Serialize>(object: &K) -> Vec<u8> {
+    serde_json::to_vec(object).unwrap_or_default()
 }
 
 /// The bucket of a controller's own object: its UID's.
@@ -219,27 +233,26 @@ pub(crate) fn kept_in(kept: u64, bucket: Option<u16>) -> bool {
     bucket.is_some_and(|b| kept & (1 << b) != 0)
 }
 
-/// kube's `reflector(writer, events)`, but with every list after the first applied to the
-/// store in place: kube's writer gathers a relist into a second map and swaps it in at its
-/// end, so that a replica holds every object twice meanwhile; here each listed object replaces
-/// its cached copy at once, and at the end of the list the objects it did not bring (deleted
-/// while the watch was down, or of a bucket given up) are deleted. The first list goes through
-/// kube's writer as it is (the store is empty then), so that the store is ready at its end, as
-/// with kube's. The events come out as the store applied them (a relisted object as an
-/// `Apply`), except that a relisted object the cache held as it is (the same resourceVersion)
-/// comes out as an `InitApply`: a controller queues it at low priority, behind the changes, as
-/// controller-runtime's `WithLowPriorityWhenUnchanged` does with a relist's unchanged updates.
-/// `listed` is called each time a list has been applied.
+/// kube's `reflector(writer, events)`, into memop's [`Store`](super::Store), with every list
+/// applied to it in place: kube's writer gathers a list into a second map and swaps it in at
+/// its end, so that a replica holds every object twice meanwhile during a relist; here each
+/// listed object replaces its cached copy at once, and at the end of the list the objects it
+/// did not bring (deleted while the watch was down, or of a bucket given up) are deleted. The
+/// store is ready at the end of the first list, as kube's. The events come out as the store
+/// applied them (a relisted object as an `Apply`), except that a relisted object the cache held
+/// as it is (the same resourceVersion) comes out as an `InitApply`: a controller queues it at
+/// low priority, behind the changes, as controller-runtime's `WithLowPriorityWhenUnchanged`
+/// does with a relist's unchanged updates. `listed` is called each time a list has been
+/// applied.
 pub(crate) fn reflect<K>(
     events: impl Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
     mut writer: Writer<K>,
     mut listed: impl FnMut() + Send + 'static,
 ) -> impl Stream<Item = watcher::Result<Event<K>>> + Send
 where
-    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+    K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Send + Sync + 'static,
 {
-    let store = writer.as_reader();
-    // Whether the first list is in; then, during a relist, the objects it brought so far.
+    // Whether the first list is in; during a list, the objects it brought so far.
     let mut ready = false;
     let mut relisted: Option<HashSet<ObjectRef<K>>> = None;
     events.flat_map(move |event| {
@@ -247,64 +260,60 @@ where
             Ok(event) => event,
             Err(err) => return futures::stream::iter(vec![Err(err)]),
         };
-        // Whether a relisted object is as the cache held it.
-        let mut unchanged = false;
-        // What the store applies, and whether a list ends with it.
-        let (applied, done) = match event {
-            Event::Init if ready => {
+        let emitted = match event {
+            // (kube's watcher starts every list with `Init`: without one, nothing is known
+            // to be gone.)
+            Event::Init => {
                 relisted = Some(HashSet::new());
-                (vec![], false)
+                if ready { vec![] } else { vec![Event::Init] }
             }
-            Event::InitApply(object) if ready => {
+            Event::InitApply(object) => {
                 let key = key_of(&object);
                 let version = &object.meta().resource_version;
-                unchanged = version.is_some()
-                    && store
-                        .get(&key)
-                        .is_some_and(|cached| cached.meta().resource_version == *version);
+                // Whether a relisted object is as the cache held it (only its metadata read).
+                let unchanged =
+                    ready && version.is_some() && writer.version(&key).as_ref() == version.as_ref();
                 if let Some(relisted) = &mut relisted {
                     relisted.insert(key);
                 }
-                (vec![Event::Apply(object)], false)
-            }
-            // (kube's watcher starts every list with `Init`: without one, nothing is known
-            // to be gone.)
-            Event::InitDone if ready => match relisted.take() {
-                Some(relisted) => {
-                    let gone = (store.state().into_iter())
-                        .filter(|object| !relisted.contains(&ObjectRef::from_obj(object.as_ref())))
-                        .map(|object| Event::Delete(object.as_ref().clone()));
-                    (gone.collect(), true)
+                writer.insert(&object);
+                if ready && !unchanged {
+                    vec![Event::Apply(object)]
+                } else {
+                    vec![Event::InitApply(object)]
                 }
-                None => (vec![], true),
-            },
-            Event::InitDone => {
-                ready = true;
-                (vec![Event::InitDone], true)
             }
-            event => (vec![event], false),
+            Event::InitDone => {
+                let gone = relisted.take().map(|relisted| writer.retain(&relisted));
+                let mut emitted: Vec<_> = gone.into_iter().flatten().map(Event::Delete).collect();
+                if !ready {
+                    ready = true;
+                    writer.ready();
+                    emitted.push(Event::InitDone);
+                }
+                listed();
+                emitted
+            }
+            Event::Apply(object) => {
+                writer.insert(&object);
+                vec![Event::Apply(object)]
+            }
+            Event::Delete(object) => {
+                writer.remove(&key_of(&object));
+                vec![Event::Delete(object)]
+            }
         };
-        for event in &applied {
-            writer.apply_watcher_event(event);
-        }
-        if done {
-            listed();
-        }
-        let emitted = applied.into_iter().map(|event| match event {
-            Event::Apply(object) if unchanged => Ok(Event::InitApply(object)),
-            event => Ok(event),
-        });
-        futures::stream::iter(emitted.collect::<Vec<_>>())
+        futures::stream::iter(emitted.into_iter().map(Ok).collect::<Vec<_>>())
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::store::{self, Store};
     use super::*;
     use futures::FutureExt;
     use futures::channel::mpsc;
     use k8s_openapi::api::core::v1::ConfigMap;
-    use kube::runtime::reflector::{self, Store};
 
     fn object(name: &str, v: &str) -> ConfigMap {
         ConfigMap {
@@ -336,7 +345,7 @@ mod tests {
     impl Reflected {
         fn new() -> Self {
             let (events, rx) = mpsc::unbounded();
-            let (store, writer) = reflector::store();
+            let (store, writer) = store::new();
             let lists = std::sync::Arc::<std::sync::atomic::AtomicUsize>::default();
             let counted = lists.clone();
             let out = reflect(rx, writer, move || {
@@ -368,7 +377,7 @@ mod tests {
     #[test]
     fn a_relist_updates_the_store_in_place_and_drops_what_it_did_not_bring() {
         let mut watch = Reflected::new();
-        // The first list: through kube's writer, ready at its end.
+        // The first list: ready at its end.
         watch.send(Event::Init);
         for name in ["a", "b", "c"] {
             watch.send(Event::InitApply(object(name, "1")));
@@ -376,7 +385,7 @@ mod tests {
         assert!(watch.store.wait_until_ready().now_or_never().is_none());
         assert_eq!(watch.send(Event::InitDone).len(), 1);
         assert!(watch.store.wait_until_ready().now_or_never().is_some());
-        assert_eq!((watch.store.state().len(), watch.lists()), (3, 1));
+        assert_eq!((watch.store.len(), watch.lists()), (3, 1));
 
         // A relist (the watch came back after c was deleted): each object it brings replaces
         // the cached one at once, so that the store is the only copy of every object; the
@@ -385,7 +394,7 @@ mod tests {
         let out = watch.send(Event::InitApply(object("a", "2")));
         assert_eq!(version(&watch.store, "a").as_deref(), Some("2"));
         assert_eq!(version(&watch.store, "c").as_deref(), Some("1"));
-        assert_eq!(watch.store.state().len(), 3);
+        assert_eq!(watch.store.len(), 3);
         // The controller is triggered as by kube's reflector (which ignores `Init` and treats
         // `Apply` as `InitApply`).
         assert!(init.is_empty());
@@ -396,13 +405,13 @@ mod tests {
         assert!(matches!(&out[..], [Event::Delete(c)] if c.metadata.name.as_deref() == Some("c")));
         assert_eq!(version(&watch.store, "c"), None);
         assert_eq!(version(&watch.store, "b").as_deref(), Some("2"));
-        assert_eq!((watch.store.state().len(), watch.lists()), (2, 2));
+        assert_eq!((watch.store.len(), watch.lists()), (2, 2));
 
         // Changes between lists are applied as they come.
         watch.send(Event::Apply(object("d", "1")));
         watch.send(Event::Delete(object("a", "2")));
         assert_eq!(version(&watch.store, "d").as_deref(), Some("1"));
-        assert_eq!(watch.store.state().len(), 2);
+        assert_eq!(watch.store.len(), 2);
     }
 
     /// A relist brings most objects as they were: those come out as listed (`InitApply`, which
@@ -431,7 +440,107 @@ mod tests {
         // Applied to the store all the same.
         assert_eq!(version(&watch.store, "edited").as_deref(), Some("3"));
         watch.send(Event::InitDone);
-        assert_eq!(watch.store.state().len(), 3);
+        assert_eq!(watch.store.len(), 3);
+    }
+
+    /// A Memcached as `memop create api` writes its kind.
+    #[derive(
+        kube::CustomResource,
+        serde::Serialize,
+        serde::Deserialize,
+        Clone,
+        Debug,
+        PartialEq,
+        schemars::JsonSchema,
+    )]
+    #[kube(
+        group = "cache.example.com",
+        version = "v1alpha1",
+        kind = "Memcached",
+        namespaced,
+        status = "MemcachedStatus",
+        derive = "PartialEq"
+    )]
+    struct MemcachedSpec {
+        size: i32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        image: Option<String>,
+    }
+
+    #[derive(
+        serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, schemars::JsonSchema,
+    )]
+    struct MemcachedStatus {
+        #[serde(default)]
+        conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
+    }
+
+    /// A store that listed `objects`, through [`reflect`].
+    fn listed<K>(objects: &[K]) -> Store<K>
+    where
+        K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Send + Sync,
+        K: 'static,
+    {
+        let (store, writer) = store::new();
+        let list = objects.iter().cloned().map(Event::InitApply);
+        let events = std::iter::once(Event::Init)
+            .chain(list)
+            .chain([Event::InitDone]);
+        let events = futures::stream::iter(events.map(Ok).collect::<Vec<_>>());
+        reflect(events, writer, || {})
+            .collect::<Vec<_>>()
+            .now_or_never()
+            .unwrap();
+        store
+    }
+
+    /// The store keeps JSON, and a reconcile gets an object read back from it: the object as
+    /// it was cached, every field, label and condition of it, in a kube custom resource as in
+    /// a k8s-openapi kind.
+    #[test]
+    fn what_a_reconcile_reads_back_is_what_was_cached() {
+        use kube::ResourceExt;
+        let memcached: Memcached = serde_json::from_value(serde_json::json!({
+            "apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+            "metadata": {
+                "name": "memcached-1", "namespace": "default", "uid": "9e8d7c6b", "resourceVersion": "7",
+                "generation": 2, "creationTimestamp": "2026-12-05T17:49:07Z",
+                "labels": { "app.kubernetes.io/name": "memcached", "tier": "cache" },
+                "annotations": { "note": "kept" },
+                "finalizers": ["cache.example.com/finalizer"],
+            },
+            "spec": { "size": 3, "image": "memcached:1.6.26-alpine" },
+            "status": { "conditions": [{
+                "type": "Available", "status": "True", "reason": "Reconciling", "observedGeneration": 2,
+                "lastTransitionTime": "2026-12-05T17:49:09Z", "message": "3 replicas are available",
+            }]},
+        }))
+        .unwrap();
+        let store = listed(std::slice::from_ref(&memcached));
+        let read = store.get(&key_of(&memcached)).unwrap();
+        assert_eq!(*read, memcached);
+        assert_eq!(read.labels()["tier"], "cache");
+        assert_eq!(
+            read.status.as_ref().unwrap().conditions[0].message,
+            "3 replicas are available"
+        );
+        assert_eq!(store.state(), [Arc::new(memcached)]);
+
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": { "name": "p", "namespace": "default", "labels": { "app": "x" } },
+            "spec": { "containers": [{ "name": "c", "image": "busybox", "ports": [{ "containerPort": 80 }],
+                "resources": { "limits": { "memory": "64Mi", "cpu": "250m" } } }] },
+            "status": { "phase": "Running", "podIP": "10.0.0.7", "startTime": "2026-12-05T17:49:09Z" },
+        }))
+        .unwrap();
+        let store = listed(std::slice::from_ref(&pod));
+        assert_eq!(*store.get(&key_of(&pod)).unwrap(), pod);
+        assert!(
+            store
+                .get(&ObjectRef::new("p").within("elsewhere"))
+                .is_none()
+        );
     }
 
     #[test]

@@ -11,9 +11,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::api::Api;
-use kube::runtime::reflector;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::manager::sharding::Shard;
@@ -29,6 +29,7 @@ mod instruments;
 mod owned;
 mod queue;
 mod status;
+mod store;
 pub use builder::{Builder, Controller, Kind, RESYNC, Reconciler, Report};
 pub use clock::Clock;
 pub use drift::{APPLIED_HASH, label_value, stamp};
@@ -42,6 +43,7 @@ pub(crate) use owned::{Every, Observed};
 pub use queue::{Priority, Request};
 pub(crate) use status::{Conditions, owned_conditions};
 pub use status::{Truth, condition};
+pub use store::Store;
 
 /// Everything a reconcile can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -85,11 +87,12 @@ pub(crate) fn new<K>(
     name: &'static str,
     shared: &Shared,
     config: watcher::Config,
-    writer: reflector::store::Writer<K>,
+    writer: store::Writer<K>,
     whole: bool,
 ) -> queue::Requests<K>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + Send + Sync,
+    K: 'static,
     K::Scope: WatchScope,
 {
     queue::requests(name, reflected(name, shared, config, writer, whole))
@@ -102,11 +105,12 @@ fn reflected<K>(
     name: &'static str,
     shared: &Shared,
     config: watcher::Config,
-    writer: reflector::store::Writer<K>,
+    writer: store::Writer<K>,
     whole: bool,
 ) -> impl futures::Stream<Item = watcher::Result<watcher::Event<K>>> + Send + use<K>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + Send + Sync,
+    K: 'static,
     K::Scope: WatchScope,
 {
     let (api, pulse) = watched(shared, name, scoped_api::<K>(shared));
@@ -118,12 +122,7 @@ where
     let paged = cache::Paged::default();
     let watch = move || cache::watch(api.clone(), config.clone(), paged.clone());
     let store = writer.as_reader();
-    let cached = move |kept: u64| {
-        (store.state().iter())
-            .filter(|object| !cache::kept_in(kept, cache::own_bucket(object.meta())))
-            .map(|object| object.as_ref().clone())
-            .collect()
-    };
+    let cached = move |kept: u64| store.outside(kept);
     let events = cache::follow(watch, holding.clone(), cache::own_bucket, cached)
         .inspect(move |event| {
             if event.is_err() {
@@ -168,13 +167,14 @@ where
 /// synced instead of listing every object again. What changes before it leads is only cached;
 /// once it leads, [`Warm::requests`] asks for every cached object once, then each change.
 pub(crate) struct Warm<K: Resource<DynamicType = ()> + Clone + 'static> {
-    reader: reflector::Store<K>,
+    reader: Store<K>,
     changes: tokio::sync::mpsc::UnboundedReceiver<queue::Request<K>>,
 }
 
 impl<K> Warm<K>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + Send + Sync,
+    K: 'static,
     K::Scope: WatchScope,
 {
     /// Starts watching `api` as [`new`] would, in a task of its own that ends with the manager.
@@ -182,7 +182,7 @@ where
         name: &'static str,
         shared: &Shared,
         config: watcher::Config,
-        writer: reflector::store::Writer<K>,
+        writer: store::Writer<K>,
         whole: bool,
     ) -> Self {
         let reader = writer.as_reader();
@@ -216,7 +216,7 @@ where
     pub(crate) fn requests(self) -> Vec<queue::Requests<K>> {
         let reader = self.reader.clone();
         let synced = futures::stream::once(async move {
-            let _ = reader.wait_until_ready().await;
+            reader.wait_until_ready().await;
         });
         let changes = futures::stream::unfold(self.changes, |mut changes| async move {
             let request = changes.recv().await?;

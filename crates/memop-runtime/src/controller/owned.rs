@@ -42,6 +42,7 @@ use tokio::sync::{Notify, watch};
 
 use serde_json::Value;
 
+use super::cache::{Metadata, compact};
 use super::drift::{digest, fnv1a, shape};
 use super::queue::{Priority, Request};
 use super::{APPLIED_HASH, WatchScope, claims_fingerprint, in_sync, resource_version as version};
@@ -122,7 +123,7 @@ struct Entry {
 impl Entry {
     fn whole<K: Serialize>(object: &K) -> Self {
         Self {
-            json: compact(object),
+            json: compact(object).into(),
             digest: None,
         }
     }
@@ -1098,18 +1099,6 @@ fn shape_of<K: Resource<DynamicType = ()>>(
     applied.get(key)?.shape.clone()
 }
 
-/// The metadata of a cached object, read without the rest of it.
-#[derive(serde::Deserialize)]
-struct Metadata {
-    #[serde(default)]
-    metadata: ObjectMeta,
-}
-
-/// `object` as compact JSON.
-fn compact<K: Serialize>(object: &K) -> Arc<[u8]> {
-    serde_json::to_vec(object).unwrap_or_default().into()
-}
-
 impl<K: Resource<DynamicType = ()> + Clone + 'static> Drop for Owned<K> {
     fn drop(&mut self) {
         self.watch.abort();
@@ -1455,11 +1444,22 @@ mod heap {
             primary_writer.apply_watcher_event(&watcher::Event::InitApply(object.clone()));
         }
         primary_writer.apply_watcher_event(&watcher::Event::InitDone);
+        let primary_json = compact(&primaries[0]).len();
         println!(
-            "kube's store of the primary (a Memcached of {} B of compact JSON): {} B per object",
-            compact(&primaries[0]).len(),
+            "kube's store of the primary (a Memcached of {primary_json} B of compact JSON): {} B per object",
             per_object(before)
         );
+        drop((primary_store, primary_writer));
+
+        let before = memop_test::heap::live();
+        let (primary_store, mut primary_writer) = crate::controller::store::new::<Memcached>();
+        for object in &primaries {
+            primary_writer.insert(object);
+        }
+        let primary = per_object(before);
+        println!("memop's store of the primary (a controller's own cache): {primary} B per object");
+        // Its JSON, and its key and place in the map (about 200 B).
+        assert!(primary <= primary_json + 512, "{primary} B per object");
         drop((primary_store, primary_writer, primaries));
 
         let before = memop_test::heap::live();

@@ -28,12 +28,14 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use kube::Resource;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
+use serde::de::DeserializeOwned;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use super::Store;
 use super::cache::key_of;
 use crate::manager::metrics::QueueMetrics;
 use crate::shared::Shared;
@@ -93,12 +95,12 @@ pub(crate) fn everything_on<K>(
     store: Store<K>,
 ) -> Requests<K>
 where
-    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+    K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
 {
     ticks
         .flat_map(move |()| {
-            let all = store.state().into_iter();
-            futures::stream::iter(all.map(|object| (key_of(&*object), Priority::Low)))
+            let all = store.keys().into_iter();
+            futures::stream::iter(all.map(|key| (key, Priority::Low)))
         })
         .boxed()
 }
@@ -317,7 +319,7 @@ pub(crate) async fn run<K, Work>(
     requests: Vec<Requests<K>>,
     work: impl Fn(Arc<K>) -> Work + Send + Sync + 'static,
 ) where
-    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+    K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
     Work: Future<Output = Result<Action, Action>> + Send + 'static,
 {
     let queue = Arc::new(Queue::new(Some(shared.metrics.queue(name))));
@@ -341,7 +343,7 @@ pub(crate) async fn run<K, Work>(
     let mut reconciles = JoinSet::new();
     let workers = async {
         // As kube's controller: nothing is reconciled from a cache that has not listed yet.
-        if store.wait_until_ready().await.is_err() {
+        if !store.wait_until_ready().await {
             return;
         }
         loop {

@@ -18,7 +18,6 @@
 //! [`router`]); the reason is logged.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,9 +25,11 @@ use axum::Router;
 use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::routing::get;
-use kube::runtime::reflector::{Lookup, Store};
+use kube::Resource;
+use serde::de::DeserializeOwned;
 
 use super::watchdog::WATCH_SILENCE_LIMIT;
+use crate::controller::Store;
 
 /// The names of the checks of `/readyz`, which its answer lists (`[-]name failed: reason
 /// withheld`) without saying why: the controllers' caches have synced, their watches hear from
@@ -36,9 +37,6 @@ use super::watchdog::WATCH_SILENCE_LIMIT;
 const SYNCED: &str = "caches-synced";
 const ANSWERING: &str = "watches-answering";
 const RUNNING: &str = "watches-running";
-
-/// How often a controller's cache is checked for its first sync.
-const POLL: Duration = Duration::from_millis(100);
 
 #[derive(Clone)]
 /// Whether the manager is ready (`/readyz`): every controller's cache synced and no watch
@@ -218,26 +216,15 @@ impl Readiness {
     /// Marks controller `name` ready once `store` (its controller's cache) has synced.
     pub(crate) fn track<K>(&self, name: &'static str, store: Store<K>)
     where
-        K: Lookup + Clone + Send + Sync + 'static,
-        K::DynamicType: Eq + Hash + Clone + Send + Sync,
+        K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
     {
         self.expect(name);
         let readiness = self.clone();
         tokio::spawn(async move {
-            // The Controller waits for the same store, and kube's readiness signal wakes only
-            // the last of several waiters: ask again every 100 ms instead of waiting to be woken.
-            loop {
-                let ready = tokio::time::timeout(POLL, store.wait_until_ready()).await;
-                match ready {
-                    Ok(Ok(())) => {
-                        tracing::info!(controller = name, "cache synced");
-                        readiness.synced(name);
-                        return;
-                    }
-                    // The controller stopped before it synced.
-                    Ok(Err(_)) => return,
-                    Err(_) => continue,
-                }
+            // `false`: the controller stopped before it synced.
+            if store.wait_until_ready().await {
+                tracing::info!(controller = name, "cache synced");
+                readiness.synced(name);
             }
         });
     }

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::Operator;
-use crate::controller::{Builder, Owned, Reconciler, Report, Result};
+use crate::controller::{Builder, Owned, Reconciler, Report, Result, Store};
 use crate::manager::Shared;
 use crate::manager::sharding::{BUCKETS, Config, Shard, Timings, assigned, bucket_of, owner_of};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -30,7 +30,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use memop_test::{Backend, RequestLog, TestEnv, Verb, eventually};
@@ -317,7 +316,7 @@ async fn cached_by_owner(env: &TestEnv, replicas: &[&Replica], owners: &BTreeMap
         println!(
             "{} caches {} objects and {} owned ones; its share is {} of {OBJECTS}",
             replica.identity,
-            replica.store.state().len(),
+            replica.store.len(),
             replica.owned.len(),
             owned_by(owners, &replica.identity).len(),
         );
@@ -1007,7 +1006,7 @@ async fn an_api_server_outage_stops_every_shard_and_each_resumes_with_its_bucket
     let [a, b, c] = three_converged(&env).await;
     let replicas = [&a, &b, &c];
     let masks: Vec<u64> = replicas.iter().map(|r| r.shard.active()).collect();
-    let cached: Vec<usize> = replicas.iter().map(|r| r.store.state().len()).collect();
+    let cached: Vec<usize> = replicas.iter().map(|r| r.store.len()).collect();
     let overlaps = Overlaps::watch(vec![a.shard.clone(), b.shard.clone(), c.shard.clone()]);
     const VERBS: [Verb; 7] = [
         Verb::Get,
@@ -1041,7 +1040,7 @@ async fn an_api_server_outage_stops_every_shard_and_each_resumes_with_its_bucket
             replica.identity
         );
         assert!(replica.shard.is_stopped(), "{}", replica.identity);
-        assert_eq!(replica.store.state().len(), *cached, "{}", replica.identity);
+        assert_eq!(replica.store.len(), *cached, "{}", replica.identity);
     }
 
     for replica in replicas {
