@@ -528,8 +528,9 @@ impl<K: Resource<DynamicType = ()>> Changes<K> {
         self.added.notify_one();
     }
 
-    /// The next change, once there is one.
-    async fn next(&self) -> (ObjectMeta, Priority) {
+    /// The next change, once there is one: the object's namespace (`None`: cluster-scoped),
+    /// its owner references and the change's priority.
+    async fn next(&self) -> (Option<String>, Vec<OwnerReference>, Priority) {
         loop {
             {
                 let mut queue = self.queue.lock().expect("changes lock");
@@ -540,14 +541,9 @@ impl<K: Resource<DynamicType = ()>> Changes<K> {
                             order.shrink_to(CHANGES_KEPT_ROOM);
                             newest.shrink_to(CHANGES_KEPT_ROOM);
                         }
-                        let metadata = ObjectMeta {
-                            name: Some(key.name),
-                            // (`within("")` above, for a cluster-scoped object)
-                            namespace: key.namespace.filter(|namespace| !namespace.is_empty()),
-                            owner_references: Some(owners),
-                            ..ObjectMeta::default()
-                        };
-                        return (metadata, priority);
+                        // (`within("")` above, for a cluster-scoped object)
+                        let namespace = key.namespace.filter(|namespace| !namespace.is_empty());
+                        return (namespace, owners, priority);
                     }
                 }
             }
@@ -732,13 +728,11 @@ where
         let changes = Arc::new(Changes::new());
         *self.changes.lock().expect("changes lock") = Some(changes.clone());
         futures::stream::unfold(changes, |changes| async move {
-            let (metadata, priority) = changes.next().await;
-            Some(((metadata, priority), changes))
+            let change = changes.next().await;
+            Some((change, changes))
         })
-        .flat_map(|(metadata, priority)| {
-            let namespace = metadata.namespace;
-            let owners = metadata.owner_references.into_iter().flatten();
-            futures::stream::iter(owners.filter_map(move |owner| {
+        .flat_map(|(namespace, owners, priority)| {
+            futures::stream::iter(owners.into_iter().filter_map(move |owner| {
                 let key = ObjectRef::from_owner_ref(namespace.as_deref(), &owner, ())?;
                 Some((key, priority))
             }))

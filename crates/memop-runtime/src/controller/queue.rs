@@ -36,7 +36,6 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::Store;
-use super::cache::key_of;
 use crate::manager::metrics::QueueMetrics;
 use crate::shared::Shared;
 
@@ -71,8 +70,8 @@ where
         .default_backoff()
         .filter_map(move |event| {
             let request = match event {
-                Ok(watcher::Event::InitApply(object)) => Some((key_of(&object), Priority::Low)),
-                Ok(watcher::Event::Apply(object)) => Some((key_of(&object), Priority::Normal)),
+                Ok(watcher::Event::InitApply(object)) => Some((ObjectRef::from_obj(&object), Priority::Low)),
+                Ok(watcher::Event::Apply(object)) => Some((ObjectRef::from_obj(&object), Priority::Normal)),
                 Ok(_) => None,
                 // The API server failed a list or watch: the cache stays behind (and the
                 // manager unready) until it succeeds. Said at each retry, so that a cause the
