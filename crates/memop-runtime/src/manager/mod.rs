@@ -13,7 +13,6 @@ pub mod sharding;
 pub(crate) mod shutdown;
 pub mod telemetry;
 pub mod tls;
-mod trim;
 pub(crate) mod watchdog;
 
 use std::future::Future;
@@ -132,7 +131,6 @@ impl Manager {
             None => tracing::info!("watching all namespaces"),
         }
         shutdown::listen_for_signals(shared.shutdown.clone());
-        tokio::spawn(trim::every_few_seconds(shared.shutdown.clone()));
         // The HTTP servers stop last, once `run` has stopped everything else.
         shared.shutdown.hold_servers();
         let probes = health::router(shared.readiness.clone());
