@@ -1,9 +1,11 @@
 //! A controller's cache of its own objects ([`Store`]), kept as compact JSON, as the owned
 //! caches keep theirs (`owned.rs`): kube's reflector store keeps each object as a typed
-//! `Arc<K>`, whose empty `Option`s, `String`s and maps take about 7 times the object's JSON
-//! (2.2 kB for a small custom resource); compact JSON takes about 1.2 times (at 30,000 objects,
-//! some 50 MiB less). An object is read back into a fresh `Arc<K>` when something reads it (a
-//! reconcile, a `watches` map), in microseconds.
+//! `Arc<K>`, whose empty `Option`s, `String`s and maps take up to 7 times the object's JSON
+//! (2.2 kB, key and map included, for a ConfigMap of 320 B); compact JSON takes about 1.2 times
+//! and the key. How much that saves depends on the kind's shape: 45 MiB at 30,000 such
+//! ConfigMaps, about 7 MiB at 30,000 of the tutorial's `Memcached`s (997 B typed, 774 B as
+//! JSON). An object is read back into a fresh `Arc<K>` when something reads it (a reconcile, a
+//! `watches` map), in microseconds.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
