@@ -26,6 +26,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Debug;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -42,7 +43,7 @@ use tokio::sync::{Notify, watch};
 
 use serde_json::Value;
 
-use super::cache::{Metadata, compact};
+use super::cache::{Key, Metadata, compact, version_in};
 use super::drift::{digest, fnv1a, shape};
 use super::queue::{Priority, Request};
 use super::{APPLIED_HASH, WatchScope, claims_fingerprint, in_sync, resource_version as version};
@@ -77,9 +78,9 @@ pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
     cache: Arc<Cache<K>>,
     /// What changed and the controller has not taken yet, once a controller asked
     /// ([`Self::owned_by`]).
-    changes: Arc<Mutex<Option<Arc<Changes<K>>>>>,
+    changes: Arc<Mutex<Option<Arc<Changes>>>>,
     /// Per object: what this process last applied (until the object is deleted).
-    applied: Arc<Mutex<HashMap<ObjectRef<K>, Applied>>>,
+    applied: Arc<Mutex<HashMap<Key, Applied>>>,
     /// The shapes of the objects applied ([`shape`]), each kept once, by its hash: the objects
     /// of an operand share a few.
     shapes: Mutex<HashMap<u64, Arc<Value>>>,
@@ -87,7 +88,7 @@ pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
     burst: Arc<Mutex<Burst>>,
     /// The objects whose owners' reports wait for the burst to end, and the task that tells
     /// their owners' controller when it does (see [`Owned::hold`]).
-    held: Arc<Mutex<HashSet<ObjectRef<K>>>>,
+    held: Arc<Mutex<HashSet<Key>>>,
     release: Mutex<Option<tokio::task::AbortHandle>>,
     watch: tokio::task::AbortHandle,
     /// This replica's share of the objects, with `--sharding`.
@@ -98,7 +99,7 @@ pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
 struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
     /// Each object as compact JSON, without `managedFields`, whole or projected (shared, so
     /// that a reader copies it out of the lock and decodes it after).
-    objects: RwLock<HashMap<ObjectRef<K>, Entry>>,
+    objects: RwLock<HashMap<Key, Entry>>,
     /// The highest resourceVersion among the events the cache has applied.
     seen: AtomicU64,
     /// Whether the first list is in (then `objects` holds everything).
@@ -106,7 +107,8 @@ struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
     /// The objects of each controller, once [`Owned::children`] asked (built then from
     /// `objects`, and kept by the watch after): a cache that is never asked spends nothing on
     /// it.
-    by_owner: Mutex<Option<OwnerIndex<K>>>,
+    by_owner: Mutex<Option<OwnerIndex>>,
+    kind: PhantomData<fn() -> K>,
 }
 
 /// A cached object: whole, or, once this process applied it or found it as wanted, its
@@ -213,12 +215,12 @@ fn emptied(value: &mut Value) -> bool {
 /// The cached objects by the UID of their controller (the owner reference with
 /// `controller: true`): controller-runtime's field index on `.metadata.controller`, which the
 /// book's CronJob controller lists its Jobs by.
-struct OwnerIndex<K: Resource<DynamicType = ()>> {
-    children: HashMap<String, HashSet<ObjectRef<K>>>,
-    controller: HashMap<ObjectRef<K>, String>,
+struct OwnerIndex {
+    children: HashMap<String, HashSet<Key>>,
+    controller: HashMap<Key, String>,
 }
 
-impl<K: Resource<DynamicType = ()>> OwnerIndex<K> {
+impl OwnerIndex {
     fn new() -> Self {
         Self {
             children: HashMap::new(),
@@ -227,7 +229,7 @@ impl<K: Resource<DynamicType = ()>> OwnerIndex<K> {
     }
 
     /// Files `key` under the controller `metadata` names (if any), and nowhere else.
-    fn set(&mut self, key: &ObjectRef<K>, metadata: &ObjectMeta) {
+    fn set(&mut self, key: &Key, metadata: &ObjectMeta) {
         let controller = metadata
             .owner_references
             .iter()
@@ -247,7 +249,7 @@ impl<K: Resource<DynamicType = ()>> OwnerIndex<K> {
         }
     }
 
-    fn remove(&mut self, key: &ObjectRef<K>) {
+    fn remove(&mut self, key: &Key) {
         let Some(uid) = self.controller.remove(key) else {
             return;
         };
@@ -263,7 +265,7 @@ impl<K: Resource<DynamicType = ()>> OwnerIndex<K> {
 impl<K: Resource<DynamicType = ()> + Clone + 'static> Cache<K> {
     /// Caches `object` (as the watch saw it) under `key`: projected under `shape`, the shape
     /// of what this process last applied to it, if it did, else whole.
-    fn insert(&self, key: ObjectRef<K>, object: &K, shape: Option<&Arc<Value>>)
+    fn insert(&self, key: Key, object: &K, shape: Option<&Arc<Value>>)
     where
         K: Serialize + DeserializeOwned,
     {
@@ -282,7 +284,7 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> Cache<K> {
     }
 
     /// Drops `key` from the cache.
-    fn remove(&self, key: &ObjectRef<K>) {
+    fn remove(&self, key: &Key) {
         self.objects.write().expect("cache lock").remove(key);
         if let Some(index) = self.by_owner.lock().expect("index lock").as_mut() {
             index.remove(key);
@@ -295,7 +297,7 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K
     /// gave up.
     fn outside(&self, kept: u64) -> Vec<K> {
         let objects = self.objects.read().expect("cache lock");
-        let keys: Vec<ObjectRef<K>> = (objects.iter())
+        let keys: Vec<Key> = (objects.iter())
             .filter(|(_, entry)| {
                 serde_json::from_slice::<Metadata>(&entry.json).is_ok_and(|object| {
                     !super::cache::kept_in(kept, super::cache::owner_bucket(&object.metadata))
@@ -311,7 +313,7 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K
     }
 
     /// The resourceVersion of the cached object of `key`.
-    fn version(&self, key: &ObjectRef<K>) -> Option<String> {
+    fn version(&self, key: &Key) -> Option<String> {
         let json = self
             .objects
             .read()
@@ -319,18 +321,17 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K
             .get(key)?
             .json
             .clone();
-        let object = serde_json::from_slice::<Metadata>(&json).ok()?;
-        object.metadata.resource_version
+        version_in(&json)
     }
 
     /// The cached object of `key`, read back from its JSON (a projection, if it is one).
-    fn object(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
+    fn object(&self, key: &Key) -> Option<Arc<K>> {
         self.entry(key).and_then(|(object, _)| object)
     }
 
     /// The cached object of `key`, read back, and its digest if it is a projection.
     #[allow(clippy::type_complexity)]
-    fn entry(&self, key: &ObjectRef<K>) -> Option<(Option<Arc<K>>, Option<(Arc<Value>, u64)>)> {
+    fn entry(&self, key: &Key) -> Option<(Option<Arc<K>>, Option<(Arc<Value>, u64)>)> {
         let entry = self.objects.read().expect("cache lock").get(key)?.clone();
         let object = match serde_json::from_slice(&entry.json) {
             Ok(object) => Some(Arc::new(object)),
@@ -346,7 +347,7 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K
     /// Caches `object` projected under `shape` in place of the entry of `key`, if that holds
     /// the same version of it: an object found as wanted, or applied, whose watch event came
     /// before this process knew the shape of what it applies to it.
-    fn project(&self, key: &ObjectRef<K>, object: &K, shape: &Arc<Value>)
+    fn project(&self, key: &Key, object: &K, shape: &Arc<Value>)
     where
         K: Serialize,
     {
@@ -359,8 +360,7 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K
         };
         let mut objects = self.objects.write().expect("cache lock");
         if let Some(cached) = objects.get_mut(key) {
-            let same = serde_json::from_slice::<Metadata>(&cached.json)
-                .is_ok_and(|cached| cached.metadata.resource_version.as_ref() == version);
+            let same = version_in(&cached.json).as_ref() == version;
             if same {
                 *cached = entry;
             }
@@ -371,15 +371,15 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K
 /// What applies a watch's events to an owned cache, and tells its controller of them.
 struct Follower<K: Resource<DynamicType = ()> + Clone + 'static> {
     cache: Arc<Cache<K>>,
-    changes: Arc<Mutex<Option<Arc<Changes<K>>>>>,
-    applied: Arc<Mutex<HashMap<ObjectRef<K>, Applied>>>,
+    changes: Arc<Mutex<Option<Arc<Changes>>>>,
+    applied: Arc<Mutex<HashMap<Key, Applied>>>,
     holding: Option<Holding>,
     readiness: Readiness,
     name: &'static str,
     /// A relist updates the cache in place (it is never held twice), remembering what it
     /// brought; at its end, what it did not bring goes: objects deleted while the watch was
     /// down, and those of buckets this replica gave up.
-    relisted: HashSet<ObjectRef<K>>,
+    relisted: HashSet<Key>,
 }
 
 impl<K> Follower<K>
@@ -399,7 +399,7 @@ where
                 return;
             }
             watcher::Event::InitApply(object) => {
-                let key = super::cache::key_of(object);
+                let key = Key::of(object);
                 let version = &object.meta().resource_version;
                 listed = !*cache.listed.borrow()
                     || (version.is_some() && cache.version(&key) == *version);
@@ -410,13 +410,13 @@ where
             }
             watcher::Event::InitDone => return self.listed(),
             watcher::Event::Apply(object) => {
-                let key = super::cache::key_of(object);
+                let key = Key::of(object);
                 let shape = shape_of(&self.applied, &key);
                 cache.insert(key, object, shape.as_ref());
                 object
             }
             watcher::Event::Delete(object) => {
-                let key = super::cache::key_of(object);
+                let key = Key::of(object);
                 cache.remove(&key);
                 // What was applied to it is of no use any more, whoever deleted it (the
                 // garbage collector after its owner, say).
@@ -481,24 +481,21 @@ where
 /// controller stops taking changes for a while after an error of its own watch (its trigger's
 /// backoff), and a bounded channel would then stop the cache too; this holds at most one entry
 /// per object instead.
-struct Changes<K: Resource<DynamicType = ()>> {
-    queue: Mutex<Queue<K>>,
+struct Changes {
+    queue: Mutex<Queue>,
     added: Notify,
 }
 
 /// The objects in the order they changed, and the newest owner references of each, with the
 /// priority of its change.
-type Queue<K> = (
-    VecDeque<ObjectRef<K>>,
-    HashMap<ObjectRef<K>, (Vec<OwnerReference>, Priority)>,
-);
+type Queue = (VecDeque<Key>, HashMap<Key, (Vec<OwnerReference>, Priority)>);
 
 /// The entries a drained [`Changes`] keeps room for: a relist or a resize queues an entry per
 /// object for a moment, and a map keeps the capacity it grew to (at 30,000 objects, megabytes)
 /// until told otherwise.
 const CHANGES_KEPT_ROOM: usize = 64;
 
-impl<K: Resource<DynamicType = ()>> Changes<K> {
+impl Changes {
     fn new() -> Self {
         Self {
             queue: Mutex::default(),
@@ -509,8 +506,10 @@ impl<K: Resource<DynamicType = ()>> Changes<K> {
     /// Tells the controller that the object of `metadata` changed (or was listed, at
     /// [`Priority::Low`]).
     fn add(&self, metadata: &ObjectMeta, priority: Priority) {
-        let key = ObjectRef::<K>::new(metadata.name.as_deref().unwrap_or_default())
-            .within(metadata.namespace.as_deref().unwrap_or_default());
+        let key = Key::new(
+            metadata.namespace.as_deref(),
+            metadata.name.as_deref().unwrap_or_default(),
+        );
         // Only what the controller maps a change by (its owners), not the rest of the
         // metadata: a fleet changed at once queues an entry per object.
         let owners = metadata.owner_references.clone().unwrap_or_default();
@@ -541,9 +540,7 @@ impl<K: Resource<DynamicType = ()>> Changes<K> {
                             order.shrink_to(CHANGES_KEPT_ROOM);
                             newest.shrink_to(CHANGES_KEPT_ROOM);
                         }
-                        // (`within("")` above, for a cluster-scoped object)
-                        let namespace = key.namespace.filter(|namespace| !namespace.is_empty());
-                        return (namespace, owners, priority);
+                        return (key.namespace().map(str::to_owned), owners, priority);
                     }
                 }
             }
@@ -650,8 +647,9 @@ where
             seen: AtomicU64::new(0),
             listed: watch::Sender::new(false),
             by_owner: Mutex::default(),
+            kind: PhantomData,
         });
-        let changes: Arc<Mutex<Option<Arc<Changes<K>>>>> = Arc::default();
+        let changes: Arc<Mutex<Option<Arc<Changes>>>> = Arc::default();
         let (api, pulse) = super::watched(shared, name, api);
         let config = watcher::Config {
             bookmarks: true,
@@ -680,7 +678,7 @@ where
                 .modify(super::cache::projection(false));
         let readiness = shared.readiness.clone();
         readiness.expect(name);
-        let applied: Arc<Mutex<HashMap<ObjectRef<K>, Applied>>> = Arc::default();
+        let applied: Arc<Mutex<HashMap<Key, Applied>>> = Arc::default();
         let mut follower = Follower {
             cache: cache.clone(),
             changes: changes.clone(),
@@ -742,7 +740,7 @@ where
     /// The cached object `name` in `namespace`, once the cache has listed them all.
     pub async fn get(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
         self.ready().await;
-        self.cached(&ObjectRef::new(name).within(namespace))
+        self.cached(&Key::new(Some(namespace), name))
     }
 
     /// The cached objects that `owner` controls (whose owner reference with `controller: true`
@@ -756,7 +754,7 @@ where
         let Some(uid) = owner.meta().uid.as_deref() else {
             return Vec::new();
         };
-        let keys: Vec<ObjectRef<K>> = {
+        let keys: Vec<Key> = {
             let mut index = self.cache.by_owner.lock().expect("index lock");
             let index = index.get_or_insert_with(|| {
                 let mut index = OwnerIndex::new();
@@ -791,7 +789,7 @@ where
 
     /// Whether the cache holds `name` in `namespace` (now, without waiting for its list).
     pub fn contains(&self, namespace: &str, name: &str) -> bool {
-        let key = ObjectRef::new(name).within(namespace);
+        let key = Key::new(Some(namespace), name);
         self.cache
             .objects
             .read()
@@ -810,7 +808,7 @@ where
     }
 
     /// The cached object of `key`, read back from its JSON.
-    fn cached(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
+    fn cached(&self, key: &Key) -> Option<Arc<K>> {
         self.cache.object(key)
     }
 
@@ -828,7 +826,7 @@ where
     /// [`Operand::create`]: crate::operand::Operand::create
     pub(crate) async fn observe(&self, desired: &K, compares: bool) -> Observed<K> {
         self.ready().await;
-        let key = ObjectRef::from_obj(desired);
+        let key = Key::of(desired);
         // Only the record is read under the lock; decoding and comparing happen after, so that
         // the reconciles of other objects do not wait for this one's.
         let record = {
@@ -874,7 +872,7 @@ where
     /// after [`Observed::Changed`]. An object found as wanted is recorded so, as after an
     /// apply ([`Self::verified`]), and cached projected from then on.
     pub(crate) fn compare(&self, desired: &K, object: Arc<K>) -> Observed<K> {
-        let key = ObjectRef::from_obj(desired);
+        let key = Key::of(desired);
         let fingerprint = (self.applied.lock().expect("applied lock"))
             .get(&key)
             .map(|last| last.fingerprint);
@@ -904,7 +902,7 @@ where
     /// the cache to see it and then compares with how it came back; `compares` as for
     /// [`Self::observe`].
     pub(crate) fn applied(&self, desired: &K, result: &K, compares: bool) {
-        let key = ObjectRef::from_obj(desired);
+        let key = Key::of(desired);
         let version = version(result).map(|version| (version, Instant::now()));
         self.record(key, desired, result, version, compares);
         let mut burst = self.burst.lock().expect("burst lock");
@@ -919,14 +917,14 @@ where
     /// [`Observed::Claimed`]): from now on the object is in sync while they stay so, as after
     /// an apply of this process.
     pub(crate) fn verified(&self, desired: &K, observed: &K) {
-        self.record(ObjectRef::from_obj(desired), desired, observed, None, true);
+        self.record(Key::of(desired), desired, observed, None, true);
     }
 
     /// Records what `desired` left on `object` (their digest under its shape, when `compares`),
     /// and caches the object projected under that shape, if the cache holds that version.
     fn record(
         &self,
-        key: ObjectRef<K>,
+        key: Key,
         desired: &K,
         object: &K,
         version: Option<(u64, Instant)>,
@@ -956,10 +954,7 @@ where
     /// ([`Self::in_burst`]): then the owner's controller ([`Self::owned_by`]) is told, as for a
     /// change of the object, and reports at once, instead of asking again and again meanwhile.
     pub(crate) fn hold(&self, object: &K) {
-        self.held
-            .lock()
-            .expect("held lock")
-            .insert(super::cache::key_of(object));
+        self.held.lock().expect("held lock").insert(Key::of(object));
         let mut release = self.release.lock().expect("release lock");
         if release.as_ref().is_some_and(|task| !task.is_finished()) {
             return;
@@ -1085,10 +1080,7 @@ fn hash_of<K: Resource>(object: &K) -> Option<u64> {
 }
 
 /// The shape of what this process last applied to `key` (see [`Applied::shape`]).
-fn shape_of<K: Resource<DynamicType = ()>>(
-    applied: &Mutex<HashMap<ObjectRef<K>, Applied>>,
-    key: &ObjectRef<K>,
-) -> Option<Arc<Value>> {
+fn shape_of(applied: &Mutex<HashMap<Key, Applied>>, key: &Key) -> Option<Arc<Value>> {
     let applied = applied.lock().expect("applied lock");
     applied.get(key)?.shape.clone()
 }
@@ -1205,7 +1197,6 @@ mod tests {
 #[cfg(test)]
 mod heap {
     use super::*;
-    use crate::controller::cache::key_of;
     use k8s_openapi::api::apps::v1::Deployment;
     use kube::runtime::reflector;
 
@@ -1327,9 +1318,10 @@ mod heap {
             seen: AtomicU64::new(0),
             listed: watch::Sender::new(false),
             by_owner: Mutex::default(),
+            kind: PhantomData,
         };
         for object in &objects {
-            cache.insert(key_of(object), object, None);
+            cache.insert(Key::of(object), object, None);
         }
         println!(
             "owned cache, whole (key and compact JSON): {} B per object",
@@ -1346,9 +1338,10 @@ mod heap {
             seen: AtomicU64::new(0),
             listed: watch::Sender::new(false),
             by_owner: Mutex::default(),
+            kind: PhantomData,
         };
         for object in &objects {
-            cache.insert(key_of(object), object, Some(&shape));
+            cache.insert(Key::of(object), object, Some(&shape));
         }
         let projected = Entry::projected(&objects[0], &shape).unwrap().json.len();
         println!(
@@ -1357,14 +1350,14 @@ mod heap {
         );
 
         let before = memop_test::heap::live();
-        let mut index = OwnerIndex::<Deployment>::new();
+        let mut index = OwnerIndex::new();
         for object in &objects {
-            index.set(&ObjectRef::from_obj(object), object.meta());
+            index.set(&Key::of(object), object.meta());
         }
         println!("owner index: {} B per object", per_object(before));
 
         let before = memop_test::heap::live();
-        let applied: HashMap<ObjectRef<Deployment>, Applied> = (objects.iter())
+        let applied: HashMap<Key, Applied> = (objects.iter())
             .map(|object| {
                 let record = Applied {
                     hash: hash_of(object),
@@ -1372,7 +1365,7 @@ mod heap {
                     shape: Some(shape.clone()),
                     version: None,
                 };
-                (ObjectRef::from_obj(object), record)
+                (Key::of(object), record)
             })
             .collect();
         println!(
@@ -1381,7 +1374,7 @@ mod heap {
         );
 
         let before = memop_test::heap::live();
-        let changes = Changes::<Deployment>::new();
+        let changes = Changes::new();
         for object in &objects {
             changes.add(object.meta(), Priority::Low);
         }
@@ -1400,11 +1393,7 @@ mod heap {
         let before = memop_test::heap::live();
         let queue = crate::controller::queue::Queue::new(None);
         for object in &objects {
-            queue.add(
-                Arc::new(key_of(object)),
-                Priority::Low,
-                Duration::from_secs(600),
-            );
+            queue.add(Key::of(object), Priority::Low, Duration::from_secs(600));
         }
         println!(
             "the controller's queue, each object's resync due: {} B per object",
@@ -1412,9 +1401,9 @@ mod heap {
         );
 
         let before = memop_test::heap::live();
-        let keys: HashSet<ObjectRef<Deployment>> = objects.iter().map(key_of).collect();
+        let keys: HashSet<Key> = objects.iter().map(Key::of).collect();
         println!(
-            "a relist's keys (HashSet<ObjectRef>): {} B per object",
+            "a relist's keys (HashSet<Key>): {} B per object",
             per_object(before)
         );
 

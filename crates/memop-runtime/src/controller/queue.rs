@@ -36,6 +36,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::Store;
+use super::cache::Key;
 use crate::manager::metrics::QueueMetrics;
 use crate::shared::Shared;
 
@@ -99,7 +100,7 @@ where
     ticks
         .flat_map(move |()| {
             let all = store.keys().into_iter();
-            futures::stream::iter(all.map(|key| (key, Priority::Low)))
+            futures::stream::iter(all.map(|key| (key.to_ref(), Priority::Low)))
         })
         .boxed()
 }
@@ -326,10 +327,8 @@ pub(crate) async fn run<K, Work>(
         let queue = queue.clone();
         futures::stream::select_all(requests).for_each(move |(key, priority)| {
             // One copy of the key, shared by the queue's maps (it holds every object, each
-            // waiting for its resync), without what `ObjectRef::extra` holds.
-            let mut key = key;
-            key.extra = Default::default();
-            queue.add(Arc::new(key), priority, Duration::ZERO);
+            // waiting for its resync).
+            queue.add(Key::from(&key), priority, Duration::ZERO);
             std::future::ready(())
         })
     };
@@ -350,7 +349,7 @@ pub(crate) async fn run<K, Work>(
                 return;
             };
             let (key, priority) = queue.next().await;
-            let Some(object) = store.get(&key) else {
+            let Some(object) = store.read(&key) else {
                 tracing::debug!(object = %key, "gone before its reconcile");
                 queue.done(&key);
                 continue;

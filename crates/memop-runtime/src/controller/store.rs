@@ -8,6 +8,7 @@
 //! `watches` map), in microseconds.
 
 use std::collections::{HashMap, HashSet};
+use std::marker::PhantomData;
 use std::sync::{Arc, RwLock};
 
 use kube::Resource;
@@ -16,10 +17,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
-use super::cache::{Metadata, compact, kept_in, key_of, own_bucket};
+use super::cache::{Key, Metadata, compact, kept_in, own_bucket, version_in};
 
-/// The objects, each as compact JSON, by name and namespace ([`key_of`]).
-type Objects<K> = Arc<RwLock<HashMap<ObjectRef<K>, Box<[u8]>>>>;
+/// The objects, each as compact JSON, by namespace and name.
+type Objects = Arc<RwLock<HashMap<Key, Box<[u8]>>>>;
 
 /// A controller's cache of the objects of its kind (a reader: clones see the same objects), as
 /// [`Builder::watches`](super::Builder::watches) gives it to its `map`. Each object is kept
@@ -28,9 +29,10 @@ type Objects<K> = Arc<RwLock<HashMap<ObjectRef<K>, Box<[u8]>>>>;
 /// apply`'s record), as compact JSON, and read back into a fresh object by each read. Sharded,
 /// it holds the objects of this replica's claimed buckets only.
 pub struct Store<K: Resource<DynamicType = ()>> {
-    objects: Objects<K>,
+    objects: Objects,
     /// Whether the first list is in; closed when the writer goes before it is.
     ready: watch::Receiver<bool>,
+    kind: PhantomData<fn() -> K>,
 }
 
 impl<K: Resource<DynamicType = ()>> Clone for Store<K> {
@@ -38,14 +40,16 @@ impl<K: Resource<DynamicType = ()>> Clone for Store<K> {
         Self {
             objects: self.objects.clone(),
             ready: self.ready.clone(),
+            kind: PhantomData,
         }
     }
 }
 
 /// What applies a watch's objects to a [`Store`] (see `cache::reflect`).
 pub(crate) struct Writer<K: Resource<DynamicType = ()>> {
-    objects: Objects<K>,
+    objects: Objects,
     ready: watch::Sender<bool>,
+    kind: PhantomData<fn() -> K>,
 }
 
 /// An empty store and its writer.
@@ -53,13 +57,39 @@ pub(crate) fn new<K: Resource<DynamicType = ()>>() -> (Store<K>, Writer<K>) {
     let writer = Writer {
         objects: Objects::default(),
         ready: watch::Sender::new(false),
+        kind: PhantomData,
     };
     (writer.as_reader(), writer)
+}
+
+impl<K: Resource<DynamicType = ()>> Store<K> {
+    /// How many objects it holds.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.objects.read().expect("store lock").len()
+    }
+
+    /// The keys of every cached object (none read back).
+    pub(crate) fn keys(&self) -> Vec<Key> {
+        let objects = self.objects.read().expect("store lock");
+        objects.keys().cloned().collect()
+    }
+
+    /// Waits for the first list to be in; `false` if the writer went before (the controller
+    /// stopped). Every waiter is woken (kube's store wakes only the last of several).
+    pub(crate) async fn wait_until_ready(&self) -> bool {
+        self.ready.clone().wait_for(|ready| *ready).await.is_ok()
+    }
 }
 
 impl<K: Resource<DynamicType = ()> + DeserializeOwned> Store<K> {
     /// The cached object of `key` (its name and namespace), read back.
     pub fn get(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
+        self.read(&Key::from(key))
+    }
+
+    /// The cached object of `key`, read back.
+    pub(crate) fn read(&self, key: &Key) -> Option<Arc<K>> {
         let objects = self.objects.read().expect("store lock");
         read(key, objects.get(key)?).map(Arc::new)
     }
@@ -74,18 +104,6 @@ impl<K: Resource<DynamicType = ()> + DeserializeOwned> Store<K> {
             .collect()
     }
 
-    /// How many objects it holds.
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.objects.read().expect("store lock").len()
-    }
-
-    /// The keys of every cached object (none read back).
-    pub(crate) fn keys(&self) -> Vec<ObjectRef<K>> {
-        let objects = self.objects.read().expect("store lock");
-        objects.keys().cloned().collect()
-    }
-
     /// The cached objects outside the buckets of `kept` (by their own UID's): those of buckets
     /// a sharded replica gave up. Only their metadata is read to tell.
     pub(crate) fn outside(&self, kept: u64) -> Vec<K> {
@@ -98,12 +116,6 @@ impl<K: Resource<DynamicType = ()> + DeserializeOwned> Store<K> {
             .filter_map(|(key, json)| read(key, json))
             .collect()
     }
-
-    /// Waits for the first list to be in; `false` if the writer went before (the controller
-    /// stopped). Every waiter is woken (kube's store wakes only the last of several).
-    pub(crate) async fn wait_until_ready(&self) -> bool {
-        self.ready.clone().wait_for(|ready| *ready).await.is_ok()
-    }
 }
 
 impl<K: Resource<DynamicType = ()>> Writer<K> {
@@ -111,6 +123,7 @@ impl<K: Resource<DynamicType = ()>> Writer<K> {
         Store {
             objects: self.objects.clone(),
             ready: self.ready.subscribe(),
+            kind: PhantomData,
         }
     }
 
@@ -121,22 +134,21 @@ impl<K: Resource<DynamicType = ()>> Writer<K> {
     {
         let json = compact(object).into_boxed_slice();
         let mut objects = self.objects.write().expect("store lock");
-        objects.insert(key_of(object), json);
+        objects.insert(Key::of(object), json);
     }
 
-    pub(crate) fn remove(&mut self, key: &ObjectRef<K>) {
+    pub(crate) fn remove(&mut self, key: &Key) {
         self.objects.write().expect("store lock").remove(key);
     }
 
     /// The resourceVersion of the cached object of `key` (only its metadata read back).
-    pub(crate) fn version(&self, key: &ObjectRef<K>) -> Option<String> {
+    pub(crate) fn version(&self, key: &Key) -> Option<String> {
         let objects = self.objects.read().expect("store lock");
-        let object = serde_json::from_slice::<Metadata>(objects.get(key)?).ok()?;
-        object.metadata.resource_version
+        version_in(objects.get(key)?)
     }
 
     /// Drops the objects not in `listed`, and returns them (read back).
-    pub(crate) fn retain(&mut self, listed: &HashSet<ObjectRef<K>>) -> Vec<K>
+    pub(crate) fn retain(&mut self, listed: &HashSet<Key>) -> Vec<K>
     where
         K: DeserializeOwned,
     {
@@ -159,10 +171,7 @@ impl<K: Resource<DynamicType = ()>> Writer<K> {
 }
 
 /// The object of `key` read back from `json`.
-fn read<K: Resource<DynamicType = ()> + DeserializeOwned>(
-    key: &ObjectRef<K>,
-    json: &[u8],
-) -> Option<K> {
+fn read<K: DeserializeOwned>(key: &Key, json: &[u8]) -> Option<K> {
     match serde_json::from_slice(json) {
         Ok(object) => Some(object),
         // It was written from a `K`: this cannot fail but for a bug.
