@@ -8,8 +8,8 @@
 //! fifth of the manager's peak memory (memop's docs/performance.md); and an event a reconcile repeats
 //! every 30 seconds on 10,000 objects is 330 patches a second. This recorder keeps, per recent
 //! event, only what a repeat needs (the Event's name, its namespace and counts) under a 64-bit
-//! hash of its identity, and forgets them in the order they expire instead of scanning
-//! everything; and it writes as client-go's `events` broadcaster does: the first occurrence
+//! hash of its identity, at most 4,096 of them (client-go's correlator's LRU), and forgets
+//! them in the order they expire instead of scanning everything; and it writes as client-go's `events` broadcaster does: the first occurrence
 //! (a new Event) and the second (its `series`), then counts later repeats in memory, writing
 //! the count when the series ends (six minutes after its last occurrence) and every 30 minutes
 //! while it goes on.
@@ -36,6 +36,11 @@ const SERIES_WINDOW: SignedDuration = SignedDuration::from_mins(6);
 const SERIES_REFRESH: SignedDuration = SignedDuration::from_mins(30);
 /// How often the recorder looks for series to end or refresh.
 const FLUSH_EVERY: Duration = Duration::from_secs(60);
+/// How many recent events the recorder remembers at most, the oldest forgotten first (as
+/// client-go's correlator, whose cache is an LRU of 4,096): a fleet created at once is an event
+/// per object, and 30,000 of them would otherwise be held for six minutes. An event forgotten
+/// so and repeated starts a new Event, as in client-go.
+const REMEMBERED: usize = 4096;
 
 /// Publishes events about objects, as client-go's recorder does, with a bounded memory of the
 /// recent ones. Cheap to clone: clones share that memory.
@@ -289,6 +294,11 @@ impl Recent {
     fn written(&mut self, key: u64, written: Written, now: Timestamp) {
         self.events.insert(key, (written, now));
         self.expiry.push_back((now, key));
+        while self.events.len() > REMEMBERED
+            && let Some((at, key)) = self.expiry.pop_front()
+        {
+            self.forget(at, key);
+        }
     }
 
     /// Remembers that the series of `key` was written with `count` at `now`.
@@ -325,24 +335,28 @@ impl Recent {
                 break;
             }
             self.expiry.pop_front();
-            // Forget the event only if this was its last occurrence; a series whose last
-            // counts were not written yet gets them written.
-            if self.events.get(&key).is_some_and(|(_, last)| *last == at)
-                && let Some((written, last)) = self.events.remove(&key)
-                && written.count > written.written
-            {
-                self.ended.push(Series {
-                    name: written.name,
-                    namespace: written.namespace,
-                    count: written.count,
-                    last: Some(last),
-                });
-            }
+            self.forget(at, key);
         }
         if self.events.is_empty() {
             // Release what a burst of events (a restart, a fleet-wide change) made them grow to.
             self.events.shrink_to_fit();
             self.expiry.shrink_to_fit();
+        }
+    }
+
+    /// Forgets the event `key` whose occurrence at `at` left the expiry queue, if that was its
+    /// last occurrence; a series whose last counts were not written yet gets them written.
+    fn forget(&mut self, at: Timestamp, key: u64) {
+        if self.events.get(&key).is_some_and(|(_, last)| *last == at)
+            && let Some((written, last)) = self.events.remove(&key)
+            && written.count > written.written
+        {
+            self.ended.push(Series {
+                name: written.name,
+                namespace: written.namespace,
+                count: written.count,
+                last: Some(last),
+            });
         }
     }
 }
@@ -503,6 +517,26 @@ mod tests {
             "the burst's table was released"
         );
         assert!(recent.ended.is_empty(), "every count was written");
+    }
+
+    #[test]
+    fn at_most_4096_recent_events_are_remembered_the_oldest_forgotten_first() {
+        let start = Timestamp::from_second(1_000_000).unwrap();
+        let mut recent = Recent::default();
+        recent.written(0, written("counted", start), start);
+        let second = start + SignedDuration::from_secs(1);
+        recent.repeat(0, "default", second);
+        recent.repeat(0, "default", second);
+        for key in 1..30_000 {
+            recent.written(key, written("x", second), second);
+        }
+        assert_eq!(recent.events.len(), REMEMBERED);
+        assert!(recent.events.contains_key(&29_999));
+        assert!(!recent.events.contains_key(&1));
+        // The count of the series forgotten is written still.
+        assert_eq!(recent.due(second).len(), 1);
+        // A repeat of a forgotten event starts anew.
+        assert_eq!(recent.repeat(1, "default", second), None);
     }
 
     /// On the in-memory API server: an event a reconcile repeats every 30 seconds costs two
