@@ -134,8 +134,17 @@ impl Entry {
     /// `shape`; `None` when the projection does not read back as a `K` (a kind of which it
     /// leaves out a required number): such a kind is cached whole.
     fn projected<K: Serialize + DeserializeOwned>(object: &K, shape: &Arc<Value>) -> Option<Self> {
-        let mut value = serde_json::to_value(object).ok()?;
+        let value = serde_json::to_value(object).ok()?;
         let digest = digest(&value, shape);
+        Self::reduced::<K>(value, digest, shape)
+    }
+
+    /// The object `value` (JSON) projected, its `digest` under `shape` taken already.
+    fn reduced<K: DeserializeOwned>(
+        mut value: Value,
+        digest: u64,
+        shape: &Arc<Value>,
+    ) -> Option<Self> {
         reduce(&mut value);
         let json = serde_json::to_vec(&value).ok()?;
         serde_json::from_slice::<K>(&json).ok()?;
@@ -346,16 +355,14 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K
 
     /// Caches `object` projected under `shape` in place of the entry of `key`, if that holds
     /// the same version of it: an object found as wanted, or applied, whose watch event came
-    /// before this process knew the shape of what it applies to it.
-    fn project(&self, key: &Key, object: &K, shape: &Arc<Value>)
-    where
-        K: Serialize,
-    {
+    /// before this process knew the shape of what it applies to it. `value` is `object` as
+    /// JSON, and `digest` its digest under `shape`, both taken already.
+    fn project(&self, key: &Key, object: &K, value: Value, digest: u64, shape: &Arc<Value>) {
         let version = object.meta().resource_version.as_ref();
         if version.is_none() || self.version(key).as_ref() != version {
             return;
         }
-        let Some(entry) = Entry::projected(object, shape) else {
+        let Some(entry) = Entry::reduced::<K>(value, digest, shape) else {
             return;
         };
         let mut objects = self.objects.write().expect("cache lock");
@@ -938,15 +945,17 @@ where
             shapes.entry(id).or_insert_with(|| Arc::new(shape)).clone()
         });
         let observed = serde_json::to_value(object).unwrap_or_default();
+        // The same as under the shape of `wanted` ([`digest`]).
+        let fingerprint = digest(&observed, &wanted);
         let record = Applied {
             hash: hash_of(desired),
-            fingerprint: digest(&observed, &wanted),
+            fingerprint,
             shape: shape.clone(),
             version,
         };
         (self.applied.lock().expect("applied lock")).insert(key.clone(), record);
         if let Some(shape) = &shape {
-            self.cache.project(&key, object, shape);
+            (self.cache).project(&key, object, observed, fingerprint, shape);
         }
     }
 
