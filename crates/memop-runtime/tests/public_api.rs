@@ -360,6 +360,37 @@ fn the_public_api_is_the_one_recorded() {
     insta::assert_snapshot!("surface", surface.join("\n"));
 }
 
+/// `lib.rs` lists every public name (what is not a method or a field) in its "What is public"
+/// section, as an intra-doc link, and nothing else: the surface is read where the crate starts.
+#[test]
+fn lib_rs_lists_the_public_names() {
+    let lib =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    let section = lib
+        .split("//! ## What is public")
+        .nth(1)
+        .and_then(|rest| rest.split("\n//!\n").nth(2))
+        .expect("lib.rs's \"What is public\" section, its list the second paragraph");
+    let listed: BTreeSet<&str> = section
+        .split("[`")
+        .skip(1)
+        .filter_map(|link| link.split_once("`]").map(|(name, _)| name))
+        .filter(|name| name.contains("::") || *name == "Operator")
+        .collect();
+    let public: BTreeSet<String> = surface()
+        .iter()
+        .filter(|line| !line.starts_with("method ") && !line.starts_with("field "))
+        .map(|line| line.split_once(' ').unwrap().1.to_string())
+        .collect();
+    let public: BTreeSet<&str> = public.iter().map(String::as_str).collect();
+    let unlisted: Vec<_> = public.difference(&listed).collect();
+    let not_public: Vec<_> = listed.difference(&public).collect();
+    assert!(
+        unlisted.is_empty() && not_public.is_empty(),
+        "public but not listed in lib.rs: {unlisted:?}; listed but not public: {not_public:?}"
+    );
+}
+
 #[test]
 fn the_public_api_stays_small() {
     let surface = surface();
