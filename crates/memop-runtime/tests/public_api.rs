@@ -16,12 +16,14 @@ use std::path::{Path, PathBuf};
 use syn::{Fields, ImplItem, Item, TraitItem, UseTree, Visibility};
 
 /// At most this many public things: top-level names, their `pub` methods and `pub` fields.
-/// Everything here is used by a generated project, an example's own code, memop-test or memop;
-/// what only the runtime's tests reached is crate-private, and those tests are in the crate
-/// (`src/tests/`). (Issue 50 asks for at most 180: the rest is the API projects write against,
-/// and would need new shapes of it, not cuts.) 217 since `controller::Store` (issue 48: a
-/// `watches` map's cache, kube's reflector store before).
-const LIMIT: usize = 217;
+/// Everything here is used by a generated project, an example's own code, memop-test or memop,
+/// or is a `Builder` setting or validation helper the docs offer; what only the runtime's tests
+/// reached is crate-private, and those tests are in the crate (`src/tests/`), and the methods
+/// of `WatchScope` and `Runnable` are sealed. (Issue 50 asks for at most 180: most of the rest
+/// is reached by the runtime-behaviour tests each project is generated with, such as
+/// `tests/webhook_certs.rs` and its `webhook::certs::SelfManaged`, until those move into this
+/// crate.)
+const LIMIT: usize = 199;
 
 /// A definition: the module that defines it and its name there.
 type Def = (Vec<String>, String);
