@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::project::Project;
-use crate::scaffold::rbac::{MergedRule, Rule, merge};
+use crate::scaffold::rbac::{MergedRule, Rule, merge, verbs};
 
 /// The Rust release the generated Dockerfile and CI build with.
 pub const RUST_VERSION: &str = "1.95";
@@ -126,19 +126,18 @@ fn rules_of(group: &str, plural: &str, template: Template) -> Vec<Rule> {
         verbs: verbs.iter().map(|v| v.to_string()).collect(),
     };
     // `Rules::reconciles`: the kind's cache, and the events its reconciles report.
-    let mut rules = vec![
-        rule(group, plural.to_string(), &["list", "watch"]),
-        rule("events.k8s.io", "events".into(), &["create", "patch"]),
-    ];
+    let (events_group, events, events_verbs) = verbs::EVENTS;
+    let mut rules =
+        vec![rule(group, plural.to_string(), verbs::RECONCILES), rule(events_group, events.into(), events_verbs)];
     // `.writes_status()`
     if let Template::Operand | Template::Skeleton = template {
-        rules.push(rule(group, format!("{plural}/status"), &["patch"]));
+        rules.push(rule(group, format!("{plural}/status"), verbs::WRITES_STATUS));
     }
     // `.finalizer().owns::<Deployment>()`
     if let Template::Operand = template {
-        rules.push(rule(group, plural.to_string(), &["patch"]));
-        rules.push(rule(group, format!("{plural}/finalizers"), &["update"]));
-        rules.push(rule("apps", "deployments".into(), &["get", "list", "watch", "create", "patch"]));
+        rules.push(rule(group, plural.to_string(), verbs::FINALIZER));
+        rules.push(rule(group, format!("{plural}/finalizers"), verbs::OWNER_FINALIZERS));
+        rules.push(rule("apps", "deployments".into(), verbs::OWNS));
     }
     rules
 }

@@ -36,12 +36,48 @@
 //! #[tokio::main]
 //! async fn main() -> anyhow::Result<()> {
 //!     let cli = Cli::parse();
-//!     manager::telemetry::init(cli.manager.log_format)?;
-//!     let mut manager = Manager::start(&OPERATOR, &cli.manager).await?;
+//!     manager::telemetry::init(&cli.manager)?;
+//!     let version = env!("CARGO_PKG_VERSION");
+//!     let mut manager = Manager::start_with_version(&OPERATOR, version, &cli.manager).await?;
 //!     // manager.register(|shared| controller(&shared, ...)) for each controller
 //!     manager.run().await
 //! }
 //! ```
+//!
+//! ## What is public
+//!
+//! These names, with their `pub` methods and fields; the rest of the crate is its own
+//! (`tests/public_api.rs` holds this list and the sources to each other):
+//!
+//! - the root: [`Operator`];
+//! - [`controller`]: [`controller::Builder`], [`controller::Controller`], [`controller::Kind`],
+//!   [`controller::Reconciler`], [`controller::Report`], [`controller::Error`],
+//!   [`controller::Result`], [`controller::Clock`], [`controller::Owned`],
+//!   [`controller::Store`], [`controller::Truth`], [`controller::WatchScope`],
+//!   [`controller::RESYNC`], [`controller::label_value`], [`controller::resync`],
+//!   [`controller::stamp`], and the condition types [`controller::condition::AVAILABLE`],
+//!   [`controller::condition::DEGRADED`], [`controller::condition::PROGRESSING`],
+//!   [`controller::condition::FINALIZING`], [`controller::condition::MISCONFIGURED`];
+//! - [`manager`]: [`manager::Manager`], [`manager::Flags`], [`manager::Shared`],
+//!   [`manager::Metrics`], [`manager::Shutdown`], [`manager::Runnable`],
+//!   [`manager::http::spawn`], [`manager::telemetry::init`], [`manager::tls::Certificate`],
+//!   [`manager::sharding::RULES`];
+//! - [`manifests`]: [`manifests::main`], [`manifests::crd_files`], [`manifests::File`],
+//!   [`manifests::merge_versions`], [`manifests::conditions_schema`];
+//! - [`migration`]: [`migration::StorageMigration`], [`migration::Outcome`],
+//!   [`migration::Method`], [`migration::NAME`], [`migration::role_yaml`];
+//! - [`operand`]: [`operand::Operand`], [`operand::Outcome`], [`operand::State`],
+//!   [`operand::Workload`], [`operand::Rollout`], [`operand::PropagationPolicy`],
+//!   [`operand::controller_reference`], [`operand::image_tag`];
+//! - [`rbac`]: [`rbac::Rule`], [`rbac::Rules`], [`rbac::Scope`], [`rbac::role_yaml`];
+//! - [`webhook`]: [`webhook::serve`], [`webhook::Flags`], [`webhook::Webhook`],
+//!   [`webhook::Context`], [`webhook::Defaulter`], [`webhook::defaulting`],
+//!   [`webhook::Validator`], [`webhook::validating`], [`webhook::Verdict`],
+//!   [`webhook::Refusal`], [`webhook::Invalid`], [`webhook::FieldError`],
+//!   [`webhook::Conversion`], [`webhook::converting`], [`webhook::conversion_crds`],
+//!   [`webhook::CONVERT_PATH`], [`webhook::configurations`], [`webhook::manifests_yaml`],
+//!   [`webhook::manager_namespace_selector`], [`webhook::SYSTEM_NAMESPACES`],
+//!   [`webhook::certs::SelfManaged`], [`webhook::certs::NOT_AFTER`].
 //!
 //! The crate's version is memop's: a project made by memop 0.x.y depends on `=0.x.y`, and
 //! `memop update` moves it to the next one.

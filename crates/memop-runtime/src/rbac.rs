@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use kube::Resource;
 
 mod merge;
+mod verbs;
 
 use merge::merge;
 
@@ -63,8 +64,9 @@ impl Rules {
     pub fn reconciles<K: Resource<DynamicType = ()>>() -> Self {
         let kind = (K::group(&()).into_owned(), K::plural(&()).into_owned());
         let mut rules = Self::default();
-        rules.grant(&kind.0, kind.1.as_str(), &["list", "watch"]);
-        rules.grant("events.k8s.io", "events", &["create", "patch"]);
+        rules.grant(&kind.0, kind.1.as_str(), verbs::RECONCILES);
+        let (group, resource, events) = verbs::EVENTS;
+        rules.grant(group, resource, events);
         rules.reconciled = Some(kind);
         rules
     }
@@ -73,7 +75,7 @@ impl Rules {
     /// object. This and the other rules on the reconciled kind need [`Self::reconciles`] first.
     pub fn finalizer(mut self) -> Self {
         if let Some((group, plural)) = self.reconciled.clone() {
-            self.grant(&group, plural, &["patch"]);
+            self.grant(&group, plural, verbs::FINALIZER);
         }
         self
     }
@@ -82,7 +84,7 @@ impl Rules {
     /// apply of the status subresource.
     pub fn writes_status(mut self) -> Self {
         if let Some((group, plural)) = self.reconciled.clone() {
-            self.grant(&group, format!("{plural}/status"), &["patch"]);
+            self.grant(&group, format!("{plural}/status"), verbs::WRITES_STATUS);
         }
         self
     }
@@ -94,16 +96,20 @@ impl Rules {
     /// finalizers.
     pub fn owns<O: Resource<DynamicType = ()>>(mut self) -> Self {
         let (group, plural) = (O::group(&()), O::plural(&()));
-        self.grant(&group, plural, &["get", "list", "watch", "create", "patch"]);
+        self.grant(&group, plural, verbs::OWNS);
         if let Some((group, plural)) = self.reconciled.clone() {
-            self.grant(&group, format!("{plural}/finalizers"), &["update"]);
+            self.grant(
+                &group,
+                format!("{plural}/finalizers"),
+                verbs::OWNER_FINALIZERS,
+            );
         }
         self
     }
 
     /// Watching objects of kind `W` (`Builder::watches`): listed and watched.
     pub fn watches<W: Resource<DynamicType = ()>>(mut self) -> Self {
-        self.grant(&W::group(&()), W::plural(&()), &["list", "watch"]);
+        self.grant(&W::group(&()), W::plural(&()), verbs::WATCHES);
         self
     }
 

@@ -17,7 +17,7 @@ use crate::manager::shutdown::Shutdown;
 
 /// What every controller gets from the manager: the client, the watched namespace, the metrics,
 /// readiness and shutdown signal, and the settings of its flags. Read them with the accessors;
-/// tests change a setting with the `with_*` methods (`Shared::new(..).with_reconcile_timeout(..)`).
+/// tests change a setting with the `with_*` methods (`Shared::new(..).with_max_concurrent_rollouts(..)`).
 #[derive(Clone)]
 pub struct Shared {
     /// The client every controller and the webhook server use.
@@ -111,12 +111,6 @@ impl Shared {
     /// These settings with at most `max` rollouts at once (`--max-concurrent-rollouts`).
     pub fn with_max_concurrent_rollouts(mut self, max: usize) -> Self {
         self.max_concurrent_rollouts = max;
-        self
-    }
-
-    /// These settings with reconciles limited to `timeout`.
-    pub fn with_reconcile_timeout(mut self, timeout: Duration) -> Self {
-        self.reconcile_timeout = timeout;
         self
     }
 

@@ -55,10 +55,9 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 
 #[tokio::test]
 async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
-    let Some(env) = real().await else {
+    let Some((env, _one)) = real().await else {
         return;
     };
-    let _one = ONE_AT_A_TIME.lock().await;
     let mut manager = Manager::start(&env, &kubeconfig(&env), &["--leader-elect"]);
     let reader = env
         .service_account_token("scraper", Some("metrics-reader"))
@@ -153,10 +152,9 @@ async fn the_manager_leads_reconciles_and_stops_on_sigterm() {
 
 #[tokio::test]
 async fn the_manager_stops_at_once_when_another_replica_takes_the_lease() {
-    let Some(env) = real().await else {
+    let Some((env, _one)) = real().await else {
         return;
     };
-    let _one = ONE_AT_A_TIME.lock().await;
     let mut manager = Manager::leading(&env).await;
     // Another replica holds it now (as after a network partition that outlasted the lease).
     let now = serde_json::to_value(MicroTime(Timestamp::now())).unwrap();
@@ -186,10 +184,9 @@ async fn the_manager_stops_at_once_when_another_replica_takes_the_lease() {
 
 #[tokio::test]
 async fn only_one_replica_leads_and_a_standby_takes_over_soon_after_a_release() {
-    let Some(env) = real().await else {
+    let Some((env, _one)) = real().await else {
         return;
     };
-    let _one = ONE_AT_A_TIME.lock().await;
     let mut leader = Manager::leading(&env).await;
     let mut standby = Manager::standing_by(&env, &kubeconfig(&env)).await;
     // For longer than a lease lasts, the leader keeps it renewed and the standby waits.
@@ -227,10 +224,9 @@ async fn only_one_replica_leads_and_a_standby_takes_over_soon_after_a_release() 
 /// cache, objects changed while nobody led included, without listing again.
 #[tokio::test]
 async fn a_standby_keeps_its_cache_synced_and_takes_over_without_listing_again() {
-    let Some(env) = real().await else {
+    let Some((env, _one)) = real().await else {
         return;
     };
-    let _one = ONE_AT_A_TIME.lock().await;
     const LISTED: &str = "listed; the cache is synced controller=\"configmaps\"";
     let mut leader = Manager::leading(&env).await;
     let mut standby = Manager::standing_by(&env, &kubeconfig(&env)).await;
@@ -287,10 +283,9 @@ async fn a_standby_keeps_its_cache_synced_and_takes_over_without_listing_again()
 
 #[tokio::test]
 async fn a_lease_renewed_by_a_clock_far_behind_is_not_taken_over() {
-    let Some(env) = real().await else {
+    let Some((env, _one)) = real().await else {
         return;
     };
-    let _one = ONE_AT_A_TIME.lock().await;
     // Another replica holds the Lease and renews it every 2 s, but its clock is an hour behind:
     // by comparing renewTime with its own clock, a candidate would think it expired long ago.
     let leases = Api::<Lease>::namespaced(env.admin.clone(), &env.namespace);
@@ -347,13 +342,12 @@ async fn a_lease_renewed_by_a_clock_far_behind_is_not_taken_over() {
 
 #[tokio::test]
 async fn a_leader_whose_renewals_are_refused_stops_before_another_replica_leads() {
-    let Some(env) = real().await else {
+    let Some((env, _one)) = real().await else {
         return;
     };
     let Backend::Real { plane, .. } = &env.backend else {
         unreachable!("TestEnv::real_for is the real control plane")
     };
-    let _one = ONE_AT_A_TIME.lock().await;
     let mut leader = Manager::leading(&env).await;
     // A standby whose rights nobody takes away.
     let mut standby = Manager::standing_by(&env, &plane.admin_kubeconfig()).await;
@@ -420,10 +414,9 @@ async fn a_leader_whose_renewals_are_refused_stops_before_another_replica_leads(
 
 #[tokio::test]
 async fn a_manager_whose_caches_cannot_sync_fails_visibly_and_stops_on_sigterm() {
-    let Some(env) = real().await else {
+    let Some((env, _one)) = real().await else {
         return;
     };
-    let _one = ONE_AT_A_TIME.lock().await;
     // A ServiceAccount with no rights: the controller can list nothing.
     let nobody = env.kubeconfig_without_rights("nobody").await;
 
@@ -494,10 +487,9 @@ async fn a_manager_whose_caches_cannot_sync_fails_visibly_and_stops_on_sigterm()
 async fn idle_connections_neither_starve_the_probes_nor_stay_open() {
     use tokio::io::AsyncReadExt as _;
 
-    let Some(env) = real().await else {
+    let Some((env, _one)) = real().await else {
         return;
     };
-    let _one = ONE_AT_A_TIME.lock().await;
     let mut manager = Manager::start(&env, &kubeconfig(&env), &[]);
     eventually("/healthz", WAIT, || async {
         manager.probe("/healthz") == Some((200, "ok".into()))
@@ -529,10 +521,9 @@ async fn idle_connections_neither_starve_the_probes_nor_stay_open() {
 
 #[tokio::test]
 async fn metrics_are_served_over_https_to_metrics_readers_only() {
-    let Some(env) = real().await else {
+    let Some((env, _one)) = real().await else {
         return;
     };
-    let _one = ONE_AT_A_TIME.lock().await;
     let mut manager = Manager::leading(&env).await;
     let reader = env
         .service_account_token("scraper", Some("metrics-reader"))
@@ -637,10 +628,9 @@ async fn metrics_are_served_over_https_to_metrics_readers_only() {
 
 #[tokio::test]
 async fn a_flood_of_random_tokens_is_no_flood_of_token_reviews() {
-    let Some(env) = real().await else {
+    let Some((env, _one)) = real().await else {
         return;
     };
-    let _one = ONE_AT_A_TIME.lock().await;
     let mut manager = Manager::start(&env, &kubeconfig(&env), &[]);
     let reader = env
         .service_account_token("scraper", Some("metrics-reader"))
@@ -693,10 +683,9 @@ async fn a_flood_of_random_tokens_is_no_flood_of_token_reviews() {
 
 #[tokio::test]
 async fn metrics_are_served_over_plain_http_to_anyone_when_not_secure() {
-    let Some(env) = real().await else {
+    let Some((env, _one)) = real().await else {
         return;
     };
-    let _one = ONE_AT_A_TIME.lock().await;
     // As for `make run RUN_ARGS="--metrics-bind-address=:8080 --metrics-secure=false"`.
     let mut manager = Manager::start(&env, &kubeconfig(&env), &["--metrics-secure=false"]);
     eventually("/healthz", WAIT, || async {
@@ -715,10 +704,9 @@ async fn metrics_are_served_over_plain_http_to_anyone_when_not_secure() {
 
 #[tokio::test]
 async fn metrics_are_served_with_the_certificate_of_metrics_cert_path() {
-    let Some(env) = real().await else {
+    let Some((env, _one)) = real().await else {
         return;
     };
-    let _one = ONE_AT_A_TIME.lock().await;
     // A CA, and a certificate for localhost it signed, as cert-manager would mount them.
     let dir = std::env::temp_dir().join(format!("metrics-certs-{}", env.namespace));
     std::fs::create_dir_all(&dir).unwrap();
@@ -768,10 +756,9 @@ fn role_yaml_is_generated_from_the_rules() {
 /// lease duration.
 #[tokio::test]
 async fn sharded_managers_split_the_objects_and_a_stopped_one_hands_its_share_over() {
-    let Some(env) = real().await else {
+    let Some((env, _one)) = real().await else {
         return;
     };
-    let _one = ONE_AT_A_TIME.lock().await;
     const ONE: &str = "shard-one";
     const TWO: &str = "shard-two";
     let args = ["--sharding", "--metrics-secure=false"];
@@ -935,10 +922,12 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture")
 }
 
-/// A namespace of the real control plane with the fixture's RBAC; `None` without
+/// A namespace of the real control plane with the fixture's RBAC, and the turn of the test's
+/// managers ([`ONE_AT_A_TIME`]) for as long as the guard is held; `None` without
 /// `KUBEBUILDER_ASSETS` (a failure with `ENVTEST_REQUIRED=1`).
-async fn real() -> Option<TestEnv> {
-    TestEnv::real_for(&fixture()).await
+async fn real() -> Option<(TestEnv, tokio::sync::MutexGuard<'static, ()>)> {
+    let env = TestEnv::real_for(&fixture()).await?;
+    Some((env, ONE_AT_A_TIME.lock().await))
 }
 
 /// The manager's own ServiceAccount.

@@ -16,12 +16,14 @@ use std::path::{Path, PathBuf};
 use syn::{Fields, ImplItem, Item, TraitItem, UseTree, Visibility};
 
 /// At most this many public things: top-level names, their `pub` methods and `pub` fields.
-/// Everything here is used by a generated project, an example's own code, memop-test or memop;
-/// what only the runtime's tests reached is crate-private, and those tests are in the crate
-/// (`src/tests/`). (Issue 50 asks for at most 180: the rest is the API projects write against,
-/// and would need new shapes of it, not cuts.) 217 since `controller::Store` (issue 48: a
-/// `watches` map's cache, kube's reflector store before).
-const LIMIT: usize = 217;
+/// Everything here is used by a generated project, an example's own code, memop-test or memop,
+/// or is a `Builder` setting or validation helper the docs offer; what only the runtime's tests
+/// reached is crate-private, and those tests are in the crate (`src/tests/`), and the methods
+/// of `WatchScope` and `Runnable` are sealed. (Issue 50 asks for at most 180: most of the rest
+/// is reached by the runtime-behaviour tests each project is generated with, such as
+/// `tests/webhook_certs.rs` and its `webhook::certs::SelfManaged`, until those move into this
+/// crate.)
+const LIMIT: usize = 199;
 
 /// A definition: the module that defines it and its name there.
 type Def = (Vec<String>, String);
@@ -358,6 +360,37 @@ fn surface() -> Vec<String> {
 fn the_public_api_is_the_one_recorded() {
     let surface = surface();
     insta::assert_snapshot!("surface", surface.join("\n"));
+}
+
+/// `lib.rs` lists every public name (what is not a method or a field) in its "What is public"
+/// section, as an intra-doc link, and nothing else: the surface is read where the crate starts.
+#[test]
+fn lib_rs_lists_the_public_names() {
+    let lib =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    let section = lib
+        .split("//! ## What is public")
+        .nth(1)
+        .and_then(|rest| rest.split("\n//!\n").nth(2))
+        .expect("lib.rs's \"What is public\" section, its list the second paragraph");
+    let listed: BTreeSet<&str> = section
+        .split("[`")
+        .skip(1)
+        .filter_map(|link| link.split_once("`]").map(|(name, _)| name))
+        .filter(|name| name.contains("::") || *name == "Operator")
+        .collect();
+    let public: BTreeSet<String> = surface()
+        .iter()
+        .filter(|line| !line.starts_with("method ") && !line.starts_with("field "))
+        .map(|line| line.split_once(' ').unwrap().1.to_string())
+        .collect();
+    let public: BTreeSet<&str> = public.iter().map(String::as_str).collect();
+    let unlisted: Vec<_> = public.difference(&listed).collect();
+    let not_public: Vec<_> = listed.difference(&public).collect();
+    assert!(
+        unlisted.is_empty() && not_public.is_empty(),
+        "public but not listed in lib.rs: {unlisted:?}; listed but not public: {not_public:?}"
+    );
 }
 
 #[test]

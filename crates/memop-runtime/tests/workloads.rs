@@ -25,9 +25,7 @@ use kube::api::{
 use kube::runtime::controller::Action;
 use kube::{CustomResource, CustomResourceExt, Resource, ResourceExt};
 use memop_runtime::Operator;
-use memop_runtime::controller::{
-    self, APPLIED_HASH, Builder, Controller, Reconciler, Report, Result, stamp,
-};
+use memop_runtime::controller::{self, Builder, Controller, Reconciler, Report, Result, stamp};
 use memop_runtime::manager::Shared;
 use memop_runtime::operand::{Operand, controller_reference};
 use memop_runtime::rbac::{Rules, Scope, role_yaml};
@@ -159,17 +157,25 @@ impl Reconciler for Context {
 
 /// The controller, as a project's `controller` function builds it, with the operand `image`.
 fn controller(shared: &Shared, image: &str) -> Arc<Controller<Context>> {
-    let ctx = Context {
+    let ctx = context(shared, image);
+    Arc::new(builder(shared, &ctx).build(ctx))
+}
+
+/// The controller's context, with the operand `image`.
+fn context(shared: &Shared, image: &str) -> Context {
+    Context {
         image: image.into(),
         deployments: Operand::deployments(shared, "site deployments", MANAGER),
-    };
-    let controller = Builder::new("sites", shared)
+    }
+}
+
+/// The controller's builder, as a project's `controller` function has it before `build`.
+fn builder(shared: &Shared, ctx: &Context) -> Builder<Site> {
+    Builder::new("sites", shared)
         .finalizer(FINALIZER)
         .field_manager(MANAGER)
         .resync(RESYNC)
         .owns(&ctx.deployments)
-        .build(ctx);
-    Arc::new(controller)
 }
 
 /// The Deployment of `object`: named after it, `size` replicas of `image`.
@@ -488,11 +494,9 @@ async fn a_reconcile_that_hangs_times_out(env: TestEnv) {
     cluster.reconcile().await.unwrap();
     // The short time limit only from here: a busy control plane may take longer to answer the
     // finalizer's write.
-    let shared = cluster
-        .shared
-        .clone()
-        .with_reconcile_timeout(Duration::from_millis(300));
-    cluster = cluster.restarted(shared, IMAGE);
+    let ctx = context(&cluster.shared, IMAGE);
+    let builder = builder(&cluster.shared, &ctx).reconcile_timeout(Duration::from_millis(300));
+    cluster.controller = Arc::new(builder.build(ctx));
     // The Deployment write does not answer (a half-open connection, say).
     let requests = &cluster.env.requests;
     requests.delay_next(Verb::Patch, "deployments", Duration::from_secs(30));
@@ -887,7 +891,7 @@ async fn a_field_no_longer_desired_is_pruned() {
         .insert("example.com/obsolete".into(), "yes".into());
     older
         .annotations_mut()
-        .insert(APPLIED_HASH.into(), "older".into());
+        .insert("memop.rs/applied-hash".into(), "older".into());
     let params = PatchParams::apply(MANAGER).force();
     cluster
         .deployments

@@ -35,7 +35,7 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    manager::telemetry::init(cli.manager.log_format)?;
+    manager::telemetry::init(&cli.manager)?;
     let mut manager = Manager::start_with_version(
         &cronjob_operator::OPERATOR,
         env!("CARGO_PKG_VERSION"),

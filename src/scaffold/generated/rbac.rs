@@ -34,6 +34,13 @@ mod shared;
 
 pub use shared::MergedRule;
 
+/// The verbs the runtime's `rbac::Rules` grants for each kind a controller declares: one file
+/// with the runtime, as the merge is, so that `commands::context::rules_of` cannot drift from
+/// the role the generated code derives.
+#[rustfmt::skip]
+#[path = "../../../crates/memop-runtime/src/rbac/verbs.rs"]
+pub mod verbs;
+
 /// Merges rules as the generated `rbac::role_yaml` does (and controller-gen before it): one rule
 /// per API group and set of verbs, groups and resources sorted.
 pub fn merge(rules: &[Rule]) -> Vec<MergedRule> {

@@ -51,7 +51,7 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    manager::telemetry::init(cli.manager.log_format)?;
+    manager::telemetry::init(&cli.manager)?;
     // Its requests carry the User-Agent `example-operator/<version> memop-runtime/<version>`.
     let mut manager =
         Manager::start_with_version(&OPERATOR, env!("CARGO_PKG_VERSION"), &cli.manager).await?;

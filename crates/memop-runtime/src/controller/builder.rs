@@ -429,7 +429,7 @@ pub struct Controller<R: Reconciler> {
     reconciler: R,
 }
 
-impl<R: Reconciler> crate::manager::Runnable for Controller<R> {
+impl<R: Reconciler> crate::manager::run::Run for Controller<R> {
     fn name(&self) -> &'static str {
         self.name
     }
@@ -490,7 +490,9 @@ impl<R: Reconciler> Controller<R> {
             requests.push(queue::everything_on(activations, self.store.clone()));
         }
         let (name, shared, store) = (self.name, self.shared.clone(), self.store.clone());
-        shared.readiness.track(name, store.clone());
+        let cache = store.clone();
+        let synced = async move { cache.wait_until_ready().await };
+        shared.readiness.track(name, synced);
         let this = Arc::new(self);
         queue::run(name, &shared, store, requests, move |object| {
             let this = this.clone();
@@ -629,7 +631,7 @@ impl<R: Reconciler> Controller<R> {
 
     /// The API of `object`'s kind in its namespace (or cluster-wide).
     fn api(&self, object: &R::Object) -> Api<R::Object> {
-        <<R::Object as Resource>::Scope as WatchScope>::api(
+        <<R::Object as Resource>::Scope as super::sealed::Scope>::api(
             self.shared.client.clone(),
             object.namespace().as_deref(),
         )
@@ -719,12 +721,12 @@ impl Report {
     }
 
     /// Condition `type_` as the report has it now.
-    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+    pub(crate) fn condition(&self, type_: &str) -> Option<&Condition> {
         self.conditions.iter().find(|c| c.type_ == type_)
     }
 
     /// The generation of the object's spec that this report is about.
-    pub fn generation(&self) -> Option<i64> {
+    pub(crate) fn generation(&self) -> Option<i64> {
         self.generation
     }
 

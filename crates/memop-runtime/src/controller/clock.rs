@@ -7,7 +7,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::runtime::controller::Action;
 
 /// The time a controller goes by: the system's ([`Clock::system`]), or, in tests, one that
-/// stands still until the test sets or moves it ([`Clock::manual`]). The book's CronJob
+/// stands still until the test moves it ([`Clock::manual`]). The book's CronJob
 /// controller has the same (`Clock` with `Now()`, a `realClock` in `main.go`), so that its
 /// tests can say "it is now 10:05" instead of waiting. Cloning it is cheap: a manual clock's
 /// clones move together.
@@ -22,7 +22,7 @@ impl Clock {
         Self::default()
     }
 
-    /// A clock that says `now` until [`Self::set`] or [`Self::advance`] moves it.
+    /// A clock that says `now` until [`Self::advance`] moves it.
     pub fn manual(now: Timestamp) -> Self {
         Self {
             manual: Some(Arc::new(Mutex::new(now))),
@@ -35,14 +35,6 @@ impl Clock {
             Some(now) => *now.lock().expect("clock lock"),
             None => Timestamp::now(),
         }
-    }
-
-    /// Sets a manual clock to `now`.
-    ///
-    /// # Panics
-    /// On the system clock, which nothing sets.
-    pub fn set(&self, now: Timestamp) {
-        *self.time() = now;
     }
 
     /// Moves a manual clock on by `by`.
@@ -70,7 +62,7 @@ impl Clock {
     fn time(&self) -> std::sync::MutexGuard<'_, Timestamp> {
         self.manual
             .as_ref()
-            .expect("only a manual clock (Clock::manual) can be set or moved")
+            .expect("only a manual clock (Clock::manual) can be moved")
             .lock()
             .expect("clock lock")
     }
@@ -91,8 +83,6 @@ mod tests {
             seen_by_controller.now(),
             "2026-12-05T10:05:00Z".parse().unwrap()
         );
-        clock.set(start);
-        assert_eq!(seen_by_controller.now(), start);
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub(super) fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// The annotation in which each applied object carries the hash of what was applied.
-pub const APPLIED_HASH: &str = "memop.rs/applied-hash";
+pub(crate) const APPLIED_HASH: &str = "memop.rs/applied-hash";
 
 /// The annotation in which an applied object carries the [`fingerprint`] of the fields applied
 /// to it, when an admission webhook or policy rewrote one of them on the way in: what
@@ -46,7 +46,7 @@ pub const APPLIED_HASH: &str = "memop.rs/applied-hash";
 /// webhook that rewrote may be gone.
 pub(crate) const APPLIED_FINGERPRINT: &str = "memop.rs/applied-fingerprint";
 
-/// `object` with its [`APPLIED_HASH`] annotation: the hash of everything else in it.
+/// `object` with its `memop.rs/applied-hash` annotation: the hash of everything else in it.
 pub fn stamp<K: Resource + Serialize>(mut object: K) -> K {
     let hash = hash(&serde_json::to_value(&object).unwrap_or_default());
     object

@@ -32,15 +32,16 @@ mod status;
 mod store;
 pub use builder::{Builder, Controller, Kind, RESYNC, Reconciler, Report};
 pub use clock::Clock;
-pub use drift::{APPLIED_HASH, label_value, stamp};
-pub(crate) use drift::{claims_fingerprint, fingerprint, fingerprint_patch, in_sync};
+pub(crate) use drift::{APPLIED_HASH, claims_fingerprint, fingerprint, fingerprint_patch, in_sync};
+pub use drift::{label_value, stamp};
 pub(crate) use events::Recorder;
 use instruments::resource_version;
 pub use instruments::resync;
 pub(crate) use instruments::{Instruments, publish};
 pub use owned::Owned;
 pub(crate) use owned::{Every, Observed};
-pub use queue::{Priority, Request};
+#[cfg(test)]
+pub(crate) use queue::Priority;
 pub(crate) use status::{Conditions, owned_conditions};
 pub use status::{Truth, condition};
 pub use store::Store;
@@ -144,7 +145,7 @@ where
     K: Resource<DynamicType = ()>,
     K::Scope: WatchScope,
 {
-    <K::Scope as WatchScope>::api(shared.client.clone(), shared.watch_namespace.as_deref())
+    <K::Scope as sealed::Scope>::api(shared.client.clone(), shared.watch_namespace.as_deref())
 }
 
 /// Starts the watchdog of watch `name` (see `manager/watchdog.rs`): returns `api` on a client
@@ -157,7 +158,7 @@ where
     let pulse = watchdog::start(name, &shared.readiness, &shared.metrics);
     let namespace = api.namespace().map(str::to_owned);
     let client = watchdog::answers_beat(api.into_client(), pulse.clone());
-    let api = <K::Scope as WatchScope>::api(client, namespace.as_deref());
+    let api = <K::Scope as sealed::Scope>::api(client, namespace.as_deref());
     (api, pulse)
 }
 
@@ -226,39 +227,42 @@ where
     }
 }
 
-/// The scope of a kind a controller watches, namespaced or cluster-wide: how to make its `Api`
-/// in the same namespace on another client (the watchdog's). Implemented for
-/// k8s-openapi's scopes (sealed).
-pub trait WatchScope: sealed::Sealed + Sized {
-    /// The `Api` of `K` on `client`, in `namespace` (or all of them).
-    fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
-    where
-        K: Resource<DynamicType = (), Scope = Self>;
-}
+/// The scope of a kind a controller watches, namespaced or cluster-wide: k8s-openapi's
+/// scopes (sealed: what the runtime does with one is its own).
+pub trait WatchScope: sealed::Scope {}
 
-impl WatchScope for NamespaceResourceScope {
-    fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
-    where
-        K: Resource<DynamicType = (), Scope = Self>,
-    {
-        match namespace {
-            Some(namespace) => Api::namespaced(client, namespace),
-            None => Api::all(client),
-        }
-    }
-}
-
-impl WatchScope for ClusterResourceScope {
-    fn api<K>(client: Client, _: Option<&str>) -> Api<K>
-    where
-        K: Resource<DynamicType = (), Scope = Self>,
-    {
-        Api::all(client)
-    }
-}
+impl<S: sealed::Scope> WatchScope for S {}
 
 mod sealed {
-    pub trait Sealed {}
-    impl Sealed for super::NamespaceResourceScope {}
-    impl Sealed for super::ClusterResourceScope {}
+    use super::{Api, Client, ClusterResourceScope, NamespaceResourceScope, Resource};
+
+    /// What the runtime needs of a scope: how to make a kind's `Api` in the same namespace on
+    /// another client (the watchdog's).
+    pub trait Scope: Sized {
+        /// The `Api` of `K` on `client`, in `namespace` (or all of them).
+        fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
+        where
+            K: Resource<DynamicType = (), Scope = Self>;
+    }
+
+    impl Scope for NamespaceResourceScope {
+        fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
+        where
+            K: Resource<DynamicType = (), Scope = Self>,
+        {
+            match namespace {
+                Some(namespace) => Api::namespaced(client, namespace),
+                None => Api::all(client),
+            }
+        }
+    }
+
+    impl Scope for ClusterResourceScope {
+        fn api<K>(client: Client, _: Option<&str>) -> Api<K>
+        where
+            K: Resource<DynamicType = (), Scope = Self>,
+        {
+            Api::all(client)
+        }
+    }
 }

@@ -756,7 +756,7 @@ where
     /// over a cache indexed by owner, without a request to the API server. The index is built
     /// at the first call and kept by the watch after; an owner not yet created (no UID) has
     /// none.
-    pub async fn children<P: Resource>(&self, owner: &P) -> Vec<Arc<K>> {
+    pub(crate) async fn children<P: Resource>(&self, owner: &P) -> Vec<Arc<K>> {
         self.ready().await;
         let Some(uid) = owner.meta().uid.as_deref() else {
             return Vec::new();

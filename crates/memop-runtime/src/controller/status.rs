@@ -46,7 +46,7 @@ pub enum Truth {
 
 impl Truth {
     /// As the API server spells it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::True => "True",
             Self::False => "False",

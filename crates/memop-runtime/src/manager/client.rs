@@ -50,14 +50,10 @@ pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
 /// See [`KEEPALIVE`].
 pub const KEEPALIVE_RETRIES: u32 = 3;
 
-/// The User-Agent of `operator`'s requests: `<name>/<version> memop-runtime/<version>`, or
-/// without the operator's version when it is not known.
-pub fn user_agent(operator: &Operator, version: Option<&str>) -> String {
+/// The User-Agent of `operator`'s requests: `<name>/<version> memop-runtime/<version>`.
+pub fn user_agent(operator: &Operator, version: &str) -> String {
     let runtime = concat!("memop-runtime/", env!("CARGO_PKG_VERSION"));
-    match version {
-        Some(version) => format!("{}/{version} {runtime}", operator.name),
-        None => format!("{} {runtime}", operator.name),
-    }
+    format!("{}/{version} {runtime}", operator.name)
 }
 
 /// A client for `config`, sending `user_agent`, with keepalive and `read_timeout` on its
@@ -277,12 +273,8 @@ mod tests {
     fn the_user_agent_names_the_operator_its_version_and_the_runtime() {
         let runtime = env!("CARGO_PKG_VERSION");
         assert_eq!(
-            user_agent(&OPERATOR, Some("0.1.0")),
+            user_agent(&OPERATOR, "0.1.0"),
             format!("memcached-operator/0.1.0 memop-runtime/{runtime}")
-        );
-        assert_eq!(
-            user_agent(&OPERATOR, None),
-            format!("memcached-operator memop-runtime/{runtime}")
         );
     }
 
@@ -331,7 +323,7 @@ mod tests {
     #[tokio::test]
     async fn every_request_names_the_operator_in_its_user_agent() {
         let (url, heads) = server(true).await;
-        let agent = user_agent(&OPERATOR, Some("0.1.0"));
+        let agent = user_agent(&OPERATOR, "0.1.0");
         let client = build(Config::new(url), &agent, READ_TIMEOUT, &Metrics::default()).unwrap();
         let configmaps = Api::<ConfigMap>::namespaced(client, "default");
         configmaps.get("c").await.unwrap();

@@ -99,12 +99,12 @@ pub struct Flags {
 
     /// Log format; the level comes from RUST_LOG (default "info")
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
+    pub(crate) log_format: LogFormat,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 /// How the manager writes its log lines (`--log-format`).
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     /// Human-readable lines
     Text,
     /// One JSON object per line, for log collectors

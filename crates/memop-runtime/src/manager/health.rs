@@ -25,11 +25,8 @@ use axum::Router;
 use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::routing::get;
-use kube::Resource;
-use serde::de::DeserializeOwned;
 
 use super::watchdog::WATCH_SILENCE_LIMIT;
-use crate::controller::Store;
 
 /// The names of the checks of `/readyz`, which its answer lists (`[-]name failed: reason
 /// withheld`) without saying why: the controllers' caches have synced, their watches hear from
@@ -213,16 +210,18 @@ impl Readiness {
         state.synced.insert(name);
     }
 
-    /// Marks controller `name` ready once `store` (its controller's cache) has synced.
-    pub(crate) fn track<K>(&self, name: &'static str, store: Store<K>)
-    where
-        K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
-    {
+    /// Marks controller `name` ready once `synced` (its cache's sync) gives `true`. (A future,
+    /// not the cache: the manager knows no controller's types.)
+    pub(crate) fn track(
+        &self,
+        name: &'static str,
+        synced: impl Future<Output = bool> + Send + 'static,
+    ) {
         self.expect(name);
         let readiness = self.clone();
         tokio::spawn(async move {
             // `false`: the controller stopped before it synced.
-            if store.wait_until_ready().await {
+            if synced.await {
                 tracing::info!(controller = name, "cache synced");
                 readiness.synced(name);
             }

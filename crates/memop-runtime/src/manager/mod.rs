@@ -26,8 +26,8 @@ use tokio::task::JoinSet;
 use crate::Operator;
 pub use crate::shared::Shared;
 
+pub use flags::Flags;
 pub(crate) use flags::parse_bind_address;
-pub use flags::{Flags, LogFormat};
 pub(crate) use health::Readiness;
 pub use metrics::Metrics;
 pub use shutdown::Shutdown;
@@ -36,15 +36,25 @@ pub use shutdown::Shutdown;
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the manager runs once this replica leads ([`Manager::register`]): a controller
-/// ([`Controller`](crate::controller::Controller)), or any task as `(name, future)`.
-pub trait Runnable: Send + 'static {
-    /// Its name in logs and readiness (a controller's, as its `Builder` was given it).
-    fn name(&self) -> &'static str;
-    /// Runs it until the manager shuts down.
-    fn run(self) -> BoxFuture<'static, anyhow::Result<()>>;
+/// ([`Controller`](crate::controller::Controller)), or any task as `(name, future)`. Sealed:
+/// how the manager runs one is its own.
+pub trait Runnable: run::Run {}
+
+impl<R: run::Run> Runnable for R {}
+
+pub(crate) mod run {
+    use futures::future::BoxFuture;
+
+    /// What the manager needs of a [`Runnable`](super::Runnable).
+    pub trait Run: Send + 'static {
+        /// Its name in logs and readiness (a controller's, as its `Builder` was given it).
+        fn name(&self) -> &'static str;
+        /// Runs it until the manager shuts down.
+        fn run(self) -> BoxFuture<'static, anyhow::Result<()>>;
+    }
 }
 
-impl<F> Runnable for (&'static str, F)
+impl<F> run::Run for (&'static str, F)
 where
     F: Future<Output = anyhow::Result<()>> + Send + 'static,
 {
@@ -85,26 +95,12 @@ pub struct Manager {
 }
 
 impl Manager {
-    /// Connects to the cluster and starts the health and metrics endpoints of `operator`.
-    /// Its requests name it in their User-Agent, without a version: see
-    /// [`Manager::start_with_version`].
-    pub async fn start(operator: &Operator, flags: &Flags) -> anyhow::Result<Self> {
-        Self::start_as(operator, None, flags).await
-    }
-
-    /// [`Manager::start`], with the operator's version in the User-Agent of its requests
-    /// (`<name>/<version> memop-runtime/<version>`): pass `env!("CARGO_PKG_VERSION")`.
+    /// Connects to the cluster and starts the health and metrics endpoints of `operator`, whose
+    /// requests name it and its `version` in their User-Agent (`<name>/<version>
+    /// memop-runtime/<version>`): pass `env!("CARGO_PKG_VERSION")`.
     pub async fn start_with_version(
         operator: &Operator,
         version: &str,
-        flags: &Flags,
-    ) -> anyhow::Result<Self> {
-        Self::start_as(operator, Some(version), flags).await
-    }
-
-    async fn start_as(
-        operator: &Operator,
-        version: Option<&str>,
         flags: &Flags,
     ) -> anyhow::Result<Self> {
         let metrics = Arc::new(Metrics::default());

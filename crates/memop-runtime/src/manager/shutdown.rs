@@ -277,7 +277,7 @@ mod tests {
             domain: "example.com",
         };
         let shared = Shared::new(&operator, client, None);
-        // What Manager::start does.
+        // What Manager::start_with_version does.
         shared.shutdown.hold_servers();
         let server = probes(&shared.shutdown).await;
         let drain = Duration::from_secs(2);

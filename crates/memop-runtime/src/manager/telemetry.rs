@@ -3,13 +3,15 @@
 
 use tracing_subscriber::EnvFilter;
 
-use super::LogFormat;
+use super::Flags;
+use super::flags::LogFormat;
 
-/// Starts logging to stderr in `format`, at the level `RUST_LOG` sets (default `info`).
-pub fn init(format: LogFormat) -> anyhow::Result<()> {
+/// Starts logging to stderr in the format of `flags` (`--log-format`), at the level `RUST_LOG`
+/// sets (default `info`).
+pub fn init(flags: &Flags) -> anyhow::Result<()> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    let installed = match format {
+    let installed = match flags.log_format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
         LogFormat::Text => builder.try_init(),
     };

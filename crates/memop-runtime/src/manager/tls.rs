@@ -82,8 +82,8 @@ impl Certificate {
         })
     }
 
-    /// A PEM certificate chain and its PEM key, held in memory (e.g. read from a Secret), to be
-    /// swapped with [`Certificate::replace`].
+    /// A PEM certificate chain and its PEM key, held in memory (e.g. read from a Secret; the
+    /// runtime swaps it for a renewed one).
     pub fn from_pem(cert: &[u8], key: &[u8]) -> anyhow::Result<Self> {
         Ok(Self {
             current: RwLock::new(parse(cert, key)?),
@@ -93,7 +93,7 @@ impl Certificate {
 
     /// Serves `cert` (a PEM chain) and its PEM `key` from now on; a pair that does not parse,
     /// or whose key does not match, leaves the current certificate in place.
-    pub fn replace(&self, cert: &[u8], key: &[u8]) -> anyhow::Result<()> {
+    pub(crate) fn replace(&self, cert: &[u8], key: &[u8]) -> anyhow::Result<()> {
         *self.current.write().expect("certificate lock") = parse(cert, key)?;
         Ok(())
     }
@@ -121,7 +121,7 @@ impl Certificate {
     }
 
     /// Checks the files for changes every 10 seconds until the servers stop.
-    pub fn watch(self: &Arc<Self>, shutdown: Shutdown) {
+    pub(crate) fn watch(self: &Arc<Self>, shutdown: Shutdown) {
         if self.files.is_none() {
             return;
         }

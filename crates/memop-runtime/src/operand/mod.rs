@@ -703,7 +703,7 @@ pub struct State<K = Deployment> {
 
 impl<K: Kind> State<K> {
     /// The object's name.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         self.object.name_any()
     }
 
