@@ -131,7 +131,7 @@ where
             }
         })
         .modify(cache::projection(whole));
-    cache::reflect(events, writer, move || {
+    store::reflect(events, writer, move || {
         if let Some(holding) = &holding {
             holding.listed();
         }
