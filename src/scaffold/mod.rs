@@ -26,14 +26,14 @@ pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use generated::Edit;
 use reconcile::Router;
 use tera::Context;
 
 /// The files under `root/` that several APIs share (a module list, a kustomization), as `ctx`
 /// resolves their paths.
-pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<Vec<String>> {
+fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<Vec<String>> {
     Ok(templates
         .entries(root, ctx)?
         .into_iter()
@@ -42,6 +42,41 @@ pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<
             _ => None,
         })
         .collect())
+}
+
+/// Refuses when a file under `root/` that this API shares with others (`sharing`: a module list,
+/// a kustomization) is missing while one of them should be in it: memop would recreate it with
+/// this API alone, and the others would silently drop out of the build or of `config/`.
+pub fn refuse_missing_shared<'a>(
+    templates: &Templates,
+    root: &str,
+    ctx: &Context,
+    plan: &Plan,
+    sharing: impl Iterator<Item = &'a crate::project::Resource>,
+) -> Result<()> {
+    let missing: Vec<String> = shared_files(templates, root, ctx)?
+        .into_iter()
+        .filter(|path| plan.read(Path::new(path)).is_ok_and(|text| text.is_none()))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    for resource in sharing {
+        // The paths as the other API spells them.
+        let mut paths = ctx.clone();
+        paths.extend(Context::from_serialize(&resource.names)?);
+        let theirs = shared_files(templates, root, &paths)?;
+        if let Some(path) = missing.iter().find(|path| theirs.contains(path)) {
+            bail!(
+                "{path} is missing, but it lists {} {} {} too: memop would make it again with this API alone, and \
+                 the others would drop out; restore it (`git checkout -- {path}`) and run the command again",
+                resource.names.group,
+                resource.names.version,
+                resource.names.kind
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Renders every template under `root` into `plan`.
