@@ -21,7 +21,7 @@ use serde::Serialize;
 use super::context::ProjectContext;
 use crate::project::Project;
 use crate::scaffold::merge::Decision;
-use crate::scaffold::reconcile::{Merged, Router};
+use crate::scaffold::router::{Merged, Router};
 use crate::scaffold::{self, Declared, Entry, Plan, Purpose, Templates, image_env};
 use crate::sum::Sum;
 

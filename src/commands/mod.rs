@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::scaffold::{Plan, reconcile};
+use crate::scaffold::{Plan, router};
 use report::Line;
 pub use report::Report;
 
@@ -115,7 +115,7 @@ pub fn finish(global: &Global, plan: Plan, report: &mut Report) -> Result<()> {
 
 /// The plan of a command stopped at `conflicts`: their files alone, with the markers, and their
 /// records (memop's new text, so that the next command finds the resolution merged already).
-fn only_conflicts(global: &Global, conflicts: &[&reconcile::Conflict]) -> Result<Plan> {
+fn only_conflicts(global: &Global, conflicts: &[&router::Conflict]) -> Result<Plan> {
     let mut marked = Plan::new(&global.dir)?;
     for (path, text, new) in conflicts {
         marked.write_formatted(path, text.clone())?;

@@ -11,6 +11,7 @@ pub mod lockfile;
 pub mod merge;
 mod plan;
 pub mod reconcile;
+pub mod router;
 mod templates;
 mod vendor;
 
@@ -20,15 +21,16 @@ pub use crate::embedded::{
 };
 pub use generated::rbac;
 pub use plan::{Applied, Plan};
-pub use reconcile::{Purpose, plan_files, reconcile};
+pub use reconcile::{Purpose, reconcile};
+pub use router::plan_files;
 pub use templates::{Declared, Entry, Key, Owner, Scope, Templates};
-pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
+pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, pin_the_runtime, vendor};
 
 use std::path::Path;
 
 use anyhow::{Result, bail};
 use generated::Edit;
-use reconcile::Router;
+use router::Router;
 use tera::Context;
 
 /// The files under `root/` that several APIs share (a module list, a kustomization), as `ctx`
@@ -161,8 +163,8 @@ mod tests {
     /// `recorded`, to which memop now renders `memop's\n`.
     fn decide(declared: Declared, current: Option<&str>, recorded: Option<&str>, purpose: Purpose) -> Option<Decision> {
         let record = sum::Sum::parse(recorded.map(|id| format!("f {id}\n")).as_deref()).unwrap();
-        let base = reconcile::Base { record: &record, dir: Path::new("."), replay: None };
-        reconcile("f", declared, current, base, "memop's\n", purpose).ok()
+        let base = router::Base { record: &record, dir: Path::new("."), replay: None };
+        reconcile("f", declared, current, base.known("f", current).unwrap(), "memop's\n", purpose).ok()
     }
 
     #[test]
@@ -183,8 +185,9 @@ mod tests {
         assert_eq!(decide(MEMOP, None, None, make(false)), Some(Decision::Replace));
         assert_eq!(decide(MEMOP, Some("memop's\n"), None, make(false)), Some(Decision::Leave));
         let record = sum::Sum::default();
-        let base = reconcile::Base { record: &record, dir: Path::new("."), replay: None };
-        let err = reconcile("a.txt", MEMOP, Some("mine\n"), base, "x\n", make(false)).unwrap_err();
+        let base = router::Base { record: &record, dir: Path::new("."), replay: None };
+        let known = base.known("a.txt", Some("mine\n")).unwrap();
+        let err = reconcile("a.txt", MEMOP, Some("mine\n"), known, "x\n", make(false)).unwrap_err();
         assert!(err.to_string().contains("a.txt already exists and memop would change it; pass --force"), "{err}");
     }
 
@@ -231,9 +234,10 @@ mod tests {
         let mut before = Plan::scratch(".");
         before.write("f", "memop's, then\n".into()).unwrap();
         let record = sum::Sum::default();
-        let base = reconcile::Base { record: &record, dir: Path::new("."), replay: Some(&before) };
+        let base = router::Base { record: &record, dir: Path::new("."), replay: Some(&before) };
         let change = |declared: Declared, current: &str, desired: &str| {
-            reconcile("f", declared, Some(current), base, desired, Purpose::Change).unwrap()
+            let known = base.known("f", Some(current)).unwrap();
+            reconcile("f", declared, Some(current), known, desired, Purpose::Change).unwrap()
         };
         assert_eq!(change(GENERATED, "memop's, then\n", "memop's\n"), Decision::Replace);
         assert_eq!(change(GENERATED, "mine\n", "memop's\n"), Decision::Outdated);
