@@ -4,8 +4,9 @@
 //! there last, and memop's text of it before a change) and memop's text now, and why the command
 //! renders it ([`Purpose`]: to make it, to bring it to this memop, to carry a change of PROJECT
 //! into it, to renew memop's copy of its runtime in `vendor/`, or to retire a file memop renders
-//! no more). The rule reads neither the disk nor the record: the router
-//! ([`super::router`]) gathers what it decides by, and plans its decisions.
+//! no more). The rule reads neither the project's files nor its record (only git, for the base
+//! of a three-way merge, when a merge needs it): the router ([`super::router`]) gathers what it
+//! decides by, and plans its decisions.
 
 use std::path::Path;
 

@@ -118,9 +118,9 @@ impl<'a> Router<'a> {
     ) -> Result<Decision> {
         let current = plan.read(Path::new(path))?;
         let known = plan.base(self.replay).known(path, current.as_deref())?;
+        let recorded = known.recorded.map(str::to_string);
         let decision = reconcile(path, declared, current.as_deref(), known, &desired, purpose)?;
         let merged = &mut self.merged;
-        let recorded = plan.record().get(path).map(str::to_string);
         match &decision {
             // Already memop's text: recorded as such, so that the next update knows it unedited.
             Decision::Leave => {
