@@ -55,10 +55,11 @@ pub struct Project {
     /// a field of PROJECT.
     #[serde(skip)]
     pub boilerplate: String,
-    /// The code's [`STORAGE_TABLE`] as the command found it, read once with PROJECT
-    /// ([`Project::load`]): which version of each kind the code stores. Not a field of PROJECT.
+    /// Which version of each kind the code stores, as the command found the entries of
+    /// [`STORAGE_TABLE`]'s `STORAGE_VERSIONS` (CRD name, version), parsed once with PROJECT
+    /// ([`Project::load`]). Not a field of PROJECT.
     #[serde(skip)]
-    pub storage_table: String,
+    pub code_storage: Vec<(String, String)>,
 }
 
 /// The file that holds the license header of every Rust file memop writes in the project.
@@ -551,14 +552,24 @@ fn is_false(b: &bool) -> bool {
 /// The file whose `STORAGE_VERSIONS` says which version of each kind the code stores.
 const STORAGE_TABLE: &str = "src/api/mod.rs";
 
-/// The version of `api`'s kind that the code stores, as `STORAGE_VERSIONS` in `table`, the
-/// text of src/api/mod.rs (the user's to change), lists it: one entry per CRD, written by the
-/// keyed fragment `resource/src/api/mod.rs@storage-versions.tera`; `None` when it has no entry
-/// (a kind served in one version) or the file is gone.
-fn code_storage_version(table: &str, api: &ApiNames) -> Option<String> {
-    let entry_start = format!("(\"{}\", \"", api.crd_name());
-    let recorded = table.lines().find_map(|line| line.trim().strip_prefix(&entry_start)?.split('"').next());
-    recorded.map(str::to_string)
+/// The entries of `STORAGE_VERSIONS` in `table`, the text of src/api/mod.rs (the user's to
+/// change): which version of each kind the code stores, as (CRD name, version), one entry per
+/// CRD, written by the keyed fragment `resource/src/api/mod.rs@storage-versions.tera`. An entry
+/// is a line that starts `("<crd name>", "<version>"`.
+fn code_storage_versions(table: &str) -> Vec<(String, String)> {
+    let entry = |line: &str| {
+        let (crd, rest) = line.trim().strip_prefix("(\"")?.split_once("\", \"")?;
+        Some((crd.to_string(), rest.split('"').next()?.to_string()))
+    };
+    table.lines().filter_map(entry).collect()
+}
+
+/// The version of `api`'s kind that the code stores, as its entry of `code` (see
+/// [`code_storage_versions`]) says; `None` when it has no entry (a kind served in one version)
+/// or src/api/mod.rs is gone.
+fn code_storage_version<'a>(code: &'a [(String, String)], api: &ApiNames) -> Option<&'a str> {
+    let crd = api.crd_name();
+    code.iter().find(|(name, _)| *name == crd).map(|(_, version)| version.as_str())
 }
 
 /// The project `dir` is in, as cargo and git find their root: `dir` itself when it has a PROJECT
@@ -596,7 +607,7 @@ impl Project {
         })?;
         let project = project.with_boilerplate(dir, year)?;
         let table = crate::fs::read(dir, Path::new(STORAGE_TABLE))?.unwrap_or_default();
-        Ok(project.with_storage_versions(table))
+        Ok(project.with_storage_versions(code_storage_versions(&table)))
     }
 
     /// The project with the license header of `dir`'s [`BOILERPLATE`]; a project that has none
@@ -617,12 +628,12 @@ impl Project {
         Ok(self)
     }
 
-    /// The project with the code's `table` of storage versions, and with the storage version of
-    /// each kind served in several versions that a PROJECT of an earlier memop left out, taken
-    /// from it (see [`code_storage_version`]). Once recorded, PROJECT is the truth: a file the
+    /// The project with the code's storage versions (`code`, see [`code_storage_versions`]),
+    /// and with the storage version of each kind served in several versions that a PROJECT of an
+    /// earlier memop left out, taken from them. Once recorded, PROJECT is the truth: a file the
     /// user edits since changes nothing memop replays (but a `STORAGE_VERSIONS` that disagrees with
     /// PROJECT is refused, see [`Project::refuse_storage_disagreement`]).
-    fn with_storage_versions(mut self, table: String) -> Self {
+    fn with_storage_versions(mut self, code: Vec<(String, String)>) -> Self {
         let unrecorded: Vec<ApiNames> = self
             .resources
             .iter()
@@ -631,11 +642,11 @@ impl Project {
             .map(|r| r.names.clone())
             .collect();
         for api in unrecorded {
-            if let Some(version) = code_storage_version(&table, &api) {
+            if let Some(version) = code_storage_version(&code, &api).map(str::to_string) {
                 self.set_storage_version(&api, Some(&version));
             }
         }
-        self.storage_table = table;
+        self.code_storage = code;
         self
     }
 
@@ -766,7 +777,7 @@ impl Project {
     /// Refuses to go on when the code stores `api`'s kind in another version than PROJECT records:
     /// what memop would do depends on which one is right, and only the user knows.
     pub fn refuse_storage_disagreement(&self, api: &ApiNames) -> Result<()> {
-        let (Some(recorded), Some(code)) = (self.storage_version(api), code_storage_version(&self.storage_table, api))
+        let (Some(recorded), Some(code)) = (self.storage_version(api), code_storage_version(&self.code_storage, api))
         else {
             return Ok(());
         };
@@ -912,7 +923,7 @@ mod tests {
             project_name: "memcached-operator".into(),
             repo: String::new(),
             boilerplate: boilerplate("apache2", "", "memcached-operator", 2026),
-            storage_table: String::new(),
+            code_storage: Vec::new(),
             resources: vec![Resource {
                 controllers: Vec::new(),
                 storage_version: None,

@@ -7,7 +7,7 @@
 use anyhow::Result;
 
 use crate::project::Project;
-use crate::scaffold::reconcile::{Merged, Router};
+use crate::scaffold::router::{Merged, Router};
 use crate::scaffold::{Entry, Plan, Purpose, Templates};
 
 /// The templates of the workflow.

@@ -20,7 +20,7 @@ use super::{Global, Report};
 use crate::project::{self, Project, Webhooks};
 use crate::resource::ApiNames;
 use crate::scaffold::merge::Decision;
-use crate::scaffold::reconcile::Router;
+use crate::scaffold::router::Router;
 use crate::scaffold::{Declared, Owner, Plan, Purpose};
 use crate::sum;
 

@@ -11,7 +11,7 @@ use super::context::ProjectContext;
 use super::helm::CHART;
 use super::{Global, Report};
 use crate::project::{self, AutoUpdatePlugin, HelmPlugin, Project};
-use crate::scaffold::reconcile::Merged;
+use crate::scaffold::router::Merged;
 use crate::scaffold::{Entry, Plan, Templates};
 
 /// Change the project's scaffolding with kubebuilder's plugins: helm/v2-alpha writes a Helm chart

@@ -21,8 +21,8 @@ use serde::Serialize;
 use super::context::ProjectContext;
 use crate::project::Project;
 use crate::scaffold::merge::Decision;
-use crate::scaffold::reconcile::{Merged, Router};
-use crate::scaffold::{self, Declared, Entry, Plan, Purpose, Templates};
+use crate::scaffold::router::{Merged, Router};
+use crate::scaffold::{self, Declared, Entry, Plan, Purpose, Templates, image_env};
 use crate::sum::Sum;
 
 /// The chart's directory under `--output-dir`, as kubebuilder names it.
@@ -95,12 +95,13 @@ pub(crate) fn plan_chart(project: &Project, plan: &mut Plan, force: bool) -> Res
         }
     }
     let purpose = if force { Purpose::Make { force } } else { Purpose::Update };
+    let images: Vec<(String, String)> = operand_images(project).into_iter().map(|o| (o.env, o.image)).collect();
     for (path, text, declared) in files {
         let yours = plan.read(Path::new(&path))?.is_some() && !force;
         router.route(plan, purpose, &path, declared, text, true)?;
         // The user's values: memop adds the operand image of a new kind at its marker line.
         if yours && path.ends_with(&format!("/{VALUES}")) {
-            add_operand_images(plan, &path, project)?;
+            image_env::add_to_values(plan, &path, OPERAND_IMAGES, &images)?;
         }
     }
     let merged = router.finish()?;
@@ -316,59 +317,6 @@ fn escape(line: &str) -> String {
     line.replace("{{", "{{ \"{{\" }}")
 }
 
-/// Adds to the user's `values.yaml` the image of each operand it does not list yet, at its
-/// marker line; without the marker, a note says what to add. The file is read as YAML, so a key
-/// in any spelling (quoted, in flow style) counts as listed, and an addition that would not leave
-/// valid YAML with the key in it (a flow mapping above the marker, say) is named in a note instead.
-fn add_operand_images(plan: &mut Plan, path: &str, project: &Project) -> Result<()> {
-    let marker = format!("+memop:scaffold:{OPERAND_IMAGES}");
-    for operand in operand_images(project) {
-        let line = format!("{}: \"{}\"", operand.env, operand.image);
-        let text = plan.read(Path::new(path))?.unwrap_or_default();
-        let values = match serde_yaml::from_str::<serde_yaml::Value>(&text) {
-            Ok(values) => values,
-            Err(err) => {
-                plan.note(format!(
-                    "{path} is yours and is not valid YAML ({err}), so memop did not add `{line}` under \
-                     manager.operandImages; fix the file and add it yourself"
-                ));
-                continue;
-            }
-        };
-        // Listed already, with the user's image or memop's.
-        if has_key(&values, &operand.env) {
-            continue;
-        }
-        if !text.lines().any(|l| l.trim() == format!("# {marker}")) {
-            plan.note(format!(
-                "{path} is yours and has no `# {marker}` line under manager.operandImages, so memop did not add \
-                 `{line}` there; add it yourself (the chart's default is that image)"
-            ));
-            continue;
-        }
-        plan.insert(path, OPERAND_IMAGES, &format!("{line}\n"))?;
-        let after = plan.read(Path::new(path))?.unwrap_or_default();
-        if !serde_yaml::from_str::<serde_yaml::Value>(&after).is_ok_and(|v| has_key(&v, &operand.env)) {
-            plan.write(path, text)?;
-            plan.note(format!(
-                "{path} is yours, and a line `{line}` at its `# {marker}` line would not be valid YAML there (is \
-                 manager.operandImages in flow style?), so memop did not add it; add the image yourself"
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Whether `value` has a mapping with the key `key`, at any depth.
-fn has_key(value: &serde_yaml::Value, key: &str) -> bool {
-    match value {
-        serde_yaml::Value::Mapping(map) => map.iter().any(|(k, v)| k.as_str() == Some(key) || has_key(v, key)),
-        serde_yaml::Value::Sequence(items) => items.iter().any(|v| has_key(v, key)),
-        serde_yaml::Value::Tagged(tagged) => has_key(&tagged.value, key),
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,42 +359,5 @@ mod tests {
         );
         // A description's `{{` stays text for Helm.
         assert!(crd_template("metadata:\n  name: x\nspec:\n  d: a {{ b\n", "p", false).contains("a {{ \"{{\" }} b"));
-    }
-
-    #[test]
-    fn the_operand_image_of_a_new_kind_goes_into_values_at_the_marker() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = "dist/chart/values.yaml";
-        let values =
-            "manager:\n  operandImages:\n    MEMCACHED_IMAGE: \"mine:1\"\n    # +memop:scaffold:operand-images\n";
-        std::fs::create_dir_all(dir.path().join("dist/chart")).unwrap();
-        std::fs::write(dir.path().join(path), values).unwrap();
-        let mut project = Project::parse(
-            "domain: example.com\ncrateName: p\nlayout:\n- memop.rs/rust/v2\nlicense: none\nprojectName: p\n\
-             resources:\n- api: {crdVersion: v1, namespaced: true}\n  controller: true\n  domain: example.com\n  \
-             group: cache\n  kind: Memcached\n  operand: {containerPort: 11211, image: 'memcached:1'}\n  \
-             version: v1\nversion: '3'\n",
-        )
-        .unwrap();
-        let mut redis = project.resources[0].clone();
-        redis.names = crate::resource::ApiNames::parse("cache", "v1", "Redis", None, "example.com").unwrap();
-        redis.operand.as_mut().unwrap().image = "redis:7".into();
-        project.resources.push(redis);
-        let mut plan = Plan::new(dir.path()).unwrap();
-        add_operand_images(&mut plan, path, &project).unwrap();
-        // The user's image of Memcached is kept; Redis's is added once.
-        let text = plan.read(Path::new(path)).unwrap().unwrap();
-        assert_eq!(
-            text,
-            "manager:\n  operandImages:\n    MEMCACHED_IMAGE: \"mine:1\"\n    REDIS_IMAGE: \"redis:7\"\n    # \
-             +memop:scaffold:operand-images\n"
-        );
-        // Without the marker: a note, and the file as it is.
-        let mut plan = Plan::new(dir.path()).unwrap();
-        let bare = "manager:\n  operandImages:\n    MEMCACHED_IMAGE: \"mine:1\"\n";
-        std::fs::write(dir.path().join(path), bare).unwrap();
-        add_operand_images(&mut plan, path, &project).unwrap();
-        assert!(plan.is_empty());
-        assert!(plan.notes()[0].contains("REDIS_IMAGE: \"redis:7\""), "{:?}", plan.notes());
     }
 }

@@ -110,7 +110,7 @@ fn validate(dir: &Path, args: &Args, report: &mut Report) -> Result<Project> {
         // The license header of every file, kept in the project (`hack/boilerplate.rs.txt`), so
         // that a command in a later year writes the same headers.
         boilerplate: project::boilerplate(&args.license, &args.owner, name.as_str(), crate::clock::current_year()),
-        storage_table: String::new(),
+        code_storage: Vec::new(),
         cli_version: env!("CARGO_PKG_VERSION").to_string(),
         crate_name: name.crate_name(),
         domain: domain.to_string(),

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::scaffold::{Plan, reconcile};
+use crate::scaffold::{Plan, router};
 use report::Line;
 pub use report::Report;
 
@@ -56,41 +56,6 @@ pub fn tell(text: &str) -> Result<()> {
         }
         result => result,
     }
-}
-
-/// Refuses when a file under `root/` that this API shares with others (`sharing`: a module list,
-/// a kustomization) is missing while one of them should be in it: memop would recreate it with
-/// this API alone, and the others would silently drop out of the build or of `config/`.
-pub fn refuse_missing_shared<'a>(
-    templates: &crate::scaffold::Templates,
-    root: &str,
-    ctx: &tera::Context,
-    plan: &Plan,
-    sharing: impl Iterator<Item = &'a crate::project::Resource>,
-) -> Result<()> {
-    let missing: Vec<String> = crate::scaffold::shared_files(templates, root, ctx)?
-        .into_iter()
-        .filter(|path| plan.read(std::path::Path::new(path)).is_ok_and(|text| text.is_none()))
-        .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    for resource in sharing {
-        // The paths as the other API spells them.
-        let mut paths = ctx.clone();
-        paths.extend(tera::Context::from_serialize(&resource.names)?);
-        let theirs = crate::scaffold::shared_files(templates, root, &paths)?;
-        if let Some(path) = missing.iter().find(|path| theirs.contains(path)) {
-            bail!(
-                "{path} is missing, but it lists {} {} {} too: memop would make it again with this API alone, and \
-                 the others would drop out; restore it (`git checkout -- {path}`) and run the command again",
-                resource.names.group,
-                resource.names.version,
-                resource.names.kind
-            );
-        }
-    }
-    Ok(())
 }
 
 /// Prints the answers to flags of `report` that are not printed yet (see [`Report::answer`]):
@@ -150,7 +115,7 @@ pub fn finish(global: &Global, plan: Plan, report: &mut Report) -> Result<()> {
 
 /// The plan of a command stopped at `conflicts`: their files alone, with the markers, and their
 /// records (memop's new text, so that the next command finds the resolution merged already).
-fn only_conflicts(global: &Global, conflicts: &[&reconcile::Conflict]) -> Result<Plan> {
+fn only_conflicts(global: &Global, conflicts: &[&router::Conflict]) -> Result<Plan> {
     let mut marked = Plan::new(&global.dir)?;
     for (path, text, new) in conflicts {
         marked.write_formatted(path, text.clone())?;

@@ -31,12 +31,12 @@ pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
     for resource in &project.resources {
         // Webhooks on a kind of Kubernetes' own, with no controller: `create webhook` alone made it.
         if resource.api.is_some() || resource.controller {
-            let request = super::create_api::Request::replay(resource, &replayed, plan)?;
+            let request = super::create_api::Request::recorded(resource, &replayed, plan)?;
             super::create_api::replay(&request, &mut replayed, &mut scratch)
                 .with_context(|| format!("replaying the `create api` of {}", resource.describe()))?;
         }
         for name in &resource.controllers {
-            let request = super::create_api::Request::replay_named(resource, name, &replayed)?;
+            let request = super::create_api::Request::recorded_named(resource, name, &replayed)?;
             super::create_api::replay(&request, &mut replayed, &mut scratch)
                 .with_context(|| format!("replaying the controller {name} of {}", resource.describe()))?;
         }
@@ -44,7 +44,7 @@ pub fn replay(project: &Project, plan: &Plan) -> Result<Plan> {
     let admission = project.resources.iter().filter(|r| r.admits()).map(|r| (r, false));
     let conversion = project.resources.iter().filter(|r| r.converts()).map(|r| (r, true));
     for (resource, conversion) in admission.chain(conversion) {
-        let request = super::create_webhook::Request::replay(resource, conversion, &replayed)?;
+        let request = super::create_webhook::Request::recorded(resource, conversion, &replayed)?;
         super::create_webhook::replay(&request, &mut replayed, &mut scratch).with_context(|| {
             let which = if conversion { "conversion webhook" } else { "admission webhooks" };
             format!("replaying the {which} of {}", resource.describe())

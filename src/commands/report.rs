@@ -12,10 +12,12 @@
 //! The frame adds the files of the command's plan, as it hands it to `finish`, so that the
 //! report holds all that the command did: `update --summary` is written from it.
 
+use std::path::Path;
+
 use anyhow::{Result, bail};
 
 use crate::scaffold::Plan;
-use crate::scaffold::reconcile::{Conflict, Merged, kept_note};
+use crate::scaffold::router::{Conflict, Merged, kept_note};
 
 /// What a command did, or in a dry run would do, beyond the files: filled in order as the
 /// command goes, printed by [`super::finish`].
@@ -95,6 +97,38 @@ impl Report {
     /// once the whole report is printed.
     pub(crate) fn merged(&mut self, merged: Merged, compare: &'static str) {
         self.items.push(Item::Merged { merged, compare });
+    }
+
+    /// Says what `memop update` of a project of memop `from` did with memop's files (`updated`):
+    /// what to do next, a note on each of the user's files that memop now writes otherwise (see
+    /// [`yours_note`]; `root`: the project, whose git has memop's texts), the generated files to
+    /// write again, the merges, and the runtime's files no longer shipped that the user edited.
+    pub(crate) fn updated(&mut self, from: &str, mut updated: Merged, root: &Path, dry_run: bool) {
+        let version = env!("CARGO_PKG_VERSION");
+        let from = if from.is_empty() { "an earlier memop".to_string() } else { format!("memop {from}") };
+        self.next(format!(
+            "\nUpdated from {from} to memop {version}: its runtime, and memop's files. Next:\n  \
+             $ make manifests   # config/crd, config/rbac/role.yaml, config/webhook from your code\n  \
+             $ cargo test       # the lock follows the new runtime's dependencies on the first build\n"
+        ));
+        for (path, then, new) in std::mem::take(&mut updated.yours) {
+            self.note(yours_note(&path, then, &new, root, dry_run));
+        }
+        if !updated.generated.is_empty() {
+            self.note(format!(
+                "{} are generated from your code, and memop now generates them otherwise than when it wrote them: \
+                 run `make manifests` to write them again with this memop's runtime",
+                updated.generated.join(", ")
+            ));
+        }
+        let dropped = std::mem::take(&mut updated.left);
+        self.merged(updated, "`memop init` in an empty directory");
+        if !dropped.is_empty() {
+            self.next(format!(
+                "The runtime no longer has these files, which you edited; delete them:\n  $ git rm {}\n",
+                dropped.join(" ")
+            ));
+        }
     }
 
     /// Makes conflicts stop the command (`memop update`): where memop's changes and the user's
@@ -200,6 +234,133 @@ impl Report {
     }
 }
 
+/// The note on `path`, a file of the user's that memop now writes otherwise than it wrote it
+/// (`then`: the id PROJECT.sum records; `new`: memop's text now), with how to see and merge the
+/// change: by git, where the repository at `root` has memop's text then.
+fn yours_note(path: &str, then: String, new: &str, root: &Path, dry_run: bool) -> String {
+    let ids = crate::sum::base(root, &then).is_some().then(|| (then, crate::sum::blob_id(new)));
+    let see = match ids {
+        Some((old, new)) => {
+            let (old, new) = (&old[..12], &new[..12]);
+            // memop's new text goes into git as the update is written: the dry run's
+            // commands work once it is.
+            let once = if dry_run { "once the update is written, " } else { "" };
+            format!(
+                "{once}see what changed with `git diff {old} {new}`, and merge it into your file with `git \
+                 merge-file {path} $(git unpack-file {old}) $(git unpack-file {new}) && rm .merge_file_*` (it marks \
+                 any conflict in the file)"
+            )
+        }
+        None => "see memop's text now with `memop init` and `create api` in an empty directory".to_string(),
+    };
+    format!(
+        "{path} is yours, so it was left as it is, but memop now writes it otherwise than when it made \
+         your copy (its code, or the runtime's API it calls, changed): {see}, and bring into your file what \
+         you need"
+    )
+}
+
+/// What `memop update --summary` writes, in Markdown, rendered from the update's report: with the
+/// memop the project was made with, and this one; the runtime's files no longer shipped that the
+/// user edited, left to delete.
+#[derive(Debug, Default)]
+pub(super) struct Summary {
+    pub(super) from: String,
+    pub(super) to: String,
+    pub(super) dropped: Vec<String>,
+}
+
+impl Summary {
+    /// The files the update that `report` tells changed and removed, and its notes: only the
+    /// files in `conflicts` where it stopped at them, nothing where it failed before it planned
+    /// them all.
+    fn changes(&self, report: &Report, conflicts: &[String], dry_run: bool) -> (Vec<String>, Vec<String>, Vec<String>) {
+        let Some(files) = report.files() else { return Default::default() };
+        if !conflicts.is_empty() {
+            return (conflicts.to_vec(), Vec::new(), Vec::new());
+        }
+        // PROJECT and PROJECT.sum change with every real update: not news.
+        let news = |path: &&String| *path != crate::project::FILE && *path != crate::sum::FILE;
+        let mut notes: Vec<String> = report.notes().collect();
+        let empty = files.written.is_empty() && files.removed.is_empty();
+        if !dry_run && !empty && !self.dropped.is_empty() {
+            notes.push(format!(
+                "The runtime no longer has these files, which you edited; delete them: `git rm {}`",
+                self.dropped.join(" ")
+            ));
+        }
+        (files.written.iter().filter(news).cloned().collect(), files.removed.clone(), notes)
+    }
+
+    /// The summary of the update that `report` tells (`error`: how it failed): the files it
+    /// changed and merged, the conflicts it stopped at (then the only files changed), the notes.
+    pub(super) fn render(&self, report: &Report, dry_run: bool, error: Option<&anyhow::Error>) -> String {
+        let code = |paths: &[String]| paths.iter().map(|p| format!("- `{p}`\n")).collect::<String>();
+        let mut out = match self.from.is_empty() || self.from == self.to {
+            true => format!("## memop update to memop {}\n\n", self.to),
+            false => format!("## memop update: memop {} to memop {}\n\n", self.from, self.to),
+        };
+        // What the update got to plan: nothing, where it failed before it planned it all; only
+        // the conflicts, where it stopped at them (the files that merged are not written yet).
+        let (conflicts, mut merged) = report.files().map(|_| report.merges()).unwrap_or_default();
+        if !conflicts.is_empty() {
+            merged.clear();
+        }
+        let (changed, removed, notes) = self.changes(report, &conflicts, dry_run);
+        let outcome = match (error, conflicts.is_empty()) {
+            (Some(_), false) => {
+                "**Stopped at conflicts.** memop's changes and your edits touch the same lines of the files \
+                 below: they are written with git's conflict markers (`<<<<<<< ours` is yours, `>>>>>>> theirs` \
+                 memop's), and nothing else was changed. Resolve them, commit, and run `memop update` again for \
+                 the rest of the update."
+                    .to_string()
+            }
+            (Some(err), true) => format!("**memop update refused, and changed nothing:**\n\n```\n{err:#}\n```"),
+            (None, _) if changed.is_empty() && removed.is_empty() => {
+                "Nothing to do: the project is up to date with this memop.".to_string()
+            }
+            (None, _) => {
+                "Updated. Next: `make manifests` (the CRDs and roles from your code) and `make test`.".to_string()
+            }
+        };
+        out.push_str(&outcome);
+        out.push_str("\n\n");
+        if dry_run {
+            out.push_str("(A dry run: nothing was written.)\n\n");
+        }
+        if !conflicts.is_empty() {
+            out.push_str(&format!("### Conflicts ({})\n\n{}\n", conflicts.len(), code(&conflicts)));
+        }
+        if !merged.is_empty() {
+            out.push_str(&format!("### Merged with your edits ({})\n\n{}\n", merged.len(), code(&merged)));
+        }
+        // vendor/ is memop's copy of its crates: one line per crate.
+        let mut vendored = std::collections::BTreeMap::<String, usize>::new();
+        let mut files = Vec::new();
+        for path in &changed {
+            match path.strip_prefix(&format!("{}/", crate::scaffold::VENDOR)).and_then(|rest| rest.split_once('/')) {
+                Some((krate, _)) => *vendored.entry(format!("{}/{krate}/", crate::scaffold::VENDOR)).or_default() += 1,
+                None => files.push(format!("- `{path}`\n")),
+            }
+        }
+        files.extend(vendored.iter().map(|(krate, n)| {
+            format!("- `{krate}` ({n} file{}: memop's copy of its runtime)\n", if *n == 1 { "" } else { "s" })
+        }));
+        files.extend(removed.iter().map(|path| format!("- `{path}` (removed)\n")));
+        if !files.is_empty() {
+            out.push_str(&format!("### Files changed ({})\n\n{}\n", files.len(), files.concat()));
+        }
+        if !notes.is_empty() {
+            out.push_str("### Notes for your files\n\n");
+            for note in &notes {
+                out.push_str(&format!("- {note}\n"));
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
 /// The error of `memop update` stopped at `conflicts` (none: no error): it wrote the files in
 /// them, with their markers, and nothing else; a dry run fails the same way, its exit code telling
 /// a script that the update will stop.
@@ -229,7 +390,7 @@ fn stopped(conflicts: &[&Conflict], dry_run: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::{Line, Report};
-    use crate::scaffold::reconcile::Merged;
+    use crate::scaffold::router::Merged;
 
     fn report() -> Report {
         let mut report = Report::default();

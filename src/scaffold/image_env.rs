@@ -1,5 +1,6 @@
-//! The `<KIND>_IMAGE` env entry of the manager Deployment (`config/manager/manager.yaml`), in
-//! whatever spelling the user left it: `- name: X` then `value: …` as memop writes it, a quoted
+//! The image of each operand in the user's YAML: the `<KIND>_IMAGE` env entry of the manager
+//! Deployment (`config/manager/manager.yaml`), and its key in the Helm chart's `values.yaml`
+//! ([`add_to_values`]). The env entry is found in whatever spelling the user left it: `- name: X` then `value: …` as memop writes it, a quoted
 //! name, `value:` before `name:`, extra spaces, or a flow mapping (`- {name: X, value: foo}`).
 //!
 //! The YAML is parsed to find the entry; the text is edited only where its value is, so every
@@ -336,6 +337,60 @@ fn item_lines(lines: &[String], at: usize, column: usize) -> Vec<usize> {
     (first..=last).collect()
 }
 
+/// Adds to the user's `values.yaml` of the Helm chart (`path`) the image of each operand
+/// (`images`: the `<KIND>_IMAGE` env name, the image) that it does not list yet, at its `marker`
+/// line; without the marker, a note says what to add. The file is read as YAML, so a key
+/// in any spelling (quoted, in flow style) counts as listed, and an addition that would not leave
+/// valid YAML with the key in it (a flow mapping above the marker, say) is named in a note instead.
+pub fn add_to_values(plan: &mut Plan, path: &str, marker: &str, images: &[(String, String)]) -> Result<()> {
+    let tag = format!("+memop:scaffold:{marker}");
+    for (env, image) in images {
+        let line = format!("{env}: \"{image}\"");
+        let text = plan.read(Path::new(path))?.unwrap_or_default();
+        let values = match serde_yaml::from_str::<Value>(&text) {
+            Ok(values) => values,
+            Err(err) => {
+                plan.note(format!(
+                    "{path} is yours and is not valid YAML ({err}), so memop did not add `{line}` under \
+                     manager.operandImages; fix the file and add it yourself"
+                ));
+                continue;
+            }
+        };
+        // Listed already, with the user's image or memop's.
+        if has_key(&values, env) {
+            continue;
+        }
+        if !text.lines().any(|l| l.trim() == format!("# {tag}")) {
+            plan.note(format!(
+                "{path} is yours and has no `# {tag}` line under manager.operandImages, so memop did not add \
+                 `{line}` there; add it yourself (the chart's default is that image)"
+            ));
+            continue;
+        }
+        plan.insert(path, marker, &format!("{line}\n"))?;
+        let after = plan.read(Path::new(path))?.unwrap_or_default();
+        if !serde_yaml::from_str::<Value>(&after).is_ok_and(|v| has_key(&v, env)) {
+            plan.write(path, text)?;
+            plan.note(format!(
+                "{path} is yours, and a line `{line}` at its `# {tag}` line would not be valid YAML there (is \
+                 manager.operandImages in flow style?), so memop did not add it; add the image yourself"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `value` has a mapping with the key `key`, at any depth.
+fn has_key(value: &Value, key: &str) -> bool {
+    match value {
+        Value::Mapping(map) => map.iter().any(|(k, v)| k.as_str() == Some(key) || has_key(v, key)),
+        Value::Sequence(items) => items.iter().any(|v| has_key(v, key)),
+        Value::Tagged(tagged) => has_key(&tagged.value, key),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -466,5 +521,34 @@ mod tests {
         assert_eq!((after.as_str(), notes.len()), (text.as_str(), 0));
         assert!(!has_env(&text, "MEMCACHED_IMAGE"));
         assert!(has_env(&text, "RUST_LOG"));
+    }
+
+    #[test]
+    fn the_operand_image_of_a_new_kind_goes_into_values_at_the_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = "dist/chart/values.yaml";
+        let values =
+            "manager:\n  operandImages:\n    MEMCACHED_IMAGE: \"mine:1\"\n    # +memop:scaffold:operand-images\n";
+        std::fs::create_dir_all(dir.path().join("dist/chart")).unwrap();
+        std::fs::write(dir.path().join(path), values).unwrap();
+        let images = [("MEMCACHED_IMAGE", "memcached:1"), ("REDIS_IMAGE", "redis:7")];
+        let images: Vec<(String, String)> =
+            images.iter().map(|(env, image)| (env.to_string(), image.to_string())).collect();
+        let mut plan = Plan::new(dir.path()).unwrap();
+        add_to_values(&mut plan, path, "operand-images", &images).unwrap();
+        // The user's image of Memcached is kept; Redis's is added once.
+        let text = plan.read(Path::new(path)).unwrap().unwrap();
+        assert_eq!(
+            text,
+            "manager:\n  operandImages:\n    MEMCACHED_IMAGE: \"mine:1\"\n    REDIS_IMAGE: \"redis:7\"\n    # \
+             +memop:scaffold:operand-images\n"
+        );
+        // Without the marker: a note, and the file as it is.
+        let mut plan = Plan::new(dir.path()).unwrap();
+        let bare = "manager:\n  operandImages:\n    MEMCACHED_IMAGE: \"mine:1\"\n";
+        std::fs::write(dir.path().join(path), bare).unwrap();
+        add_to_values(&mut plan, path, "operand-images", &images).unwrap();
+        assert!(plan.is_empty());
+        assert!(plan.notes()[0].contains("REDIS_IMAGE: \"redis:7\""), "{:?}", plan.notes());
     }
 }

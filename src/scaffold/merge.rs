@@ -24,7 +24,7 @@ pub enum Decision {
     /// writes otherwise than when it wrote it), or generated (`make manifests`' to write).
     Outdated,
     /// Remove the file: memop wrote it, renders it no more, and it is as memop wrote it
-    /// ([`super::reconcile::retire`]).
+    /// ([`super::reconcile::Purpose::Retire`]).
     Remove,
     /// Refuse to write over the file, which the user edited though it is memop's alone: the
     /// command names every such file ([`super::reconcile::Purpose::Renew`]).

@@ -11,6 +11,7 @@ pub mod lockfile;
 pub mod merge;
 mod plan;
 pub mod reconcile;
+pub mod router;
 mod templates;
 mod vendor;
 
@@ -20,20 +21,21 @@ pub use crate::embedded::{
 };
 pub use generated::rbac;
 pub use plan::{Applied, Plan};
-pub use reconcile::{Purpose, plan_files, reconcile};
+pub use reconcile::{Purpose, reconcile};
+pub use router::plan_files;
 pub use templates::{Declared, Entry, Key, Owner, Scope, Templates};
-pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, vendor};
+pub use vendor::{RUNTIME_CRATES, VENDOR, files as vendored_files, pin_the_runtime, vendor};
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use generated::Edit;
-use reconcile::Router;
+use router::Router;
 use tera::Context;
 
 /// The files under `root/` that several APIs share (a module list, a kustomization), as `ctx`
 /// resolves their paths.
-pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<Vec<String>> {
+fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<Vec<String>> {
     Ok(templates
         .entries(root, ctx)?
         .into_iter()
@@ -42,6 +44,41 @@ pub fn shared_files(templates: &Templates, root: &str, ctx: &Context) -> Result<
             _ => None,
         })
         .collect())
+}
+
+/// Refuses when a file under `root/` that this API shares with others (`sharing`: a module list,
+/// a kustomization) is missing while one of them should be in it: memop would recreate it with
+/// this API alone, and the others would silently drop out of the build or of `config/`.
+pub fn refuse_missing_shared<'a>(
+    templates: &Templates,
+    root: &str,
+    ctx: &Context,
+    plan: &Plan,
+    sharing: impl Iterator<Item = &'a crate::project::Resource>,
+) -> Result<()> {
+    let missing: Vec<String> = shared_files(templates, root, ctx)?
+        .into_iter()
+        .filter(|path| plan.read(Path::new(path)).is_ok_and(|text| text.is_none()))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    for resource in sharing {
+        // The paths as the other API spells them.
+        let mut paths = ctx.clone();
+        paths.extend(Context::from_serialize(&resource.names)?);
+        let theirs = shared_files(templates, root, &paths)?;
+        if let Some(path) = missing.iter().find(|path| theirs.contains(path)) {
+            bail!(
+                "{path} is missing, but it lists {} {} {} too: memop would make it again with this API alone, and \
+                 the others would drop out; restore it (`git checkout -- {path}`) and run the command again",
+                resource.names.group,
+                resource.names.version,
+                resource.names.kind
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Renders every template under `root` into `plan`.
@@ -126,8 +163,8 @@ mod tests {
     /// `recorded`, to which memop now renders `memop's\n`.
     fn decide(declared: Declared, current: Option<&str>, recorded: Option<&str>, purpose: Purpose) -> Option<Decision> {
         let record = sum::Sum::parse(recorded.map(|id| format!("f {id}\n")).as_deref()).unwrap();
-        let base = reconcile::Base { record: &record, dir: Path::new("."), replay: None };
-        reconcile("f", declared, current, base, "memop's\n", purpose).ok()
+        let base = router::Base { record: &record, dir: Path::new("."), replay: None };
+        reconcile("f", declared, current, base.known("f", current).unwrap(), "memop's\n", purpose).ok()
     }
 
     #[test]
@@ -148,8 +185,9 @@ mod tests {
         assert_eq!(decide(MEMOP, None, None, make(false)), Some(Decision::Replace));
         assert_eq!(decide(MEMOP, Some("memop's\n"), None, make(false)), Some(Decision::Leave));
         let record = sum::Sum::default();
-        let base = reconcile::Base { record: &record, dir: Path::new("."), replay: None };
-        let err = reconcile("a.txt", MEMOP, Some("mine\n"), base, "x\n", make(false)).unwrap_err();
+        let base = router::Base { record: &record, dir: Path::new("."), replay: None };
+        let known = base.known("a.txt", Some("mine\n")).unwrap();
+        let err = reconcile("a.txt", MEMOP, Some("mine\n"), known, "x\n", make(false)).unwrap_err();
         assert!(err.to_string().contains("a.txt already exists and memop would change it; pass --force"), "{err}");
     }
 
@@ -196,9 +234,10 @@ mod tests {
         let mut before = Plan::scratch(".");
         before.write("f", "memop's, then\n".into()).unwrap();
         let record = sum::Sum::default();
-        let base = reconcile::Base { record: &record, dir: Path::new("."), replay: Some(&before) };
+        let base = router::Base { record: &record, dir: Path::new("."), replay: Some(&before) };
         let change = |declared: Declared, current: &str, desired: &str| {
-            reconcile("f", declared, Some(current), base, desired, Purpose::Change).unwrap()
+            let known = base.known("f", Some(current)).unwrap();
+            reconcile("f", declared, Some(current), known, desired, Purpose::Change).unwrap()
         };
         assert_eq!(change(GENERATED, "memop's, then\n", "memop's\n"), Decision::Replace);
         assert_eq!(change(GENERATED, "mine\n", "memop's\n"), Decision::Outdated);

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 
 use super::Declared;
-use super::reconcile::Base;
+use super::router::Base;
 use crate::sum::{self, Sum};
 
 /// A planned change; `old` is the file as on disk, in its own line endings (which an update

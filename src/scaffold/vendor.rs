@@ -4,9 +4,12 @@
 //!
 //! Only what cargo needs to build a dependency is copied (the manifest, the README and `src/`),
 //! not the crates' own tests (`tests/`, and the runtime's scenarios in `src/tests/`), and each
-//! file says it is memop's, so a user knows not to edit it: `memop update` replaces it.
+//! file says it is memop's, so a user knows not to edit it: `memop update` replaces it, and moves
+//! the project's pins of the crates ([`pin_the_runtime`]).
 
-use anyhow::Result;
+use std::path::Path;
+
+use anyhow::{Context as _, Result, bail};
 use include_dir::{Dir, include_dir};
 
 use super::{Declared, Owner, Plan, Scope, plan_files};
@@ -66,6 +69,73 @@ fn mark(krate: &str, relative: &str) -> String {
     }
 }
 
+/// Plans the project's pins of the runtime crates, in `Cargo.toml` and `Cargo.lock`, moved to
+/// `version` (`memop update`, once the files are planned: the pins move in the project's text,
+/// whatever became of its memop's text).
+pub fn pin_the_runtime(plan: &mut Plan, version: &str) -> Result<()> {
+    let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
+    plan.write("Cargo.toml", pin(&manifest, version)?)?;
+    if let Some(lock) = plan.read(Path::new("Cargo.lock"))? {
+        plan.write("Cargo.lock", lock_versions(&lock, version))?;
+    }
+    Ok(())
+}
+
+/// `manifest` with every runtime crate pinned to `=version`: the version in each pin's line
+/// replaced, the rest of the line (a comment of yours) kept.
+fn pin(manifest: &str, version: &str) -> Result<String> {
+    let mut out = String::with_capacity(manifest.len());
+    let mut found = Vec::new();
+    for line in manifest.split_inclusive('\n') {
+        let pinned = RUNTIME_CRATES.iter().find_map(|name| {
+            let rest = line.strip_prefix(name)?.trim_start().strip_prefix('=')?.trim_start();
+            let old = rest.strip_prefix("\"=")?;
+            Some((name, format!("\"={}\"", &old[..old.find('"')?])))
+        });
+        match pinned {
+            Some((name, old)) => {
+                found.push(*name);
+                out.push_str(&line.replacen(&old, &format!("\"={version}\""), 1));
+            }
+            None => out.push_str(line),
+        }
+    }
+    for name in RUNTIME_CRATES {
+        if !found.contains(name) {
+            bail!(
+                "Cargo.toml has no line `{name} = \"=<version>\"`, which memop pins the runtime with; \
+                 restore it as `{name} = \"={version}\"` (in [dependencies] for memop-runtime, \
+                 [dev-dependencies] for memop-test) and run `memop update` again"
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// `lock` with the vendored crates (path packages: no `source`) at `version`.
+fn lock_versions(lock: &str, version: &str) -> String {
+    let blocks: Vec<String> = lock
+        .split("\n\n")
+        .map(|block| {
+            let vendored =
+                RUNTIME_CRATES.iter().any(|name| block.contains(&format!("[[package]]\nname = \"{name}\"\n")));
+            if !vendored || block.contains("\nsource = ") {
+                return block.to_string();
+            }
+            block
+                .lines()
+                .map(
+                    |line| {
+                        if line.starts_with("version = ") { format!("version = \"{version}\"") } else { line.into() }
+                    },
+                )
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect();
+    blocks.join("\n\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +158,26 @@ mod tests {
             let version = format!("\nversion = \"{}\"\n", env!("CARGO_PKG_VERSION"));
             assert!(manifest.contains(&version), "{path} must have memop's version {version}");
         }
+    }
+
+    #[test]
+    fn the_pins_move_and_nothing_else() {
+        let manifest = "[dependencies]\nanyhow = \"1\"\nmemop-runtime = \"=0.1.9\"\n\n[dev-dependencies]\nmemop-test = \"=0.1.9\"\n";
+        let pinned = pin(manifest, "0.2.0").unwrap();
+        assert_eq!(
+            pinned,
+            "[dependencies]\nanyhow = \"1\"\nmemop-runtime = \"=0.2.0\"\n\n[dev-dependencies]\nmemop-test = \"=0.2.0\"\n"
+        );
+        let error = pin("[dependencies]\nmemop-runtime = \"0.1\"\n", "0.2.0").unwrap_err().to_string();
+        assert!(error.contains("no line `memop-runtime = \"=<version>\"`"), "{error}");
+    }
+
+    #[test]
+    fn only_the_vendored_packages_of_the_lock_move() {
+        let lock = "version = 4\n\n[[package]]\nname = \"memop-runtime\"\nversion = \"0.1.9\"\ndependencies = [\n \"kube\",\n]\n\n[[package]]\nname = \"memop-test\"\nversion = \"0.1.9\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\n";
+        let moved = lock_versions(lock, "0.2.0");
+        assert!(moved.contains("name = \"memop-runtime\"\nversion = \"0.2.0\"\ndependencies"), "{moved}");
+        // A registry package of that name (once published) is cargo's to move.
+        assert!(moved.contains("name = \"memop-test\"\nversion = \"0.1.9\"\nsource"), "{moved}");
     }
 }

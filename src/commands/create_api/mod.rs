@@ -209,7 +209,7 @@ fn summary(request: &Request) -> String {
 }
 
 /// Plans into `plan` what `memop create api` planned for `request` (see
-/// [`Request::replay`]), and records the result in `project`: how `memop update` replays the
+/// [`Request::recorded`]), and records the result in `project`: how `memop update` replays the
 /// scaffolds PROJECT records.
 pub fn replay(request: &Request, project: &mut Project, plan: &mut Plan) -> Result<()> {
     scaffold::scaffold(request, project, plan)?;

@@ -67,7 +67,6 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
         api_namespaced: request.namespaced,
         operand: request.operand.as_ref(),
     })?;
-    let mut notes = Vec::new();
     if let Some(name) = &request.controller_name {
         ctx.insert("kind_snake", &name.module());
         ctx.insert("controller_name", name.as_str());
@@ -92,41 +91,69 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
         (Some(_), None) => "controller-operand",
         (None, None) => "controller-skeleton",
     };
-    let external = request.external.is_some();
-    // A new version of a kind finds the kind's files there, as files its versions share.
-    let render = match request.resource && request.new_version {
-        true => scaffold::render_version,
-        false => scaffold::render_root,
-    };
-    let templates = Templates::load(&["resource", root, "controller-external", "manager-role"])?;
+    // What this version of a kind changes in the kind, decided before any file is rendered: the
+    // stored version goes to the kind's entry of STORAGE_VERSIONS (a keyed fragment of the
+    // resource root) and its CRD (a generated file, which gains this version; the kind's RBAC
+    // helper roles are left as they are), and a kind that converts through a hub gains a spoke.
+    let new_version = request.resource && request.new_version;
+    let mut spoke = None;
+    if new_version {
+        let crd_file = format!("config/crd/bases/{}.yaml", api.crd_file());
+        let storage = storage_version(project, plan, api, &crd_file, request.storage_version)?;
+        project.set_storage_version(api, Some(&storage));
+        ctx.insert("storage_version", &storage);
+        spoke = join_conversion(project, &ctx, api);
+    }
+    let notes = spoke.iter().map(|(_, note)| note.clone()).collect();
+    let roots = roots(request, root, &ctx, spoke.as_ref().map(|(ctx, _)| ctx));
+    let mut names = vec!["resource", root, "controller-external", "manager-role"];
+    if spoke.is_some() {
+        names.extend(["webhook-conversion-spoke", "conversion-test"]);
+    }
+    let templates = Templates::load(&names)?;
     if request.resource {
         let sharing = project.others(api).filter(|r| r.api.is_some());
-        super::super::refuse_missing_shared(&templates, "resource", &ctx, plan, sharing)?;
-        if request.new_version {
-            // A version of a kind that has others: the stored one goes to the kind's entry of
-            // STORAGE_VERSIONS (a keyed fragment of the resource root) and its CRD (a generated
-            // file, which gains this version); the kind's RBAC helper roles are left as they are.
-            let crd_file = format!("config/crd/bases/{}.yaml", api.crd_file());
-            let storage = storage_version(project, plan, api, &crd_file, request.storage_version)?;
-            project.set_storage_version(api, Some(&storage));
-            ctx.insert("storage_version", &storage);
-        }
-        render(&templates, "resource", &ctx, plan, request.force)?;
-        if request.new_version {
-            notes.extend(join_conversion(project, plan, &ctx, api, request.force)?);
-        }
+        scaffold::refuse_missing_shared(&templates, "resource", &ctx, plan, sharing)?;
+    }
+    for (root, ctx, force, version) in roots {
+        let render = if version { scaffold::render_version } else { scaffold::render_root };
+        render(&templates, root, ctx, plan, force)?;
+    }
+    plan.write(project::FILE, project.render()?)?;
+    Ok(notes)
+}
+
+/// The roots `create api` renders for `request`, in order (`root`: its controller's): each with
+/// its context (`spoke`: the context of a new version's conversion, see [`join_conversion`]),
+/// whether `--force` replaces its files (the manager role and the conversion test keep theirs),
+/// and whether it is a new version's, which finds the kind's files there already, as files its
+/// versions share.
+fn roots<'a>(
+    request: &Request,
+    root: &'a str,
+    ctx: &'a tera::Context,
+    spoke: Option<&'a tera::Context>,
+) -> Vec<(&'a str, &'a tera::Context, bool, bool)> {
+    let new_version = request.resource && request.new_version;
+    let mut roots = Vec::new();
+    if request.resource {
+        roots.push(("resource", ctx, request.force, new_version));
+    }
+    if let Some(spoke) = spoke {
+        // The spoke's conversion is one of this version's own files, which --force regenerates.
+        roots.push(("webhook-conversion-spoke", spoke, request.force, true));
+        roots.push(("conversion-test", spoke, false, true));
     }
     if request.controller {
-        render(&templates, root, &ctx, plan, request.force)?;
-        if external {
-            render(&templates, "controller-external", &ctx, plan, request.force)?;
+        roots.push((root, ctx, request.force, new_version));
+        if request.external.is_some() {
+            roots.push(("controller-external", ctx, request.force, new_version));
         }
     }
     // The manager role, with this controller's rules: a generated file, which keeps the rules
     // it has, and the user's own role.yaml (see scaffold::generated).
-    render(&templates, "manager-role", &ctx, plan, false)?;
-    plan.write(project::FILE, project.render()?)?;
-    Ok(notes)
+    roots.push(("manager-role", ctx, false, new_version));
+    roots
 }
 
 /// An external kind's own files: its CRD, kept in `config/external-crds/` (the user's: memop
@@ -164,43 +191,33 @@ fn storage_version(project: &Project, plan: &Plan, api: &ApiNames, crd_file: &st
 }
 
 /// A new version of a kind that converts through a hub (`create webhook --conversion`) becomes
-/// one of its spokes, as `create webhook --conversion --spoke` would make it: its `From` impls
-/// to and from the hub (a copy of the types converts field by field), listed in
-/// `conversions()`, and recorded in PROJECT. The kind's conversion test, which round-trips every
-/// spoke, is rendered again (its template's owner keeps it when the user edited it, with a
-/// note). Returns the notes to print.
-fn join_conversion(
-    project: &mut Project,
-    plan: &mut Plan,
-    ctx: &tera::Context,
-    api: &ApiNames,
-    force: bool,
-) -> Result<Vec<String>> {
+/// one of its spokes, as `create webhook --conversion --spoke` would make it: recorded in
+/// PROJECT, and rendered by the roots of its `From` impls to and from the hub (a copy of the
+/// types converts field by field), listed in `conversions()`, and of the kind's conversion test,
+/// which round-trips every spoke (its template's owner keeps it when the user edited it, with a
+/// note). Returns the context of those roots and the note to print; `None` for a kind with no
+/// conversion.
+fn join_conversion(project: &mut Project, ctx: &tera::Context, api: &ApiNames) -> Option<(tera::Context, String)> {
     let version = api.version.to_string();
     let converting = |r: &&mut Resource| r.names.same_kind(api) && r.names.version != api.version && r.converts();
-    let Some(hub) = project.resources.iter_mut().find(converting) else {
-        return Ok(Vec::new());
-    };
+    let hub = project.resources.iter_mut().find(converting)?;
     let webhooks = hub.webhooks.as_mut().expect("a converting resource has webhooks");
     if !webhooks.spoke.contains(&version) {
         webhooks.spoke.push(version.clone());
         webhooks.spoke.sort();
     }
     let (hub_version, spokes) = (hub.names.version.to_string(), webhooks.spoke.clone());
-    let templates = Templates::load(&["webhook-conversion-spoke", "conversion-test"])?;
     let mut ctx = ctx.clone();
     ctx.insert("version", &hub_version);
     ctx.insert("spoke", &version);
     ctx.insert("spoke_sample_file", &api.sample_file());
     ctx.insert("spokes", &spokes);
-    // The spoke's conversion is one of this version's own files, which --force regenerates.
-    scaffold::render_version(&templates, "webhook-conversion-spoke", &ctx, plan, force)?;
-    scaffold::render_version(&templates, "conversion-test", &ctx, plan, false)?;
     let kind = &api.kind;
-    Ok(vec![format!(
+    let note = format!(
         "{kind} {version} is a spoke of the hub {hub_version}: map its fields in {}; tests/{}_conversion.rs \
          round-trips it (add that yourself if memop kept your edited copy)",
         api.conversion_path(),
         kind.snake()
-    )])
+    );
+    Some((ctx, note))
 }

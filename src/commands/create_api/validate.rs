@@ -250,7 +250,7 @@ impl Request {
     /// into `project` (the commands replayed before it). Typed: PROJECT was validated when it was
     /// read, so there are no flags to parse and nothing to refuse. An external kind's types are
     /// made from the CRD the project keeps, as `plan` (the project's files) has it.
-    pub fn replay(resource: &Resource, project: &Project, plan: &crate::scaffold::Plan) -> Result<Self> {
+    pub fn recorded(resource: &Resource, project: &Project, plan: &crate::scaffold::Plan) -> Result<Self> {
         let api = resource.names.clone();
         let siblings: Vec<&Resource> = project.other_versions(&api).collect();
         let mut request = Request {
@@ -292,8 +292,8 @@ impl Request {
     }
 
     /// The `create api --controller-name NAME` that added the controller `name` to `resource`'s
-    /// kind, replayed as [`Request::replay`] replays the kind's.
-    pub fn replay_named(resource: &Resource, name: &str, project: &Project) -> Result<Self> {
+    /// kind, as [`Request::recorded`] gives the kind's own.
+    pub fn recorded_named(resource: &Resource, name: &str, project: &Project) -> Result<Self> {
         let api = resource.names.clone();
         let existing = project.find(&api).cloned().unwrap_or_else(|| resource.clone());
         Ok(Request {

@@ -67,7 +67,7 @@ impl super::frame::Command for Args {
 }
 
 /// Plans into `plan` what `memop create webhook` planned for `request` (see
-/// [`Request::replay`]), and records the result in `project`: how `memop update` replays the
+/// [`Request::recorded`]), and records the result in `project`: how `memop update` replays the
 /// scaffolds PROJECT records.
 pub fn replay(request: &Request, project: &mut Project, plan: &mut Plan) -> Result<()> {
     scaffold::scaffold(request, project, plan)

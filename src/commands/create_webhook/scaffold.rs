@@ -83,9 +83,9 @@ pub fn scaffold(request: &Request, project: &mut Project, plan: &mut Plan) -> Re
     // The other kinds with webhooks (with a conversion webhook, for `conversion`).
     let others =
         |conversion: bool| project.others(api).filter(move |r| r.webhooks.is_some() && (!conversion || r.converts()));
-    super::super::refuse_missing_shared(&templates, "webhook", &ctx, plan, others(false))?;
+    scaffold::refuse_missing_shared(&templates, "webhook", &ctx, plan, others(false))?;
     if request.conversion {
-        super::super::refuse_missing_shared(&templates, "webhook-conversion", &ctx, plan, others(true))?;
+        scaffold::refuse_missing_shared(&templates, "webhook-conversion", &ctx, plan, others(true))?;
     }
     // The webhook server's files, which the project's first `create webhook` made.
     scaffold::render_root(&templates, "webhook", &ctx, plan, request.force)?;

@@ -127,7 +127,7 @@ impl Request {
     /// or with `conversion` its conversion webhook, as `memop update` replays it into `project`
     /// (the commands replayed before it). Typed: PROJECT was validated when it was read, so
     /// there are no flags to parse and nothing to refuse.
-    pub fn replay(resource: &Resource, conversion: bool, project: &Project) -> Result<Self> {
+    pub fn recorded(resource: &Resource, conversion: bool, project: &Project) -> Result<Self> {
         let api = resource.names.clone();
         let asked = resource.webhooks.clone().unwrap_or_default();
         let existing = project.find(&api).cloned().unwrap_or_else(|| Resource {
