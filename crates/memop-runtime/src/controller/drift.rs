@@ -29,9 +29,38 @@ pub fn label_value(value: &str) -> String {
 /// The 64-bit FNV-1a hash: short, and the same in every build (label values and selectors
 /// derived from it must never change; std's hasher makes no such promise).
 pub(super) fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
+    let mut hasher = Fnv1a::default();
+    hasher.add(bytes);
+    hasher.0
+}
+
+/// [`fnv1a`] as a writer: JSON serialized into it (`serde_json::to_writer`) is hashed as its
+/// text would be, without the text being made.
+pub(super) struct Fnv1a(pub(super) u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv1a {
+    fn add(&mut self, bytes: &[u8]) {
+        self.0 = bytes.iter().fold(self.0, |hash, &byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        });
+    }
+}
+
+impl std::io::Write for Fnv1a {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.add(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The annotation in which each applied object carries the hash of what was applied.
@@ -67,12 +96,23 @@ pub(crate) fn in_sync<K: Resource + Serialize>(
     desired: &K,
     applied: Option<u64>,
 ) -> bool {
-    if observed.annotations().get(APPLIED_HASH) != desired.annotations().get(APPLIED_HASH) {
+    if !same_hash(observed, desired) {
         return false;
     }
     let observed = serde_json::to_value(observed).unwrap_or_default();
     let wanted = serde_json::to_value(desired).unwrap_or_default();
-    contains(&observed, &wanted) || applied.is_some_and(|seen| seen == digest(&observed, &wanted))
+    fields_in_sync(&observed, &wanted, applied)
+}
+
+/// Whether `observed` carries the [`APPLIED_HASH`] of `desired`: the first test of [`in_sync`].
+pub(crate) fn same_hash<K: Resource>(observed: &K, desired: &K) -> bool {
+    observed.annotations().get(APPLIED_HASH) == desired.annotations().get(APPLIED_HASH)
+}
+
+/// The rest of [`in_sync`], on the objects as JSON (`observed`, `wanted`): for a caller that
+/// needs them as JSON after.
+pub(crate) fn fields_in_sync(observed: &Value, wanted: &Value, applied: Option<u64>) -> bool {
+    contains(observed, wanted) || applied.is_some_and(|seen| seen == digest(observed, wanted))
 }
 
 /// Whether `observed`, stamped as `desired` is, carries in [`APPLIED_FINGERPRINT`] the
@@ -133,7 +173,36 @@ pub(crate) fn shape(desired: &Value) -> Value {
 /// The hash of the parts of `observed` at the paths of `shape` (see [`shape`]): the same as
 /// [`fingerprint`] of `observed` and any desired object of that shape, as a number.
 pub(crate) fn digest(observed: &Value, shape: &Value) -> u64 {
-    fnv1a(project(observed, shape).to_string().as_bytes())
+    let mut hasher = Fnv1a::default();
+    hash_projected(&mut hasher, observed, shape);
+    hasher.0
+}
+
+/// Hashes the text of `project(observed, shape)` into `hasher` as [`project`] and `to_string`
+/// would make it, without making either: a digest is taken at every apply and comparison, of
+/// objects whose applied parts (a pod template) are most of them.
+fn hash_projected(hasher: &mut Fnv1a, observed: &Value, shape: &Value) {
+    match (observed, shape) {
+        (Value::Object(o), Value::Object(d)) => {
+            hasher.add(b"{");
+            for (i, (k, v)) in d.iter().enumerate() {
+                if i > 0 {
+                    hasher.add(b",");
+                }
+                // Writing to a hasher cannot fail.
+                let _ = serde_json::to_writer(&mut *hasher, k);
+                hasher.add(b":");
+                match o.get(k) {
+                    Some(ov) => hash_projected(hasher, ov, v),
+                    None => hasher.add(b"null"),
+                }
+            }
+            hasher.add(b"}");
+        }
+        _ => {
+            let _ = serde_json::to_writer(&mut *hasher, observed);
+        }
+    }
 }
 
 /// The parts of `observed` at the paths that `desired` sets (whole lists at list paths).
@@ -179,6 +248,26 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
     use serde_json::json;
+
+    #[test]
+    fn a_digest_hashes_the_text_of_the_projection() {
+        let observed = json!({
+            "metadata": { "name": "a", "labels": { "x": "y\"z", "é": "ü" } },
+            "spec": { "replicas": 3, "template": { "containers": [{ "name": "c", "image": "i:1" }] } },
+            "status": { "ready": true },
+        });
+        for desired in [
+            json!({ "metadata": { "labels": { "x": "", "missing": "" } }, "spec": { "template": {} } }),
+            json!({ "spec": { "replicas": 1, "template": { "containers": [] } }, "kind": "" }),
+            json!({}),
+            json!(null),
+        ] {
+            let shape = shape(&desired);
+            let text = project(&observed, &shape).to_string();
+            assert_eq!(digest(&observed, &shape), fnv1a(text.as_bytes()), "{text}");
+            assert_eq!(digest(&observed, &desired), digest(&observed, &shape));
+        }
+    }
 
     #[test]
     fn contains_ignores_server_defaults_but_not_changes() {

@@ -44,9 +44,9 @@ use tokio::sync::{Notify, watch};
 use serde_json::Value;
 
 use super::cache::{Key, Metadata, compact, version_in};
-use super::drift::{digest, fnv1a, shape};
+use super::drift::{Fnv1a, digest, fields_in_sync, fnv1a, same_hash, shape};
 use super::queue::{Priority, Request};
-use super::{APPLIED_HASH, WatchScope, claims_fingerprint, in_sync, resource_version as version};
+use super::{APPLIED_HASH, WatchScope, claims_fingerprint, resource_version as version};
 use crate::manager::health::Readiness;
 use crate::manager::sharding::{BUCKETS, Holding, Shard};
 use crate::shared::Shared;
@@ -893,9 +893,19 @@ where
         fingerprint: Option<u64>,
         compares: bool,
     ) -> Observed<K> {
-        if in_sync(object.as_ref(), desired, fingerprint) {
+        // Each object as JSON once, for the comparison and, in sync, for the record.
+        let json = same_hash(object.as_ref(), desired).then(|| {
+            let observed = serde_json::to_value(object.as_ref()).unwrap_or_default();
+            let wanted = serde_json::to_value(desired).unwrap_or_default();
+            (observed, wanted)
+        });
+        if let Some((observed, wanted)) =
+            json.filter(|(observed, wanted)| fields_in_sync(observed, wanted, fingerprint))
+        {
             if compares {
-                self.verified(desired, &object);
+                let key = Key::of(desired);
+                let json = (observed, wanted);
+                self.record_json(key, desired, object.as_ref(), json, None, true);
             }
             Observed::InSync(object)
         } else if fingerprint.is_none() && claims_fingerprint(object.as_ref(), desired) {
@@ -937,14 +947,32 @@ where
         version: Option<(u64, Instant)>,
         compares: bool,
     ) {
+        let observed = serde_json::to_value(object).unwrap_or_default();
         let wanted = serde_json::to_value(desired).unwrap_or_default();
+        self.record_json(key, desired, object, (observed, wanted), version, compares);
+    }
+
+    /// [`Self::record`], with `object` and `desired` as JSON already (`json`).
+    fn record_json(
+        &self,
+        key: Key,
+        desired: &K,
+        object: &K,
+        (observed, wanted): (Value, Value),
+        version: Option<(u64, Instant)>,
+        compares: bool,
+    ) {
         let shape = compares.then(|| {
             let shape = shape(&wanted);
+            let mut hasher = Fnv1a::default();
+            // Writing to a hasher cannot fail.
+            let _ = serde_json::to_writer(&mut hasher, &shape);
             let mut shapes = self.shapes.lock().expect("shapes lock");
-            let id = fnv1a(shape.to_string().as_bytes());
-            shapes.entry(id).or_insert_with(|| Arc::new(shape)).clone()
+            shapes
+                .entry(hasher.0)
+                .or_insert_with(|| Arc::new(shape))
+                .clone()
         });
-        let observed = serde_json::to_value(object).unwrap_or_default();
         // The same as under the shape of `wanted` ([`digest`]).
         let fingerprint = digest(&observed, &wanted);
         let record = Applied {
