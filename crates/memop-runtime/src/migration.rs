@@ -542,29 +542,39 @@ async fn prune(
     storage: &str,
     generation: i64,
 ) -> anyhow::Result<()> {
-    let crd = crds.get(name).await?;
-    if crd.metadata.generation.unwrap_or_default() != generation {
-        return Err(Retry::Changed.into());
+    // The resourceVersion makes the write conditional. A conflict is another write of the CRD
+    // meanwhile (the API server's own status conditions, or kube-controller-manager 1.37
+    // pruning them after its migration): read it and look again, a few times.
+    const ATTEMPTS: u32 = 5;
+    let mut attempt = 1;
+    loop {
+        let crd = crds.get(name).await?;
+        if crd.metadata.generation.unwrap_or_default() != generation {
+            return Err(Retry::Changed.into());
+        }
+        if stale_versions(&crd, storage).is_empty() {
+            tracing::debug!(crd = name, "storedVersions already pruned");
+            return Ok(());
+        }
+        let patch = json!({
+            "metadata": { "resourceVersion": crd.metadata.resource_version },
+            "status": { "storedVersions": [storage] },
+        });
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PatchParams::default()
+        };
+        match crds.patch_status(name, &params, &Patch::Merge(&patch)).await {
+            Err(kube::Error::Api(status)) if status.is_conflict() && attempt < ATTEMPTS => {
+                tracing::debug!(crd = name, "the CRD changed while pruning; looking again");
+                attempt += 1;
+            }
+            result => {
+                result.with_context(|| format!("pruning status.storedVersions of {name}"))?;
+                return Ok(());
+            }
+        }
     }
-    if stale_versions(&crd, storage).is_empty() {
-        // kube-controller-manager 1.37 prunes them itself once its migration succeeded.
-        tracing::debug!(crd = name, "storedVersions already pruned");
-        return Ok(());
-    }
-    // The resourceVersion makes this write conditional: a CRD updated since is a conflict, and
-    // the next attempt looks again.
-    let patch = json!({
-        "metadata": { "resourceVersion": crd.metadata.resource_version },
-        "status": { "storedVersions": [storage] },
-    });
-    let params = PatchParams {
-        field_manager: Some(FIELD_MANAGER.into()),
-        ..PatchParams::default()
-    };
-    crds.patch_status(name, &params, &Patch::Merge(&patch))
-        .await
-        .with_context(|| format!("pruning status.storedVersions of {name}"))?;
-    Ok(())
 }
 
 /// The message of the object's condition `type_` when it is `True`.

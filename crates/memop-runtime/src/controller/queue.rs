@@ -95,7 +95,7 @@ pub(crate) fn everything_on<K>(
     store: Store<K>,
 ) -> Requests<K>
 where
-    K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+    K: Resource<DynamicType = ()> + Send + Sync + 'static,
 {
     ticks
         .flat_map(move |()| {
