@@ -564,7 +564,10 @@ async fn prune(
             field_manager: Some(FIELD_MANAGER.into()),
             ..PatchParams::default()
         };
-        match crds.patch_status(name, &params, &Patch::Merge(&patch)).await {
+        match crds
+            .patch_status(name, &params, &Patch::Merge(&patch))
+            .await
+        {
             Err(kube::Error::Api(status)) if status.is_conflict() && attempt < ATTEMPTS => {
                 tracing::debug!(crd = name, "the CRD changed while pruning; looking again");
                 attempt += 1;
