@@ -53,6 +53,7 @@ use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::cache::Key;
 use super::instruments::Backoff;
 use super::queue::{self, Priority, Requests};
 use super::store::{self, Store};
@@ -158,7 +159,7 @@ pub trait Reconciler: Send + Sync + Sized + 'static {
 /// What else brings an object of kind `K` to its reconcile, besides a change of its own: the
 /// objects it owns ([`Builder::owns`]) or is related to ([`Builder::watches`]). Each gives its
 /// requests, from the controller's cache, when the controller runs.
-type Trigger<K> = Box<dyn FnOnce(&Store<K>) -> Requests<K> + Send + Sync>;
+type Trigger<K> = Box<dyn FnOnce(&Store<K>) -> Requests + Send + Sync>;
 
 /// Says what a controller watches and how; [`Builder::build`] gives the [`Controller`].
 pub struct Builder<K: Kind> {
@@ -337,7 +338,7 @@ impl<K: Kind> Builder<K> {
                             return std::future::ready(None);
                         }
                     };
-                    let named = map(object, &objects).into_iter().map(move |key| (key, priority));
+                    let named = (map(object, &objects).into_iter()).map(move |key| (Key::from(&key), priority));
                     std::future::ready(Some(futures::stream::iter(named)))
                 })
                 .flatten()

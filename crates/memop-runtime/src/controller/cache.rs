@@ -111,17 +111,9 @@ impl Key {
     }
 
     /// The object's name.
+    #[cfg(test)]
     pub(crate) fn name(&self) -> &str {
         self.0.split_once('/').map_or(&self.0, |(_, name)| name)
-    }
-
-    /// kube's reference to the object of this key.
-    pub(crate) fn to_ref<K: Resource<DynamicType = ()>>(&self) -> ObjectRef<K> {
-        let key = ObjectRef::new(self.name());
-        match self.namespace() {
-            Some(namespace) => key.within(namespace),
-            None => key,
-        }
     }
 }
 

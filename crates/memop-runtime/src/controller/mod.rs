@@ -90,7 +90,7 @@ pub(crate) fn new<K>(
     config: watcher::Config,
     writer: store::Writer<K>,
     whole: bool,
-) -> queue::Requests<K>
+) -> queue::Requests
 where
     K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + Send + Sync,
     K: 'static,
@@ -169,7 +169,7 @@ where
 /// once it leads, [`Warm::requests`] asks for every cached object once, then each change.
 pub(crate) struct Warm<K: Resource<DynamicType = ()> + Clone + 'static> {
     reader: Store<K>,
-    changes: tokio::sync::mpsc::UnboundedReceiver<queue::Request<K>>,
+    changes: tokio::sync::mpsc::UnboundedReceiver<queue::Request>,
 }
 
 impl<K> Warm<K>
@@ -214,7 +214,7 @@ where
 
     /// The requests of the controller over this cache: every object it holds once it has
     /// synced (a takeover: [`Priority::Low`](queue::Priority::Low)), then each change.
-    pub(crate) fn requests(self) -> Vec<queue::Requests<K>> {
+    pub(crate) fn requests(self) -> Vec<queue::Requests> {
         let reader = self.reader.clone();
         let synced = futures::stream::once(async move {
             reader.wait_until_ready().await;

@@ -35,7 +35,6 @@ use futures::{Stream, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
 use kube::api::Api;
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -726,7 +725,7 @@ where
     /// own watch: at [`Priority::Low`] for an object as listed (by a relist, unchanged since
     /// the cache held it), [`Priority::Normal`] for a change. Only the last stream asked for
     /// here is told of changes.
-    pub(crate) fn owned_by<P>(&self) -> impl Stream<Item = Request<P>> + Send + 'static
+    pub(crate) fn owned_by<P>(&self) -> impl Stream<Item = Request> + Send + 'static
     where
         P: Resource<DynamicType = ()> + 'static,
     {
@@ -737,9 +736,12 @@ where
             Some((change, changes))
         })
         .flat_map(|(namespace, owners, priority)| {
-            futures::stream::iter(owners.into_iter().filter_map(move |owner| {
-                let key = ObjectRef::from_owner_ref(namespace.as_deref(), &owner, ())?;
-                Some((key, priority))
+            // As kube's `ObjectRef::from_owner_ref`: only the owners of kind `P`.
+            let owners = owners.into_iter().filter(|owner| {
+                owner.kind == P::kind(&()) && owner.api_version == P::api_version(&())
+            });
+            futures::stream::iter(owners.map(move |owner| {
+                (Key::new(namespace.as_deref(), &owner.name), priority)
             }))
         })
     }

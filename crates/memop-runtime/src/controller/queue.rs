@@ -28,7 +28,6 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use kube::Resource;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 use tokio::sync::{Notify, Semaphore};
@@ -50,11 +49,13 @@ pub enum Priority {
     Normal,
 }
 
-/// A request to reconcile the object `ObjectRef` names, with its priority.
-pub type Request<K> = (ObjectRef<K>, Priority);
+/// A request to reconcile the object of the key, with its priority: a key, not kube's
+/// `ObjectRef`, all the way from the watch to the queue's maps, so that a takeover's or a
+/// relist's request for every object makes one key each, not a reference and then a key.
+pub(crate) type Request = (Key, Priority);
 
 /// A stream of requests that feeds a controller's queue.
-pub(crate) type Requests<K> = BoxStream<'static, Request<K>>;
+pub(crate) type Requests = BoxStream<'static, Request>;
 
 /// The requests a watch's events make: an object as listed, the first time or again unchanged
 /// (`InitApply`), at [`Priority::Low`]; one that changed (`Apply`) at [`Priority::Normal`]. A
@@ -63,7 +64,7 @@ pub(crate) type Requests<K> = BoxStream<'static, Request<K>>;
 pub(crate) fn requests<K>(
     name: &'static str,
     events: impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send + 'static,
-) -> Requests<K>
+) -> Requests
 where
     K: Resource<DynamicType = ()> + Send + 'static,
 {
@@ -71,8 +72,8 @@ where
         .default_backoff()
         .filter_map(move |event| {
             let request = match event {
-                Ok(watcher::Event::InitApply(object)) => Some((ObjectRef::from_obj(&object), Priority::Low)),
-                Ok(watcher::Event::Apply(object)) => Some((ObjectRef::from_obj(&object), Priority::Normal)),
+                Ok(watcher::Event::InitApply(object)) => Some((Key::of(&object), Priority::Low)),
+                Ok(watcher::Event::Apply(object)) => Some((Key::of(&object), Priority::Normal)),
                 Ok(_) => None,
                 // The API server failed a list or watch: the cache stays behind (and the
                 // manager unready) until it succeeds. Said at each retry, so that a cause the
@@ -93,14 +94,14 @@ where
 pub(crate) fn everything_on<K>(
     ticks: impl Stream<Item = ()> + Send + 'static,
     store: Store<K>,
-) -> Requests<K>
+) -> Requests
 where
     K: Resource<DynamicType = ()> + Send + Sync + 'static,
 {
     ticks
         .flat_map(move |()| {
             let all = store.keys().into_iter();
-            futures::stream::iter(all.map(|key| (key.to_ref(), Priority::Low)))
+            futures::stream::iter(all.map(|key| (key, Priority::Low)))
         })
         .boxed()
 }
@@ -316,7 +317,7 @@ pub(crate) async fn run<K, Work>(
     name: &'static str,
     shared: &Shared,
     store: Store<K>,
-    requests: Vec<Requests<K>>,
+    requests: Vec<Requests>,
     work: impl Fn(Arc<K>) -> Work + Send + Sync + 'static,
 ) where
     K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
@@ -328,7 +329,7 @@ pub(crate) async fn run<K, Work>(
         futures::stream::select_all(requests).for_each(move |(key, priority)| {
             // One copy of the key, shared by the queue's maps (it holds every object, each
             // waiting for its resync).
-            queue.add(Key::from(&key), priority, Duration::ZERO);
+            queue.add(key, priority, Duration::ZERO);
             std::future::ready(())
         })
     };

@@ -86,7 +86,7 @@ async fn a_relist_asks_at_low_priority_only_for_what_did_not_change() {
     let mut next = async || {
         let request = tokio::time::timeout(Duration::from_secs(30), requests.next());
         let (owner, priority) = request.await.expect("a request").unwrap();
-        (owner.name, priority)
+        (owner.name().to_owned(), priority)
     };
     for _ in 0..3 {
         assert_eq!(next().await.1, Priority::Low, "the first list");
