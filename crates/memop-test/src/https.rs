@@ -78,7 +78,8 @@ pub async fn serve_with_test_ca(router: axum::Router, shutdown: &Shutdown) -> (u
             };
             let (acceptor, handshaken) = (acceptor.clone(), handshaken.clone());
             tokio::spawn(async move {
-                let handshake = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream));
+                let handshake =
+                    tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream));
                 if let Ok(Ok(stream)) = handshake.await {
                     let _ = handshaken.send((stream, peer)).await;
                 }

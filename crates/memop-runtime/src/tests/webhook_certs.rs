@@ -251,7 +251,11 @@ async fn the_api_server_calls_the_webhooks_with_the_certificate_made_on_an_empty
         }],
     }] });
     Api::<ValidatingWebhookConfiguration>::all(setup.env.admin.clone())
-        .patch(&setup.validating, &PatchParams::default(), &Patch::Merge(&configmaps))
+        .patch(
+            &setup.validating,
+            &PatchParams::default(),
+            &Patch::Merge(&configmaps),
+        )
         .await
         .unwrap();
 
@@ -264,12 +268,14 @@ async fn the_api_server_calls_the_webhooks_with_the_certificate_made_on_an_empty
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = calls.clone();
     let allow = crate::webhook::validating(Allow, setup.env.operator.clone());
-    let router = Router::new().route(PATH, allow).layer(axum::middleware::from_fn(
-        move |request: axum::extract::Request, next: axum::middleware::Next| {
-            counted.fetch_add(1, Ordering::SeqCst);
-            next.run(request)
-        },
-    ));
+    let router = Router::new()
+        .route(PATH, allow)
+        .layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                next.run(request)
+            },
+        ));
     serve_on(port, certificate, router, &shutdown).await;
 
     // The API server calls the webhook, which it trusts only with the CA written into the

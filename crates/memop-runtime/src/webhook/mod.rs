@@ -37,9 +37,9 @@ mod tests;
 pub use admission::{Context, Defaulter, Validator, Verdict, defaulting, validating};
 #[cfg(test)]
 pub(crate) use configuration::METADATA_ONLY_UPDATE;
-pub use configuration::{Webhook, configurations, manifests_yaml};
 #[cfg(test)]
 pub(crate) use configuration::{SYSTEM_NAMESPACES, manager_namespace_selector};
+pub use configuration::{Webhook, configurations, manifests_yaml};
 pub use conversion::{CONVERT_PATH, Conversion, conversion_crds, converting};
 #[cfg(test)]
 pub(crate) use local::LOCAL_CONVERSION;
