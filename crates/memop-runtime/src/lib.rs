@@ -60,8 +60,7 @@
 //!   [`controller::condition::FINALIZING`], [`controller::condition::MISCONFIGURED`];
 //! - [`manager`]: [`manager::Manager`], [`manager::Flags`], [`manager::Shared`],
 //!   [`manager::Metrics`], [`manager::Shutdown`], [`manager::Runnable`],
-//!   [`manager::http::spawn`], [`manager::telemetry::init`], [`manager::tls::Certificate`],
-//!   [`manager::sharding::RULES`];
+//!   [`manager::telemetry::init`], [`manager::sharding::RULES`];
 //! - [`manifests`]: [`manifests::main`], [`manifests::crd_files`], [`manifests::File`],
 //!   [`manifests::merge_versions`], [`manifests::conditions_schema`];
 //! - [`migration`]: [`migration::StorageMigration`], [`migration::Outcome`],
@@ -75,9 +74,7 @@
 //!   [`webhook::Validator`], [`webhook::validating`], [`webhook::Verdict`],
 //!   [`webhook::Refusal`], [`webhook::Invalid`], [`webhook::FieldError`],
 //!   [`webhook::Conversion`], [`webhook::converting`], [`webhook::conversion_crds`],
-//!   [`webhook::CONVERT_PATH`], [`webhook::configurations`], [`webhook::manifests_yaml`],
-//!   [`webhook::manager_namespace_selector`], [`webhook::SYSTEM_NAMESPACES`],
-//!   [`webhook::certs::SelfManaged`], [`webhook::certs::NOT_AFTER`].
+//!   [`webhook::CONVERT_PATH`], [`webhook::configurations`], [`webhook::manifests_yaml`].
 //!
 //! The crate's version is memop's: a project made by memop 0.x.y depends on `=0.x.y`, and
 //! `memop update` moves it to the next one.

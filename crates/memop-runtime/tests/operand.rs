@@ -165,7 +165,7 @@ async fn an_owned_object_of_any_kind_is_written_only_where_it_differs_and_never_
         eventually(
             "the cache holds the Secret",
             Duration::from_secs(10),
-            || async { secrets.cache().contains(&env.namespace, "creds") },
+            || async { secrets.cache().get(&env.namespace, "creds").await.is_some() },
         )
         .await;
         let outcome = secrets.ensure(&owner, secret(&owner, "creds", "one")).await;
@@ -232,7 +232,7 @@ async fn what_every_owned_object_carries_is_added_where_the_desired_one_lacks_it
         eventually(
             "the cache holds the Secret",
             Duration::from_secs(10),
-            || async { secrets.cache().contains(&env.namespace, "bare") },
+            || async { secrets.cache().get(&env.namespace, "bare").await.is_some() },
         )
         .await;
         let before = writes(&env, "secrets");
@@ -273,7 +273,14 @@ async fn an_owners_children_are_listed_from_the_cache_by_controller() {
         eventually(
             "the cache holds every Secret",
             Duration::from_secs(10),
-            || async { secrets.cache().len() == 4 },
+            || async {
+                let cache = secrets.cache();
+                let mut held = 0;
+                for name in ["a-1", "a-2", "b-1", "b-2"] {
+                    held += usize::from(cache.get(&env.namespace, name).await.is_some());
+                }
+                held == 4
+            },
         )
         .await;
         env.requests.clear();
@@ -320,7 +327,7 @@ async fn a_job_is_created_once_and_deleted_only_as_it_was_read() {
         eventually(
             "the cache holds the Job",
             Duration::from_secs(10),
-            || async { jobs.cache().contains(&env.namespace, "cron-1") },
+            || async { jobs.cache().get(&env.namespace, "cron-1").await.is_some() },
         )
         .await;
         let outcome = jobs.create(&owner, job(&owner, "cron-1")).await;

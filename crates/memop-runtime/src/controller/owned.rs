@@ -797,7 +797,7 @@ where
     }
 
     /// Whether the cache holds `name` in `namespace` (now, without waiting for its list).
-    pub fn contains(&self, namespace: &str, name: &str) -> bool {
+    pub(crate) fn contains(&self, namespace: &str, name: &str) -> bool {
         let key = Key::new(Some(namespace), name);
         self.cache
             .objects
@@ -807,13 +807,10 @@ where
     }
 
     /// How many objects the cache holds.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    #[allow(clippy::len_without_is_empty)]
+    pub(crate) fn len(&self) -> usize {
         self.cache.objects.read().expect("cache lock").len()
-    }
-
-    /// Whether the cache holds no object.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The cached object of `key`, read back from its JSON.

@@ -101,7 +101,7 @@ impl Limits {
 }
 
 /// `spawn_with` the `Limits::DEFAULT` limits.
-pub async fn spawn(
+pub(crate) async fn spawn(
     what: &'static str,
     addr: SocketAddr,
     router: Router,

@@ -6,13 +6,13 @@ mod auth;
 mod client;
 mod flags;
 pub(crate) mod health;
-pub mod http;
+pub(crate) mod http;
 mod leader;
 pub(crate) mod metrics;
 pub mod sharding;
 pub(crate) mod shutdown;
 pub mod telemetry;
-pub mod tls;
+pub(crate) mod tls;
 pub(crate) mod watchdog;
 
 use std::future::Future;

@@ -27,7 +27,7 @@ const RELOAD_EVERY: Duration = Duration::from_secs(10);
 
 /// The certificate served, swapped in place when its files change.
 #[derive(Debug)]
-pub struct Certificate {
+pub(crate) struct Certificate {
     current: RwLock<Arc<CertifiedKey>>,
     files: Option<Files>,
 }
@@ -84,7 +84,7 @@ impl Certificate {
 
     /// A PEM certificate chain and its PEM key, held in memory (e.g. read from a Secret; the
     /// runtime swaps it for a renewed one).
-    pub fn from_pem(cert: &[u8], key: &[u8]) -> anyhow::Result<Self> {
+    pub(crate) fn from_pem(cert: &[u8], key: &[u8]) -> anyhow::Result<Self> {
         Ok(Self {
             current: RwLock::new(parse(cert, key)?),
             files: None,
@@ -146,7 +146,7 @@ impl Certificate {
 
     /// A TLS acceptor serving this certificate. It offers HTTP/2 only with `http2`: as
     /// kubebuilder's projects, HTTP/1.1 only by default.
-    pub fn acceptor(self: Arc<Self>, http2: bool) -> anyhow::Result<TlsAcceptor> {
+    pub(crate) fn acceptor(self: Arc<Self>, http2: bool) -> anyhow::Result<TlsAcceptor> {
         let mut config = ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .context("the TLS configuration")?

@@ -11,8 +11,13 @@
 //!   certificate: at every point sampled, the bundle of each configuration and of the CRD
 //!   verifies the certificate that each replica serves.
 //! - A write of the CA that another write beat (HTTP 409) is tried again.
+//! - The API server calls the webhook server that serves the certificate made on an empty
+//!   Secret, trusting it with the CA written into the configuration.
+//! - Started again with the certificate as it is, a replica keeps it; with one due for renewal
+//!   it renews it at start, the new CA in front of the previous one.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,12 +28,12 @@ use axum::Router;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use kube::{Client, Config, ResourceExt};
 use memop_test::envtest::{apply, free_port};
 use memop_test::https::served_certificates;
 use memop_test::{Backend, RequestLog, TestEnv, Verb};
@@ -218,6 +223,155 @@ async fn a_write_of_the_ca_that_conflicts_is_tried_again() {
         Vec::<String>::new()
     );
     shutdown.trigger();
+}
+
+#[tokio::test]
+async fn the_api_server_calls_the_webhooks_with_the_certificate_made_on_an_empty_secret() {
+    let Some(setup) = Setup::new().await else {
+        return;
+    };
+    // The validating configuration calls a webhook on the test namespace's ConfigMaps, at
+    // `https://localhost:<port>/validate-configmaps`, without a CA: the replica writes it.
+    const PATH: &str = "/validate-configmaps";
+    let port = free_port().unwrap();
+    let configmaps = json!({ "webhooks": [{
+        "name": "configmaps.webhook-certs.test",
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "failurePolicy": "Fail",
+        "clientConfig": { "url": format!("https://localhost:{port}{PATH}") },
+        "namespaceSelector": { "matchLabels": {
+            "kubernetes.io/metadata.name": setup.env.namespace,
+        } },
+        "rules": [{
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE"],
+            "resources": ["configmaps"],
+        }],
+    }] });
+    Api::<ValidatingWebhookConfiguration>::all(setup.env.admin.clone())
+        .patch(
+            &setup.validating,
+            &PatchParams::default(),
+            &Patch::Merge(&configmaps),
+        )
+        .await
+        .unwrap();
+
+    let shutdown = Shutdown::default();
+    let certificate = setup
+        .keeper(setup.env.operator.clone())
+        .start(shutdown.clone())
+        .await
+        .expect("the operator's ServiceAccount manages the certificate");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let allow = crate::webhook::validating(Allow, setup.env.operator.clone());
+    let router = Router::new()
+        .route(PATH, allow)
+        .layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                next.run(request)
+            },
+        ));
+    serve_on(port, certificate, router, &shutdown).await;
+
+    // The API server calls the webhook, which it trusts only with the CA written into the
+    // configuration: a ConfigMap is created once it has loaded the configuration.
+    let config_maps = Api::<ConfigMap>::namespaced(setup.env.admin.clone(), &setup.env.namespace);
+    for _ in 0..100 {
+        if calls.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        let probe = serde_json::from_value(json!({ "metadata": { "generateName": "probe-" } }));
+        let _ = config_maps
+            .create(&PostParams::default(), &probe.unwrap())
+            .await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        calls.load(Ordering::SeqCst) > 0,
+        "the API server never called the webhook"
+    );
+    // Now that the API server calls it (failurePolicy: Fail), a create goes through only with
+    // the webhook's answer.
+    let answered = serde_json::from_value(json!({ "metadata": { "name": "answered" } }));
+    config_maps
+        .create(&PostParams::default(), &answered.unwrap())
+        .await
+        .expect("the webhook allows it, over TLS");
+    let (ca, _) = setup.stored().await;
+    assert_eq!(ca.matches("BEGIN CERTIFICATE").count(), 1, "a new CA: {ca}");
+    for (object, bundle) in setup.bundles().await {
+        assert_eq!(bundle.as_deref(), Some(ca.as_bytes()), "{object}");
+    }
+    shutdown.trigger();
+}
+
+#[tokio::test]
+async fn a_certificate_is_kept_until_due_then_renewed_at_start_and_the_previous_ca_trusted() {
+    let Some(setup) = Setup::new().await else {
+        return;
+    };
+    let shutdown = Shutdown::default();
+    let start = || async {
+        (setup.keeper(setup.env.operator.clone()))
+            .start(shutdown.clone())
+            .await
+            .unwrap()
+    };
+    start().await;
+    let secrets = Api::<Secret>::namespaced(setup.env.admin.clone(), &setup.env.namespace);
+    let first = secrets.get(&setup.secret).await.unwrap();
+    assert!(first.annotations().contains_key(certs::NOT_AFTER));
+    let (first_ca, first_cert) = setup.stored().await;
+    // Started again with the certificate as it is: kept.
+    start().await;
+    assert_eq!(setup.stored().await, (first_ca.clone(), first_cert.clone()));
+
+    // Expiring in a day: renewed at start, with a new CA in front of the previous one.
+    let tomorrow = Timestamp::now() + SignedDuration::from_hours(24);
+    let due = json!({ "metadata": { "annotations": { certs::NOT_AFTER: tomorrow.to_string() } } });
+    secrets
+        .patch(&setup.secret, &PatchParams::default(), &Patch::Merge(&due))
+        .await
+        .unwrap();
+    start().await;
+    let (bundle, cert) = setup.stored().await;
+    assert_ne!(cert, first_cert);
+    assert_eq!(bundle.matches("BEGIN CERTIFICATE").count(), 2, "{bundle}");
+    assert!(
+        bundle.ends_with(&first_ca),
+        "the previous CA comes second: {bundle}"
+    );
+    for (object, written) in setup.bundles().await {
+        assert_eq!(written.as_deref(), Some(bundle.as_bytes()), "{object}");
+    }
+    shutdown.trigger();
+}
+
+/// A validating webhook that allows every ConfigMap.
+struct Allow;
+
+impl crate::webhook::Validator<ConfigMap> for Allow {
+    async fn validate_create(
+        &self,
+        _: &crate::webhook::Context,
+        _: &ConfigMap,
+    ) -> crate::webhook::Verdict {
+        Ok(Vec::new())
+    }
+
+    async fn validate_update(
+        &self,
+        _: &crate::webhook::Context,
+        _: &ConfigMap,
+        _: &ConfigMap,
+    ) -> crate::webhook::Verdict {
+        Ok(Vec::new())
+    }
 }
 
 /// A test's namespace with what `config/webhook-certs` installs there (the empty Secret, the
@@ -469,19 +623,17 @@ fn webhook(name: &str, group: &str) -> serde_json::Value {
 /// Serves `certificate` on a free loopback port until `shutdown`; returns the port.
 async fn serve(certificate: Arc<Certificate>, shutdown: &Shutdown) -> u16 {
     let port = free_port().unwrap();
+    serve_on(port, certificate, Router::new(), shutdown).await;
+    port
+}
+
+/// Serves `router` with `certificate` on loopback port `port` until `shutdown`.
+async fn serve_on(port: u16, certificate: Arc<Certificate>, router: Router, shutdown: &Shutdown) {
     let tls = certificate.acceptor(false).unwrap();
     let addr = ([127, 0, 0, 1], port).into();
-    http::spawn(
-        "webhooks",
-        addr,
-        Router::new(),
-        Some(tls),
-        false,
-        shutdown.clone(),
-    )
-    .await
-    .unwrap();
-    port
+    http::spawn("webhooks", addr, router, Some(tls), false, shutdown.clone())
+        .await
+        .unwrap();
 }
 
 /// Whether the PEM CA `bundle` verifies `chain` (what a replica serves) for `localhost`.

@@ -2,7 +2,11 @@
 //! plane (skipped without `KUBEBUILDER_ASSETS`): the API server accepts their match
 //! conditions, and while the webhooks are down (the operator is, say) an update that only
 //! changes an object's metadata (its finalizer removed, so that its deletion completes) goes
-//! through, while any other update is refused as `failurePolicy: Fail` says.
+//! through, while any other update is refused as `failurePolicy: Fail` says. And a webhook
+//! on a kind of Kubernetes' own (ConfigMaps here) skips the manager's namespace and the
+//! [`SYSTEM_NAMESPACES`](webhook::SYSTEM_NAMESPACES) as `config/webhook/manifests.yaml`
+//! declares it ([`webhook::manager_namespace_selector`]): with no webhook server up, such
+//! objects are still created there, while everywhere else the API server refuses them.
 
 use std::time::Duration;
 
@@ -10,6 +14,7 @@ use crate::webhook::{self, Webhook};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
 };
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::CustomResourceExt;
@@ -186,6 +191,141 @@ async fn metadata_only_updates_do_not_need_the_webhooks() {
     let _ = mutatings.delete(&names[0], &DeleteParams::default()).await;
     let _ = validatings
         .delete(&names[1], &DeleteParams::default())
+        .await;
+}
+
+/// The webhooks' `namespaceSelector` keeps the manager's namespace out of their reach: with
+/// the webhook server down (the manager's Pod not started yet, say) and `failurePolicy: Fail`,
+/// ConfigMaps are still created there, so that the manager can start, and in `kube-system`
+/// and `kube-node-lease`, while everywhere else the API server refuses them until the webhooks
+/// answer. (The webhooks see only the test's ConfigMaps, by a label: the API server is shared
+/// with the other tests.)
+#[tokio::test]
+async fn the_managers_namespace_does_not_wait_for_webhooks_on_kinds_of_kubernetes_own() {
+    let Some(env) =
+        TestEnv::real_for(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture"))
+            .await
+    else {
+        return;
+    };
+    const TEST_LABEL: &str = "webhook-test.memop.dev/namespace";
+    let namespaces = Api::<Namespace>::all(env.admin.clone());
+    let manager_namespace = format!("{}-manager", env.namespace);
+    let mut namespace = Namespace::default();
+    namespace.metadata.name = Some(manager_namespace.clone());
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+
+    // Webhooks on ConfigMaps that nothing serves: the webhook server is down.
+    let down = free_port().unwrap();
+    let hooks = [
+        Webhook {
+            mutating: true,
+            name: "mconfigmap.namespaces.example.com",
+            path: "/mutate-configmap",
+            group: "",
+            version: "v1",
+            resource: "configmaps",
+            operations: &["CREATE", "UPDATE"],
+        },
+        Webhook {
+            mutating: false,
+            name: "vconfigmap.namespaces.example.com",
+            path: "/validate-configmap",
+            group: "",
+            version: "v1",
+            resource: "configmaps",
+            operations: &["CREATE", "UPDATE"],
+        },
+    ];
+    assert!(hooks.iter().all(Webhook::skips_manager_namespace));
+    let names = [
+        format!("{}-mutating", env.namespace),
+        format!("{}-validating", env.namespace),
+    ];
+    let (mut mutating, mut validating) =
+        webhook::configurations(&hooks, [&names[0], &names[1]], |hook| WebhookClientConfig {
+            url: Some(format!("https://127.0.0.1:{down}{}", hook.path)),
+            ..WebhookClientConfig::default()
+        });
+    // The deployed configurations' selector, with the manager in `<namespace>-manager`; only
+    // the test's ConfigMaps.
+    let objects = LabelSelector {
+        match_labels: Some([(TEST_LABEL.to_string(), env.namespace.clone())].into()),
+        ..LabelSelector::default()
+    };
+    let selector = webhook::manager_namespace_selector(&manager_namespace);
+    for hook in mutating.webhooks.iter_mut().flatten() {
+        hook.object_selector = Some(objects.clone());
+        hook.namespace_selector = Some(selector.clone());
+    }
+    for hook in validating.webhooks.iter_mut().flatten() {
+        hook.object_selector = Some(objects.clone());
+        hook.namespace_selector = Some(selector.clone());
+    }
+    let mutatings = Api::<MutatingWebhookConfiguration>::all(env.admin.clone());
+    let validatings = Api::<ValidatingWebhookConfiguration>::all(env.admin.clone());
+    mutatings
+        .create(&PostParams::default(), &mutating)
+        .await
+        .unwrap();
+    validatings
+        .create(&PostParams::default(), &validating)
+        .await
+        .unwrap();
+
+    let sample = |name: &str| {
+        let mut config_map = ConfigMap::default();
+        config_map.metadata.name = Some(name.to_string());
+        config_map.metadata.labels = Some([(TEST_LABEL.to_string(), env.namespace.clone())].into());
+        config_map
+    };
+    let objects = Api::<ConfigMap>::namespaced(env.admin.clone(), &env.namespace);
+    // The API server loads new webhook configurations asynchronously: probe with dry-run
+    // creates (which admission webhooks see too) until it refuses.
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let mut refusal = None;
+    for _ in 0..100 {
+        if let Err(error) = objects.create(&dry_run, &sample("down")).await {
+            refusal = Some(error.to_string());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let refusal = refusal.expect("the API server never called the webhooks");
+    assert!(refusal.contains("failed calling webhook"), "{refusal}");
+    assert!(
+        objects
+            .create(&PostParams::default(), &sample("down"))
+            .await
+            .is_err(),
+        "refused in any namespace but the manager's"
+    );
+
+    Api::<ConfigMap>::namespaced(env.admin.clone(), &manager_namespace)
+        .create(&PostParams::default(), &sample("manager"))
+        .await
+        .expect("the manager's namespace does not wait for the webhooks");
+    // Nor do the cluster's own (its Pods, the nodes' heartbeat Leases): a dry run, which the
+    // webhooks would see, leaves nothing there.
+    for system in webhook::SYSTEM_NAMESPACES {
+        Api::<ConfigMap>::namespaced(env.admin.clone(), system)
+            .create(&dry_run, &sample(&format!("{}-system", env.namespace)))
+            .await
+            .unwrap_or_else(|error| panic!("{system} waits for the webhooks: {error}"));
+    }
+
+    let _ = mutatings.delete(&names[0], &DeleteParams::default()).await;
+    let _ = validatings
+        .delete(&names[1], &DeleteParams::default())
+        .await;
+    let _ = namespaces
+        .delete(&manager_namespace, &DeleteParams::default())
         .await;
 }
 

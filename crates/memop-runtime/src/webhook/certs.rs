@@ -36,7 +36,7 @@ const CHECK_EVERY: Duration = Duration::from_secs(60);
 /// before it gives up until the next check.
 const ATTEMPTS: usize = 5;
 /// The Secret's annotation that records when its certificate expires.
-pub const NOT_AFTER: &str = "memop.rs/webhook-cert-not-after";
+pub(crate) const NOT_AFTER: &str = "memop.rs/webhook-cert-not-after";
 
 /// What the manager needs to keep its own webhook certificate.
 ///
@@ -51,29 +51,29 @@ pub const NOT_AFTER: &str = "memop.rs/webhook-cert-not-after";
 /// - a bundle is written into an object only as the Secret holds it after the object was
 ///   read, and as of the version read: so no replica that read the Secret before a renewal can
 ///   write the bundle without the new CA back over the one with it.
-pub struct SelfManaged {
+pub(crate) struct SelfManaged {
     /// The manager's client.
-    pub client: Client,
+    pub(crate) client: Client,
     /// The common name of the CA, e.g. `memcached-operator-webhook-ca`.
-    pub ca_name: String,
+    pub(crate) ca_name: String,
     /// The Secret, in `namespace` (the manager's): it must exist, as config/webhook-certs
     /// creates it, so that the manager needs no right to create Secrets.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// The Secret's name (`--webhook-cert-secret`).
-    pub secret: String,
+    pub(crate) secret: String,
     /// The names the certificate is for: the webhook Service's DNS names.
-    pub dns_names: Vec<String>,
+    pub(crate) dns_names: Vec<String>,
     /// The webhook configurations, mutating or validating, to write the CA into; one that does
     /// not exist is skipped.
-    pub configurations: Vec<String>,
+    pub(crate) configurations: Vec<String>,
     /// The CRDs whose conversion webhook this manager serves.
-    pub crds: Vec<String>,
+    pub(crate) crds: Vec<String>,
 }
 
 impl SelfManaged {
     /// Makes sure the Secret holds a certificate not due for renewal and that the API server
     /// trusts it, and returns it, served; then checks again every minute until shutdown.
-    pub async fn start(self, shutdown: Shutdown) -> anyhow::Result<Arc<Certificate>> {
+    pub(crate) async fn start(self, shutdown: Shutdown) -> anyhow::Result<Arc<Certificate>> {
         self.start_checking_every(CHECK_EVERY, shutdown).await
     }
 

@@ -6,6 +6,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     MatchCondition, MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations,
     ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
 };
+#[cfg(test)]
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube::api::ObjectMeta;
 use serde_json::Value;
@@ -31,7 +32,7 @@ pub struct Webhook {
 
 impl Webhook {
     /// Whether the API server must skip this webhook for objects in the manager's own
-    /// namespace ([`manager_namespace_selector`]): a webhook on a kind of Kubernetes' own (the
+    /// namespace (`manager_namespace_selector`): a webhook on a kind of Kubernetes' own (the
     /// core group `""`, a group without a dot such as `apps`, or one under `k8s.io`), since
     /// the manager's namespace holds such objects the manager needs to start: its Pod, its
     /// ReplicaSet, its Secrets. With `failurePolicy: Fail`, a webhook on Pods that the API
@@ -44,7 +45,7 @@ impl Webhook {
     /// cluster-scoped kind (Nodes, Namespaces) away from anything: such a webhook is called for
     /// every object of the kind, and, under `failurePolicy: Fail`, refuses them all while no
     /// manager answers.
-    pub fn skips_manager_namespace(&self) -> bool {
+    pub(crate) fn skips_manager_namespace(&self) -> bool {
         !self.group.contains('.') || self.group.ends_with(".k8s.io")
     }
 }
@@ -58,7 +59,7 @@ pub(crate) const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// and every node's heartbeat is a Lease in `kube-node-lease`. Under `failurePolicy: Fail`, a
 /// webhook on Pods or Leases whose manager is down would otherwise refuse them, and the cluster
 /// could not heal (a new node's CNI, say) until the manager ran again, which may need them.
-pub const SYSTEM_NAMESPACES: [&str; 2] = ["kube-node-lease", "kube-system"];
+pub(crate) const SYSTEM_NAMESPACES: [&str; 2] = ["kube-node-lease", "kube-system"];
 
 /// How long the API server waits for a webhook on a kind of Kubernetes' own before it fails
 /// the request: 5 s, half the default, since such requests (a Pod, a Deployment) are on the
@@ -68,8 +69,10 @@ pub(crate) const SYSTEM_KIND_TIMEOUT_SECONDS: i32 = 5;
 /// The namespace selector of a webhook that [skips the manager's
 /// namespace](Webhook::skips_manager_namespace): every namespace but `namespace` and the
 /// [`SYSTEM_NAMESPACES`], by its `NAMESPACE_NAME_LABEL`. `namespace` comes first:
-/// `config/default` replaces the first value with the manager's namespace.
-pub fn manager_namespace_selector(namespace: &str) -> LabelSelector {
+/// `config/default` replaces the first value with the manager's namespace. [`manifests_yaml`]
+/// writes it as YAML; the tests check the two agree, and the API server's view of it.
+#[cfg(test)]
+pub(crate) fn manager_namespace_selector(namespace: &str) -> LabelSelector {
     let mut values = vec![namespace.to_string()];
     values.extend(SYSTEM_NAMESPACES.map(String::from));
     LabelSelector {
@@ -112,8 +115,8 @@ pub(super) fn match_conditions(webhook: &Webhook) -> Option<Vec<MatchCondition>>
 /// configuration without webhooks has an empty list.
 ///
 /// No webhook gets a namespace selector here: the caller knows which namespaces it serves. The
-/// deployed configurations (`config/webhook/manifests.yaml`) keep the webhooks that
-/// [skip the manager's namespace](Webhook::skips_manager_namespace) out of it; a manager run
+/// deployed configurations (`config/webhook/manifests.yaml`) keep the webhooks on kinds of
+/// Kubernetes' own out of the manager's namespace; a manager run
 /// on a developer's machine (`make run`) is in no namespace, and nothing it needs goes through
 /// its webhooks.
 pub fn configurations(
@@ -187,11 +190,14 @@ fn timeout_seconds(webhook: &Webhook) -> Option<i32> {
 }
 
 /// `config/webhook/manifests.yaml`: the webhook configurations of `webhooks`, calling the
-/// `webhook-service` Service of config/webhook, in order of name. A webhook that [skips the
-/// manager's namespace](Webhook::skips_manager_namespace) has the [selector of every other
-/// namespace](manager_namespace_selector), naming kustomize's placeholder `system` first, which
-/// `config/default` replaces with the manager's namespace, as it does the Service's, and a
-/// timeout of `SYSTEM_KIND_TIMEOUT_SECONDS`.
+/// `webhook-service` Service of config/webhook, in order of name. A webhook on a kind of
+/// Kubernetes' own (the core group, a group without a dot, or one under `k8s.io`) has the
+/// selector of every namespace but the manager's and `kube-system` and `kube-node-lease`,
+/// naming kustomize's placeholder `system` first, which `config/default` replaces with the
+/// manager's namespace, as it does the Service's, and a timeout of 5 s instead of the API
+/// server's default 10 s: the manager's namespace holds what the manager needs to start, and
+/// the cluster's own namespaces what the cluster needs to heal, so these never wait for the
+/// webhooks.
 pub fn manifests_yaml(webhooks: &[Webhook]) -> String {
     let mut webhooks = webhooks.to_vec();
     // By name, so that the file does not depend on the order kinds were added in.

@@ -16,7 +16,7 @@
 //! [`Refusal`], [`Invalid`] fields), `conversion` ([`converting`],
 //! [`Conversion`]), `configuration` (the webhook configurations: [`Webhook`],
 //! [`configurations`], [`manifests_yaml`]), `body` (reading a review, up to
-//! `MAX_REQUEST_SIZE`), `server` ([`Flags`], [`serve`], `measured`), [`certs`] (the
+//! `MAX_REQUEST_SIZE`), `server` ([`Flags`], [`serve`], `measured`), `certs` (the
 //! certificate without cert-manager) and `local` (webhooks served on this machine, for
 //! `make run`).
 
@@ -24,7 +24,7 @@
 
 mod admission;
 mod body;
-pub mod certs;
+pub(crate) mod certs;
 mod configuration;
 mod conversion;
 mod local;
@@ -37,9 +37,9 @@ mod tests;
 pub use admission::{Context, Defaulter, Validator, Verdict, defaulting, validating};
 #[cfg(test)]
 pub(crate) use configuration::METADATA_ONLY_UPDATE;
-pub use configuration::{
-    SYSTEM_NAMESPACES, Webhook, configurations, manager_namespace_selector, manifests_yaml,
-};
+#[cfg(test)]
+pub(crate) use configuration::{SYSTEM_NAMESPACES, manager_namespace_selector};
+pub use configuration::{Webhook, configurations, manifests_yaml};
 pub use conversion::{CONVERT_PATH, Conversion, conversion_crds, converting};
 #[cfg(test)]
 pub(crate) use local::LOCAL_CONVERSION;
