@@ -740,9 +740,9 @@ where
             let owners = owners.into_iter().filter(|owner| {
                 owner.kind == P::kind(&()) && owner.api_version == P::api_version(&())
             });
-            futures::stream::iter(owners.map(move |owner| {
-                (Key::new(namespace.as_deref(), &owner.name), priority)
-            }))
+            futures::stream::iter(
+                owners.map(move |owner| (Key::new(namespace.as_deref(), &owner.name), priority)),
+            )
         })
     }
 
