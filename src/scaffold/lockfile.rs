@@ -28,6 +28,122 @@ pub fn for_project(name: &str) -> String {
     format!("{header}\n[[package]]\n{body}")
 }
 
+/// `lock`, the lock of a project memop made earlier, with what this memop's lock adds that the
+/// project's `manifest` declares: a dependency the templates gained since (each package of it
+/// that `lock` has no version of, taken from this memop's lock, and its name in the project's
+/// own entry). `memop update` merges `Cargo.toml` but keeps the project's lock, so without this a
+/// new dependency of the templates would fail `cargo build --locked` (the project's CI and
+/// Dockerfile) until cargo ran once without it. A dependency the user took out of `Cargo.toml`
+/// is not added back; what the project's lock has already is left as it is.
+pub fn complete(lock: &str, manifest: &str) -> String {
+    let Some(name) = package_name(manifest) else {
+        return lock.to_string();
+    };
+    let (header, ours) = blocks(lock);
+    let (_, memops) = blocks(&for_project(&name));
+    let root = |blocks: &[String]| blocks.iter().position(|b| is_root(b, &name));
+    let (Some(our_root), Some(memop_root)) = (root(&ours), root(&memops)) else {
+        return lock.to_string();
+    };
+    let has = |blocks: &[String], package: &str| blocks.iter().any(|b| block_name(b) == package);
+    let declared = |dependency: &str| {
+        manifest
+            .lines()
+            .any(|line| line.strip_prefix(dependency).is_some_and(|rest| rest.trim_start().starts_with('=')))
+    };
+    let new_roots: Vec<String> = dependencies(&memops[memop_root])
+        .into_iter()
+        .filter(|d| !dependencies(&ours[our_root]).contains(d) && declared(dependency_name(d)))
+        .collect();
+    // The packages the new dependencies need that the project's lock has no version of.
+    let mut added: Vec<String> = Vec::new();
+    let mut wanted: Vec<String> = new_roots.iter().map(|d| dependency_name(d).to_string()).collect();
+    while let Some(package) = wanted.pop() {
+        if has(&ours, &package) || added.iter().any(|b| block_name(b) == package) {
+            continue;
+        }
+        let Some(block) = memops.iter().find(|b| block_name(b) == package) else {
+            continue;
+        };
+        wanted.extend(dependencies(block).iter().map(|d| dependency_name(d).to_string()));
+        added.push(block.clone());
+    }
+    if new_roots.is_empty() && added.is_empty() {
+        return lock.to_string();
+    }
+    let mut ours = ours;
+    ours[our_root] = with_dependencies(&ours[our_root], &new_roots);
+    ours.extend(added);
+    // Cargo writes its packages sorted by name, then version (and checks it under --locked).
+    ours.sort_by(|a, b| (block_name(a), block_version(a)).cmp(&(block_name(b), block_version(b))));
+    format!("{header}\n[[package]]\n{}", ours.join("\n\n[[package]]\n"))
+}
+
+/// A lock's header and its `[[package]]` blocks (each without its `[[package]]` line).
+fn blocks(lock: &str) -> (&str, Vec<String>) {
+    let (header, packages) = lock.split_once("\n[[package]]\n").unwrap_or((lock, ""));
+    let blocks = packages.split("\n\n[[package]]\n").map(str::to_string).collect();
+    (header, blocks)
+}
+
+fn block_name(block: &str) -> &str {
+    field(block, "name").unwrap_or_default()
+}
+
+fn block_version(block: &str) -> &str {
+    field(block, "version").unwrap_or_default()
+}
+
+fn field<'a>(block: &'a str, key: &str) -> Option<&'a str> {
+    block.lines().find_map(|line| line.strip_prefix(key)?.strip_prefix(" = \"")?.strip_suffix('"'))
+}
+
+/// Whether `block` is the project's own package: its name, and no source.
+fn is_root(block: &str, name: &str) -> bool {
+    block_name(block) == name && !block.contains("\nsource = ")
+}
+
+/// The entries of a block's `dependencies = [...]`, as written (`"name"` or `"name version"`).
+fn dependencies(block: &str) -> Vec<String> {
+    let Some((_, list)) = block.split_once("dependencies = [\n") else {
+        return Vec::new();
+    };
+    list.lines()
+        .take_while(|line| *line != "]")
+        .filter_map(|line| line.trim().strip_prefix('"')?.strip_suffix("\","))
+        .map(str::to_string)
+        .collect()
+}
+
+fn dependency_name(dependency: &str) -> &str {
+    dependency.split(' ').next().unwrap_or_default()
+}
+
+/// `block` with `more` in its dependencies, sorted as cargo writes them.
+fn with_dependencies(block: &str, more: &[String]) -> String {
+    if more.is_empty() {
+        return block.to_string();
+    }
+    let mut all = dependencies(block);
+    all.extend(more.iter().cloned());
+    all.sort();
+    let list: String = all.iter().map(|d| format!(" \"{d}\",\n")).collect();
+    match block.split_once("dependencies = [\n") {
+        Some((before, rest)) => {
+            let after = rest.split_once("\n]").map_or("", |(_, after)| after);
+            format!("{before}dependencies = [\n{list}]{after}")
+        }
+        None => format!("{block}\ndependencies = [\n{list}]"),
+    }
+}
+
+/// The `name` of `[package]` in a manifest.
+fn package_name(manifest: &str) -> Option<String> {
+    let package = manifest.split_once("[package]\n")?.1;
+    let line = package.lines().take_while(|l| !l.starts_with('[')).find(|l| l.starts_with("name"))?;
+    Some(line.split_once('=')?.1.trim().trim_matches('"').to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,6 +169,29 @@ mod tests {
             assert_eq!(all, sorted, "{name}");
             assert_eq!(lock.len(), LOCK.len() + name.len() - EXAMPLE.len());
         }
+    }
+
+    /// A project whose lock predates a dependency the templates gained gets it, with the
+    /// packages it needs that the lock lacks, in cargo's order; one that dropped it from its
+    /// manifest does not; a lock with everything is left as it is.
+    #[test]
+    fn a_dependency_the_templates_gained_is_added_to_an_older_lock() {
+        let manifest = "[package]\nname = \"my-operator\"\n\n[dependencies]\nanyhow = \"1\"\n";
+        let today = for_project("my-operator");
+        assert_eq!(complete(&today, manifest), today, "nothing missing");
+        // The lock of before: `anyhow`'s package gone, and its name from the project's entry.
+        let (header, blocks) = blocks(&today);
+        let older: Vec<String> = blocks
+            .iter()
+            .filter(|b| block_name(b) != "anyhow")
+            .map(|b| if is_root(b, "my-operator") { b.replace(" \"anyhow\",\n", "") } else { b.clone() })
+            .collect();
+        let older = format!("{header}\n[[package]]\n{}", older.join("\n\n[[package]]\n"));
+        assert_ne!(older, today);
+        assert_eq!(complete(&older, manifest), today);
+        // Taken out of the manifest by the user: not added back.
+        let without = "[package]\nname = \"my-operator\"\n\n[dependencies]\n";
+        assert_eq!(complete(&older, without), older);
     }
 
     /// The lock must list exactly the dependencies of the generated Cargo.toml, or every

@@ -71,12 +71,16 @@ fn mark(krate: &str, relative: &str) -> String {
 
 /// Plans the project's pins of the runtime crates, in `Cargo.toml` and `Cargo.lock`, moved to
 /// `version` (`memop update`, once the files are planned: the pins move in the project's text,
-/// whatever became of its memop's text).
+/// whatever became of its memop's text), and the lock completed with what the templates'
+/// new dependencies need ([`lockfile::complete`](super::lockfile::complete)).
 pub fn pin_the_runtime(plan: &mut Plan, version: &str) -> Result<()> {
     let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
-    plan.write("Cargo.toml", pin(&manifest, version)?)?;
+    let manifest = pin(&manifest, version)?;
+    plan.write("Cargo.toml", manifest.clone())?;
     if let Some(lock) = plan.read(Path::new("Cargo.lock"))? {
-        plan.write("Cargo.lock", lock_versions(&lock, version))?;
+        // The project's lock, with the pins moved and what the templates' new dependencies need.
+        let lock = super::lockfile::complete(&lock_versions(&lock, version), &manifest);
+        plan.write("Cargo.lock", lock)?;
     }
     Ok(())
 }
