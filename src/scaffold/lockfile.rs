@@ -73,9 +73,13 @@ pub fn complete(lock: &str, manifest: &str) -> String {
     }
     let mut ours = ours;
     ours[our_root] = with_dependencies(&ours[our_root], &new_roots);
-    ours.extend(added);
-    // Cargo writes its packages sorted by name, then version (and checks it under --locked).
-    ours.sort_by(|a, b| (block_name(a), block_version(a)).cmp(&(block_name(b), block_version(b))));
+    // Cargo writes its packages sorted by name (then version, as semver orders it) and checks
+    // that order under --locked: each added package, whose name the lock does not have, goes
+    // before the first of a greater name; the others keep their places.
+    for block in added {
+        let at = ours.iter().position(|b| block_name(b) > block_name(&block)).unwrap_or(ours.len());
+        ours.insert(at, block);
+    }
     format!("{header}\n[[package]]\n{}", ours.join("\n\n[[package]]\n"))
 }
 
@@ -88,10 +92,6 @@ fn blocks(lock: &str) -> (&str, Vec<String>) {
 
 fn block_name(block: &str) -> &str {
     field(block, "name").unwrap_or_default()
-}
-
-fn block_version(block: &str) -> &str {
-    field(block, "version").unwrap_or_default()
 }
 
 fn field<'a>(block: &'a str, key: &str) -> Option<&'a str> {
@@ -192,6 +192,25 @@ mod tests {
         // Taken out of the manifest by the user: not added back.
         let without = "[package]\nname = \"my-operator\"\n\n[dependencies]\n";
         assert_eq!(complete(&older, without), older);
+    }
+
+    /// The packages added go where cargo sorts them by name; those of the lock keep their
+    /// places, two versions of one package included (0.9 before 0.10, as semver orders them).
+    #[test]
+    fn a_completed_lock_keeps_its_order() {
+        let lock = "version = 4\n\n[[package]]\nname = \"a\"\nversion = \"0.9.0\"\n\n[[package]]\n\
+                    name = \"a\"\nversion = \"0.10.0\"\n\n[[package]]\nname = \"my-operator\"\n\
+                    version = \"0.1.0\"\ndependencies = [\n \"a 0.9.0\",\n]\n";
+        let manifest = "[package]\nname = \"my-operator\"\n\n[dependencies]\nmimalloc = \"0.1\"\n";
+        let completed = complete(lock, manifest);
+        let all = names(&completed);
+        assert!(all.contains(&"mimalloc".to_string()) && all.contains(&"libmimalloc-sys".to_string()), "{all:?}");
+        let mut sorted = all.clone();
+        sorted.sort();
+        assert_eq!(all, sorted);
+        let versions: Vec<&str> = completed.lines().filter(|l| l.starts_with("version = \"0.")).collect();
+        assert_eq!(versions[..2], ["version = \"0.9.0\"", "version = \"0.10.0\""]);
+        assert!(completed.contains("dependencies = [\n \"a 0.9.0\",\n \"mimalloc\",\n]"), "{completed}");
     }
 
     /// The lock must list exactly the dependencies of the generated Cargo.toml, or every
