@@ -7,6 +7,7 @@
 /// The lock, recorded for the example project.
 const LOCK: &str = include_str!("../../templates/_lock/Cargo.lock");
 use crate::embedded::EXAMPLE;
+use crate::scaffold::vendor::RUNTIME_CRATES;
 
 /// The lock for a project whose package is named `name`.
 ///
@@ -29,35 +30,50 @@ pub fn for_project(name: &str) -> String {
 }
 
 /// `lock`, the lock of a project memop made earlier, with what this memop's lock adds that the
-/// project's `manifest` declares: a dependency the templates gained since (each package of it
-/// that `lock` has no version of, taken from this memop's lock, and its name in the project's
-/// own entry). `memop update` merges `Cargo.toml` but keeps the project's lock, so without this a
-/// new dependency of the templates would fail `cargo build --locked` (the project's CI and
-/// Dockerfile) until cargo ran once without it. A dependency the user took out of `Cargo.toml`
-/// is not added back; what the project's lock has already is left as it is.
+/// project needs: a dependency the templates gained since, when the project's `manifest`
+/// declares it, and one the vendored runtime crates gained (each package of them that `lock`
+/// has no version of, taken from this memop's lock, and its name in the entry of the package
+/// that depends on it). `memop update` merges `Cargo.toml` and vendors the new runtime, but
+/// keeps the project's lock, so without this a new dependency would fail `cargo build
+/// --locked` (the project's CI and Dockerfile) until cargo ran once without it. A dependency
+/// the user took out of `Cargo.toml` is not added back; what the project's lock has already is
+/// left as it is.
 pub fn complete(lock: &str, manifest: &str) -> String {
     let Some(name) = package_name(manifest) else {
         return lock.to_string();
     };
-    let (header, ours) = blocks(lock);
+    let (header, mut ours) = blocks(lock);
     let (_, memops) = blocks(&for_project(&name));
-    let root = |blocks: &[String]| blocks.iter().position(|b| is_root(b, &name));
-    let (Some(our_root), Some(memop_root)) = (root(&ours), root(&memops)) else {
-        return lock.to_string();
-    };
-    let has = |blocks: &[String], package: &str| blocks.iter().any(|b| block_name(b) == package);
     let declared = |dependency: &str| {
         manifest
             .lines()
             .any(|line| line.strip_prefix(dependency).is_some_and(|rest| rest.trim_start().starts_with('=')))
     };
-    let new_roots: Vec<String> = dependencies(&memops[memop_root])
-        .into_iter()
-        .filter(|d| !dependencies(&ours[our_root]).contains(d) && declared(dependency_name(d)))
-        .collect();
+    // The entries whose dependencies this memop's lock decides: the project's own (what its
+    // manifest declares of them) and the vendored runtime crates' (all of theirs). Each gets
+    // the dependencies it lacks by name.
+    let mut wanted: Vec<String> = Vec::new();
+    let entries = std::iter::once((name.as_str(), true)).chain(RUNTIME_CRATES.iter().map(|c| (*c, false)));
+    for (package, is_project) in entries {
+        let at = |blocks: &[String]| blocks.iter().position(|b| is_root(b, package));
+        let (Some(our_entry), Some(memop_entry)) = (at(&ours), at(&memops)) else {
+            continue;
+        };
+        let has: Vec<String> = dependencies(&ours[our_entry]).iter().map(|d| dependency_name(d).to_string()).collect();
+        let new: Vec<String> = dependencies(&memops[memop_entry])
+            .into_iter()
+            .filter(|d| !has.iter().any(|h| h == dependency_name(d)))
+            .filter(|d| !is_project || declared(dependency_name(d)))
+            .collect();
+        wanted.extend(new.iter().map(|d| dependency_name(d).to_string()));
+        ours[our_entry] = with_dependencies(&ours[our_entry], &new);
+    }
+    if wanted.is_empty() {
+        return lock.to_string();
+    }
     // The packages the new dependencies need that the project's lock has no version of.
+    let has = |blocks: &[String], package: &str| blocks.iter().any(|b| block_name(b) == package);
     let mut added: Vec<String> = Vec::new();
-    let mut wanted: Vec<String> = new_roots.iter().map(|d| dependency_name(d).to_string()).collect();
     while let Some(package) = wanted.pop() {
         if has(&ours, &package) || added.iter().any(|b| block_name(b) == package) {
             continue;
@@ -68,11 +84,6 @@ pub fn complete(lock: &str, manifest: &str) -> String {
         wanted.extend(dependencies(block).iter().map(|d| dependency_name(d).to_string()));
         added.push(block.clone());
     }
-    if new_roots.is_empty() && added.is_empty() {
-        return lock.to_string();
-    }
-    let mut ours = ours;
-    ours[our_root] = with_dependencies(&ours[our_root], &new_roots);
     // Cargo writes its packages sorted by name (then version, as semver orders it) and checks
     // that order under --locked: each added package, whose name the lock does not have, goes
     // before the first of a greater name; the others keep their places.
@@ -98,7 +109,8 @@ fn field<'a>(block: &'a str, key: &str) -> Option<&'a str> {
     block.lines().find_map(|line| line.strip_prefix(key)?.strip_prefix(" = \"")?.strip_suffix('"'))
 }
 
-/// Whether `block` is the project's own package: its name, and no source.
+/// Whether `block` is the package `name` of the project's workspace (its own, or a vendored
+/// runtime crate): its name, and no source.
 fn is_root(block: &str, name: &str) -> bool {
     block_name(block) == name && !block.contains("\nsource = ")
 }
@@ -192,6 +204,24 @@ mod tests {
         // Taken out of the manifest by the user: not added back.
         let without = "[package]\nname = \"my-operator\"\n\n[dependencies]\n";
         assert_eq!(complete(&older, without), older);
+    }
+
+    /// A project whose lock predates a dependency of the vendored runtime gets it, whatever its
+    /// manifest says (the runtime's manifest is memop's).
+    #[test]
+    fn a_dependency_the_runtime_gained_is_added_to_an_older_lock() {
+        let manifest = "[package]\nname = \"my-operator\"\n\n[dependencies]\n";
+        let today = for_project("my-operator");
+        let (header, blocks) = blocks(&today);
+        assert!(blocks.iter().any(|b| block_name(b) == "lz4_flex"));
+        let older: Vec<String> = blocks
+            .iter()
+            .filter(|b| block_name(b) != "lz4_flex")
+            .map(|b| if is_root(b, "memop-runtime") { b.replace(" \"lz4_flex\",\n", "") } else { b.clone() })
+            .collect();
+        let older = format!("{header}\n[[package]]\n{}", older.join("\n\n[[package]]\n"));
+        assert_ne!(older, today);
+        assert_eq!(complete(&older, manifest), today);
     }
 
     /// The packages added go where cargo sorts them by name; those of the lock keep their

@@ -4,10 +4,11 @@
 //!
 //! [`Owned::watch`] keeps a cache of the owned kind, limited to the objects a label selector
 //! picks, stripped of `managedFields` (the largest part of an object, which no reconcile
-//! reads), and held as compact JSON: a Deployment takes about 2.6 kB so, against 11 kB as a
-//! `k8s_openapi` struct (most of whose fields are empty but take their room), which at 10,000
-//! objects is 26 MB instead of 110. A reconcile reads its object back into the struct (tens of
-//! microseconds). The controller's trigger is fed by that same watch ([`Owned::owned_by`]):
+//! reads), and held as compact JSON packed against the first object cached (LZ4 with that as
+//! its dictionary, [`Packer`]): a Deployment of the Memcached example takes about 280 B so,
+//! key included, against 2.2 kB as compact JSON and 8.5 kB as a `k8s_openapi` struct (most of
+//! whose fields are empty but take their room). A reconcile reads its object back into the
+//! struct (tens of microseconds). The controller's trigger is fed by that same watch ([`Owned::owned_by`]):
 //! one watch of the kind per controller, as with kube's `Controller::owns`. A reconcile asks
 //! [`Owned::observe`] how the object it wants compares with the cache, and tells
 //! [`Owned::applied`] what its apply returned.
@@ -16,9 +17,10 @@
 //! the runtime reads of it (names, labels, owners, versions, memop's annotations, its size
 //! and update strategy, its whole status) and the digest of the fields applied to it, hashed
 //! under the shape of the object applied, as controller-runtime's cache transforms keep what a
-//! controller reads. A Deployment of the Memcached example takes about 1.1 kB so, instead of
-//! 2.3 kB. The digest tells drift of any field applied; only then is the object read whole
-//! from the API server (once) to compare. A projection drops annotations other than memop's
+//! controller reads. A Deployment of the Memcached example takes about 240 B so, packed,
+//! instead of 280 whole (and its projection, packed, holds its status at little cost). The
+//! digest tells drift of any field applied; only then is the object read whole from the API
+//! server (once) to compare. A projection drops annotations other than memop's
 //! and every other field of the spec: a reconciler that reads more of an object it applies
 //! reads it from the object it built, or from the API server. An object created and never
 //! compared after (`Operand::create`: a Job, whose status and annotations a controller reads)
@@ -42,7 +44,7 @@ use tokio::sync::{Notify, watch};
 
 use serde_json::Value;
 
-use super::cache::{Key, Metadata, compact, version_in};
+use super::cache::{Key, Packer, compact};
 use super::drift::{Fnv1a, digest, fields_in_sync, fnv1a, same_hash, shape};
 use super::queue::{Priority, Request};
 use super::{APPLIED_HASH, WatchScope, claims_fingerprint, resource_version as version};
@@ -96,9 +98,11 @@ pub struct Owned<K: Resource<DynamicType = ()> + Clone + 'static> {
 
 /// What the watch keeps, shared with the task that runs it.
 struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
-    /// Each object as compact JSON, without `managedFields`, whole or projected (shared, so
-    /// that a reader copies it out of the lock and decodes it after).
+    /// Each object as packed compact JSON, without `managedFields`, whole or projected (shared,
+    /// so that a reader copies it out of the lock and decodes it after).
     objects: RwLock<HashMap<Key, Entry>>,
+    /// What packs and unpacks them.
+    packer: Packer,
     /// The highest resourceVersion among the events the cache has applied.
     seen: AtomicU64,
     /// Whether the first list is in (then `objects` holds everything).
@@ -114,17 +118,17 @@ struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
 /// projection ([`reduce`]) and the digest of the fields applied to it.
 #[derive(Clone)]
 struct Entry {
-    /// The object, or its projection, as compact JSON.
-    json: Arc<[u8]>,
+    /// The object, or its projection, as packed compact JSON ([`Packer`]).
+    packed: Arc<[u8]>,
     /// Projected: the [`shape`] of the object last applied to it, and the [`digest`] of the
     /// object's fields at the paths of that shape.
     digest: Option<(Arc<Value>, u64)>,
 }
 
 impl Entry {
-    fn whole<K: Serialize>(object: &K) -> Self {
+    fn whole<K: Serialize>(packer: &Packer, object: &K) -> Self {
         Self {
-            json: compact(object).into(),
+            packed: packer.pack(&compact(object)).into(),
             digest: None,
         }
     }
@@ -132,14 +136,19 @@ impl Entry {
     /// `object` projected ([`reduce`]), with the digest of its fields at the paths of
     /// `shape`; `None` when the projection does not read back as a `K` (a kind of which it
     /// leaves out a required number): such a kind is cached whole.
-    fn projected<K: Serialize + DeserializeOwned>(object: &K, shape: &Arc<Value>) -> Option<Self> {
+    fn projected<K: Serialize + DeserializeOwned>(
+        packer: &Packer,
+        object: &K,
+        shape: &Arc<Value>,
+    ) -> Option<Self> {
         let value = serde_json::to_value(object).ok()?;
         let digest = digest(&value, shape);
-        Self::reduced::<K>(value, digest, shape)
+        Self::reduced::<K>(packer, value, digest, shape)
     }
 
     /// The object `value` (JSON) projected, its `digest` under `shape` taken already.
     fn reduced<K: DeserializeOwned>(
+        packer: &Packer,
         mut value: Value,
         digest: u64,
         shape: &Arc<Value>,
@@ -148,7 +157,7 @@ impl Entry {
         let json = serde_json::to_vec(&value).ok()?;
         serde_json::from_slice::<K>(&json).ok()?;
         Some(Self {
-            json: json.into(),
+            packed: packer.pack(&json).into(),
             digest: Some((shape.clone(), digest)),
         })
     }
@@ -278,8 +287,8 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> Cache<K> {
         K: Serialize + DeserializeOwned,
     {
         let entry = shape
-            .and_then(|shape| Entry::projected(object, shape))
-            .unwrap_or_else(|| Entry::whole(object));
+            .and_then(|shape| Entry::projected(&self.packer, object, shape))
+            .unwrap_or_else(|| Entry::whole(&self.packer, object));
         // The index follows the objects: it is looked at after they changed, so that one built
         // meanwhile ([`Owned::children`]) saw the change or is told of it here.
         self.objects
@@ -307,8 +316,8 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K
         let objects = self.objects.read().expect("cache lock");
         let keys: Vec<Key> = (objects.iter())
             .filter(|(_, entry)| {
-                serde_json::from_slice::<Metadata>(&entry.json).is_ok_and(|object| {
-                    !super::cache::kept_in(kept, super::cache::owner_bucket(&object.metadata))
+                self.packer.metadata(&entry.packed).is_some_and(|metadata| {
+                    !super::cache::kept_in(kept, super::cache::owner_bucket(&metadata))
                 })
             })
             .map(|(key, _)| key.clone())
@@ -327,9 +336,9 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K
             .read()
             .expect("cache lock")
             .get(key)?
-            .json
+            .packed
             .clone();
-        version_in(&json)
+        self.packer.version(&json)
     }
 
     /// The cached object of `key`, read back from its JSON (a projection, if it is one).
@@ -341,7 +350,8 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K
     #[allow(clippy::type_complexity)]
     fn entry(&self, key: &Key) -> Option<(Option<Arc<K>>, Option<(Arc<Value>, u64)>)> {
         let entry = self.objects.read().expect("cache lock").get(key)?.clone();
-        let object = match serde_json::from_slice(&entry.json) {
+        let json = self.packer.unpack(&entry.packed)?;
+        let object = match serde_json::from_slice(&json) {
             Ok(object) => Some(Arc::new(object)),
             // It was written from a `K` a moment ago: this cannot fail but for a bug.
             Err(err) => {
@@ -361,12 +371,12 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K
         if version.is_none() || self.version(key).as_ref() != version {
             return;
         }
-        let Some(entry) = Entry::reduced::<K>(value, digest, shape) else {
+        let Some(entry) = Entry::reduced::<K>(&self.packer, value, digest, shape) else {
             return;
         };
         let mut objects = self.objects.write().expect("cache lock");
         if let Some(cached) = objects.get_mut(key) {
-            let same = version_in(&cached.json).as_ref() == version;
+            let same = self.packer.version(&cached.packed).as_ref() == version;
             if same {
                 *cached = entry;
             }
@@ -650,6 +660,7 @@ where
     ) -> Self {
         let cache = Arc::new(Cache {
             objects: RwLock::default(),
+            packer: Packer::default(),
             seen: AtomicU64::new(0),
             listed: watch::Sender::new(false),
             by_owner: Mutex::default(),
@@ -768,8 +779,8 @@ where
             let index = index.get_or_insert_with(|| {
                 let mut index = OwnerIndex::new();
                 for (key, entry) in self.cache.objects.read().expect("cache lock").iter() {
-                    if let Ok(object) = serde_json::from_slice::<Metadata>(&entry.json) {
-                        index.set(key, &object.metadata);
+                    if let Some(metadata) = self.cache.packer.metadata(&entry.packed) {
+                        index.set(key, &metadata);
                     }
                 }
                 index
@@ -1351,6 +1362,7 @@ mod heap {
         let before = memop_test::heap::live();
         let cache = Cache::<Deployment> {
             objects: RwLock::default(),
+            packer: Packer::default(),
             seen: AtomicU64::new(0),
             listed: watch::Sender::new(false),
             by_owner: Mutex::default(),
@@ -1371,6 +1383,7 @@ mod heap {
         let before = memop_test::heap::live();
         let cache = Cache::<Deployment> {
             objects: RwLock::default(),
+            packer: Packer::default(),
             seen: AtomicU64::new(0),
             listed: watch::Sender::new(false),
             by_owner: Mutex::default(),
@@ -1379,9 +1392,14 @@ mod heap {
         for object in &objects {
             cache.insert(Key::of(object), object, Some(&shape));
         }
-        let projected = Entry::projected(&objects[0], &shape).unwrap().json.len();
+        let projected = compact(&{
+            let mut value = serde_json::to_value(&objects[0]).unwrap();
+            reduce(&mut value);
+            value
+        })
+        .len();
         println!(
-            "owned cache, projected (key, {projected} B of JSON and the digest): {} B per object",
+            "owned cache, projected (key, {projected} B of JSON packed, and the digest): {} B per object",
             per_object(before)
         );
 

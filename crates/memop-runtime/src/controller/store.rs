@@ -1,11 +1,11 @@
-//! A controller's cache of its own objects ([`Store`]), kept as compact JSON, as the owned
-//! caches keep theirs (`owned.rs`): kube's reflector store keeps each object as a typed
-//! `Arc<K>`, whose empty `Option`s, `String`s and maps take up to 7 times the object's JSON
-//! (2.2 kB, key and map included, for a ConfigMap of 320 B); compact JSON takes about 1.2 times
-//! and the key. How much that saves depends on the kind's shape: 45 MiB at 30,000 such
-//! ConfigMaps, about 7 MiB at 30,000 of the tutorial's `Memcached`s (997 B typed, 774 B as
-//! JSON). An object is read back into a fresh `Arc<K>` when something reads it (a reconcile, a
-//! `watches` map), in microseconds.
+//! A controller's cache of its own objects ([`Store`]), kept as compact JSON packed against
+//! the first object it held ([`Packer`]), as the owned caches keep theirs (`owned.rs`): kube's
+//! reflector store keeps each object as a typed `Arc<K>`, whose empty `Option`s, `String`s and
+//! maps take up to 7 times the object's JSON (2.2 kB, key and map included, for a ConfigMap of
+//! 320 B); compact JSON takes about 1.2 times and the key, and packed, a sixth of the JSON or
+//! less (a Memcached of the tutorial: 997 B typed, 571 B as JSON, about 95 packed). An object
+//! is read back into a fresh `Arc<K>` when something reads it (a reconcile, a `watches` map),
+//! in microseconds.
 //!
 //! [`reflect`] applies a watch's events to it, every list in place.
 
@@ -21,19 +21,20 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
-use super::cache::{Key, Metadata, compact, kept_in, own_bucket, version_in};
+use super::cache::{Key, Packer, compact, kept_in, own_bucket};
 
-/// The objects, each as compact JSON, by namespace and name.
+/// The objects, each as packed compact JSON, by namespace and name.
 type Objects = Arc<RwLock<HashMap<Key, Box<[u8]>>>>;
 
 /// A controller's cache of the objects of its kind (a reader: clones see the same objects), as
 /// [`Builder::watches`](super::Builder::watches) gives it to its `map`. Each object is kept
 /// without `managedFields` (and, unless
 /// [`Builder::keeps_last_applied`](super::Builder::keeps_last_applied), without `kubectl
-/// apply`'s record), as compact JSON, and read back into a fresh object by each read. Sharded,
-/// it holds the objects of this replica's claimed buckets only.
+/// apply`'s record), as packed compact JSON, and read back into a fresh object by each read.
+/// Sharded, it holds the objects of this replica's claimed buckets only.
 pub struct Store<K: Resource<DynamicType = ()>> {
     objects: Objects,
+    packer: Arc<Packer>,
     /// Whether the first list is in; closed when the writer goes before it is.
     ready: watch::Receiver<bool>,
     kind: PhantomData<fn() -> K>,
@@ -43,6 +44,7 @@ impl<K: Resource<DynamicType = ()>> Clone for Store<K> {
     fn clone(&self) -> Self {
         Self {
             objects: self.objects.clone(),
+            packer: self.packer.clone(),
             ready: self.ready.clone(),
             kind: PhantomData,
         }
@@ -52,6 +54,7 @@ impl<K: Resource<DynamicType = ()>> Clone for Store<K> {
 /// What applies a watch's objects to a [`Store`] ([`reflect`]).
 pub(crate) struct Writer<K: Resource<DynamicType = ()>> {
     objects: Objects,
+    packer: Arc<Packer>,
     ready: watch::Sender<bool>,
     kind: PhantomData<fn() -> K>,
 }
@@ -60,6 +63,7 @@ pub(crate) struct Writer<K: Resource<DynamicType = ()>> {
 pub(crate) fn new<K: Resource<DynamicType = ()>>() -> (Store<K>, Writer<K>) {
     let writer = Writer {
         objects: Objects::default(),
+        packer: Arc::default(),
         ready: watch::Sender::new(false),
         kind: PhantomData,
     };
@@ -95,7 +99,7 @@ impl<K: Resource<DynamicType = ()> + DeserializeOwned> Store<K> {
     /// The cached object of `key`, read back.
     pub(crate) fn read(&self, key: &Key) -> Option<Arc<K>> {
         let objects = self.objects.read().expect("store lock");
-        read(key, objects.get(key)?).map(Arc::new)
+        read(&self.packer, key, objects.get(key)?).map(Arc::new)
     }
 
     /// Every cached object, each read back: a `map` that looks for the objects that refer to
@@ -103,7 +107,7 @@ impl<K: Resource<DynamicType = ()> + DeserializeOwned> Store<K> {
     pub fn state(&self) -> Vec<Arc<K>> {
         let objects = self.objects.read().expect("store lock");
         (objects.iter())
-            .filter_map(|(key, json)| read(key, json))
+            .filter_map(|(key, packed)| read(&self.packer, key, packed))
             .map(Arc::new)
             .collect()
     }
@@ -113,11 +117,11 @@ impl<K: Resource<DynamicType = ()> + DeserializeOwned> Store<K> {
     pub(crate) fn outside(&self, kept: u64) -> Vec<K> {
         let objects = self.objects.read().expect("store lock");
         (objects.iter())
-            .filter(|(_, json)| {
-                serde_json::from_slice::<Metadata>(json)
-                    .is_ok_and(|object| !kept_in(kept, own_bucket(&object.metadata)))
+            .filter(|(_, packed)| {
+                (self.packer.metadata(packed))
+                    .is_some_and(|metadata| !kept_in(kept, own_bucket(&metadata)))
             })
-            .filter_map(|(key, json)| read(key, json))
+            .filter_map(|(key, packed)| read(&self.packer, key, packed))
             .collect()
     }
 }
@@ -126,6 +130,7 @@ impl<K: Resource<DynamicType = ()>> Writer<K> {
     pub(crate) fn as_reader(&self) -> Store<K> {
         Store {
             objects: self.objects.clone(),
+            packer: self.packer.clone(),
             ready: self.ready.subscribe(),
             kind: PhantomData,
         }
@@ -136,9 +141,9 @@ impl<K: Resource<DynamicType = ()>> Writer<K> {
     where
         K: Serialize,
     {
-        let json = compact(object).into_boxed_slice();
+        let packed = self.packer.pack(&compact(object));
         let mut objects = self.objects.write().expect("store lock");
-        objects.insert(Key::of(object), json);
+        objects.insert(Key::of(object), packed);
     }
 
     pub(crate) fn remove(&mut self, key: &Key) {
@@ -148,7 +153,7 @@ impl<K: Resource<DynamicType = ()>> Writer<K> {
     /// The resourceVersion of the cached object of `key` (only its metadata read back).
     pub(crate) fn version(&self, key: &Key) -> Option<String> {
         let objects = self.objects.read().expect("store lock");
-        version_in(objects.get(key)?)
+        self.packer.version(objects.get(key)?)
     }
 
     /// Drops the objects not in `listed`, and returns them (read back).
@@ -158,10 +163,10 @@ impl<K: Resource<DynamicType = ()>> Writer<K> {
     {
         let mut objects = self.objects.write().expect("store lock");
         let mut gone = Vec::new();
-        objects.retain(|key, json| {
+        objects.retain(|key, packed| {
             let kept = listed.contains(key);
             if !kept {
-                gone.extend(read(key, json));
+                gone.extend(read(&self.packer, key, packed));
             }
             kept
         });
@@ -174,9 +179,9 @@ impl<K: Resource<DynamicType = ()>> Writer<K> {
     }
 }
 
-/// The object of `key` read back from `json`.
-fn read<K: DeserializeOwned>(key: &Key, json: &[u8]) -> Option<K> {
-    match serde_json::from_slice(json) {
+/// The object of `key` read back from `packed`.
+fn read<K: DeserializeOwned>(packer: &Packer, key: &Key, packed: &[u8]) -> Option<K> {
+    match serde_json::from_slice(&packer.unpack(packed)?) {
         Ok(object) => Some(object),
         // It was written from a `K`: this cannot fail but for a bug.
         Err(err) => {
@@ -325,6 +330,41 @@ mod tests {
 
         fn lists(&self) -> usize {
             self.lists.load(std::sync::atomic::Ordering::SeqCst)
+        }
+    }
+
+    #[test]
+    fn objects_of_a_kind_are_held_packed_and_read_back_whole() {
+        let (store, mut writer) = new::<ConfigMap>();
+        let objects: Vec<ConfigMap> = (0..200)
+            .map(|i| {
+                let mut object = object(&format!("memcached-{i}"), &format!("{i}"));
+                object.metadata.labels = Some(
+                    [
+                        ("app.kubernetes.io/name", "memcached".to_string()),
+                        ("app.kubernetes.io/instance", format!("memcached-{i}")),
+                        (
+                            "app.kubernetes.io/managed-by",
+                            "memcached-operator".to_string(),
+                        ),
+                    ]
+                    .map(|(k, v)| (k.to_string(), v))
+                    .into(),
+                );
+                object
+            })
+            .collect();
+        for object in &objects {
+            writer.insert(object);
+        }
+        let json: usize = objects.iter().map(|o| compact(o).len()).sum();
+        let held: usize = (store.objects.read().unwrap().values())
+            .map(|packed| packed.len())
+            .sum();
+        assert!(held * 3 < json, "{held} B held for {json} B of JSON");
+        for object in &objects {
+            let key = ObjectRef::new(object.metadata.name.as_deref().unwrap()).within("default");
+            assert_eq!(store.get(&key).as_deref(), Some(object));
         }
     }
 
