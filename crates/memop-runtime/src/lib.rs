@@ -60,6 +60,7 @@
 //!   [`controller::condition::FINALIZING`], [`controller::condition::MISCONFIGURED`];
 //! - [`manager`]: [`manager::Manager`], [`manager::Flags`], [`manager::Shared`],
 //!   [`manager::Metrics`], [`manager::Shutdown`], [`manager::Runnable`],
+//!   [`manager::serve_https`],
 //!   [`manager::telemetry::init`], [`manager::sharding::RULES`];
 //! - [`manifests`]: [`manifests::main`], [`manifests::crd_files`], [`manifests::File`],
 //!   [`manifests::merge_versions`], [`manifests::conditions_schema`];

@@ -9,17 +9,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memop_runtime::manager::Shutdown;
+use memop_runtime::manager::{Shutdown, serve_https};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
-use tokio_rustls::server::TlsStream;
-use tokio_rustls::{TlsAcceptor, TlsConnector};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
 
 /// How the client treats the server's certificate.
 pub enum Trust<'a> {
@@ -42,82 +40,21 @@ pub fn write_serving_certificate(dir: &Path) -> String {
 
 /// Serves `router` over HTTPS (HTTP/1.1) on a free loopback port until `shutdown`, with a
 /// certificate for `localhost` that a new test CA signed, as a webhook server the API server
-/// calls. Returns the port, and the CA's PEM to trust the server with.
+/// calls (the runtime's [`serve_https`], as a manager serves its webhooks). Returns the port,
+/// and the CA's PEM to trust the server with.
 pub async fn serve_with_test_ca(router: axum::Router, shutdown: &Shutdown) -> (u16, String) {
     let (ca, cert, key) = test_ca();
-    let chain = CertificateDer::pem_slice_iter(cert.as_bytes())
-        .collect::<Result<Vec<_>, _>>()
-        .expect("the test certificate");
-    let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("the test certificate's key");
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .expect("a TLS configuration");
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let acceptor = TlsAcceptor::from(Arc::new(config));
-    let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    // Handshakes run each in a task of its own, so that a slow client holds up no other: the
-    // connections that complete theirs are served.
-    let (handshaken, accepted) = mpsc::channel(16);
-    let stopped = shutdown.clone();
-    tokio::spawn(async move {
-        loop {
-            let (stream, peer) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
-                    Err(_) => {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                },
-                () = stopped.wait() => return,
-            };
-            let (acceptor, handshaken) = (acceptor.clone(), handshaken.clone());
-            tokio::spawn(async move {
-                let handshake =
-                    tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream));
-                if let Ok(Ok(stream)) = handshake.await {
-                    let _ = handshaken.send((stream, peer)).await;
-                }
-            });
-        }
-    });
-    let stopped = shutdown.clone();
-    let listener = Handshaken { accepted, addr };
-    tokio::spawn(async move {
-        let stopped = async move { stopped.wait().await };
-        let _ = axum::serve(listener, router)
-            .with_graceful_shutdown(stopped)
-            .await;
-    });
-    (addr.port(), ca)
-}
-
-/// The connections of [`serve_with_test_ca`] that completed their TLS handshake.
-struct Handshaken {
-    accepted: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
-    addr: SocketAddr,
-}
-
-impl axum::serve::Listener for Handshaken {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.accepted.recv().await {
-            Some(accepted) => accepted,
-            // Shut down: axum stops accepting as well.
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        Ok(self.addr)
-    }
+    let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+    let bound = serve_https(
+        addr,
+        router,
+        cert.as_bytes(),
+        key.as_bytes(),
+        shutdown.clone(),
+    )
+    .await
+    .expect("serving the test webhooks");
+    (bound.port(), ca)
 }
 
 /// A new CA, and a certificate for `localhost` it signed: their PEMs, and the certificate's key.

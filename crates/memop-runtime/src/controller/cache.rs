@@ -109,12 +109,6 @@ impl Key {
     pub(crate) fn namespace(&self) -> Option<&str> {
         self.0.split_once('/').map(|(namespace, _)| namespace)
     }
-
-    /// The object's name.
-    #[cfg(test)]
-    pub(crate) fn name(&self) -> &str {
-        self.0.split_once('/').map_or(&self.0, |(_, name)| name)
-    }
 }
 
 impl<K: Resource> From<&ObjectRef<K>> for Key {

@@ -100,6 +100,23 @@ impl Limits {
     };
 }
 
+/// Serves `router` over HTTPS on `addr` until `shutdown` is triggered, with the PEM
+/// certificate chain `cert` and its PEM `key`, as a manager serves its webhooks (HTTP/1.1,
+/// their connection limits and timeouts): for a webhook server that a test starts for the API
+/// server to call (memop-test's `https::serve_with_test_ca`). Returns the address it bound,
+/// whose port is a free one when `addr`'s is 0.
+pub async fn serve_https(
+    addr: SocketAddr,
+    router: Router,
+    cert: &[u8],
+    key: &[u8],
+    shutdown: Shutdown,
+) -> anyhow::Result<SocketAddr> {
+    let tls = Arc::new(super::tls::Certificate::from_pem(cert, key)?).acceptor(false)?;
+    let limits = Limits::WEBHOOKS;
+    spawn_with("HTTPS", addr, router, Some(tls), false, limits, shutdown).await
+}
+
 /// `spawn_with` the `Limits::DEFAULT` limits.
 pub(crate) async fn spawn(
     what: &'static str,
@@ -108,13 +125,13 @@ pub(crate) async fn spawn(
     tls: Option<TlsAcceptor>,
     http2: bool,
     shutdown: Shutdown,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<SocketAddr> {
     spawn_with(what, addr, router, tls, http2, Limits::DEFAULT, shutdown).await
 }
 
 /// Binds `addr` now (so a port clash fails the start) and serves `router` until shutdown
 /// stops the servers ([`Shutdown::servers_stop`]: under a manager, once its controllers
-/// have drained), over TLS when `tls` is given, within `limits`.
+/// have drained), over TLS when `tls` is given, within `limits`. Returns the address bound.
 pub(crate) async fn spawn_with(
     what: &'static str,
     addr: SocketAddr,
@@ -123,7 +140,7 @@ pub(crate) async fn spawn_with(
     http2: bool,
     limits: Limits,
     shutdown: Shutdown,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<SocketAddr> {
     let listener = match TcpListener::bind(addr).await {
         // "Every interface" on a host without IPv6: IPv4 only.
         Err(_) if addr.ip().is_unspecified() && addr.is_ipv6() => {
@@ -132,7 +149,8 @@ pub(crate) async fn spawn_with(
         bound => bound,
     };
     let listener = listener.with_context(|| format!("binding the {what} endpoint to {addr}"))?;
-    tracing::info!(%addr, secure = tls.is_some(), "serving {what}");
+    let bound = listener.local_addr().unwrap_or(addr);
+    tracing::info!(addr = %bound, secure = tls.is_some(), "serving {what}");
     let open = Arc::new(Open::new(limits));
     tokio::spawn(async move {
         loop {
@@ -171,7 +189,7 @@ pub(crate) async fn spawn_with(
             });
         }
     });
-    Ok(())
+    Ok(bound)
 }
 
 /// Serves one connection from `peer` until the client closes it or leaves it idle too long;

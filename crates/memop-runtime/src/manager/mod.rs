@@ -29,6 +29,7 @@ pub use crate::shared::Shared;
 pub use flags::Flags;
 pub(crate) use flags::parse_bind_address;
 pub(crate) use health::Readiness;
+pub use http::serve_https;
 pub use metrics::Metrics;
 pub use shutdown::Shutdown;
 
@@ -381,7 +382,8 @@ async fn serve_metrics(
             flags.enable_http2,
             shared.shutdown.clone(),
         )
-        .await;
+        .await
+        .map(drop);
     }
     let certificate = match &flags.metrics_cert_path {
         Some(dir) => {
@@ -415,6 +417,7 @@ async fn serve_metrics(
         shared.shutdown.clone(),
     )
     .await
+    .map(drop)
 }
 
 /// Waits for every controller task; the first failure is the result.

@@ -86,7 +86,7 @@ async fn a_relist_asks_at_low_priority_only_for_what_did_not_change() {
     let mut next = async || {
         let request = tokio::time::timeout(Duration::from_secs(30), requests.next());
         let (owner, priority) = request.await.expect("a request").unwrap();
-        (owner.name().to_owned(), priority)
+        (owner.to_string(), priority)
     };
     for _ in 0..3 {
         assert_eq!(next().await.1, Priority::Low, "the first list");
@@ -108,9 +108,9 @@ async fn a_relist_asks_at_low_priority_only_for_what_did_not_change() {
     assert_eq!(
         relisted,
         [
-            ("owner-a".to_string(), Priority::Low),
-            ("owner-b".to_string(), Priority::Normal),
-            ("owner-c".to_string(), Priority::Low),
+            (format!("{}/owner-a", env.namespace), Priority::Low),
+            (format!("{}/owner-b", env.namespace), Priority::Normal),
+            (format!("{}/owner-c", env.namespace), Priority::Low),
         ]
     );
 }

@@ -63,36 +63,15 @@ async fn metadata_only_updates_do_not_need_the_webhooks() {
         .unwrap();
 
     // Webhooks nothing serves: the operator is down.
-    let down = free_port().unwrap();
-    let hooks = [
-        Webhook {
-            mutating: true,
-            name: "mwidget-v1.conditions.example.com",
-            path: "/mutate-widget",
-            group: "conditions.example.com",
-            version: "v1",
-            resource: "widgets",
-            operations: &["CREATE", "UPDATE"],
-        },
-        Webhook {
-            mutating: false,
-            name: "vwidget-v1.conditions.example.com",
-            path: "/validate-widget",
-            group: "conditions.example.com",
-            version: "v1",
-            resource: "widgets",
-            operations: &["CREATE", "UPDATE"],
-        },
-    ];
-    let names = [
-        format!("{}-mutating", env.namespace),
-        format!("{}-validating", env.namespace),
-    ];
-    let (mut mutating, mut validating) =
-        webhook::configurations(&hooks, [&names[0], &names[1]], |hook| WebhookClientConfig {
-            url: Some(format!("https://127.0.0.1:{down}{}", hook.path)),
-            ..WebhookClientConfig::default()
-        });
+    let (_, mut mutating, mut validating) = unserved(
+        &env,
+        ("conditions.example.com", "widgets"),
+        [
+            "mwidget-v1.conditions.example.com",
+            "vwidget-v1.conditions.example.com",
+        ],
+        ["/mutate-widget", "/validate-widget"],
+    );
     // Only for this test's namespace.
     let selector = LabelSelector {
         match_labels: Some(
@@ -188,9 +167,17 @@ async fn metadata_only_updates_do_not_need_the_webhooks() {
         "deleted once its finalizer is gone"
     );
 
-    let _ = mutatings.delete(&names[0], &DeleteParams::default()).await;
+    let _ = mutatings
+        .delete(
+            &format!("{}-mutating", env.namespace),
+            &DeleteParams::default(),
+        )
+        .await;
     let _ = validatings
-        .delete(&names[1], &DeleteParams::default())
+        .delete(
+            &format!("{}-validating", env.namespace),
+            &DeleteParams::default(),
+        )
         .await;
 }
 
@@ -219,37 +206,16 @@ async fn the_managers_namespace_does_not_wait_for_webhooks_on_kinds_of_kubernete
         .unwrap();
 
     // Webhooks on ConfigMaps that nothing serves: the webhook server is down.
-    let down = free_port().unwrap();
-    let hooks = [
-        Webhook {
-            mutating: true,
-            name: "mconfigmap.namespaces.example.com",
-            path: "/mutate-configmap",
-            group: "",
-            version: "v1",
-            resource: "configmaps",
-            operations: &["CREATE", "UPDATE"],
-        },
-        Webhook {
-            mutating: false,
-            name: "vconfigmap.namespaces.example.com",
-            path: "/validate-configmap",
-            group: "",
-            version: "v1",
-            resource: "configmaps",
-            operations: &["CREATE", "UPDATE"],
-        },
-    ];
+    let (hooks, mut mutating, mut validating) = unserved(
+        &env,
+        ("", "configmaps"),
+        [
+            "mconfigmap.namespaces.example.com",
+            "vconfigmap.namespaces.example.com",
+        ],
+        ["/mutate-configmap", "/validate-configmap"],
+    );
     assert!(hooks.iter().all(Webhook::skips_manager_namespace));
-    let names = [
-        format!("{}-mutating", env.namespace),
-        format!("{}-validating", env.namespace),
-    ];
-    let (mut mutating, mut validating) =
-        webhook::configurations(&hooks, [&names[0], &names[1]], |hook| WebhookClientConfig {
-            url: Some(format!("https://127.0.0.1:{down}{}", hook.path)),
-            ..WebhookClientConfig::default()
-        });
     // The deployed configurations' selector, with the manager in `<namespace>-manager`; only
     // the test's ConfigMaps.
     let objects = LabelSelector {
@@ -320,9 +286,17 @@ async fn the_managers_namespace_does_not_wait_for_webhooks_on_kinds_of_kubernete
             .unwrap_or_else(|error| panic!("{system} waits for the webhooks: {error}"));
     }
 
-    let _ = mutatings.delete(&names[0], &DeleteParams::default()).await;
+    let _ = mutatings
+        .delete(
+            &format!("{}-mutating", env.namespace),
+            &DeleteParams::default(),
+        )
+        .await;
     let _ = validatings
-        .delete(&names[1], &DeleteParams::default())
+        .delete(
+            &format!("{}-validating", env.namespace),
+            &DeleteParams::default(),
+        )
         .await;
     let _ = namespaces
         .delete(&manager_namespace, &DeleteParams::default())
@@ -342,4 +316,42 @@ async fn wait_established(crds: &Api<CustomResourceDefinition>) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("{CRD} never became established");
+}
+
+/// A mutating and a validating webhook (`names`, served at `paths`) on creates and updates of
+/// `resource` of `group` (v1), and their configurations named after the test's namespace,
+/// pointing at a free port that nothing serves: the operator's webhooks while it is down.
+fn unserved(
+    env: &TestEnv,
+    (group, resource): (&'static str, &'static str),
+    names: [&'static str; 2],
+    paths: [&'static str; 2],
+) -> (
+    [Webhook; 2],
+    MutatingWebhookConfiguration,
+    ValidatingWebhookConfiguration,
+) {
+    let hook = |i: usize| Webhook {
+        mutating: i == 0,
+        name: names[i],
+        path: paths[i],
+        group,
+        version: "v1",
+        resource,
+        operations: &["CREATE", "UPDATE"],
+    };
+    let hooks = [hook(0), hook(1)];
+    let down = free_port().unwrap();
+    let configurations = [
+        format!("{}-mutating", env.namespace),
+        format!("{}-validating", env.namespace),
+    ];
+    let (mutating, validating) =
+        webhook::configurations(&hooks, [&configurations[0], &configurations[1]], |hook| {
+            WebhookClientConfig {
+                url: Some(format!("https://127.0.0.1:{down}{}", hook.path)),
+                ..WebhookClientConfig::default()
+            }
+        });
+    (hooks, mutating, validating)
 }
