@@ -7,7 +7,6 @@
 /// The lock, recorded for the example project.
 const LOCK: &str = include_str!("../../templates/_lock/Cargo.lock");
 use crate::embedded::EXAMPLE;
-use crate::scaffold::vendor::RUNTIME_CRATES;
 
 /// The lock for a project whose package is named `name`.
 ///
@@ -31,14 +30,14 @@ pub fn for_project(name: &str) -> String {
 
 /// `lock`, the lock of a project memop made earlier, with what this memop's lock adds that the
 /// project needs: a dependency the templates gained since, when the project's `manifest`
-/// declares it, and one the vendored runtime crates gained (each package of them that `lock`
+/// declares it, and one the `vendored` runtime crates gained (each package of them that `lock`
 /// has no version of, taken from this memop's lock, and its name in the entry of the package
 /// that depends on it). `memop update` merges `Cargo.toml` and vendors the new runtime, but
 /// keeps the project's lock, so without this a new dependency would fail `cargo build
 /// --locked` (the project's CI and Dockerfile) until cargo ran once without it. A dependency
 /// the user took out of `Cargo.toml` is not added back; what the project's lock has already is
 /// left as it is.
-pub fn complete(lock: &str, manifest: &str) -> String {
+pub fn complete(lock: &str, manifest: &str, vendored: &[&str]) -> String {
     let Some(name) = package_name(manifest) else {
         return lock.to_string();
     };
@@ -53,7 +52,7 @@ pub fn complete(lock: &str, manifest: &str) -> String {
     // manifest declares of them) and the vendored runtime crates' (all of theirs). Each gets
     // the dependencies it lacks by name.
     let mut wanted: Vec<String> = Vec::new();
-    let entries = std::iter::once((name.as_str(), true)).chain(RUNTIME_CRATES.iter().map(|c| (*c, false)));
+    let entries = std::iter::once((name.as_str(), true)).chain(vendored.iter().map(|c| (*c, false)));
     for (package, is_project) in entries {
         let at = |blocks: &[String]| blocks.iter().position(|b| is_root(b, package));
         let (Some(our_entry), Some(memop_entry)) = (at(&ours), at(&memops)) else {
@@ -160,6 +159,8 @@ fn package_name(manifest: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    const RUNTIME: &[&str] = crate::scaffold::vendor::RUNTIME_CRATES;
+
     fn names(lock: &str) -> Vec<String> {
         lock.lines().filter_map(|l| l.strip_prefix("name = \"")).map(|l| l.trim_end_matches('"').to_string()).collect()
     }
@@ -190,7 +191,7 @@ mod tests {
     fn a_dependency_the_templates_gained_is_added_to_an_older_lock() {
         let manifest = "[package]\nname = \"my-operator\"\n\n[dependencies]\nanyhow = \"1\"\n";
         let today = for_project("my-operator");
-        assert_eq!(complete(&today, manifest), today, "nothing missing");
+        assert_eq!(complete(&today, manifest, RUNTIME), today, "nothing missing");
         // The lock of before: `anyhow`'s package gone, and its name from the project's entry.
         let (header, blocks) = blocks(&today);
         let older: Vec<String> = blocks
@@ -200,10 +201,10 @@ mod tests {
             .collect();
         let older = format!("{header}\n[[package]]\n{}", older.join("\n\n[[package]]\n"));
         assert_ne!(older, today);
-        assert_eq!(complete(&older, manifest), today);
+        assert_eq!(complete(&older, manifest, RUNTIME), today);
         // Taken out of the manifest by the user: not added back.
         let without = "[package]\nname = \"my-operator\"\n\n[dependencies]\n";
-        assert_eq!(complete(&older, without), older);
+        assert_eq!(complete(&older, without, RUNTIME), older);
     }
 
     /// A project whose lock predates a dependency of the vendored runtime gets it, whatever its
@@ -221,7 +222,7 @@ mod tests {
             .collect();
         let older = format!("{header}\n[[package]]\n{}", older.join("\n\n[[package]]\n"));
         assert_ne!(older, today);
-        assert_eq!(complete(&older, manifest), today);
+        assert_eq!(complete(&older, manifest, RUNTIME), today);
     }
 
     /// The packages added go where cargo sorts them by name; those of the lock keep their
@@ -232,7 +233,7 @@ mod tests {
                     name = \"a\"\nversion = \"0.10.0\"\n\n[[package]]\nname = \"my-operator\"\n\
                     version = \"0.1.0\"\ndependencies = [\n \"a 0.9.0\",\n]\n";
         let manifest = "[package]\nname = \"my-operator\"\n\n[dependencies]\nmimalloc = \"0.1\"\n";
-        let completed = complete(lock, manifest);
+        let completed = complete(lock, manifest, RUNTIME);
         let all = names(&completed);
         assert!(all.contains(&"mimalloc".to_string()) && all.contains(&"libmimalloc-sys".to_string()), "{all:?}");
         let mut sorted = all.clone();

@@ -79,7 +79,7 @@ pub fn pin_the_runtime(plan: &mut Plan, version: &str) -> Result<()> {
     plan.write("Cargo.toml", manifest.clone())?;
     if let Some(lock) = plan.read(Path::new("Cargo.lock"))? {
         // The project's lock, with the pins moved and what the templates' new dependencies need.
-        let lock = super::lockfile::complete(&lock_versions(&lock, version), &manifest);
+        let lock = super::lockfile::complete(&lock_versions(&lock, version), &manifest, RUNTIME_CRATES);
         plan.write("Cargo.lock", lock)?;
     }
     Ok(())
