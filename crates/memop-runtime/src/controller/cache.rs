@@ -1,7 +1,7 @@
 //! How a controller's caches follow their watches: lists streamed where the API server serves
 //! them ([`watch`]), and, sharded, only the objects of the replica's buckets ([`follow`]); how
-//! a cache keys ([`Key`]) and keeps ([`compact`], [`Packer`]) an object. (A relist is applied in place, not
-//! gathered beside the cache: `store::reflect`.)
+//! a cache keys ([`Key`]) and keeps ([`compact`], [`Packer`]) an object. (A relist is applied
+//! in place, not gathered beside the cache: `store::reflect`.)
 
 use std::collections::VecDeque;
 use std::fmt::Debug;
