@@ -184,6 +184,22 @@ mod tests {
         }
     }
 
+    /// `lock` as it was before `entry` of its workspace depended on `package`: that package's
+    /// block gone, and its name from the entry's dependencies.
+    fn before(lock: &str, package: &str, entry: &str) -> String {
+        let (header, blocks) = blocks(lock);
+        assert!(blocks.iter().any(|b| block_name(b) == package), "{package} is not in the lock");
+        let dependency = format!(" \"{package}\",\n");
+        let older: Vec<String> = blocks
+            .iter()
+            .filter(|b| block_name(b) != package)
+            .map(|b| if is_root(b, entry) { b.replace(&dependency, "") } else { b.clone() })
+            .collect();
+        let older = format!("{header}\n[[package]]\n{}", older.join("\n\n[[package]]\n"));
+        assert_ne!(older, lock);
+        older
+    }
+
     /// A project whose lock predates a dependency the templates gained gets it, with the
     /// packages it needs that the lock lacks, in cargo's order; one that dropped it from its
     /// manifest does not; a lock with everything is left as it is.
@@ -193,14 +209,7 @@ mod tests {
         let today = for_project("my-operator");
         assert_eq!(complete(&today, manifest, RUNTIME), today, "nothing missing");
         // The lock of before: `anyhow`'s package gone, and its name from the project's entry.
-        let (header, blocks) = blocks(&today);
-        let older: Vec<String> = blocks
-            .iter()
-            .filter(|b| block_name(b) != "anyhow")
-            .map(|b| if is_root(b, "my-operator") { b.replace(" \"anyhow\",\n", "") } else { b.clone() })
-            .collect();
-        let older = format!("{header}\n[[package]]\n{}", older.join("\n\n[[package]]\n"));
-        assert_ne!(older, today);
+        let older = before(&today, "anyhow", "my-operator");
         assert_eq!(complete(&older, manifest, RUNTIME), today);
         // Taken out of the manifest by the user: not added back.
         let without = "[package]\nname = \"my-operator\"\n\n[dependencies]\n";
@@ -213,15 +222,7 @@ mod tests {
     fn a_dependency_the_runtime_gained_is_added_to_an_older_lock() {
         let manifest = "[package]\nname = \"my-operator\"\n\n[dependencies]\n";
         let today = for_project("my-operator");
-        let (header, blocks) = blocks(&today);
-        assert!(blocks.iter().any(|b| block_name(b) == "lz4_flex"));
-        let older: Vec<String> = blocks
-            .iter()
-            .filter(|b| block_name(b) != "lz4_flex")
-            .map(|b| if is_root(b, "memop-runtime") { b.replace(" \"lz4_flex\",\n", "") } else { b.clone() })
-            .collect();
-        let older = format!("{header}\n[[package]]\n{}", older.join("\n\n[[package]]\n"));
-        assert_ne!(older, today);
+        let older = before(&today, "lz4_flex", "memop-runtime");
         assert_eq!(complete(&older, manifest, RUNTIME), today);
     }
 

@@ -71,14 +71,15 @@ fn mark(krate: &str, relative: &str) -> String {
 
 /// Plans the project's pins of the runtime crates, in `Cargo.toml` and `Cargo.lock`, moved to
 /// `version` (`memop update`, once the files are planned: the pins move in the project's text,
-/// whatever became of its memop's text), and the lock completed with what the templates'
-/// new dependencies need ([`lockfile::complete`](super::lockfile::complete)).
+/// whatever became of its memop's text), and the lock completed with what the new
+/// dependencies of the templates and of the vendored runtime crates need
+/// ([`lockfile::complete`](super::lockfile::complete)).
 pub fn pin_the_runtime(plan: &mut Plan, version: &str) -> Result<()> {
     let manifest = plan.read(Path::new("Cargo.toml"))?.context("the project has no Cargo.toml")?;
     let manifest = pin(&manifest, version)?;
     plan.write("Cargo.toml", manifest.clone())?;
     if let Some(lock) = plan.read(Path::new("Cargo.lock"))? {
-        // The project's lock, with the pins moved and what the templates' new dependencies need.
+        // The project's lock, with the pins moved and what the new dependencies need.
         let lock = super::lockfile::complete(&lock_versions(&lock, version), &manifest, RUNTIME_CRATES);
         plan.write("Cargo.lock", lock)?;
     }

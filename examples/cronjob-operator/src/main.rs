@@ -22,9 +22,9 @@ use memop_runtime::manager::{self, Manager};
 use memop_runtime::migration::StorageMigration;
 
 // The manager allocates with mimalloc rather than glibc's malloc: at 30,000 objects it spent
-// about 40% less CPU converging, and half as much in all, at the same peak memory (125 MiB
-// through a forced relist, in memop's side-by-side benchmark). To use the system's, remove
-// these two lines and mimalloc from Cargo.toml.
+// about 40% less CPU converging, and half as much in all, at the same peak memory (in memop's
+// side-by-side benchmark). To use the system's, remove these two lines and mimalloc from
+// Cargo.toml.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
