@@ -208,6 +208,16 @@ impl Packer {
             .ok()
     }
 
+    /// The object of `key` read back from `packed`. It was packed from a `K`: an error is a bug,
+    /// logged, and reads as nothing.
+    pub(crate) fn read<K: DeserializeOwned>(&self, key: &Key, packed: &[u8]) -> Option<K> {
+        serde_json::from_slice(&self.unpack(packed)?)
+            .inspect_err(
+                |err| tracing::error!(%key, error = %err, "a cached object cannot be read back"),
+            )
+            .ok()
+    }
+
     /// The resourceVersion of the object `packed` ([`version_in`]).
     pub(crate) fn version(&self, packed: &[u8]) -> Option<String> {
         version_in(&self.unpack(packed)?)

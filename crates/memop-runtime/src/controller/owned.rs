@@ -350,15 +350,7 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static> Cache<K
     #[allow(clippy::type_complexity)]
     fn entry(&self, key: &Key) -> Option<(Option<Arc<K>>, Option<(Arc<Value>, u64)>)> {
         let entry = self.objects.read().expect("cache lock").get(key)?.clone();
-        let json = self.packer.unpack(&entry.packed)?;
-        let object = match serde_json::from_slice(&json) {
-            Ok(object) => Some(Arc::new(object)),
-            // It was written from a `K` a moment ago: this cannot fail but for a bug.
-            Err(err) => {
-                tracing::error!(%key, error = %err, "a cached object cannot be read back");
-                None
-            }
-        };
+        let object = self.packer.read(key, &entry.packed).map(Arc::new);
         Some((object, entry.digest))
     }
 

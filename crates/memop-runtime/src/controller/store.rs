@@ -99,7 +99,7 @@ impl<K: Resource<DynamicType = ()> + DeserializeOwned> Store<K> {
     /// The cached object of `key`, read back.
     pub(crate) fn read(&self, key: &Key) -> Option<Arc<K>> {
         let objects = self.objects.read().expect("store lock");
-        read(&self.packer, key, objects.get(key)?).map(Arc::new)
+        self.packer.read(key, objects.get(key)?).map(Arc::new)
     }
 
     /// Every cached object, each read back: a `map` that looks for the objects that refer to
@@ -107,7 +107,7 @@ impl<K: Resource<DynamicType = ()> + DeserializeOwned> Store<K> {
     pub fn state(&self) -> Vec<Arc<K>> {
         let objects = self.objects.read().expect("store lock");
         (objects.iter())
-            .filter_map(|(key, packed)| read(&self.packer, key, packed))
+            .filter_map(|(key, packed)| self.packer.read(key, packed))
             .map(Arc::new)
             .collect()
     }
@@ -121,7 +121,7 @@ impl<K: Resource<DynamicType = ()> + DeserializeOwned> Store<K> {
                 (self.packer.metadata(packed))
                     .is_some_and(|metadata| !kept_in(kept, own_bucket(&metadata)))
             })
-            .filter_map(|(key, packed)| read(&self.packer, key, packed))
+            .filter_map(|(key, packed)| self.packer.read(key, packed))
             .collect()
     }
 }
@@ -166,7 +166,7 @@ impl<K: Resource<DynamicType = ()>> Writer<K> {
         objects.retain(|key, packed| {
             let kept = listed.contains(key);
             if !kept {
-                gone.extend(read(&self.packer, key, packed));
+                gone.extend(self.packer.read(key, packed));
             }
             kept
         });
@@ -176,18 +176,6 @@ impl<K: Resource<DynamicType = ()>> Writer<K> {
     /// Says that the first list is in.
     pub(crate) fn ready(&mut self) {
         self.ready.send_replace(true);
-    }
-}
-
-/// The object of `key` read back from `packed`.
-fn read<K: DeserializeOwned>(packer: &Packer, key: &Key, packed: &[u8]) -> Option<K> {
-    match serde_json::from_slice(&packer.unpack(packed)?) {
-        Ok(object) => Some(object),
-        // It was written from a `K`: this cannot fail but for a bug.
-        Err(err) => {
-            tracing::error!(%key, error = %err, "a cached object cannot be read back");
-            None
-        }
     }
 }
 
